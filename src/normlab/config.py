@@ -1,0 +1,169 @@
+"""A run's config: model, data and training, typed and validated; TOML on disk.
+
+    [model]  n_layer = 4 ...      (normlab.nn.ModelConfig)
+    [data]   path, tokenizer
+    [train]  steps, lr, schedule, ...
+
+Unknown keys are errors that name the closest valid keys.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import tomli_w
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from normlab.nn.config import ModelConfig
+from normlab.registry import closest
+
+
+class DataConfig(BaseModel):
+    """Which text, and how it is cut into tokens."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    path: str | None = None
+    """A UTF-8 text file; unset: the packaged tiny Shakespeare."""
+    tokenizer: Literal["char", "byte"] = "char"
+    """`char`: one token per distinct character; `byte`: the 256 UTF-8 byte values."""
+
+
+class TrainConfig(BaseModel):
+    """The optimisation: AdamW, a learning-rate schedule, evaluation and checkpoints."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    steps: int = Field(default=2000, ge=1)
+    """Optimizer steps."""
+    batch_size: int = Field(default=12, ge=1)
+    """Sequences per step."""
+    lr: float = Field(default=1e-3, gt=0)
+    """Peak learning rate."""
+    min_lr: float = Field(default=1e-4, ge=0)
+    """Floor of the cosine schedule."""
+    schedule: Literal["constant", "cosine", "inverse_sqrt"] = "cosine"
+    """constant, linear warmup + cosine decay to min_lr, or inverse square root (Vaswani et al.)."""
+    warmup_steps: int = Field(default=100, ge=0)
+    """Linear warmup length (0: none)."""
+    decay_steps: int | None = Field(default=None, ge=1)
+    """Step at which the cosine reaches min_lr; unset: `steps`."""
+    beta1: float = Field(default=0.9, ge=0, lt=1)
+    beta2: float = Field(default=0.99, ge=0, lt=1)
+    weight_decay: float = Field(default=0.1, ge=0)
+    """AdamW decoupled weight decay, on matrices (dim >= 2) only."""
+    grad_clip: float = Field(default=1.0, ge=0)
+    """Clip the global gradient norm to this (0: no clipping)."""
+    eval_interval: int = Field(default=250, ge=1)
+    """Estimate val loss every this many steps (and at the last step)."""
+    eval_batches: int = Field(default=20, ge=1)
+    """Batches per val-loss estimate (always the same batches)."""
+    ckpt_interval: int = Field(default=500, ge=1)
+    """Write a checkpoint every this many steps (and at the last step)."""
+    log_interval: int = Field(default=1, ge=1)
+    """Write a metrics row every this many steps."""
+    seed: int = 1337
+    """Seeds the init, the dropout and the data sampling."""
+    device: str = "auto"
+    """auto (CUDA when present, else CPU), cpu, cuda, cuda:N, mps."""
+    diverge_loss: float = Field(default=20.0, gt=0)
+    """A train loss above this (or non-finite) ends the run as `diverged`."""
+
+    @model_validator(mode="after")
+    def _check(self) -> "TrainConfig":
+        if self.min_lr > self.lr:
+            raise ValueError(f"min_lr ({self.min_lr}) is above lr ({self.lr})")
+        return self
+
+
+class RunConfig(BaseModel):
+    """Everything that defines a training run."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    model: ModelConfig = ModelConfig()
+    data: DataConfig = DataConfig()
+    train: TrainConfig = TrainConfig()
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+    def to_toml(self) -> str:
+        return tomli_w.dumps(self.to_dict())
+
+    def hash(self) -> str:
+        """A short stable id of the resolved config."""
+        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:12]
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used; the message says which key and what is valid."""
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> RunConfig:
+    """Read a TOML config (or start from the defaults) and apply `key=value` overrides."""
+    raw: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file {str(p)!r} does not exist")
+        try:
+            raw = tomllib.loads(p.read_text("utf-8"))
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"config file {str(p)!r} is not valid TOML: {e}") from None
+    for item in overrides or []:
+        apply_override(raw, item)
+    return validate_config(raw)
+
+
+def validate_config(raw: dict[str, Any]) -> RunConfig:
+    try:
+        return RunConfig.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(e)) from None
+
+
+def apply_override(raw: dict[str, Any], item: str) -> None:
+    """Set `a.b.c=value` in the nested dict; the value is read as TOML, else as a string."""
+    key, sep, text = item.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"override {item!r} is not of the form key=value (e.g. model.n_layer=6)")
+    try:
+        value = tomllib.loads(f"v = {text.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = text.strip()
+    *parents, leaf = key.strip().split(".")
+    node = raw
+    for part in parents:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"override {item!r}: {part!r} is not a table")
+    node[leaf] = value
+
+
+def format_validation_error(e: ValidationError) -> str:
+    lines = []
+    for err in e.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            valid = _valid_keys(err["loc"][:-1])
+            hint = closest(str(err["loc"][-1]), valid)
+            did = f" Did you mean {', '.join(repr(h) for h in hint)}?" if hint else ""
+            lines.append(f"unknown key {loc!r}.{did} Valid keys here: {', '.join(valid)}.")
+        else:
+            msg = err["msg"].removeprefix("Value error, ")
+            got = err.get("input")
+            got = "" if isinstance(got, dict) else f" (got {got!r})"
+            lines.append(f"{loc}: {msg}{got}" if loc else msg)
+    return "invalid config:\n  " + "\n  ".join(lines)
+
+
+def _valid_keys(loc: tuple) -> list[str]:
+    model: type[BaseModel] = RunConfig
+    for part in loc:
+        model = model.model_fields[part].annotation  # every table is itself a pydantic model
+    return list(model.model_fields)

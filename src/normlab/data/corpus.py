@@ -1,0 +1,116 @@
+"""Load a UTF-8 text, tokenize it (characters or bytes), split 90/10, sample batches.
+
+The default corpus is tiny Shakespeare (public domain, 1,115,394 characters),
+shipped inside the package so that nothing is fetched.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import torch
+
+DEFAULT_CORPUS = "tinyshakespeare"
+TRAIN_FRACTION = 0.9  # first 90 % train, the rest val (as nanoGPT)
+
+
+class CorpusError(ValueError):
+    """A corpus that cannot be used: missing, unreadable, empty or too short."""
+
+
+class CharTokenizer:
+    """One token per distinct character of the corpus, ids in sorted character order (as nanoGPT)."""
+
+    kind = "char"
+
+    def __init__(self, text: str):
+        self.chars = sorted(set(text))
+        self.stoi = {c: i for i, c in enumerate(self.chars)}
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.chars)
+
+    def encode(self, text: str) -> list[int]:
+        try:
+            return [self.stoi[c] for c in text]
+        except KeyError as e:
+            raise ValueError(f"character {e.args[0]!r} is not in this corpus's vocabulary") from None
+
+    def decode(self, ids: list[int]) -> str:
+        return "".join(self.chars[i] for i in ids)
+
+
+class ByteTokenizer:
+    """The 256 byte values of the UTF-8 encoding: any text, fixed vocabulary."""
+
+    kind = "byte"
+    vocab_size = 256
+
+    def __init__(self, text: str = ""):
+        pass
+
+    def encode(self, text: str) -> list[int]:
+        return list(text.encode("utf-8"))
+
+    def decode(self, ids: list[int]) -> str:
+        return bytes(ids).decode("utf-8", errors="replace")
+
+
+TOKENIZERS = {"char": CharTokenizer, "byte": ByteTokenizer}
+
+
+@dataclass
+class Corpus:
+    """A tokenized text split into train and val token streams."""
+
+    name: str
+    tokenizer: CharTokenizer | ByteTokenizer
+    train: torch.Tensor  # (N_train,) int64
+    val: torch.Tensor  # (N_val,) int64
+
+    def batch(self, split: str, batch_size: int, block_size: int, generator: torch.Generator):
+        """Random windows of `block_size` tokens and their next-token targets, (B, T) each."""
+        data = self.train if split == "train" else self.val
+        starts = torch.randint(len(data) - block_size, (batch_size,), generator=generator)
+        offsets = torch.arange(block_size)
+        x = data[starts[:, None] + offsets]  # (B, T)
+        y = data[starts[:, None] + offsets + 1]  # (B, T)
+        return x, y
+
+
+def read_text(path: str | None) -> tuple[str, str]:
+    """(name, text) of the corpus at `path`, or of the packaged default when `path` is None."""
+    if path is None or path == DEFAULT_CORPUS:
+        text = resources.files("normlab.data").joinpath("tinyshakespeare.txt").read_text("utf-8")
+        return DEFAULT_CORPUS, text
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise CorpusError(f"corpus file {str(p)!r} does not exist (or is not a file); "
+                          f"give a UTF-8 text file, or leave data.path unset for the packaged {DEFAULT_CORPUS}")
+    try:
+        text = p.read_text("utf-8")
+    except UnicodeDecodeError as e:
+        raise CorpusError(f"corpus file {str(p)!r} is not valid UTF-8 ({e.reason} at byte {e.start})") from None
+    return str(p), text
+
+
+def load_corpus(path: str | None = None, tokenizer: str = "char", block_size: int = 256) -> Corpus:
+    """Read, tokenize and split a corpus; refuse one too short for `block_size`."""
+    if tokenizer not in TOKENIZERS:
+        raise CorpusError(f"unknown tokenizer {tokenizer!r}; valid: {', '.join(TOKENIZERS)}")
+    name, text = read_text(path)
+    if not text:
+        raise CorpusError(f"corpus {name!r} is empty")
+    tok = TOKENIZERS[tokenizer](text)
+    ids = torch.tensor(tok.encode(text), dtype=torch.long)
+    n_train = int(TRAIN_FRACTION * len(ids))
+    train, val = ids[:n_train], ids[n_train:]
+    shortest = min(len(train), len(val))
+    if shortest <= block_size:
+        need = (block_size + 1) / (1 - TRAIN_FRACTION)
+        raise CorpusError(f"corpus {name!r} is too short: {len(ids)} tokens give a {shortest}-token split, "
+                          f"and block_size {block_size} needs more than {block_size}; "
+                          f"use at least {int(need) + 1} tokens or a smaller block_size")
+    return Corpus(name=name, tokenizer=tok, train=train, val=val)

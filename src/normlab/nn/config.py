@@ -1,0 +1,99 @@
+"""The model's spec sheet: one typed, validated config builds a whole model."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from normlab.nn.norms import NORMS
+from normlab.nn.schemes import SCHEMES, build_scheme
+from normlab.registry import check_options
+
+
+class ModelConfig(BaseModel):
+    """A decoder-only (GPT-style) causal language model."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_assignment=True)
+
+    vocab_size: int | None = Field(default=None, ge=1)
+    """Tokens in the vocabulary; left unset, the run takes it from the tokenizer."""
+    block_size: int = Field(default=256, ge=1)
+    """Context length T (learned absolute positions up to this)."""
+    n_layer: int = Field(default=6, ge=1)
+    """Number of Transformer blocks L."""
+    n_head: int = Field(default=6, ge=1)
+    """Attention heads per block; d_model must be divisible by it."""
+    d_model: int = Field(default=384, ge=1)
+    """Width of the residual stream."""
+
+    scheme: str = "pre"
+    """Normalization placement: see `normlab schemes` (post, pre, sandwich, peri, deepnorm, mix, lns, subln)."""
+    scheme_options: dict[str, float] = {}
+    """Options of the chosen scheme, e.g. {mix_ratio = 0.25} for `mix`; unknown keys are errors."""
+    norm: str = "layernorm"
+    """Normalizer: layernorm, rmsnorm, scalenorm, dyt or none."""
+    norm_options: dict[str, float] = {}
+    """Options of the chosen normalizer, e.g. {alpha_init = 0.5} for `dyt`."""
+    norm_eps: float = Field(default=1e-5, gt=0)
+    """ε added to the variance / mean square."""
+    norm_affine: bool = True
+    """Learnable elementwise gain (and bias, see norm_bias)."""
+    norm_bias: bool | None = None
+    """Learnable bias in the normalizers; unset: same as `bias` where the normalizer has one."""
+    final_norm: bool | None = None
+    """Norm before the output head (GPT-2's ln_f); unset: the scheme's default."""
+
+    mlp: Literal["gelu", "swiglu"] = "gelu"
+    """Feed-forward: GELU MLP (d → 4d → d) or SwiGLU (LLaMA)."""
+    d_ff: int | None = Field(default=None, ge=1)
+    """Hidden width of the MLP; unset: 4·d_model for gelu, 8/3·d_model (rounded up to 8) for swiglu."""
+    bias: bool = False
+    """Bias in every linear layer."""
+    dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
+    """Dropout on attention weights, sub-layer outputs and embeddings."""
+    tie_weights: bool = True
+    """Share the token embedding with the output head."""
+
+    init: Literal["normal", "xavier"] = "normal"
+    """Base init of linear weights: N(0, init_std) or Xavier-normal (a scheme may override it)."""
+    init_std: float = Field(default=0.02, gt=0)
+    """σ of the normal init (embeddings always use it)."""
+    init_residual_scaling: bool = True
+    """GPT-2: scale each residual output projection's init by 1/sqrt(2·n_layer)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> "ModelConfig":
+        if self.d_model % self.n_head:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
+        scheme_cls = SCHEMES.get(self.scheme)
+        norm_cls = NORMS.get(self.norm)
+        build_scheme(self.scheme, self.n_layer, self.scheme_options)  # checks the options' names and values
+        check_options("normalizer", self.norm, self.norm_options, norm_cls.OPTIONS)
+        reason = scheme_cls.incompatible_norms.get(self.norm)
+        if reason:
+            raise ValueError(f"scheme {self.scheme!r} cannot be used with normalizer {self.norm!r}: {reason}")
+        if self.norm_bias and not norm_cls.has_bias:
+            raise ValueError(f"normalizer {self.norm!r} has no bias; set norm_bias = false")
+        return self
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_head
+
+    def resolved_norm_bias(self) -> bool:
+        if self.norm_bias is not None:
+            return self.norm_bias
+        return self.bias and NORMS.get(self.norm).has_bias
+
+    def resolved_d_ff(self) -> int:
+        if self.d_ff is not None:
+            return self.d_ff
+        if self.mlp == "swiglu":  # same parameter count as a 4d GELU MLP (LLaMA)
+            return 8 * -(-(8 * self.d_model // 3) // 8)
+        return 4 * self.d_model
+
+    def resolved_final_norm(self) -> bool:
+        if self.final_norm is not None:
+            return self.final_norm
+        return SCHEMES.get(self.scheme).final_norm
+

@@ -1,0 +1,302 @@
+"""Normalization placement schemes, looked up by name in `SCHEMES`.
+
+Every scheme is one class. It owns everything that belongs to it: which norm
+slots a sub-layer gets, the residual multiplier α, the init gains, whether
+there is a final norm (and an embedding norm), and which normalizers it cannot
+be combined with. The block and the trainer only ever call `scheme.residual()`
+and `scheme.init_gains()`.
+
+All schemes are special cases of one residual wrapper (`Residual`):
+
+    x ← PostNorm( α·x + OutNorm( F( s·InNorm(x) ) ) )
+
+with absent slots being identities and α = s = 1 unless a scheme says otherwise.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, ClassVar
+
+import torch
+from torch import nn
+
+from normlab.registry import Registry, check_options
+
+SCHEMES: Registry[type["Scheme"]] = Registry("scheme")
+
+NormFactory = Callable[[], nn.Module]
+
+
+class Residual(nn.Module):
+    """One sub-layer F around the residual stream: x ← PostNorm(α·x + OutNorm(F(s·InNorm(x)))).
+
+              ┌─ InNorm ─ ×s ─ F ─ OutNorm ─┐
+        x ──┬─┘                             ▼
+            └──────────── ×α ──────────────(+)── PostNorm ──► x'
+    """
+
+    def __init__(self, sublayer: nn.Module, in_norm: nn.Module | None = None,
+                 out_norm: nn.Module | None = None, post_norm: nn.Module | None = None,
+                 alpha: float = 1.0, in_scale: float = 1.0):
+        super().__init__()
+        self.in_norm = in_norm if in_norm is not None else nn.Identity()
+        self.sublayer = sublayer
+        self.out_norm = out_norm if out_norm is not None else nn.Identity()
+        self.post_norm = post_norm if post_norm is not None else nn.Identity()
+        self.alpha, self.in_scale = float(alpha), float(in_scale)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.in_norm(x)
+        if self.in_scale != 1.0:
+            h = h * self.in_scale
+        h = self.out_norm(self.sublayer(h))  # the branch F's contribution, (B, T, C)
+        if self.alpha != 1.0:
+            x = self.alpha * x
+        return self.post_norm(x + h)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha:g}, in_scale={self.in_scale:g}"
+
+
+@dataclass(frozen=True)
+class InitGains:
+    """Xavier-normal gains a scheme imposes on the block projections (DeepNorm, Sub-LN)."""
+
+    qk: float
+    """gain for the query and key projections"""
+    v_out_ffn: float
+    """gain for the value and output projections and every FFN weight"""
+    why: str
+
+    def gain(self, role: str) -> float:
+        return self.qk if role in ("q", "k") else self.v_out_ffn
+
+
+class Scheme:
+    """Base class. Subclasses set the class attributes and override `residual`."""
+
+    name: ClassVar[str] = ""
+    formula: ClassVar[str] = ""
+    paper: ClassVar[str] = ""
+    final_norm: ClassVar[bool] = True
+    """Default: a norm before the output head."""
+    embed_norm: ClassVar[bool] = False
+    """A norm on the embedding output, before the first block."""
+    inner_norms: ClassVar[bool] = False
+    """Norms inside the sub-layers (before attention's output projection, after the FFN activation)."""
+    incompatible_norms: ClassVar[dict[str, str]] = {}
+    """normalizer name -> why the combination is refused"""
+    OPTIONS: ClassVar[dict[str, float]] = {}
+
+    def __init__(self, n_layer: int, **options: float):
+        self.n_layer = n_layer
+        self.options = {**self.OPTIONS, **options}
+
+    def residual(self, sublayer: nn.Module, layer: int, make_norm: NormFactory) -> Residual:
+        """Wrap `sublayer` of block `layer` (0-based) around the residual stream."""
+        raise NotImplementedError
+
+    def init_gains(self) -> InitGains | None:
+        """Xavier-normal gains that replace the base init, or None to keep it."""
+        return None
+
+    def describe(self) -> dict[str, object]:
+        """What this instance actually uses (recorded in the run directory)."""
+        return {"name": self.name, **self.options}
+
+
+@SCHEMES.register("post")
+class PostLN(Scheme):
+    """Post-LN (Vaswani et al. 2017, arXiv 1706.03762): x ← Norm(x + F(x)). No final norm.
+
+        x ──┬── F ──(+)── Norm ──► x'
+            └───────┘
+    """
+
+    name, formula, paper = "post", "x ← Norm(x + F(x))", "arXiv 1706.03762"
+    final_norm = False
+
+    def residual(self, sublayer, layer, make_norm):
+        return Residual(sublayer, post_norm=make_norm())
+
+
+@SCHEMES.register("pre")
+class PreLN(Scheme):
+    """Pre-LN (Xiong et al. 2020, arXiv 2002.04745; GPT-2): x ← x + F(Norm(x)), final norm.
+
+        x ──┬── Norm ── F ──(+)──► x'        … last block ── Norm ── head
+            └───────────────┘
+    """
+
+    name, formula, paper = "pre", "x ← x + F(Norm(x)); final Norm", "arXiv 2002.04745"
+
+    def residual(self, sublayer, layer, make_norm):
+        return Residual(sublayer, in_norm=make_norm())
+
+
+@SCHEMES.register("sandwich")
+class SandwichLN(Scheme):
+    """Sandwich-LN (CogView, Ding et al. 2021, arXiv 2105.13290): x ← x + Norm(F(Norm(x))), final norm.
+
+        x ──┬── Norm ── F ── Norm ──(+)──► x'
+            └───────────────────────┘
+
+    Same block as Peri-LN; CogView leaves the embedding un-normalized.
+    """
+
+    name, formula, paper = "sandwich", "x ← x + Norm(F(Norm(x))); final Norm", "arXiv 2105.13290"
+
+    def residual(self, sublayer, layer, make_norm):
+        return Residual(sublayer, in_norm=make_norm(), out_norm=make_norm())
+
+
+@SCHEMES.register("peri")
+class PeriLN(SandwichLN):
+    """Peri-LN (Kim et al. 2025, arXiv 2502.02732): x ← x + Norm(F(Norm(x))), final norm.
+
+        emb ── Norm ──► x;   x ──┬── Norm ── F ── Norm ──(+)──► x'
+                                 └───────────────────────┘
+
+    The block is Sandwich-LN's; Peri-LN also normalizes the embedding output
+    before the first block, which CogView's Sandwich-LN does not.
+    """
+
+    name, formula, paper = "peri", "x ← x + Norm(F(Norm(x))); Norm on embeddings; final Norm", "arXiv 2502.02732"
+    embed_norm = True
+
+
+def deepnorm_constants(architecture: str, n_encoder: int = 0, n_decoder: int = 0) -> dict[str, dict[str, float]]:
+    """DeepNet's α (residual multiplier) and β (init gain), Wang et al. 2022, arXiv 2203.00555, Table/Fig. 2.
+
+    N = encoder layers, M = decoder layers. Returns {"encoder": {...}, "decoder": {...}}
+    with the parts the architecture has.
+    """
+    N, M = n_encoder, n_decoder
+    if architecture == "encoder-only":
+        _require(N, "n_encoder", architecture)
+        return {"encoder": {"alpha": (2 * N) ** 0.25, "beta": (8 * N) ** -0.25}}
+    if architecture == "decoder-only":
+        _require(M, "n_decoder", architecture)
+        return {"decoder": {"alpha": (2 * M) ** 0.25, "beta": (8 * M) ** -0.25}}
+    if architecture == "encoder-decoder":
+        _require(N, "n_encoder", architecture)
+        _require(M, "n_decoder", architecture)
+        return {
+            "encoder": {"alpha": 0.81 * (N**4 * M) ** (1 / 16), "beta": 0.87 * (N**4 * M) ** (-1 / 16)},
+            "decoder": {"alpha": (3 * M) ** 0.25, "beta": (12 * M) ** -0.25},
+        }
+    raise ValueError(f"unknown architecture {architecture!r}; valid: encoder-only, decoder-only, encoder-decoder")
+
+
+def _require(n: int, what: str, architecture: str) -> None:
+    if n < 1:
+        raise ValueError(f"{architecture} DeepNorm needs {what} >= 1, got {n}")
+
+
+@SCHEMES.register("deepnorm")
+class DeepNorm(Scheme):
+    """DeepNorm (DeepNet, Wang et al. 2022, arXiv 2203.00555): x ← Norm(α·x + F(x)).
+
+        x ──┬────── F ─────(+)── Norm ──► x'
+            └──── ×α ───────┘
+
+    Decoder-only with M layers: α = (2M)^¼, and Xavier-normal init with gain
+    β = (8M)^−¼ for the value, output and FFN weights, gain 1 for query and key.
+    No final norm (it is Post-LN with an up-weighted residual).
+    """
+
+    name, formula, paper = "deepnorm", "x ← Norm(α·x + F(x)); α=(2L)^¼, init gain β=(8L)^−¼", "arXiv 2203.00555"
+    final_norm = False
+    incompatible_norms = {"none": "α > 1 multiplies the residual every sub-layer; without a norm it grows as α^(2L)"}
+
+    @property
+    def constants(self) -> dict[str, float]:
+        return deepnorm_constants("decoder-only", n_decoder=self.n_layer)["decoder"]
+
+    def residual(self, sublayer, layer, make_norm):
+        return Residual(sublayer, post_norm=make_norm(), alpha=self.constants["alpha"])
+
+    def init_gains(self):
+        return InitGains(qk=1.0, v_out_ffn=self.constants["beta"], why="DeepNorm β = (8·n_layer)^-1/4")
+
+    def describe(self):
+        return {**super().describe(), **self.constants}
+
+
+@SCHEMES.register("mix")
+class MixLN(Scheme):
+    """Mix-LN (Li et al. 2024, arXiv 2412.13795): Post-LN in the first ⌊ρ·L⌋ blocks, Pre-LN after.
+
+        blocks 0 … ⌊ρL⌋−1:  x ← Norm(x + F(x))
+        blocks ⌊ρL⌋ … L−1:  x ← x + F(Norm(x));  final Norm
+
+    Option `mix_ratio` ρ (default 0.25).
+    """
+
+    name, formula, paper = "mix", "Post-LN in blocks < ⌊ρL⌋, Pre-LN after; final Norm", "arXiv 2412.13795"
+    OPTIONS = {"mix_ratio": 0.25}
+
+    def __init__(self, n_layer: int, **options: float):
+        super().__init__(n_layer, **options)
+        ratio = self.options["mix_ratio"]
+        if not 0.0 <= ratio <= 1.0:
+            raise ValueError(f"mix_ratio must be in [0, 1], got {ratio}")
+        self.n_post = math.floor(ratio * n_layer)
+
+    def residual(self, sublayer, layer, make_norm):
+        if layer < self.n_post:
+            return Residual(sublayer, post_norm=make_norm())
+        return Residual(sublayer, in_norm=make_norm())
+
+    def describe(self):
+        return {**super().describe(), "n_post_layers": self.n_post}
+
+
+@SCHEMES.register("lns")
+class LayerNormScaling(PreLN):
+    """LayerNorm Scaling (Sun et al. 2025, "The Curse of Depth", arXiv 2502.05795).
+
+    Pre-LN with each norm's output scaled by 1/√ℓ, ℓ the 1-based layer index:
+
+        x ──┬── Norm ── ×1/√ℓ ── F ──(+)──► x'      final Norm unscaled
+            └────────────────────────┘
+    """
+
+    name, formula, paper = "lns", "x ← x + F(Norm(x)/√ℓ), ℓ = layer + 1; final Norm", "arXiv 2502.05795"
+    incompatible_norms = {"none": "LayerNorm Scaling scales a normalizer's output; with no normalizer there is none to scale"}
+
+    def residual(self, sublayer, layer, make_norm):
+        return Residual(sublayer, in_norm=make_norm(), in_scale=1.0 / math.sqrt(layer + 1))
+
+
+@SCHEMES.register("subln")
+class SubLN(PreLN):
+    """Sub-LN (Magneto, Wang et al. 2022, arXiv 2210.06423; torchscale's default).
+
+    Pre-LN plus a norm before attention's output projection and one after the
+    FFN activation; Xavier-normal init with gain γ = sqrt(log 2L) for the
+    value, output and FFN weights, gain 1 for query and key:
+
+        x ──┬── Norm ── F[ … Norm … ] ──(+)──► x'     final Norm
+            └────────────────────────────┘
+    """
+
+    name, formula, paper = "subln", "x ← x + F(Norm(x)), F with an inner Norm; init γ=√(log 2L)", "arXiv 2210.06423"
+    inner_norms = True
+
+    @property
+    def gamma(self) -> float:
+        return math.sqrt(math.log(2 * self.n_layer))
+
+    def init_gains(self):
+        return InitGains(qk=1.0, v_out_ffn=self.gamma, why="Sub-LN γ = sqrt(log(2·n_layer))")
+
+    def describe(self):
+        return {**super().describe(), "gamma": self.gamma}
+
+
+def build_scheme(name: str, n_layer: int, options: dict[str, float] | None = None) -> Scheme:
+    cls = SCHEMES.get(name)
+    check_options("scheme", name, options or {}, cls.OPTIONS)
+    return cls(n_layer, **(options or {}))

@@ -1,0 +1,243 @@
+"""The training loop: nanoGPT's recipe, with checkpoints that resume the same curve bit for bit.
+
+A run knows nothing of the study around it. It reads a `RunConfig`, writes a
+`RunDir`, and reports each logged step to an optional callback (the CLI's
+progress bar).
+"""
+from __future__ import annotations
+
+import math
+import platform
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+import normlab
+from normlab.config import RunConfig
+from normlab.data import Corpus, load_corpus
+from normlab.nn.model import GPT
+from normlab.train.optim import build_optimizer, learning_rate
+from normlab.train.rundir import RunDir
+
+EVAL_SEED = 0x5EED_0E7A  # val batches are the same at every evaluation and in every run
+
+StepCallback = Callable[[dict[str, Any]], None]
+
+
+class RunConflictError(RuntimeError):
+    """The output directory holds a different run."""
+
+
+class Diverged(Exception):
+    def __init__(self, step: int, reason: str):
+        super().__init__(reason)
+        self.step, self.reason = step, reason
+
+
+def resolve_device(name: str) -> torch.device:
+    """`auto` picks CUDA when present, else CPU; anything else is taken as given and checked."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ValueError(f"unknown device {name!r}; valid: auto, cpu, cuda, cuda:N, mps") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {name!r} asked for, but torch sees no CUDA device; use device = 'auto' or 'cpu'")
+    return device
+
+
+def environment(device: torch.device) -> dict[str, Any]:
+    env = {
+        "normlab": normlab.__version__, "torch": torch.__version__, "python": sys.version.split()[0],
+        "platform": platform.platform(), "device": str(device), "torch_threads": torch.get_num_threads(),
+    }
+    if device.type == "cuda":
+        env["device_name"] = torch.cuda.get_device_name(device)
+    return env
+
+
+@dataclass
+class RunResult:
+    status: str
+    step: int
+    val_loss: float | None
+    reason: str | None = None
+
+
+class Trainer:
+    """Trains one `RunConfig` into one run directory, resuming it if it was interrupted."""
+
+    def __init__(self, cfg: RunConfig, out: str, on_log: StepCallback | None = None):
+        self.run_dir = RunDir(out)
+        self.on_log = on_log
+        self.device = resolve_device(cfg.train.device)
+        self.corpus: Corpus = load_corpus(cfg.data.path, cfg.data.tokenizer, cfg.model.block_size)
+        self.cfg = _with_vocab(cfg, self.corpus.tokenizer.vocab_size)
+        self.tc = self.cfg.train
+
+    # -- set-up ---------------------------------------------------------------------------
+    def _build(self) -> None:
+        torch.manual_seed(self.tc.seed)
+        self.model = GPT(self.cfg.model).to(self.device)
+        self.optimizer = build_optimizer(self.model, self.tc, self.device.type)
+        self.data_rng = torch.Generator().manual_seed(self.tc.seed)
+        self.step, self.elapsed = 0, 0.0
+
+    def _restore(self, ckpt: dict[str, Any]) -> None:
+        self.model.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        self.data_rng.set_state(ckpt["data_rng"])
+        torch.set_rng_state(ckpt["torch_rng"])
+        if self.device.type == "cuda" and ckpt.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state(ckpt["cuda_rng"], self.device)
+        self.step, self.elapsed = ckpt["step"], ckpt["elapsed"]
+
+    def _checkpoint(self) -> None:
+        self.run_dir.save_checkpoint({
+            "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "data_rng": self.data_rng.get_state(), "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
+            "step": self.step, "elapsed": self.elapsed, "config_hash": self.cfg.hash(),
+        })
+
+    def _prepare_dir(self) -> dict[str, Any] | None:
+        """Claim the directory; return the checkpoint to resume from, if any."""
+        rd = self.run_dir
+        if rd.exists():
+            old = rd.read_config()
+            if old.hash() != self.cfg.hash():
+                raise RunConflictError(
+                    f"{rd.path} holds another run (config {old.hash()}, this one is {self.cfg.hash()}); "
+                    "choose another output directory, or pass --fresh to overwrite it")
+            ckpt = rd.load_checkpoint(self.device)
+            rd.truncate_metrics(ckpt["step"] if ckpt else -1)
+            return ckpt
+        rd.write_config(self.cfg)
+        return None
+
+    # -- the loop -------------------------------------------------------------------------
+    def run(self) -> RunResult:
+        rd = self.run_dir
+        status = rd.read_status() if rd.exists() else None
+        if status and status["status"] in ("completed", "diverged") and rd.read_config().hash() == self.cfg.hash():
+            return RunResult(status["status"], status["step"], status.get("val_loss"), status.get("reason"))
+        ckpt = self._prepare_dir()
+        self._build()
+        if ckpt is not None:
+            self._restore(ckpt)
+        rd.write_meta(self._meta(resumed_from=self.step if ckpt else None))
+        rd.write_status("running", step=self.step)
+        try:
+            val_loss = self._loop()
+        except Diverged as d:
+            rd.write_status("diverged", step=d.step, reason=d.reason, val_loss=None)
+            return RunResult("diverged", d.step, None, d.reason)
+        except BaseException as e:
+            reason = f"{type(e).__name__}: {e}"
+            rd.write_status("failed", step=self.step, reason=reason)
+            raise
+        rd.write_status("completed", step=self.step, val_loss=val_loss, elapsed_s=self.elapsed)
+        return RunResult("completed", self.step, val_loss)
+
+    def _loop(self) -> float:
+        tc = self.tc
+        val_loss = math.nan
+        if self.step == 0:
+            val_loss = self.evaluate()
+            self._log({"step": 0, "val_loss": val_loss, "elapsed_s": self.elapsed})
+        tokens_per_step = tc.batch_size * self.cfg.model.block_size
+        t0, elapsed_before = time.perf_counter(), self.elapsed
+        window_start, window_steps = t0, 0  # tokens/s is measured over training steps only
+        while self.step < tc.steps:
+            lr = learning_rate(self.step, tc)
+            loss, grad_norm = self.train_step(lr)
+            self.step += 1
+            window_steps += 1
+            last = self.step == tc.steps
+            log, evaluate = self.step % tc.log_interval == 0 or last, self.step % tc.eval_interval == 0 or last
+            row: dict[str, Any] = {"step": self.step, "lr": lr, "train_loss": loss, "grad_norm": grad_norm}
+            if log:
+                row["tokens_per_s"] = tokens_per_step * window_steps / (time.perf_counter() - window_start)
+            if evaluate:
+                val_loss = row["val_loss"] = self.evaluate()
+            self.elapsed = elapsed_before + time.perf_counter() - t0
+            if log or evaluate:
+                self._log({**row, "elapsed_s": self.elapsed})
+            if self.step % tc.ckpt_interval == 0 or last:
+                self._checkpoint()
+            if log or evaluate:
+                window_start, window_steps = time.perf_counter(), 0
+        return val_loss
+
+    def train_step(self, lr: float) -> tuple[float, float]:
+        """One AdamW update on a fresh batch; raises `Diverged` on a non-finite or runaway loss."""
+        tc, model = self.tc, self.model
+        model.train()
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        x, y = self.corpus.batch("train", tc.batch_size, self.cfg.model.block_size, self.data_rng)
+        x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
+        _, loss = model(x, y)
+        loss_value = loss.item()
+        if not math.isfinite(loss_value) or loss_value > tc.diverge_loss:
+            self._log({"step": self.step + 1, "lr": lr, "train_loss": loss_value, "elapsed_s": self.elapsed})
+            raise Diverged(self.step + 1, f"train loss {loss_value:.4g} at step {self.step + 1} "
+                           f"({'non-finite' if not math.isfinite(loss_value) else f'above diverge_loss {tc.diverge_loss:g}'})")
+        loss.backward()
+        max_norm = tc.grad_clip if tc.grad_clip > 0 else math.inf
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()
+        if not math.isfinite(grad_norm):
+            self._log({"step": self.step + 1, "lr": lr, "train_loss": loss_value, "grad_norm": grad_norm,
+                       "elapsed_s": self.elapsed})
+            raise Diverged(self.step + 1, f"non-finite gradient norm at step {self.step + 1}")
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return loss_value, grad_norm
+
+    @torch.no_grad()
+    def evaluate(self, split: str = "val") -> float:
+        """Mean loss over `eval_batches` fixed batches of `split` (model in eval mode)."""
+        self.model.eval()
+        rng = torch.Generator().manual_seed(EVAL_SEED)
+        losses = []
+        for _ in range(self.tc.eval_batches):
+            x, y = self.corpus.batch(split, self.tc.batch_size, self.cfg.model.block_size, rng)
+            _, loss = self.model(x.to(self.device), y.to(self.device))
+            losses.append(loss.item())
+        self.model.train()
+        return sum(losses) / len(losses)
+
+    def _log(self, row: dict[str, Any]) -> None:
+        self.run_dir.append_metrics(row)
+        if self.on_log is not None:
+            self.on_log(row)
+
+    def _meta(self, resumed_from: int | None) -> dict[str, Any]:
+        return {
+            "config_hash": self.cfg.hash(),
+            "environment": environment(self.device),
+            "corpus": {"name": self.corpus.name, "tokenizer": self.corpus.tokenizer.kind,
+                       "vocab_size": self.corpus.tokenizer.vocab_size,
+                       "train_tokens": len(self.corpus.train), "val_tokens": len(self.corpus.val)},
+            "model": {"n_params": self.model.num_params(), "scheme": self.model.scheme.describe(),
+                      "final_norm": self.cfg.model.resolved_final_norm(), "init": self.model.init_record},
+            "resumed_from_step": resumed_from,
+        }
+
+
+def _with_vocab(cfg: RunConfig, vocab_size: int) -> RunConfig:
+    """The config with model.vocab_size filled in from the tokenizer (checked if already set)."""
+    given = cfg.model.vocab_size
+    if given is not None and given != vocab_size:
+        raise ValueError(f"model.vocab_size = {given}, but the {cfg.data.tokenizer} tokenizer of this corpus "
+                         f"has {vocab_size} tokens; leave model.vocab_size unset")
+    return cfg.model_copy(update={"model": cfg.model.model_copy(update={"vocab_size": vocab_size})})
+
+
+def train(cfg: RunConfig, out: str, on_log: StepCallback | None = None) -> RunResult:
+    """Train `cfg` into the run directory `out` (resuming it if it holds this run, interrupted)."""
+    return Trainer(cfg, out, on_log).run()
