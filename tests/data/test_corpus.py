@@ -1,0 +1,60 @@
+"""The corpus: packaged default, tokenizers, the 90/10 split, batches, and the errors."""
+from __future__ import annotations
+
+import torch
+import pytest
+
+from normlab.data import ByteTokenizer, CharTokenizer, CorpusError, load_corpus
+
+
+def test_packaged_tinyshakespeare_is_complete_and_split_90_10():
+    corpus = load_corpus()
+    assert corpus.tokenizer.vocab_size == 65
+    n = len(corpus.train) + len(corpus.val)
+    assert n == 1_115_394
+    assert len(corpus.train) == int(0.9 * n)
+    assert corpus.tokenizer.decode(corpus.train[:14].tolist()) == "First Citizen:"
+
+
+def test_char_and_byte_tokenizers_round_trip():
+    text = "héllo, wörld\n"
+    char = CharTokenizer(text)
+    assert char.decode(char.encode(text)) == text
+    assert char.chars == sorted(set(text))
+    byte = ByteTokenizer()
+    assert byte.encode("é") == [0xC3, 0xA9] and byte.decode(byte.encode(text)) == text
+    with pytest.raises(ValueError, match="'z'"):
+        char.encode("z")
+
+
+def test_user_file_byte_level(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("ünïcode text " * 100, "utf-8")
+    corpus = load_corpus(str(path), "byte", block_size=8)
+    assert corpus.tokenizer.vocab_size == 256 and corpus.name == str(path)
+
+
+def test_batches_are_shifted_windows_and_reproducible():
+    corpus = load_corpus()
+    x, y = corpus.batch("train", 4, 32, torch.Generator().manual_seed(0))
+    x2, _ = corpus.batch("train", 4, 32, torch.Generator().manual_seed(0))
+    assert x.shape == y.shape == (4, 32) and torch.equal(x, x2)
+    assert torch.equal(x[:, 1:], y[:, :-1])
+
+
+@pytest.mark.parametrize("content, match", [(None, "does not exist"), ("", "empty"), ("abc" * 10, "too short")])
+def test_bad_files_are_clear_errors(tmp_path, content, match):
+    path = tmp_path / "c.txt"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(CorpusError, match=match):
+        load_corpus(str(path), block_size=64)
+
+
+def test_non_utf8_file(tmp_path):
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("café".encode("latin-1") * 1000)
+    with pytest.raises(CorpusError, match="not valid UTF-8"):
+        load_corpus(str(path))
+    with pytest.raises(CorpusError, match="unknown tokenizer 'bpe'.*char, byte"):
+        load_corpus(None, "bpe")

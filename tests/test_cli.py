@@ -1,0 +1,67 @@
+"""The command line: `normlab schemes`, `normlab train`, help and errors."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from normlab.cli import app
+from normlab.train import RunDir
+from tests.conftest import tiny_config
+
+runner = CliRunner()
+
+
+def test_schemes_json_lists_the_8_schemes_and_5_normalizers():
+    result = runner.invoke(app, ["schemes", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert [s["name"] for s in data["schemes"]] == ["post", "pre", "sandwich", "peri", "deepnorm", "mix", "lns", "subln"]
+    assert [n["name"] for n in data["norms"]] == ["layernorm", "rmsnorm", "scalenorm", "dyt", "none"]
+    assert all(s["formula"] for s in data["schemes"]) and all(n["formula"] for n in data["norms"])
+
+
+def test_schemes_table():
+    result = runner.invoke(app, ["schemes"])
+    assert result.exit_code == 0 and "deepnorm" in result.output and "rmsnorm" in result.output
+
+
+@pytest.mark.parametrize("command", [[], ["train"], ["schemes"]])
+def test_help_on_every_command(command):
+    result = runner.invoke(app, [*command, "--help"])
+    assert result.exit_code == 0 and "Usage" in result.output
+
+
+def test_train_runs_and_writes_a_run_directory(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text(tiny_config().to_toml())
+    result = runner.invoke(app, ["train", str(config), "--set", "train.steps=12", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    assert "completed 12 steps" in result.output
+    assert RunDir(tmp_path / "r").read_status()["status"] == "completed"
+
+
+def test_train_unknown_key_is_a_clear_error(tmp_path):
+    result = runner.invoke(app, ["train", "--set", "model.n_layers=3", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "n_layers" in result.output and "n_layer" in result.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_train_conflicting_directory_then_fresh(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text(tiny_config().to_toml())
+    out = str(tmp_path / "r")
+    assert runner.invoke(app, ["train", str(config), "--set", "train.steps=5", "--out", out]).exit_code == 0
+    clash = runner.invoke(app, ["train", str(config), "--set", "train.steps=6", "--out", out])
+    assert clash.exit_code == 2 and "holds another run" in clash.output
+    fresh = runner.invoke(app, ["train", str(config), "--set", "train.steps=6", "--out", out, "--fresh"])
+    assert fresh.exit_code == 0 and "completed 6 steps" in fresh.output
+
+
+def test_diverged_run_exits_3_with_its_step(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text(tiny_config(train={"diverge_loss": 3.0}).to_toml())
+    result = runner.invoke(app, ["train", str(config), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 3 and "diverged at step 1" in result.output

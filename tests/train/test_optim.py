@@ -1,0 +1,54 @@
+"""Learning-rate schedules and AdamW parameter groups."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from normlab import build_model
+from normlab.config import TrainConfig
+from normlab.train.optim import build_optimizer, learning_rate
+
+
+def lrs(**kw):
+    cfg = TrainConfig(**kw)
+    return [learning_rate(s, cfg) for s in range(cfg.steps + 5)]
+
+
+def test_cosine_matches_nanogpt():
+    cfg = TrainConfig(steps=2000, lr=1e-3, min_lr=1e-4, warmup_steps=100, decay_steps=2000)
+    assert learning_rate(0, cfg) == pytest.approx(1e-3 / 101)
+    assert learning_rate(99, cfg) == pytest.approx(1e-3 * 100 / 101)
+    assert learning_rate(100, cfg) == pytest.approx(1e-3)
+    mid = 100 + (2000 - 100) // 2
+    assert learning_rate(mid, cfg) == pytest.approx(0.5 * (1e-3 + 1e-4))
+    assert learning_rate(2000, cfg) == pytest.approx(1e-4)
+    assert learning_rate(5000, cfg) == pytest.approx(1e-4)
+
+
+def test_no_warmup_starts_at_peak():
+    for schedule in ("constant", "cosine", "inverse_sqrt"):
+        assert lrs(schedule=schedule, warmup_steps=0, steps=50, lr=2e-3)[0] == pytest.approx(2e-3)
+
+
+def test_constant_and_inverse_sqrt():
+    values = lrs(schedule="constant", warmup_steps=10, steps=40, lr=1e-3)
+    assert values[10:] == [1e-3] * (len(values) - 10)
+    cfg = TrainConfig(schedule="inverse_sqrt", warmup_steps=16, steps=100, lr=1e-3)
+    assert learning_rate(16, cfg) == pytest.approx(1e-3)  # peak at the end of warmup
+    assert learning_rate(64, cfg) == pytest.approx(1e-3 * math.sqrt(16 / 64))  # halves when step quadruples
+    values = lrs(schedule="inverse_sqrt", warmup_steps=16, steps=100)
+    assert all(a <= b for a, b in zip(values[:16], values[1:17]))  # warmup rises
+    assert all(a >= b for a, b in zip(values[16:], values[17:]))  # then decays
+
+
+def test_weight_decay_only_on_matrices():
+    model = build_model({"vocab_size": 11, "block_size": 8, "n_layer": 2, "n_head": 2, "d_model": 16, "bias": True})
+    opt = build_optimizer(model, TrainConfig(weight_decay=0.1), "cpu")
+    decay, no_decay = opt.param_groups
+    assert decay["weight_decay"] == 0.1 and no_decay["weight_decay"] == 0.0
+    assert all(p.dim() >= 2 for p in decay["params"]) and all(p.dim() < 2 for p in no_decay["params"])
+    ids = [id(p) for g in opt.param_groups for p in g["params"]]
+    assert len(ids) == len(set(ids)) == len(list(model.parameters()))  # tied head counted once
+    assert any(p is model.wte.weight for p in decay["params"])
