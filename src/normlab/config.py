@@ -69,6 +69,10 @@ class TrainConfig(BaseModel):
     """Seeds the init, the dropout and the data sampling."""
     device: str = "auto"
     """auto (CUDA when present, else CPU), cpu, cuda, cuda:N, mps."""
+    precision: Literal["fp32", "bf16"] = "fp32"
+    """bf16: autocast the forward pass (CPU and CUDA); weights, optimizer and norm statistics stay fp32."""
+    compile: bool = False
+    """Run the model through torch.compile."""
     diverge_loss: float = Field(default=20.0, gt=0)
     """A train loss above this (or non-finite) ends the run as `diverged`."""
 

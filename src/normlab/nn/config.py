@@ -74,6 +74,8 @@ class ModelConfig(BaseModel):
             raise ValueError(f"scheme {self.scheme!r} cannot be used with normalizer {self.norm!r}: {reason}")
         if self.norm_bias and not norm_cls.has_bias:
             raise ValueError(f"normalizer {self.norm!r} has no bias; set norm_bias = false")
+        if self.norm_bias and not self.norm_affine:
+            raise ValueError("norm_bias = true needs norm_affine = true")
         return self
 
     @property
@@ -83,7 +85,7 @@ class ModelConfig(BaseModel):
     def resolved_norm_bias(self) -> bool:
         if self.norm_bias is not None:
             return self.norm_bias
-        return self.bias and NORMS.get(self.norm).has_bias
+        return self.bias and self.norm_affine and NORMS.get(self.norm).has_bias
 
     def resolved_d_ff(self) -> int:
         if self.d_ff is not None:

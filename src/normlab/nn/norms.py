@@ -26,8 +26,16 @@ def _fp32_region(x: torch.Tensor):
     return nullcontext()
 
 
+def _fp32_up(t: torch.Tensor) -> torch.Tensor:
+    """At least fp32: bf16/fp16 go up to fp32, fp64 stays fp64."""
+    return t.to(torch.promote_types(t.dtype, torch.float32))
+
+
 class Norm(nn.Module):
-    """Base class: records the options every normalizer shares."""
+    """Base class: records the options every normalizer shares.
+
+    Statistics are computed in at least fp32 (fp64 input stays fp64).
+    """
 
     name: str = ""
     formula: str = ""
@@ -39,6 +47,8 @@ class Norm(nn.Module):
         super().__init__()
         if bias and not self.has_bias:
             raise ValueError(f"normalizer {self.name!r} has no bias; set norm_bias = false")
+        if bias and not affine:
+            raise ValueError(f"normalizer {self.name!r}: a bias needs norm_affine = true")
         self.d, self.eps, self.affine = d, eps, affine
         self.weight = nn.Parameter(torch.ones(d)) if affine else None
         self.bias = nn.Parameter(torch.zeros(d)) if affine and bias else None
@@ -47,11 +57,11 @@ class Norm(nn.Module):
         return f"{self.d}, eps={self.eps}, affine={self.affine}, bias={self.bias is not None}"
 
     def _affine(self, y: torch.Tensor) -> torch.Tensor:
-        """y * weight + bias, in fp32."""
+        """y * weight + bias, in y's (at least fp32) dtype."""
         if self.weight is not None:
-            y = y * self.weight.float()
+            y = y * self.weight.to(y.dtype)
         if self.bias is not None:
-            y = y + self.bias.float()
+            y = y + self.bias.to(y.dtype)
         return y
 
 
@@ -65,9 +75,10 @@ class LayerNorm(Norm):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         with _fp32_region(x):
-            w = None if self.weight is None else self.weight.float()
-            b = None if self.bias is None else self.bias.float()
-            y = F.layer_norm(x.float(), (self.d,), w, b, self.eps)  # fused native kernel
+            xf = _fp32_up(x)
+            w = None if self.weight is None else self.weight.to(xf.dtype)
+            b = None if self.bias is None else self.bias.to(xf.dtype)
+            y = F.layer_norm(xf, (self.d,), w, b, self.eps)  # fused native kernel
         return y.to(x.dtype)
 
 
@@ -81,7 +92,7 @@ class RMSNorm(Norm):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         with _fp32_region(x):
-            xf = x.float()
+            xf = _fp32_up(x)
             y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
             y = self._affine(y)
         return y.to(x.dtype)
@@ -111,8 +122,8 @@ class ScaleNorm(Norm):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         with _fp32_region(x):
-            xf = x.float()
-            y = self.g.float() * xf * torch.rsqrt(xf.pow(2).sum(-1, keepdim=True) + self.eps)
+            xf = _fp32_up(x)
+            y = self.g.to(xf.dtype) * xf * torch.rsqrt(xf.pow(2).sum(-1, keepdim=True) + self.eps)
         return y.to(x.dtype)
 
 
@@ -120,7 +131,8 @@ class ScaleNorm(Norm):
 class DyT(Norm):
     """Dynamic Tanh (Zhu et al. 2025, arXiv 2503.10622): an elementwise squashing in place of a norm.
 
-    α is one learnable scalar (init `alpha_init`, 0.5 in the paper); γ, β per channel.
+    α is one learnable scalar (init `alpha_init`, 0.5 in the paper), learnable
+    also with `affine = false`, which drops only the per-channel γ, β.
     """
 
     name = "dyt"
@@ -135,7 +147,8 @@ class DyT(Norm):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         with _fp32_region(x):
-            y = self._affine(torch.tanh(self.alpha.float() * x.float()))
+            xf = _fp32_up(x)
+            y = self._affine(torch.tanh(self.alpha.to(xf.dtype) * xf))
         return y.to(x.dtype)
 
 

@@ -83,6 +83,7 @@ class Trainer:
     def _build(self) -> None:
         torch.manual_seed(self.tc.seed)
         self.model = GPT(self.cfg.model).to(self.device)
+        self.forward = torch.compile(self.model) if self.tc.compile else self.model
         self.optimizer = build_optimizer(self.model, self.tc, self.device.type)
         self.data_rng = torch.Generator().manual_seed(self.tc.seed)
         self.step, self.elapsed = 0, 0.0
@@ -181,7 +182,8 @@ class Trainer:
             group["lr"] = lr
         x, y = self.corpus.batch("train", tc.batch_size, self.cfg.model.block_size, self.data_rng)
         x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
-        _, loss = model(x, y)
+        with self.autocast():
+            _, loss = self.forward(x, y)
         loss_value = loss.item()
         if not math.isfinite(loss_value) or loss_value > tc.diverge_loss:
             self._log({"step": self.step + 1, "lr": lr, "train_loss": loss_value, "elapsed_s": self.elapsed})
@@ -206,10 +208,15 @@ class Trainer:
         losses = []
         for _ in range(self.tc.eval_batches):
             x, y = self.corpus.batch(split, self.tc.batch_size, self.cfg.model.block_size, rng)
-            _, loss = self.model(x.to(self.device), y.to(self.device))
+            with self.autocast():
+                _, loss = self.forward(x.to(self.device), y.to(self.device))
             losses.append(loss.item())
         self.model.train()
         return sum(losses) / len(losses)
+
+    def autocast(self):
+        """bf16 autocast for the forward pass, or nothing for fp32."""
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.tc.precision == "bf16")
 
     def _log(self, row: dict[str, Any]) -> None:
         self.run_dir.append_metrics(row)
