@@ -41,9 +41,10 @@ def init_weights(model: nn.Module, cfg: ModelConfig, scheme: Scheme) -> dict[str
     }
 
     gains = scheme.init_gains()
-    if gains is not None:  # the scheme replaces the block projections' init (DeepNorm, Sub-LN)
+    if gains is not None:  # the scheme replaces the block projections' init (DeepNorm, Sub-LN); the head keeps its own
         for role, w in model.projections():
             nn.init.xavier_normal_(w, gain=gains.gain(role))
+        record["linear"] = record["residual_outputs"] = "replaced by scheme_override"
         record["scheme_override"] = {
             "init": "xavier_normal", "gain_q_k": gains.qk, "gain_v_out_ffn": gains.v_out_ffn, "why": gains.why,
         }
