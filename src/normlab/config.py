@@ -3,6 +3,7 @@
     [model]  n_layer = 4 ...      (normlab.nn.ModelConfig)
     [data]   path, tokenizer
     [train]  steps, lr, schedule, ...
+    [diagnostics] interval, layer_skip
 
 Unknown keys are errors that name the closest valid keys.
 """
@@ -83,6 +84,17 @@ class TrainConfig(BaseModel):
         return self
 
 
+class DiagnosticsConfig(BaseModel):
+    """What the run measures inside its layers (see normlab.diagnostics; they never change the math)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    interval: int = Field(default=100, ge=0)
+    """Per-layer metrics at step 0 and every this many steps, into DIR/diagnostics.sqlite (0: off)."""
+    layer_skip: bool = True
+    """At the end, the val loss with each block skipped, into DIR/layer_skip.json."""
+
+
 class RunConfig(BaseModel):
     """Everything that defines a training run."""
 
@@ -91,6 +103,7 @@ class RunConfig(BaseModel):
     model: ModelConfig = ModelConfig()
     data: DataConfig = DataConfig()
     train: TrainConfig = TrainConfig()
+    diagnostics: DiagnosticsConfig = DiagnosticsConfig()
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)

@@ -18,6 +18,8 @@ import torch
 import normlab
 from normlab.config import RunConfig
 from normlab.data import Corpus, load_corpus
+from normlab.diagnostics import DiagnosticsStore, LayerProbe, find_nonfinite_origin, layer_skip
+from normlab.diagnostics.probe import NO_PROBE
 from normlab.nn.model import GPT
 from normlab.train.optim import build_optimizer, learning_rate
 from normlab.train.rundir import RunDir
@@ -32,9 +34,9 @@ class RunConflictError(RuntimeError):
 
 
 class Diverged(Exception):
-    def __init__(self, step: int, reason: str):
+    def __init__(self, step: int, reason: str, origin: dict | None = None):
         super().__init__(reason)
-        self.step, self.reason = step, reason
+        self.step, self.reason, self.origin = step, reason, origin
 
 
 def resolve_device(name: str) -> torch.device:
@@ -87,6 +89,8 @@ class Trainer:
         self.optimizer = build_optimizer(self.model, self.tc, self.device.type)
         self.data_rng = torch.Generator().manual_seed(self.tc.seed)
         self.step, self.elapsed = 0, 0.0
+        self.store = DiagnosticsStore(self.run_dir.path) if self.cfg.diagnostics.interval else None
+        self.probe = LayerProbe(self.model, self.store, self.cfg.diagnostics.interval) if self.store else None
 
     def _restore(self, ckpt: dict[str, Any]) -> None:
         self.model.load_state_dict(ckpt["model"])
@@ -116,6 +120,8 @@ class Trainer:
                     "choose another output directory, or pass --fresh to overwrite it")
             ckpt = rd.load_checkpoint(self.device)
             rd.truncate_metrics(ckpt["step"] if ckpt else -1)
+            if (rd.path / DiagnosticsStore.FILENAME).is_file():
+                DiagnosticsStore(rd.path).truncate(ckpt["step"] - 1 if ckpt else -1)
             return ckpt
         rd.write_config(self.cfg)
         return None
@@ -135,12 +141,14 @@ class Trainer:
         try:
             val_loss = self._loop()
         except Diverged as d:
-            rd.write_status("diverged", step=d.step, reason=d.reason, val_loss=None)
+            rd.write_status("diverged", step=d.step, reason=d.reason, val_loss=None, nan_origin=d.origin)
             return RunResult("diverged", d.step, None, d.reason)
         except BaseException as e:
             reason = f"{type(e).__name__}: {e}"
             rd.write_status("failed", step=self.step, reason=reason)
             raise
+        if self.cfg.diagnostics.layer_skip:
+            rd.write_json("layer_skip.json", self.layer_skip())
         rd.write_status("completed", step=self.step, val_loss=val_loss, elapsed_s=self.elapsed)
         return RunResult("completed", self.step, val_loss)
 
@@ -182,23 +190,44 @@ class Trainer:
             group["lr"] = lr
         x, y = self.corpus.batch("train", tc.batch_size, self.cfg.model.block_size, self.data_rng)
         x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
-        with self.autocast():
-            _, loss = self.forward(x, y)
+        probe = self.probe.session(self.step) if self.probe else NO_PROBE
+        with probe, self.autocast():
+            _, loss = (model if probe is not NO_PROBE else self.forward)(x, y)  # measured steps run eagerly
         loss_value = loss.item()
         if not math.isfinite(loss_value) or loss_value > tc.diverge_loss:
-            self._log({"step": self.step + 1, "lr": lr, "train_loss": loss_value, "elapsed_s": self.elapsed})
-            raise Diverged(self.step + 1, f"train loss {loss_value:.4g} at step {self.step + 1} "
-                           f"({'non-finite' if not math.isfinite(loss_value) else f'above diverge_loss {tc.diverge_loss:g}'})")
+            what = "non-finite" if not math.isfinite(loss_value) else f"above diverge_loss {tc.diverge_loss:g}"
+            self._diverged(f"train loss {loss_value:.4g} at step {self.step + 1} ({what})",
+                           {"lr": lr, "train_loss": loss_value}, x, y, trace=not math.isfinite(loss_value))
         loss.backward()
+        probe.after_backward()
         max_norm = tc.grad_clip if tc.grad_clip > 0 else math.inf
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()
         if not math.isfinite(grad_norm):
-            self._log({"step": self.step + 1, "lr": lr, "train_loss": loss_value, "grad_norm": grad_norm,
-                       "elapsed_s": self.elapsed})
-            raise Diverged(self.step + 1, f"non-finite gradient norm at step {self.step + 1}")
+            self._diverged(f"non-finite gradient norm at step {self.step + 1}",
+                           {"lr": lr, "train_loss": loss_value, "grad_norm": grad_norm}, x, y, trace=True)
+        probe.before_update()
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
+        probe.after_update()
         return loss_value, grad_norm
+
+    def _diverged(self, reason: str, row: dict[str, Any], x: torch.Tensor, y: torch.Tensor, trace: bool):
+        """Record the diverging step, find the module where a NaN/inf started, and stop the run."""
+        step = self.step + 1
+        self._log({"step": step, **row, "elapsed_s": self.elapsed})
+        origin = None
+        if trace:
+            self.model.zero_grad(set_to_none=True)
+            with self.autocast():
+                origin = find_nonfinite_origin(self.model, lambda: self.model(x, y)[1])
+            if origin is not None:
+                origin["step"] = step
+                reason += f"; first non-finite value from {origin['module']} ({origin['phase']})"
+        raise Diverged(step, reason, origin)
+
+    def layer_skip(self) -> dict[str, Any]:
+        """Val loss with each block skipped (ΔL per layer, effective depth)."""
+        return layer_skip(self.model.blocks, self.evaluate)
 
     @torch.no_grad()
     def evaluate(self, split: str = "val") -> float:

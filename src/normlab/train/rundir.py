@@ -5,6 +5,8 @@
     DIR/metrics.jsonl   one JSON object per logged step, flushed as written
     DIR/status.json     running | completed | diverged | failed, with step and reason
     DIR/checkpoint.pt   model, optimizer, RNG states and data position of the latest checkpoint
+    DIR/diagnostics.sqlite  per-layer metrics (normlab.diagnostics.store)
+    DIR/layer_skip.json     val loss with each block skipped (effective depth)
 """
 from __future__ import annotations
 
@@ -36,6 +38,14 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+def _json_safe_tree(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _json_safe_tree(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe_tree(v) for v in value]
+    return _json_safe(value)
+
+
 class RunDir:
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -59,13 +69,19 @@ class RunDir:
     def write_meta(self, meta: dict[str, Any]) -> None:
         _atomic_write(self.meta_path, lambda p: p.write_text(json.dumps(meta, indent=2) + "\n", "utf-8"))
 
+    def write_json(self, name: str, data: Any) -> None:
+        _atomic_write(self.path / name, lambda p: p.write_text(json.dumps(_json_safe_tree(data), indent=2) + "\n", "utf-8"))
+
+    def read_json(self, name: str) -> Any:
+        return json.loads((self.path / name).read_text("utf-8"))
+
     def read_meta(self) -> dict[str, Any]:
         return json.loads(self.meta_path.read_text("utf-8"))
 
     # status
     def write_status(self, status: str, **info: Any) -> None:
         assert status in STATUSES, status
-        record = {"status": status, **{k: _json_safe(v) for k, v in info.items()}, "updated": time.time()}
+        record = {"status": status, **_json_safe_tree(info), "updated": time.time()}
         _atomic_write(self.status_path, lambda p: p.write_text(json.dumps(record, indent=2) + "\n", "utf-8"))
 
     def read_status(self) -> dict[str, Any] | None:
