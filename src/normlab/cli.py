@@ -108,6 +108,74 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
     console.print(table)
 
 
+@app.command()
+def check(
+    target: Path = typer.Argument(..., help="A config TOML, a run directory, or a checkpoint.pt."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Static checks of a model's normalization; exit 1 on any error or warning."""
+    from normlab.diagnostics.check import check_target
+
+    try:
+        _, at_init, findings = check_target(target)
+    except (ConfigError, CorpusError, ValueError) as e:
+        fail(str(e))
+    if as_json:
+        print(json.dumps({"target": str(target), "at_init": at_init,
+                          "findings": [f.to_dict() for f in findings]}, indent=2, ensure_ascii=False))
+    elif not findings:
+        console.print(f"[green]ok[/] {target}: no findings")
+    else:
+        table = Table(title=f"normlab check {target}", title_justify="left")
+        for col in ("severity", "check", "where", "finding", "fix"):
+            table.add_column(col, overflow="fold")
+        for f in findings:
+            table.add_row(f.severity, f.code, f.where, f.message, f.fix)
+        console.print(table)
+    if any(f.severity in ("error", "warning") for f in findings):
+        raise typer.Exit(1)
+
+
+@app.command()
+def diagnose(
+    target: Path = typer.Argument(..., help="A normlab run directory or checkpoint, or a Hugging Face model directory."),
+    text: Optional[Path] = typer.Option(None, "--text", help="UTF-8 text to measure on; default: tiny Shakespeare."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    no_skip: bool = typer.Option(False, "--no-skip", help="Skip the layer-skip ablation."),
+) -> None:
+    """Per-layer residual RMS, contribution, angular distance, block influence, gradients and layer-skip ΔL."""
+    from normlab.diagnostics.diagnose import diagnose as run_diagnose, load_subject
+
+    try:
+        result = run_diagnose(load_subject(target, str(text) if text else None), skip=not no_skip)
+    except (ConfigError, CorpusError, ValueError, OSError) as e:
+        fail(str(e))
+    if as_json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+        return
+    console.print(f"[bold]{result['target']}[/]: placement [cyan]{result['placement']}[/], normalizer "
+                  f"[cyan]{result['normalizer']}[/], final norm {result['final_norm']}, {result['n_layer']} layers; "
+                  f"{result['objective']} = {result['loss']:.4f}", highlight=False)
+    table = Table(title_justify="left")
+    columns = ["layer", "residual_rms", "contribution_ratio", "angular_distance", "block_influence", "grad_norm",
+               "skip_delta_loss"]
+    for col in columns:
+        table.add_column(col.replace("_", " "), justify="right")
+    for row in result["layers"]:
+        table.add_row(*[_fmt(row.get(col)) for col in columns])
+    console.print(table)
+    if "effective_depth" in result:
+        e = result["effective_depth"]
+        console.print(f"effective depth: {e['effective_depth']} of {result['n_layer']} layers raise the loss by "
+                      f"more than {e['threshold']:.0%} when skipped")
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "–"
+    return str(value) if isinstance(value, int) else f"{value:.4g}"
+
+
 def main() -> None:
     app()
 

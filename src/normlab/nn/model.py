@@ -50,7 +50,7 @@ class GPT(nn.Module):
         logits = self.lm_head(self.final_norm(x))  # (B, T, vocab)
         if targets is None:
             return logits, None
-        loss = F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.view(-1))
+        loss = F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.reshape(-1))
         return logits, loss
 
     def projections(self) -> Iterator[tuple[str, torch.Tensor]]:

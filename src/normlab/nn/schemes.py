@@ -87,6 +87,10 @@ class Scheme:
     """Norms inside the sub-layers (before attention's output projection, after the FFN activation)."""
     incompatible_norms: ClassVar[dict[str, str]] = {}
     """normalizer name -> why the combination is refused"""
+    degenerate_norms: ClassVar[dict[str, str]] = {
+        "none": "with norm 'none' nothing is normalized: the placement no longer matters and the model "
+                "is the un-normalized control under another name"}
+    """normalizer name -> why the combination is allowed but collapses into another model (`normlab check`)"""
     OPTIONS: ClassVar[dict[str, float]] = {}
 
     def __init__(self, n_layer: int, **options: float):
@@ -130,6 +134,7 @@ class PreLN(Scheme):
     """
 
     name, formula, paper = "pre", "x ← x + F(Norm(x)); final Norm", "arXiv 2002.04745"
+    degenerate_norms = {}  # pre + none is *the* no-norm control
 
     def residual(self, sublayer, layer, make_norm):
         return Residual(sublayer, in_norm=make_norm())
@@ -284,6 +289,7 @@ class SubLN(PreLN):
 
     name, formula, paper = "subln", "x ← x + F(Norm(x)), F with an inner Norm; init γ=√(log 2L)", "arXiv 2210.06423"
     inner_norms = True
+    degenerate_norms = Scheme.degenerate_norms
 
     @property
     def gamma(self) -> float:

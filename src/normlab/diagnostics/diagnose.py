@@ -1,0 +1,201 @@
+"""`normlab diagnose TARGET`: per-layer forward metrics, gradients and layer-skip ΔL of any model.
+
+TARGET is a normlab run directory (or its checkpoint.pt), or a Hugging Face transformers
+model directory, loaded locally (no network). Each model is measured on one batch of
+text with its own objective:
+
+- normlab GPT and HF causal LMs: next-token cross-entropy;
+- HF masked LMs: masked-token cross-entropy (15 % of tokens, fixed seed);
+- HF encoders without a head (e.g. sentence-transformers' MiniLM): in-batch InfoNCE
+  between the mean-pooled embeddings of the two halves of each text window (scale 20,
+  as sentence-transformers' MultipleNegativesRankingLoss), since that is how they are trained.
+"""
+from __future__ import annotations
+
+import os
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from normlab.data.corpus import read_text
+from normlab.diagnostics import stats
+from normlab.diagnostics.skip import layer_skip
+from normlab.diagnostics.structure import _first_tensor, detect_placement, find_layers, layer_input
+
+BATCH, WINDOW, MAX_CHARS = 8, 128, 200_000
+MLM_FRACTION, INFONCE_SCALE = 0.15, 20.0
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model")
+
+
+@dataclass
+class Subject:
+    """A model ready to be measured: how to run it, and its objective on one fixed batch."""
+
+    name: str
+    kind: str  # "normlab" | "hf"
+    model: nn.Module
+    forward: Callable[[], Any]
+    loss: Callable[[], torch.Tensor]
+    objective: str
+    mask: torch.Tensor | None = None  # (B, T) real tokens
+    known: dict[str, Any] = field(default_factory=dict)  # facts read from a config, not detected
+
+
+def load_subject(target: str | Path, text: str | None = None) -> Subject:
+    path = Path(target)
+    if path.is_file() and path.suffix == ".pt":
+        path = path.parent
+    if (path / "config.toml").is_file():
+        return _normlab_subject(path, text)
+    if (path / "config.json").is_file():
+        return _hf_subject(path, text)
+    raise ValueError(f"{str(target)!r} is neither a normlab run directory (config.toml), its checkpoint.pt, "
+                     "nor a Hugging Face model directory (config.json)")
+
+
+def _normlab_subject(path: Path, text: str | None) -> Subject:
+    from normlab.data import load_corpus
+    from normlab.nn.model import GPT
+    from normlab.train.rundir import RunDir
+
+    run = RunDir(path)
+    cfg = run.read_config()
+    model = GPT(cfg.model)
+    ckpt = run.load_checkpoint()
+    if ckpt is not None:
+        model.load_state_dict(ckpt["model"])
+    model.eval()
+    corpus = load_corpus(cfg.data.path, cfg.data.tokenizer, cfg.model.block_size)
+    ids = corpus.val if text is None else torch.tensor(corpus.tokenizer.encode(read_text(text)[1]), dtype=torch.long)
+    x, y = _windows(ids, cfg.model.block_size + 1)
+    known = {"placement": cfg.model.scheme, "normalizer": cfg.model.norm, "final_norm": cfg.model.resolved_final_norm(),
+             "step": ckpt["step"] if ckpt else 0}
+    return Subject(str(path), "normlab", model, lambda: model(x), lambda: model(x, y)[1], "next-token cross-entropy",
+                   known=known)
+
+
+def _windows(ids: torch.Tensor, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """BATCH evenly spaced windows of `length` tokens → (inputs, next-token targets)."""
+    if len(ids) < length + BATCH:
+        raise ValueError(f"the text has {len(ids)} tokens; at least {length + BATCH} are needed")
+    starts = torch.linspace(0, len(ids) - length, BATCH).long()
+    w = torch.stack([ids[s:s + length] for s in starts])
+    return w[:, :-1], w[:, 1:]
+
+
+def _hf_subject(path: Path, text: str | None) -> Subject:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        import transformers
+    except ImportError:
+        raise ValueError("diagnosing a Hugging Face model needs `transformers`: pip install 'normlab[hf]'") from None
+    config = transformers.AutoConfig.from_pretrained(path, local_files_only=True)
+    arch = (config.architectures or [""])[0]
+    if arch.endswith("ForCausalLM") or arch.endswith("LMHeadModel"):
+        auto, objective = transformers.AutoModelForCausalLM, "causal"
+    elif arch.endswith("ForMaskedLM"):
+        auto, objective = transformers.AutoModelForMaskedLM, "masked"
+    else:
+        auto, objective = transformers.AutoModel, "infonce"
+    model = auto.from_pretrained(path, local_files_only=True).float().eval()
+    ids, special = _hf_ids(path, config, text)
+    length = min(WINDOW, getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", WINDOW))
+    inputs, _ = _windows(ids, length - len(special) + 1)
+    if special:  # e.g. [CLS] … [SEP] for BERT
+        inputs = torch.cat([torch.full((BATCH, 1), special[0]), inputs, torch.full((BATCH, 1), special[-1])], 1)
+    mask = torch.ones_like(inputs)
+    forward = lambda: model(input_ids=inputs, attention_mask=mask)
+    loss = _hf_objective(model, objective, inputs, mask, config)
+    described = {"causal": "next-token cross-entropy", "masked": "masked-token cross-entropy (15 %)",
+                 "infonce": "in-batch InfoNCE between mean-pooled halves of each window (scale 20)"}[objective]
+    return Subject(str(path), "hf", model, forward, loss, described, mask=mask,
+                   known={"architecture": arch or type(model).__name__, "model_type": config.model_type})
+
+
+def _hf_ids(path: Path, config, text: str | None) -> tuple[torch.Tensor, list[int]]:
+    """Token ids of the text with the model's tokenizer; bytes modulo the vocabulary if it has none."""
+    import transformers
+
+    _, body = read_text(text)
+    body = body[-MAX_CHARS:] if text is None else body[:MAX_CHARS]  # default: the val end of tiny Shakespeare
+    has_tokenizer = any((path / f).is_file() for f in TOKENIZER_FILES)
+    tok = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True) if has_tokenizer else None
+    if tok is None:
+        return torch.tensor(list(body.encode("utf-8")), dtype=torch.long) % config.vocab_size, []
+    ids = tok(body, add_special_tokens=False)["input_ids"]
+    special = [t for t in (tok.cls_token_id, tok.sep_token_id) if t is not None]
+    return torch.tensor(ids, dtype=torch.long), special if len(special) == 2 else []
+
+
+def _hf_objective(model, objective: str, inputs, mask, config) -> Callable[[], torch.Tensor]:
+    if objective == "causal":
+        return lambda: model(input_ids=inputs, attention_mask=mask, labels=inputs).loss
+    if objective == "masked":
+        g = torch.Generator().manual_seed(0)
+        chosen = torch.rand(inputs.shape, generator=g) < MLM_FRACTION
+        chosen[:, 0] = chosen[:, -1] = False
+        labels = torch.where(chosen, inputs, torch.full_like(inputs, -100))
+        masked = torch.where(chosen, torch.full_like(inputs, config.mask_token_id or 0), inputs)
+        return lambda: model(input_ids=masked, attention_mask=mask, labels=labels).loss
+
+    def infonce() -> torch.Tensor:
+        hidden = model(input_ids=inputs, attention_mask=mask).last_hidden_state  # (B, T, C)
+        half = hidden.shape[1] // 2
+        a = F.normalize(hidden[:, :half].mean(1), dim=-1)
+        b = F.normalize(hidden[:, half:].mean(1), dim=-1)
+        return F.cross_entropy(INFONCE_SCALE * a @ b.T, torch.arange(len(a)))
+    return infonce
+
+
+def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
+    """Placement, normalizer, and per-layer residual RMS, contribution, angular distance, BI, grads, ΔL."""
+    model = subject.model
+    structure = detect_placement(model, subject.forward)
+    layers_name, layers = find_layers(model)
+    io: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+    with ExitStack() as hooks:
+        for i, layer in enumerate(layers):
+            def tap(mod, args, kwargs, out, i=i):
+                io[i] = (layer_input(args, kwargs).detach(), _first_tensor(out).detach())
+            hooks.callback(layer.register_forward_hook(tap, with_kwargs=True).remove)
+        model.zero_grad(set_to_none=True)
+        loss = subject.loss()
+        loss.backward()
+    m = subject.mask
+    rows = []
+    for i, layer in enumerate(layers):
+        x, out = io[i]
+        grads = [p.grad.float().pow(2).sum() for p in layer.parameters() if p.grad is not None]
+        rows.append({
+            "layer": i,
+            "residual_rms": stats.rms(x, m),
+            "contribution_ratio": stats.norm_ratio(out - x, x, m),
+            "cosine": stats.mean_cosine(x, out, m),
+            "angular_distance": stats.angular_distance(x, out, m),
+            "block_influence": stats.block_influence(x, out, m),
+            "grad_norm": torch.stack(grads).sum().sqrt().item() if grads else None,
+        })
+    model.zero_grad(set_to_none=True)
+    result: dict[str, Any] = {
+        "target": subject.name, "kind": subject.kind, **subject.known,
+        "placement": subject.known.get("placement", structure["placement"]),
+        "normalizer": subject.known.get("normalizer", structure["normalizer"]),
+        "final_norm": subject.known.get("final_norm", structure["final_norm"]),
+        "detected": {k: structure[k] for k in ("placement", "normalizer", "final_norm", "embed_norm")},
+        "n_layer": len(layers), "layers_module": layers_name,
+        "objective": subject.objective, "loss": loss.item(),
+        "final_stream_rms": stats.rms(io[len(layers) - 1][1], m),
+        "layers": rows,
+    }
+    if skip:
+        with torch.no_grad():
+            ablation = layer_skip(layers, lambda: subject.loss().item())
+        for row, delta in zip(rows, ablation["delta_loss"]):
+            row["skip_delta_loss"] = delta
+        result["effective_depth"] = {k: ablation[k] for k in ("effective_depth", "effective_depth_fraction", "threshold")}
+    return result
