@@ -18,7 +18,7 @@ from normlab.nn.schemes import SCHEMES
 
 app = typer.Typer(help="normlab: where does the normalization go, and which one?",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-console = Console()
+console = Console(soft_wrap=True)  # messages with long paths stay on one line
 err_console = Console(stderr=True)
 
 

