@@ -109,6 +109,101 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
 
 
 @app.command()
+def study(
+    preset: str = typer.Option("quick", "--preset", help="quick (≤ 10 min on 2 CPU cores) or full."),
+    study_file: Optional[Path] = typer.Option(None, "--study", help="A study TOML (preset, claims, seeds, base, axes)."),
+    out: Path = typer.Option(Path("normlab-study"), "--out", "-o", help="Study directory (created, or resumed)."),
+    claims: Optional[str] = typer.Option(None, "--claims", help="Comma-separated claim ids, e.g. C1,C11."),
+    seeds: Optional[str] = typer.Option(None, "--seeds", help="Comma-separated seeds, e.g. 0,1,2."),
+    set_: list[str] = typer.Option([], "--set", help="Override the preset's base config, e.g. train.steps=100."),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Parallel training processes."),
+    tensorboard: bool = typer.Option(False, "--tensorboard", help="Also write TensorBoard events per run."),
+) -> None:
+    """Turn the claims C1–C16 into verdicts: train the runs they need, measure, write the report."""
+    from normlab.study.runner import run_study
+    from normlab.study.spec import load_study
+
+    try:
+        spec = load_study(preset, study_file, _csv(claims), [int(s) for s in _csv(seeds) or []] or None, set_)
+    except (ConfigError, ValueError) as e:
+        fail(str(e))
+    console.print(f"normlab study: preset [bold]{spec.preset.name}[/], claims {', '.join(spec.claims)}, "
+                  f"seeds {spec.preset.seeds} → {out}", highlight=False)
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                  TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[status]}"),
+                  console=console) as bar:
+        task = bar.add_task("study", total=1.0, status="")
+
+        def on_progress(done: float, total: float, counts: dict[str, int]) -> None:
+            status = "  ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+            bar.update(task, total=total, completed=done, status=status)
+
+        outcome = run_study(spec, out, workers, on_progress)
+    if tensorboard:
+        from normlab.study.tensorboard import write_events
+        write_events(out)
+    paths = _render(out)
+    _print_verdicts(outcome.verdicts)
+    console.print(f"{sum(outcome.counts.values())} runs ({_counts(outcome.counts)}) in {outcome.wall_s:.0f} s → "
+                  f"{paths['html']}, {paths['markdown']}, {paths['json']}", highlight=False)
+
+
+@app.command()
+def report(out: Path = typer.Argument(Path("normlab-study"), help="A study directory.")) -> None:
+    """Re-render a study's report from its registry, without re-running anything."""
+    if not (out / "study.sqlite").is_file():
+        fail(f"{str(out)!r} has no study.sqlite: not a normlab study directory")
+    paths = _render(out)
+    console.print(f"→ {paths['html']}, {paths['markdown']}, {paths['json']}", highlight=False)
+
+
+def _render(out: Path) -> dict[str, Path]:
+    from normlab.report import render_report
+    from normlab.study.claims import CLAIMS
+    from normlab.study.registry import Registry
+    from normlab.study.runner import compute_verdicts
+    from normlab.study.spec import spec_from_meta
+    from normlab.train.loop import environment, resolve_device
+
+    registry = Registry(out)
+    meta = registry.meta()
+    spec = spec_from_meta(meta)
+    ids = meta["study"]["run_ids"]
+    verdicts, figures = compute_verdicts(spec, registry, ids)
+    info = {cid: {"title": CLAIMS.get(cid).title, "statement": CLAIMS.get(cid).statement,
+                  "sources": CLAIMS.get(cid).sources} for cid in spec.claims}
+    from normlab.study.claims import base as claim_base
+    rows = [r for r in registry.rows() if r["id"] in set(ids)]
+    wall = (max(r["finished"] or 0 for r in rows) - min(r["started"] or 0 for r in rows)) if rows else 0.0
+    study_info = {**meta["study"], "run_ids": None, "counts": registry.counts(set(ids)), "train_wall_s": wall,
+                  "environment": environment(resolve_device("cpu")),
+                  "thresholds": {"loss_margin_nats": claim_base.LOSS_MARGIN, "se_factor": claim_base.SE_FACTOR,
+                                 "min_seeds": claim_base.MIN_SEEDS}}
+    return render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
+                         claim_figures=figures, records=registry.records(set(ids)),
+                         measurements=registry.measurements(), study_info=study_info)
+
+
+def _print_verdicts(verdicts) -> None:
+    table = Table(title="verdicts", title_justify="left")
+    for col in ("claim", "verdict", "key number", "seeds"):
+        table.add_column(col, overflow="fold")
+    colour = {"holds": "green", "does not hold": "red", "inconclusive": "yellow"}
+    for v in verdicts:
+        value = "n/a" if v.value is None else f"{v.value:.4g}"
+        table.add_row(v.id, f"[{colour[v.verdict]}]{v.verdict}[/]", f"{v.statistic} = {value}", str(v.n_seeds))
+    console.print(table)
+
+
+def _csv(text: Optional[str]) -> list[str] | None:
+    return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+
+
+@app.command()
 def check(
     target: Path = typer.Argument(..., help="A config TOML, a run directory, or a checkpoint.pt."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
@@ -174,6 +269,42 @@ def _fmt(value) -> str:
     if value is None:
         return "–"
     return str(value) if isinstance(value, int) else f"{value:.4g}"
+
+
+@app.command()
+def bench(
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    quick: bool = typer.Option(False, "--quick", help="A tiny subset (seconds): one small shape, a tiny model."),
+    only: Optional[str] = typer.Option(None, "--only", help="norms or steps (default: both)."),
+    rounds: Optional[int] = typer.Option(None, "--rounds", min=1, help="Interleaved timing rounds (default 7)."),
+    steps: int = typer.Option(2, "--steps", min=1, help="Training steps per timing sample."),
+    compile_: bool = typer.Option(True, "--compile/--no-compile",
+                                  help="Include torch.compile (norms, and normlab-compile steps); minutes on CPU."),
+    scheme: list[str] = typer.Option(["pre"], "--scheme", help="Placement scheme(s) of the step bench."),
+    norm: list[str] = typer.Option([], "--norm", help="Normalizer(s) of the step bench (default layernorm, rmsnorm)."),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, help="torch.set_num_threads for the run."),
+) -> None:
+    """Time normalizer forward+backward and training steps against torch.nn and a nanoGPT-style reference."""
+    import torch
+
+    from normlab.bench import run_bench, tables
+
+    if only not in (None, "norms", "steps"):
+        fail(f"--only {only!r}: valid: norms, steps")
+    if threads is not None:
+        torch.set_num_threads(threads)
+    options = {"schemes": tuple(scheme)} | ({"norms": tuple(norm)} if norm else {})
+    try:
+        result = run_bench(quick=quick, rounds=rounds, steps_per_sample=steps, compile=compile_,
+                           norms=only != "steps", steps=only != "norms", **options)
+    except ValueError as e:  # an unknown scheme/normalizer, or an incompatible pair
+        fail(str(e))
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    for table in tables(result):
+        console.print(table)
+    console.print(f"[dim]{result['environment']}[/]", highlight=False)
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+"""Studies: claims as code, their runs, the SQLite registry, parallel workers, verdicts."""

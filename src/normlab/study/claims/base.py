@@ -1,0 +1,213 @@
+"""What a claim is in code: the runs it needs, how its verdict is computed, and its figures.
+
+A verdict is `holds`, `does not hold` or `inconclusive` (too few seeds, too much
+spread, too small a budget), always with the statistic, its value, the number of
+seeds and the settings. Thresholds are module constants and are printed in the report.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar, Iterable
+
+from normlab.registry import Registry
+from normlab.study.records import RunRecord
+
+CLAIMS: Registry[type["Claim"]] = Registry("claim")
+
+HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
+LOSS_MARGIN = 0.02  # nats: val-loss differences smaller than this count as "the same"
+SE_FACTOR = 2.0  # a difference must also exceed this many standard errors (of the difference of means)
+MIN_SEEDS = 2
+
+
+@dataclass
+class Verdict:
+    id: str
+    verdict: str
+    statistic: str  # what `value` is, in words
+    value: float | None
+    n_seeds: int
+    settings: dict[str, Any]
+    details: dict[str, Any] = field(default_factory=dict)
+    summary: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Series:
+    label: str
+    x: list[Any]
+    y: list[float | None]
+    yerr: list[float | None] | None = None
+
+
+@dataclass
+class Figure:
+    """A plot as data; `normlab.report` draws it. kind: line | bar | heatmap."""
+
+    title: str
+    xlabel: str
+    ylabel: str
+    series: list[Series] = field(default_factory=list)
+    kind: str = "line"
+    logx: bool = False
+    logy: bool = False
+    matrix: list[list[float | None]] | None = None  # heatmap values, rows × cols
+    rows: list[str] | None = None
+    cols: list[str] | None = None
+    caption: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Claim:
+    """Base class; one subclass per claim, registered in CLAIMS under its id."""
+
+    id: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    statement: ClassVar[str] = ""
+    sources: ClassVar[str] = ""  # the seed articles that make the claim
+    needs_training: ClassVar[bool] = True
+
+    def runs(self, preset) -> list[dict[str, Any]]:
+        """Config overrides (dotted keys) this claim needs, one dict per run; the study adds the seeds."""
+        return []
+
+    def measure(self, preset) -> dict[str, Any] | None:
+        """Measurements that are not training runs (timings, constants, causality); stored once per study."""
+        return None
+
+    def verdict(self, records: list[RunRecord], measurement: dict[str, Any] | None, preset) -> Verdict:
+        raise NotImplementedError
+
+    def figures(self, records: list[RunRecord], measurement: dict[str, Any] | None, preset) -> list[Figure]:
+        return []
+
+    def make(self, verdict: str, statistic: str, value: float | None, n_seeds: int, settings: dict[str, Any],
+             summary: str, **details: Any) -> Verdict:
+        return Verdict(self.id, verdict, statistic, _clean(value), n_seeds, settings, _clean(details), summary)
+
+
+# -- statistics shared by the claims ------------------------------------------------------
+@dataclass
+class Group:
+    """Final val losses of one configuration over seeds; diverged runs counted apart."""
+
+    losses: list[float]
+    n_runs: int
+    n_diverged: int
+
+    @property
+    def n(self) -> int:
+        return len(self.losses)
+
+    @property
+    def mean(self) -> float | None:
+        return statistics.fmean(self.losses) if self.losses else None
+
+    @property
+    def sd(self) -> float | None:
+        return statistics.stdev(self.losses) if len(self.losses) >= 2 else None
+
+    @property
+    def divergence_rate(self) -> float | None:
+        return self.n_diverged / self.n_runs if self.n_runs else None
+
+
+def select(records: Iterable[RunRecord], **where: Any) -> list[RunRecord]:
+    return [r for r in records if r.matches(**where)]
+
+
+def group(records: Iterable[RunRecord], **where: Any) -> Group:
+    chosen = select(records, **where)
+    losses = [r.val_loss for r in chosen if r.status == "completed" and r.val_loss is not None
+              and math.isfinite(r.val_loss)]
+    return Group(losses, len(chosen), sum(r.diverged for r in chosen))
+
+
+def compare(a: Group, b: Group, margin: float = LOSS_MARGIN) -> tuple[str, dict[str, Any]]:
+    """How a's mean val loss stands to b's: worse | better | same | unclear | too-few-seeds.
+
+    worse/better: the difference exceeds both `margin` and SE_FACTOR standard errors;
+    same: |difference| ≤ margin and SE_FACTOR·SE ≤ margin; otherwise unclear.
+    """
+    if a.n < MIN_SEEDS or b.n < MIN_SEEDS:
+        return "too-few-seeds", {"n_a": a.n, "n_b": b.n}
+    diff = a.mean - b.mean
+    se = math.sqrt(a.sd ** 2 / a.n + b.sd ** 2 / b.n)
+    bar = max(margin, SE_FACTOR * se)
+    info = {"diff": diff, "se": se, "bar": bar, "mean_a": a.mean, "mean_b": b.mean}
+    if diff > bar:
+        return "worse", info
+    if diff < -bar:
+        return "better", info
+    if abs(diff) <= margin and SE_FACTOR * se <= margin:
+        return "same", info
+    return "unclear", info
+
+
+def n_seeds(records: Iterable[RunRecord]) -> int:
+    return len({r.seed for r in records})
+
+
+def mean_over_seeds(values: list[list[float | None]]) -> list[float | None]:
+    """Elementwise mean of per-layer lists (None where any seed lacks the value)."""
+    if not values:
+        return []
+    out = []
+    for column in zip(*values):
+        out.append(None if any(v is None for v in column) else statistics.fmean(column))
+    return out
+
+
+def spearman(x: list[float], y: list[float]) -> float | None:
+    """Rank correlation (no ties correction needed for distinct layer indices)."""
+    pairs = [(a, b) for a, b in zip(x, y) if a is not None and b is not None]
+    if len(pairs) < 3:
+        return None
+    rx, ry = _ranks([a for a, _ in pairs]), _ranks([b for _, b in pairs])
+    mx, my = statistics.fmean(rx), statistics.fmean(ry)
+    num = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    den = math.sqrt(sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry))
+    return num / den if den else None
+
+
+def _ranks(values: list[float]) -> list[float]:
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2
+        i = j + 1
+    return ranks
+
+
+def loglog_slope(x: list[float], y: list[float]) -> float | None:
+    """Least-squares slope of log y on log x (the exponent p in y ∝ x^p)."""
+    pts = [(math.log(a), math.log(b)) for a, b in zip(x, y) if a and b and a > 0 and b > 0]
+    if len(pts) < 2:
+        return None
+    mx = statistics.fmean(p[0] for p in pts)
+    my = statistics.fmean(p[1] for p in pts)
+    den = sum((p[0] - mx) ** 2 for p in pts)
+    return sum((p[0] - mx) * (p[1] - my) for p in pts) / den if den else None
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN/inf become None, tuples lists, nested."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value

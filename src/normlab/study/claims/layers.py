@@ -1,0 +1,221 @@
+"""Claims about what happens inside the layers: gradients at init (C2, C3), residual growth (C5),
+watered-down depth (C6). They read the per-layer diagnostics of the depth sweep."""
+from __future__ import annotations
+
+from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, Claim, Figure, Series, loglog_slope,
+                                       mean_over_seeds, n_seeds, select, spearman)
+from normlab.study.claims.stability import depth_sweep
+
+TREND = 0.5  # |rank correlation| above which a per-layer trend counts as a trend
+UNIFORM_RATIO = 2.0  # max/min across layers at or below which gradients count as "nearly uniform"
+SQRT_BAND = (-0.75, -0.25)  # fitted exponent of Pre-LN's gradient vs L that counts as "like 1/sqrt(L)"
+LINEAR_GROWTH = 0.75  # fitted exponent of residual RMS vs layer at or above which growth counts as O(l)
+SUBLINEAR = 0.5  # below this, growth is clearly slower than linear (a random walk grows like l^0.5)
+
+
+def profile(records, scheme: str, depth: int, preset, key: str, when: str = "init") -> list[float | None]:
+    """Per-layer metric `key` ("metric/site"), mean over seeds, for one scheme and depth of the depth sweep."""
+    chosen = select(records, model__scheme=scheme, model__n_layer=depth, train__lr=preset.lr_fixed,
+                    train__warmup_steps=preset.warmup)
+    source = "layers_init" if when == "init" else "layers_final"
+    values = [getattr(r, source).get(key) for r in chosen if r.status == "completed" or when == "init"]
+    return mean_over_seeds([v for v in values if v])
+
+
+def profiles_figure(records, preset, schemes, key, title, ylabel, when="init", logy=False) -> Figure:
+    fig = Figure(title, "layer", ylabel, logy=logy)
+    for s in schemes:
+        for d in preset.depths:
+            y = profile(records, s, d, preset, key, when)
+            if y:
+                fig.series.append(Series(f"{s}, L={d}", list(range(len(y))), y))
+    return fig
+
+
+def _clean(values: list[float | None]) -> tuple[list[int], list[float]]:
+    pairs = [(i, v) for i, v in enumerate(values) if v is not None]
+    return [i for i, _ in pairs], [v for _, v in pairs]
+
+
+@CLAIMS.register("C2")
+class GradientsAtInitC2(Claim):
+    id, title = "C2", "Gradients at init: Post-LN grows toward the output, Pre-LN is uniform and ~1/√L"
+    statement = ("At initialization Post-LN's gradient norms grow toward the output layers, while Pre-LN's are "
+                 "nearly uniform across layers and shrink like 1/sqrt(L) as L grows (Xiong et al. 2020).")
+    sources = "000, 001"
+
+    def runs(self, preset):
+        return depth_sweep(preset, ("pre", "post"))
+
+    def verdict(self, records, measurement, preset):
+        deepest = max(preset.depths)
+        post = profile(records, "post", deepest, preset, "grad_norm/block")
+        pre = profile(records, "pre", deepest, preset, "grad_norm/block")
+        if not post or not pre:
+            return self.make(INCONCLUSIVE, "no step-0 gradients recorded", None, 0, {"depths": preset.depths},
+                             "the depth sweep has no per-layer diagnostics (diagnostics.interval = 0?)")
+        post_trend = spearman(*_clean(post))
+        pre_ratio = max(v for v in pre if v) / min(v for v in pre if v)
+        depths, means = [], []
+        for d in preset.depths:
+            y = [v for v in profile(records, "pre", d, preset, "grad_norm/block") if v]
+            if y:
+                depths.append(d)
+                means.append(sum(y) / len(y))
+        exponent = loglog_slope(depths, means)
+        checks = {"post_grows_toward_output": (post_trend or 0) > TREND,
+                  "pre_nearly_uniform": pre_ratio <= UNIFORM_RATIO,
+                  "pre_shrinks_like_inv_sqrt_L": exponent is not None and SQRT_BAND[0] <= exponent <= SQRT_BAND[1]}
+        verdict = HOLDS if all(checks.values()) else FAILS
+        summary = (f"at L={deepest}: Post-LN gradient-vs-layer rank correlation {post_trend:+.2f}, Pre-LN max/min "
+                   f"across layers {pre_ratio:.2f}; Pre-LN mean gradient ∝ L^{exponent:+.2f} over L={depths}")
+        settings = {"depths": preset.depths, "measured": "block weight-gradient norm at step 0, before clipping",
+                    "trend_threshold": TREND, "uniform_max_min_ratio": UNIFORM_RATIO, "inv_sqrt_band": SQRT_BAND}
+        return self.make(verdict, "exponent p of Pre-LN's mean gradient ∝ L^p", exponent,
+                         n_seeds(select(records, model__n_layer=deepest)), settings, summary, checks=checks,
+                         post_trend=post_trend, pre_max_min_ratio=pre_ratio,
+                         pre_mean_grad_by_depth=dict(zip(map(str, depths), means)),
+                         post_profile=post, pre_profile=pre)
+
+    def figures(self, records, measurement, preset):
+        return [profiles_figure(records, preset, ("pre", "post"), "grad_norm/block",
+                                "Gradient norm per block at step 0", "‖∇W‖ of the block", logy=True)]
+
+
+@CLAIMS.register("C3")
+class BottomGradientsC3(Claim):
+    id, title = "C3", "Pre-LN's bottom layers get larger gradients than its top layers"
+    statement = "Pre-LN's bottom layers get larger gradients than its top layers (DeepNet paper)."
+    sources = "004"
+
+    def runs(self, preset):
+        return depth_sweep(preset, ("pre",))
+
+    def verdict(self, records, measurement, preset):
+        deepest = max(preset.depths)
+        init = profile(records, "pre", deepest, preset, "grad_norm/block")
+        final = profile(records, "pre", deepest, preset, "grad_norm/block", when="final")
+        if not init:
+            return self.make(INCONCLUSIVE, "no step-0 gradients recorded", None, 0, {"depth": deepest},
+                             "the depth sweep has no per-layer diagnostics")
+        trend = spearman(*_clean(init))
+        ratio = init[0] / init[-1] if init[0] and init[-1] else None
+        verdict = HOLDS if (trend or 0) < -TREND else FAILS if (trend or 0) > TREND else INCONCLUSIVE
+        final_trend = spearman(*_clean(final)) if final else None
+        summary = (f"Pre-LN, L={deepest}, step 0: gradient-vs-layer rank correlation {trend:+.2f}, first/last "
+                   f"block gradient {ratio:.2f}; at the last measured step the correlation is "
+                   f"{'n/a' if final_trend is None else format(final_trend, '+.2f')}")
+        settings = {"n_layer": deepest, "measured": "block weight-gradient norm at step 0", "trend_threshold": TREND}
+        return self.make(verdict, "first/last block gradient norm at step 0", ratio,
+                         n_seeds(select(records, model__scheme="pre", model__n_layer=deepest)), settings, summary,
+                         trend_init=trend, trend_final=final_trend, profile_init=init, profile_final=final)
+
+    def figures(self, records, measurement, preset):
+        return [profiles_figure(records, preset, ("pre",), "grad_norm/block", "Pre-LN gradient norm per block",
+                                "‖∇W‖ at step 0", logy=True),
+                profiles_figure(records, preset, ("pre",), "grad_norm/block", "Pre-LN gradient norm per block, trained",
+                                "‖∇W‖ at the last measured step", when="final", logy=True)]
+
+
+@CLAIMS.register("C5")
+class ResidualGrowthC5(Claim):
+    id, title = "C5", "Pre-LN's residual stream grows like O(l)"
+    statement = "In Pre-LN the residual stream grows with depth: ‖x_l‖ grows like O(l)."
+    sources = "000, 003, 004"
+
+    def runs(self, preset):
+        return depth_sweep(preset, ("pre",))
+
+    def verdict(self, records, measurement, preset):
+        deepest = max(preset.depths)
+        final = profile(records, "pre", deepest, preset, "residual_rms/block", when="final")
+        init = profile(records, "pre", deepest, preset, "residual_rms/block")
+        if not final:
+            return self.make(INCONCLUSIVE, "no per-layer RMS recorded", None, 0, {"n_layer": deepest},
+                             "the depth sweep has no per-layer diagnostics")
+        layers, rms = _clean(final)
+        trend = spearman(layers, rms)
+        p = loglog_slope([l + 1 for l in layers], rms)
+        p_init = loglog_slope([l + 1 for l in _clean(init)[0]], _clean(init)[1]) if init else None
+        if (trend or 0) > TREND and p is not None and p >= LINEAR_GROWTH:
+            verdict = HOLDS
+        elif (trend or 0) <= 0 or (p is not None and p < SUBLINEAR):
+            verdict = FAILS
+        else:
+            verdict = INCONCLUSIVE
+        summary = (f"trained Pre-LN, L={deepest}: RMS of x_l grows as (l+1)^{p:.2f} (rank correlation {trend:+.2f}); "
+                   f"at init as (l+1)^{p_init:.2f}" if p is not None and p_init is not None else "no fit")
+        settings = {"n_layer": deepest, "linear_if_exponent_at_least": LINEAR_GROWTH,
+                    "sublinear_below": SUBLINEAR, "measured": "RMS of the stream entering each block"}
+        return self.make(verdict, "exponent p of RMS(x_l) ∝ (l+1)^p, trained", p,
+                         n_seeds(select(records, model__scheme="pre", model__n_layer=deepest)), settings, summary,
+                         exponent_init=p_init, trend=trend, profile_final=final, profile_init=init)
+
+    def figures(self, records, measurement, preset):
+        return [profiles_figure(records, preset, ("pre", "post"), "residual_rms/block", "Residual-stream RMS, trained",
+                                "RMS(x_l)", when="final", logy=True),
+                profiles_figure(records, preset, ("pre", "post"), "residual_rms/block", "Residual-stream RMS at init",
+                                "RMS(x_l)", logy=True)]
+
+
+@CLAIMS.register("C6")
+class WateredDownDepthC6(Claim):
+    id, title = "C6", "Pre-LN's depth is watered down"
+    statement = ("In Pre-LN deep layers contribute little: ‖F_l‖/‖x_l‖ falls with l, consecutive layers' inputs "
+                 "become nearly parallel, so an L-layer Pre-LN net behaves like a shallower one; Post-LN layers "
+                 "stay full weight.")
+    sources = "003, 004"
+
+    def runs(self, preset):
+        return depth_sweep(preset, ("pre", "post"))
+
+    def verdict(self, records, measurement, preset):
+        deepest = max(preset.depths)
+        pre = profile(records, "pre", deepest, preset, "contribution_ratio/block", when="final")
+        post = profile(records, "post", deepest, preset, "contribution_ratio/block", when="final")
+        angle = profile(records, "pre", deepest, preset, "angular_distance/block", when="final")
+        eff = {s: _effective(records, s, deepest, preset) for s in ("pre", "post")}
+        if not pre or eff["pre"] is None or eff["post"] is None:
+            return self.make(INCONCLUSIVE, "missing diagnostics or layer-skip data", None, 0, {"n_layer": deepest},
+                             "the depth sweep lacks per-layer diagnostics or layer_skip.json")
+        trend = spearman(*_clean(pre))
+        falls = (trend or 0) < -TREND
+        shallower = eff["pre"] < eff["post"]
+        if falls and shallower:
+            verdict = HOLDS
+        elif (trend or 0) >= 0 or eff["pre"] > eff["post"]:
+            verdict = FAILS
+        else:
+            verdict = INCONCLUSIVE
+        summary = (f"trained, L={deepest}: Pre-LN contribution ratio vs layer rank correlation {trend:+.2f}; "
+                   f"effective depth (layers whose skip raises val loss > 1 %) Pre-LN {eff['pre']:.2f}·L vs "
+                   f"Post-LN {eff['post']:.2f}·L")
+        settings = {"n_layer": deepest, "trend_threshold": TREND,
+                    "effective_depth": "fraction of layers whose skip raises val loss by more than 1 %"}
+        return self.make(verdict, "effective depth fraction, Pre-LN − Post-LN", eff["pre"] - eff["post"],
+                         n_seeds(select(records, model__n_layer=deepest)), settings, summary,
+                         contribution_trend=trend, effective_depth_fraction=eff, pre_contribution=pre,
+                         post_contribution=post, pre_angular_distance=angle)
+
+    def figures(self, records, measurement, preset):
+        skip = Figure("Layer-skip ΔL (trained)", "layer", "val loss increase when the layer is skipped", logy=False)
+        deepest = max(preset.depths)
+        for s in ("pre", "post"):
+            chosen = select(records, model__scheme=s, model__n_layer=deepest, train__lr=preset.lr_fixed,
+                            train__warmup_steps=preset.warmup)
+            deltas = mean_over_seeds([r.layer_skip["delta_loss"] for r in chosen if r.layer_skip])
+            if deltas:
+                skip.series.append(Series(f"{s}, L={deepest}", list(range(len(deltas))), deltas))
+        return [profiles_figure(records, preset, ("pre", "post"), "contribution_ratio/block",
+                                "Contribution ratio ‖x_{l+1} − x_l‖/‖x_l‖, trained", "ratio", when="final", logy=True),
+                profiles_figure(records, preset, ("pre", "post"), "angular_distance/block",
+                                "Angular distance between x_l and x_{l+1}, trained", "arccos(cos)/π", when="final"),
+                skip]
+
+
+def _effective(records, scheme, depth, preset) -> float | None:
+    chosen = select(records, model__scheme=scheme, model__n_layer=depth, train__lr=preset.lr_fixed,
+                    train__warmup_steps=preset.warmup)
+    fractions = [r.layer_skip["effective_depth_fraction"] for r in chosen if r.layer_skip and r.status == "completed"]
+    return sum(fractions) / len(fractions) if fractions else None
+

@@ -1,0 +1,289 @@
+"""Claims about whether a placement trains at all: warmup (C1), depth (C4), learning rate (C11),
+very deep DeepNorm (C8), Peri-LN as a stabilizer (C14)."""
+from __future__ import annotations
+
+from typing import Any
+
+from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, Claim, Figure, Series,
+                                       compare, group, n_seeds, select, spearman)
+
+CONVERGED_WITHIN = 1.10  # "converges": no seed diverged and mean val loss ≤ 1.10 × the sweep's best
+
+
+def lr_sweep(preset, schemes: tuple[str, ...]) -> list[dict[str, Any]]:
+    return [{"model.scheme": s, "train.lr": lr, "train.warmup_steps": w}
+            for s in schemes for lr in preset.lrs for w in (0, preset.warmup)]
+
+
+def depth_sweep(preset, schemes: tuple[str, ...], depths: list[int] | None = None, **extra) -> list[dict[str, Any]]:
+    return [{"model.scheme": s, "model.n_layer": d, "train.lr": preset.lr_fixed,
+             "train.warmup_steps": preset.warmup, **extra} for s in schemes for d in (depths or preset.depths)]
+
+
+def describe(g) -> dict[str, Any]:
+    return {"mean_val_loss": g.mean, "sd": g.sd, "n_completed": g.n, "n_diverged": g.n_diverged}
+
+
+def sweep_table(records, preset, schemes) -> dict[str, Any]:
+    """{scheme: {warmup: {lr: group description}}} over the lr sweep at the base depth."""
+    return {s: {str(w): {f"{lr:g}": describe(group(records, model__scheme=s, train__lr=lr, train__warmup_steps=w,
+                                                    model__n_layer=preset.depth))
+                        for lr in preset.lrs} for w in (0, preset.warmup)} for s in schemes}
+
+
+def sweep_figure(records, preset, schemes, title) -> Figure:
+    fig = Figure(title, "learning rate", "final val loss (diverged runs omitted)", kind="line", logx=True)
+    for s in schemes:
+        for w in (0, preset.warmup):
+            gs = [group(records, model__scheme=s, train__lr=lr, train__warmup_steps=w, model__n_layer=preset.depth)
+                  for lr in preset.lrs]
+            fig.series.append(Series(f"{s}, warmup {w}", list(preset.lrs), [g.mean for g in gs], [g.sd for g in gs]))
+    return fig
+
+
+@CLAIMS.register("C1")
+class WarmupC1(Claim):
+    id, title = "C1", "Pre-LN needs no warmup; Post-LN does"
+    statement = ("Pre-LN trains stably without learning-rate warmup; Post-LN needs warmup and, without it, "
+                 "diverges or ends clearly worse at the same learning rate.")
+    sources = "000, 001, 002, 003"
+
+    def runs(self, preset):
+        return lr_sweep(preset, ("pre", "post"))
+
+    def verdict(self, records, measurement, preset):
+        at = dict(train__lr=preset.lr_fixed, model__n_layer=preset.depth)
+        pre0, preW = group(records, model__scheme="pre", train__warmup_steps=0, **at), \
+            group(records, model__scheme="pre", train__warmup_steps=preset.warmup, **at)
+        post0, postW = group(records, model__scheme="post", train__warmup_steps=0, **at), \
+            group(records, model__scheme="post", train__warmup_steps=preset.warmup, **at)
+        pre_cmp, pre_info = compare(pre0, preW)
+        post_cmp, post_info = compare(post0, postW)
+        pre_fine = pre0.n_diverged == 0 and pre_cmp in ("same", "better")
+        post_hurt = (post0.n_diverged > postW.n_diverged) or post_cmp == "worse"
+        settings = {"lr": preset.lr_fixed, "warmup_steps": preset.warmup, "n_layer": preset.depth,
+                    "steps": preset.base["train.steps"], "margin_nats": LOSS_MARGIN}
+        seeds = n_seeds(select(records, **at))
+        if pre_fine and post_hurt:
+            verdict = HOLDS
+        elif "too-few-seeds" in (pre_cmp, post_cmp):
+            verdict = INCONCLUSIVE
+        elif pre0.n_diverged or pre_cmp == "worse" or (post0.n_diverged == 0 and post_cmp in ("same", "better")):
+            verdict = FAILS
+        else:
+            verdict = INCONCLUSIVE
+        penalty = post_info.get("diff")
+        summary = (f"at lr {preset.lr_fixed:g}: dropping warmup changes Post-LN's val loss by "
+                   f"{_fmt(penalty)} ({post0.n_diverged}/{post0.n_runs} diverged) and Pre-LN's by "
+                   f"{_fmt(pre_info.get('diff'))} ({pre0.n_diverged}/{pre0.n_runs} diverged)")
+        return self.make(verdict, "Post-LN val-loss penalty without warmup (nats)", penalty, seeds, settings, summary,
+                         pre=pre_info, post=post_info, pre_no_warmup=describe(pre0), pre_warmup=describe(preW),
+                         post_no_warmup=describe(post0), post_warmup=describe(postW),
+                         sweep=sweep_table(records, preset, ("pre", "post")))
+
+    def figures(self, records, measurement, preset):
+        return [sweep_figure(records, preset, ("pre", "post"), "Final val loss vs lr, with and without warmup")]
+
+
+@CLAIMS.register("C11")
+class LearningRateC11(Claim):
+    id, title = "C11", "Pre-LN tolerates larger learning rates"
+    statement = "Pre-LN tolerates larger learning rates than Post-LN."
+    sources = "000, 002"
+
+    def runs(self, preset):
+        return lr_sweep(preset, ("pre", "post"))
+
+    def verdict(self, records, measurement, preset):
+        best = {w: max_stable_lr(records, preset, ("pre", "post"), w) for w in (preset.warmup, 0)}
+        pre, post = best[preset.warmup]["pre"], best[preset.warmup]["post"]
+        top = max(preset.lrs)
+        seeds = n_seeds(select(records, model__n_layer=preset.depth))
+        if seeds < 2:
+            verdict = INCONCLUSIVE
+        elif pre is None and post is None:
+            verdict = INCONCLUSIVE
+        elif (pre or 0) > (post or 0):
+            verdict = HOLDS
+        elif pre == post == top:
+            verdict = INCONCLUSIVE  # the sweep never found either limit
+        else:
+            verdict = FAILS
+        ratio = pre / post if pre and post else None
+        summary = (f"highest converging lr with warmup {preset.warmup}: Pre-LN {_fmt(pre, 'g')}, Post-LN "
+                   f"{_fmt(post, 'g')}; without warmup: Pre-LN {_fmt(best[0]['pre'], 'g')}, "
+                   f"Post-LN {_fmt(best[0]['post'], 'g')}")
+        settings = {"lrs": preset.lrs, "warmup_steps": preset.warmup, "n_layer": preset.depth,
+                    "converged": f"no seed diverged and mean val loss ≤ {CONVERGED_WITHIN:g} × best in the sweep"}
+        return self.make(verdict, "highest converging lr, Pre-LN / Post-LN", ratio, seeds, settings, summary,
+                         max_stable_lr={str(w): v for w, v in best.items()},
+                         sweep=sweep_table(records, preset, ("pre", "post")))
+
+    def figures(self, records, measurement, preset):
+        return [sweep_figure(records, preset, ("pre", "post"), "Learning-rate sweep")]
+
+
+def max_stable_lr(records, preset, schemes, warmup) -> dict[str, float | None]:
+    groups = {(s, lr): group(records, model__scheme=s, train__lr=lr, train__warmup_steps=warmup,
+                             model__n_layer=preset.depth) for s in schemes for lr in preset.lrs}
+    means = [g.mean for g in groups.values() if g.mean is not None and g.n_diverged == 0]
+    if not means:
+        return {s: None for s in schemes}
+    limit = CONVERGED_WITHIN * min(means)
+    out = {}
+    for s in schemes:
+        ok = [lr for lr in preset.lrs if groups[s, lr].n and groups[s, lr].n_diverged == 0
+              and groups[s, lr].mean <= limit]
+        out[s] = max(ok) if ok else None
+    return out
+
+
+@CLAIMS.register("C4")
+class DepthC4(Claim):
+    id, title = "C4", "Post-LN gets harder to train with depth"
+    statement = "Post-LN gets harder to train as depth grows (beyond roughly 10–20 layers); Pre-LN trains 100+ layers."
+    sources = "000, 001"
+
+    def runs(self, preset):
+        return depth_sweep(preset, ("pre", "post"))
+
+    def verdict(self, records, measurement, preset):
+        rows, gaps = depth_rows(records, preset, ("pre", "post"))
+        deepest = max(preset.depths)
+        at = dict(model__n_layer=deepest, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup)
+        pre_d, post_d = group(records, model__scheme="pre", **at), group(records, model__scheme="post", **at)
+        cmp, info = compare(post_d, pre_d)
+        trend = spearman(list(preset.depths), gaps)
+        seeds = n_seeds(select(records, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup))
+        worse_deep = cmp == "worse" or post_d.n_diverged > pre_d.n_diverged
+        if cmp == "too-few-seeds" and not post_d.n_diverged:
+            verdict = INCONCLUSIVE
+        elif worse_deep and (trend or 0) > 0.5:
+            verdict = HOLDS
+        elif cmp in ("same", "better") and not post_d.n_diverged:
+            verdict = FAILS
+        else:
+            verdict = INCONCLUSIVE
+        summary = (f"Post-LN − Pre-LN val loss by depth {dict(zip(preset.depths, [_r(g) for g in gaps]))}; "
+                   f"rank correlation with depth {_fmt(trend)}; at {deepest} layers Post-LN is {cmp} "
+                   f"({post_d.n_diverged}/{post_d.n_runs} diverged). 100+ layers are not tested at this preset.")
+        settings = {"depths": preset.depths, "lr": preset.lr_fixed, "warmup_steps": preset.warmup,
+                    "steps": preset.base["train.steps"], "d_model": preset.base["model.d_model"]}
+        return self.make(verdict, f"Post-LN − Pre-LN val loss at {deepest} layers (nats)", info.get("diff"), seeds,
+                         settings, summary, depth_trend_spearman=trend, by_depth=rows, deepest=info)
+
+    def figures(self, records, measurement, preset):
+        return [depth_figure(records, preset, ("pre", "post"))]
+
+
+def depth_rows(records, preset, schemes, **where) -> tuple[dict[str, Any], list[float | None]]:
+    rows, gaps = {}, []
+    for d in preset.depths:
+        gs = {s: group(records, model__scheme=s, model__n_layer=d, train__lr=preset.lr_fixed,
+                       train__warmup_steps=preset.warmup, **where) for s in schemes}
+        rows[str(d)] = {s: describe(g) for s, g in gs.items()}
+        a, b = gs[schemes[1]], gs[schemes[0]]
+        gaps.append(float("inf") if a.n_diverged and not b.n_diverged else
+                    (a.mean - b.mean if a.mean is not None and b.mean is not None else None))
+    return rows, gaps
+
+
+def depth_figure(records, preset, schemes, depths=None, **where) -> Figure:
+    depths = depths or preset.depths
+    fig = Figure("Final val loss vs depth", "layers", "final val loss (diverged runs omitted)", logx=True)
+    for s in schemes:
+        gs = [group(records, model__scheme=s, model__n_layer=d, train__lr=preset.lr_fixed,
+                    train__warmup_steps=preset.warmup, **where) for d in depths]
+        fig.series.append(Series(s, list(depths), [g.mean for g in gs], [g.sd for g in gs]))
+    return fig
+
+
+@CLAIMS.register("C8")
+class DeepNormC8(Claim):
+    id, title = "C8", "DeepNorm trains very deep models"
+    statement = ("DeepNorm trains extremely deep models (1,000 layers) stably, where Post-LN fails, and beats "
+                 "Pre-LN at the same depth.")
+    sources = "001, 003"
+
+    def runs(self, preset):
+        return [{**preset.deep_base, **r} for r in
+                depth_sweep(preset, ("pre", "post", "deepnorm"), preset.deep_depths)]
+
+    def verdict(self, records, measurement, preset):
+        if not preset.deep_depths:
+            return self.make(INCONCLUSIVE, "not measured", None, 0, {"preset": preset.name},
+                             f"the {preset.name} preset has no very deep models; run the full preset")
+        deepest = max(preset.deep_depths)
+        where = dict(model__n_layer=deepest, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup)
+        deep, post, pre = (group(records, model__scheme=s, **where) for s in ("deepnorm", "post", "pre"))
+        cmp, info = compare(deep, pre)
+        stable = deep.n_runs > 0 and deep.n_diverged == 0
+        post_fails = post.n_diverged > 0 or compare(post, deep)[0] == "worse"
+        if not deep.n_runs or cmp == "too-few-seeds":
+            verdict = INCONCLUSIVE
+        elif stable and post_fails and cmp == "better":
+            verdict = HOLDS
+        elif not stable or cmp == "worse" or not post_fails:
+            verdict = FAILS
+        else:
+            verdict = INCONCLUSIVE
+        summary = (f"at {deepest} layers: DeepNorm {deep.n_diverged}/{deep.n_runs} diverged, val {_fmt(deep.mean)}; "
+                   f"Post-LN {post.n_diverged}/{post.n_runs} diverged, val {_fmt(post.mean)}; Pre-LN val "
+                   f"{_fmt(pre.mean)}. 1,000 layers are beyond this preset.")
+        settings = {"depths": preset.deep_depths, **{k.split(".")[-1]: v for k, v in preset.deep_base.items()},
+                    "lr": preset.lr_fixed, "warmup_steps": preset.warmup}
+        rows = {str(d): {s: describe(group(records, model__scheme=s, model__n_layer=d, train__lr=preset.lr_fixed,
+                                           train__warmup_steps=preset.warmup)) for s in ("deepnorm", "post", "pre")}
+                for d in preset.deep_depths}
+        return self.make(verdict, f"DeepNorm − Pre-LN val loss at {deepest} layers", info.get("diff"),
+                         n_seeds(select(records, model__scheme="deepnorm")), settings, summary, by_depth=rows)
+
+    def figures(self, records, measurement, preset):
+        if not preset.deep_depths:
+            return []
+        return [depth_figure(records, preset, ("pre", "post", "deepnorm"), preset.deep_depths)]
+
+
+@CLAIMS.register("C14")
+class PeriC14(Claim):
+    id, title = "C14", "Peri-LN is a further stabilizer"
+    statement = "Peri-LN (normalize both the input and the output of each sub-layer) is a further stabilizer."
+    sources = "002"
+
+    def runs(self, preset):
+        return lr_sweep(preset, ("peri", "pre", "post")) + depth_sweep(preset, ("peri", "pre", "post"))
+
+    def verdict(self, records, measurement, preset):
+        rates = {}
+        for s in ("peri", "pre", "post"):
+            chosen = [r for r in select(records, model__scheme=s) if r.get("model.n_layer") in preset.depths]
+            rates[s] = (sum(r.diverged for r in chosen) / len(chosen)) if chosen else None
+        lr_best = max_stable_lr(records, preset, ("peri", "pre", "post"), 0)
+        seeds = n_seeds(select(records, model__scheme="peri"))
+        if rates["peri"] is None or seeds < 2:
+            verdict = INCONCLUSIVE
+        elif rates["peri"] < min(rates["pre"], rates["post"]) or \
+                (lr_best["peri"] or 0) > max(lr_best["pre"] or 0, lr_best["post"] or 0):
+            verdict = HOLDS
+        elif rates["peri"] > rates["pre"] or (lr_best["peri"] or 0) < (lr_best["pre"] or 0):
+            verdict = FAILS
+        else:
+            verdict = INCONCLUSIVE  # as stable as Pre-LN here: no room to show more stability
+        summary = (f"divergence rate over the lr and depth sweeps: Peri-LN {_fmt(rates['peri'])}, Pre-LN "
+                   f"{_fmt(rates['pre'])}, Post-LN {_fmt(rates['post'])}; highest converging lr without warmup: "
+                   f"{ {k: v for k, v in lr_best.items()} }")
+        return self.make(verdict, "Peri-LN divergence rate", rates["peri"], seeds,
+                         {"lrs": preset.lrs, "depths": preset.depths}, summary, divergence_rate=rates,
+                         max_stable_lr_no_warmup=lr_best, sweep=sweep_table(records, preset, ("peri", "pre", "post")))
+
+    def figures(self, records, measurement, preset):
+        return [sweep_figure(records, preset, ("peri", "pre", "post"), "Learning-rate sweep with Peri-LN"),
+                depth_figure(records, preset, ("peri", "pre", "post"))]
+
+
+def _fmt(value, spec: str = ".3f") -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def _r(value):
+    return None if value is None else round(value, 3) if value != float("inf") else "diverged"

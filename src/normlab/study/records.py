@@ -1,0 +1,107 @@
+"""What a finished run contributes to a study: one `RunRecord`, small enough to live in the registry.
+
+A record is a plain summary of a run directory (final losses, the val curve, a
+subsampled train curve, the per-layer metrics at init and at the last measured step,
+the layer-skip ablation, speed). Claims compute verdicts from records alone, so they
+can be unit-tested on synthetic records and the report re-rendered without the runs.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from normlab.diagnostics.store import DiagnosticsStore
+from normlab.train.rundir import RunDir
+
+# per-layer metrics kept in a record: (metric, site)
+LAYER_METRICS = [("grad_norm", "block"), ("residual_rms", "block"), ("contribution_ratio", "block"),
+                 ("contribution_ratio", "attn"), ("contribution_ratio", "mlp"), ("angular_distance", "block"),
+                 ("block_influence", "block")]
+TRAIN_CURVE_POINTS = 100
+
+
+@dataclass
+class RunRecord:
+    id: str
+    config: dict[str, Any]  # the resolved RunConfig as a dict
+    status: str  # completed | diverged | failed
+    step: int = 0
+    val_loss: float | None = None
+    reason: str | None = None
+    val_curve: list[tuple[int, float | None]] = field(default_factory=list)
+    train_curve: list[tuple[int, float | None]] = field(default_factory=list)
+    layers_init: dict[str, list[float | None]] = field(default_factory=dict)  # "metric/site" -> per layer
+    layers_final: dict[str, list[float | None]] = field(default_factory=dict)
+    final_layers_step: int | None = None
+    layer_skip: dict[str, Any] | None = None
+    tokens_per_s: float | None = None
+    elapsed_s: float | None = None
+
+    # -- config access --------------------------------------------------------------------
+    def get(self, dotted: str) -> Any:
+        """A resolved config value by dotted key, e.g. `record.get("model.scheme")`."""
+        node: Any = self.config
+        for part in dotted.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        return node
+
+    def matches(self, **where: Any) -> bool:
+        """`record.matches(model__scheme="pre", train__lr=1e-3)`: every key equal."""
+        return all(self.get(k.replace("__", ".")) == v for k, v in where.items())
+
+    @property
+    def seed(self) -> int:
+        return self.get("train.seed")
+
+    @property
+    def diverged(self) -> bool:
+        return self.status == "diverged"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunRecord":
+        data = dict(data)
+        for key in ("val_curve", "train_curve"):
+            data[key] = [tuple(p) for p in data.get(key, [])]
+        return cls(**data)
+
+
+def record_from_run_dir(run_id: str, path: str | Path) -> RunRecord:
+    """Summarize a finished run directory."""
+    run = RunDir(path)
+    status = run.read_status() or {"status": "failed", "reason": "no status.json"}
+    rows = run.metrics()
+    train_rows = [r for r in rows if "train_loss" in r]
+    stride = max(1, len(train_rows) // TRAIN_CURVE_POINTS)
+    speeds = [r["tokens_per_s"] for r in rows if r.get("tokens_per_s")]
+    record = RunRecord(
+        id=run_id, config=run.read_config().to_dict(), status=status["status"], step=status.get("step", 0),
+        val_loss=status.get("val_loss"), reason=status.get("reason"),
+        val_curve=[(r["step"], r["val_loss"]) for r in rows if "val_loss" in r],
+        train_curve=[(r["step"], r["train_loss"]) for r in train_rows[::stride]],
+        tokens_per_s=statistics.median(speeds) if speeds else None,
+        elapsed_s=status.get("elapsed_s") or (rows[-1].get("elapsed_s") if rows else None),
+    )
+    if (run.path / DiagnosticsStore.FILENAME).is_file():
+        store = DiagnosticsStore(run.path)
+        steps = store.steps()
+        if steps:
+            record.layers_init = _layers(store, steps[0])
+            record.final_layers_step = steps[-1]
+            record.layers_final = _layers(store, steps[-1])
+    if (run.path / "layer_skip.json").is_file():
+        record.layer_skip = run.read_json("layer_skip.json")
+    return record
+
+
+def _layers(store: DiagnosticsStore, step: int) -> dict[str, list[float | None]]:
+    out = {}
+    for metric, site in LAYER_METRICS:
+        values = store.query(metric, site, step).get(step)
+        if values:
+            out[f"{metric}/{site}"] = values
+    return out

@@ -1,0 +1,159 @@
+"""Run a study: register its runs, train them in worker processes, measure, compute verdicts.
+
+Workers are separate processes (spawned) that each take runs from the registry until
+none is left; each uses `threads` intra-op threads. A worker dies with the study process
+(Linux parent-death signal), so a killed study leaves no orphan training on; the next
+`normlab study` on the directory takes over the interrupted runs, which resume from
+their checkpoints.
+"""
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import os
+import signal
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from normlab.study.claims import CLAIMS, INCONCLUSIVE, ORDER, Figure, Verdict
+from normlab.study.records import record_from_run_dir
+from normlab.study.registry import MAX_ATTEMPTS, Registry
+from normlab.study.spec import StudySpec
+
+ProgressCallback = Callable[[float, float, dict[str, int]], None]  # (done cost, total cost, status counts)
+
+
+def default_workers() -> int:
+    """Two single-threaded workers on a 2-core machine: for these small models one run per core beats
+    one run on two threads (see benchmarks/study_workers.py); more cores → more workers of 2 threads."""
+    cores = os.cpu_count() or 1
+    return max(1, cores if cores <= 2 else cores // 2)
+
+
+def run_cost(config: dict[str, Any]) -> float:
+    """Relative compute of a run (tokens × layers × width²), for a progress bar that moves evenly."""
+    m, t = config["model"], config["train"]
+    return t["steps"] * t["batch_size"] * m["block_size"] * m["n_layer"] * m["d_model"] ** 2
+
+
+def _die_with_parent() -> None:
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:  # not Linux: the worker also checks its parent between runs
+        pass
+
+
+def worker_main(study_dir: str, ids: list[str], threads: int) -> None:
+    _die_with_parent()
+    import torch
+
+    from normlab.config import validate_config
+    from normlab.train import train
+
+    torch.set_num_threads(threads)
+    parent = os.getppid()
+    registry = Registry(study_dir)
+    while os.getppid() == parent:
+        job = registry.claim_next(os.getpid(), set(ids))
+        if job is None:
+            return
+        run_id, config = job
+        try:
+            train(validate_config(config), str(registry.run_dir(run_id)))
+            registry.finish(run_id, record_from_run_dir(run_id, registry.run_dir(run_id)))
+        except Exception as e:  # a run that raises is recorded as failed; the study goes on
+            registry.fail(run_id, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
+
+
+@dataclass
+class StudyOutcome:
+    verdicts: list[Verdict]
+    figures: dict[str, list[Figure]]
+    counts: dict[str, int]
+    wall_s: float
+
+
+def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None,
+              progress: ProgressCallback | None = None) -> StudyOutcome:
+    start = time.perf_counter()
+    registry = Registry(study_dir)
+    runs = spec.expand(CLAIMS)
+    registry.add_runs([(r.id, r.config.to_dict()) for r in runs])
+    registry.set_meta("study", describe(spec, [r.id for r in runs]))
+    ids = [r.id for r in runs]
+    costs = {r.id: run_cost(r.config.to_dict()) for r in runs}
+    workers = workers or default_workers()
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    _train_all(registry, ids, costs, workers, threads, progress)
+    measure_claims(spec, registry)
+    verdicts, figures = compute_verdicts(spec, registry, ids)
+    return StudyOutcome(verdicts, figures, registry.counts(set(ids)), time.perf_counter() - start)
+
+
+def _train_all(registry: Registry, ids: list[str], costs: dict[str, float], workers: int, threads: int,
+               progress: ProgressCallback | None) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=worker_main, args=(str(registry.dir), ids, threads), daemon=True)
+             for _ in range(workers)]
+    for p in procs:
+        p.start()
+    total = sum(costs.values())
+    while True:
+        alive = any(p.is_alive() for p in procs)
+        if progress is not None:
+            progress(_done_cost(registry, costs), total, registry.counts(set(ids)))
+        if not alive:
+            break
+        time.sleep(0.5)
+    for p in procs:
+        p.join()
+
+
+def _done_cost(registry: Registry, costs: dict[str, float]) -> float:
+    done = 0.0
+    for row in registry.rows():
+        finished = row["status"] in ("completed", "diverged") or (
+            row["status"] == "failed" and row["attempts"] >= MAX_ATTEMPTS)
+        if finished and row["id"] in costs:
+            done += costs[row["id"]]
+    return done
+
+
+def measure_claims(spec: StudySpec, registry: Registry) -> None:
+    """Timings, memory, constants, causality: once per study, after the training runs (a quiet machine)."""
+    have = registry.measurements()
+    for claim_id in spec.claims:
+        if claim_id in have:
+            continue
+        value = CLAIMS.get(claim_id)().measure(spec.preset)
+        if value is not None:
+            registry.set_measurement(claim_id, value)
+
+
+def compute_verdicts(spec: StudySpec, registry: Registry, ids: list[str] | None = None
+                     ) -> tuple[list[Verdict], dict[str, list[Figure]]]:
+    """Every claim's verdict and figures from the registry alone (no training)."""
+    records = registry.records(set(ids) if ids is not None else None)
+    measurements = registry.measurements()
+    verdicts, figures = [], {}
+    for claim_id in sorted(spec.claims, key=ORDER.index):
+        claim = CLAIMS.get(claim_id)()
+        try:
+            verdicts.append(claim.verdict(records, measurements.get(claim_id), spec.preset))
+            figures[claim_id] = claim.figures(records, measurements.get(claim_id), spec.preset)
+        except Exception as e:  # a verdict that cannot be computed is reported, never hidden
+            verdicts.append(Verdict(claim_id, INCONCLUSIVE, "could not be computed", None, 0, {},
+                                    {"error": f"{type(e).__name__}: {e}"}, f"error while computing: {e}"))
+            figures[claim_id] = []
+    return verdicts, figures
+
+
+def describe(spec: StudySpec, ids: list[str]) -> dict[str, Any]:
+    p = spec.preset
+    return {"preset": p.name, "description": p.description, "claims": spec.claims, "seeds": p.seeds,
+            "n_runs": len(ids), "run_ids": ids, "axes": spec.axes, "base": p.base, "base_extra": spec.base_extra,
+            "lrs": p.lrs, "warmup": p.warmup, "lr_fixed": p.lr_fixed, "depths": p.depths}

@@ -1,0 +1,190 @@
+"""A study: a base config, the claims to test (each adds the runs it needs), axes, and seeds.
+
+It expands into runs, each identified by the hash of its resolved config, so a run
+needed by two claims is trained once.
+"""
+from __future__ import annotations
+
+import itertools
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from normlab.config import ConfigError, RunConfig, apply_override, validate_config
+
+
+@dataclass
+class Preset:
+    """The settings a study runs at. Every claim reads its knobs from here, never from its own constants."""
+
+    name: str
+    description: str
+    base: dict[str, Any]  # dotted overrides on the RunConfig defaults
+    seeds: list[int]
+    claims: list[str]
+    lrs: list[float]  # the learning-rate sweep (C1, C11, C14)
+    warmup: int  # the "with warmup" length; "without" is 0
+    lr_fixed: float  # the lr of the fixed-lr comparisons (C1's verdict, C4, C6, C13, ...)
+    depths: list[int]  # the depth sweep (C2–C6)
+    deep_depths: list[int] = field(default_factory=list)  # very deep narrow models (C8)
+    deep_base: dict[str, Any] = field(default_factory=dict)
+    timing_repeats: int = 15  # interleaved repeats of each timed norm / step
+
+    @property
+    def depth(self) -> int:
+        return self.base["model.n_layer"]
+
+
+QUICK_BASE = {
+    "model.block_size": 64, "model.n_layer": 4, "model.n_head": 4, "model.d_model": 64,
+    "train.batch_size": 12, "train.steps": 300, "train.schedule": "cosine", "train.min_lr": 0.0,
+    "train.eval_interval": 100, "train.eval_batches": 10, "train.ckpt_interval": 100, "train.log_interval": 10,
+    "train.device": "cpu", "diagnostics.interval": 100, "diagnostics.layer_skip": True,
+}
+
+PRESETS: dict[str, Preset] = {
+    "quick": Preset(
+        name="quick",
+        description="≤ 10 minutes on a 2-core CPU: 4-layer, 64-wide char models, 300 steps, 2 seeds",
+        base=QUICK_BASE, seeds=[0, 1],
+        claims=["C1", "C2", "C3", "C4", "C5", "C6", "C9", "C10", "C11", "C13", "C16"],
+        lrs=[1e-3, 3e-3, 1e-2], warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
+    ),
+    "full": Preset(
+        name="full",
+        description="all 16 claims: 6-layer, 128-wide models, 2,000 steps, 3 seeds, depths to 32, "
+                    "DeepNorm to 64 layers (hours on a 2-core CPU, minutes on a GPU)",
+        base={**QUICK_BASE, "model.n_layer": 6, "model.d_model": 128, "train.steps": 2000,
+              "train.eval_interval": 250, "train.eval_batches": 20, "train.ckpt_interval": 250,
+              "diagnostics.interval": 250, "train.device": "auto"},
+        seeds=[0, 1, 2],
+        claims=[f"C{i}" for i in range(1, 17)],
+        lrs=[3e-4, 1e-3, 3e-3, 1e-2, 3e-2], warmup=200, lr_fixed=3e-3, depths=[2, 6, 12, 24, 32],
+        deep_depths=[16, 32, 64], deep_base={"model.d_model": 64, "model.n_head": 4},
+    ),
+}
+
+
+@dataclass
+class RunSpec:
+    id: str
+    config: RunConfig
+
+
+def build_config(preset: Preset, overrides: dict[str, Any], seed: int) -> RunConfig:
+    raw: dict[str, Any] = {}
+    for key, value in {**preset.base, **overrides, "train.seed": seed}.items():
+        apply_override(raw, f"{key}={_toml_literal(value)}")
+    return validate_config(raw)
+
+
+def _toml_literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace('"', '\\"') + '"'
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml_literal(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+@dataclass
+class StudySpec:
+    """A preset, possibly narrowed to some claims, plus a user's extra axes."""
+
+    preset: Preset
+    claims: list[str]
+    axes: dict[str, list[Any]] = field(default_factory=dict)
+    base_extra: dict[str, Any] = field(default_factory=dict)  # already merged into preset.base; kept for the record
+
+    def expand(self, claim_registry) -> list[RunSpec]:
+        """Every run the claims and the axes need, once each (dedup by config hash), in a stable order."""
+        wanted: list[dict[str, Any]] = []
+        for claim_id in self.claims:
+            wanted.extend(claim_registry.get(claim_id)().runs(self.preset))
+        if self.axes:
+            keys = list(self.axes)
+            wanted.extend(dict(zip(keys, combo)) for combo in itertools.product(*self.axes.values()))
+        runs: dict[str, RunSpec] = {}
+        for overrides in wanted:
+            for seed in self.preset.seeds:
+                cfg = build_config(self.preset, overrides, seed)
+                runs.setdefault(cfg.hash(), RunSpec(cfg.hash(), cfg))
+        return list(runs.values())
+
+
+def load_study(preset: str = "quick", study_file: str | Path | None = None, claims: list[str] | None = None,
+               seeds: list[int] | None = None, overrides: list[str] | None = None,
+               axes: dict[str, list[Any]] | None = None) -> StudySpec:
+    """The study for a preset name, or a user's study TOML (which names its preset and may add axes).
+
+    `overrides` (`key=value`, as `normlab train --set`) change the preset's base config.
+    """
+    base_extra: dict[str, Any] = {}
+    axes: dict[str, list[Any]] = {}
+    if study_file is not None:
+        data = _read_toml(study_file)
+        unknown = set(data) - {"preset", "claims", "seeds", "base", "axes"}
+        if unknown:
+            raise ConfigError(f"study file {str(study_file)!r}: unknown key(s) {', '.join(sorted(unknown))}; "
+                              "valid: preset, claims, seeds, base, axes")
+        preset = data.get("preset", preset)
+        claims = claims or data.get("claims")
+        seeds = seeds or data.get("seeds")
+        base_extra = _flatten(data.get("base", {}))
+        axes = {k: v if isinstance(v, list) else [v] for k, v in data.get("axes", {}).items()}
+    axes = axes or {}
+    for item in overrides or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"override {item!r} is not of the form key=value (e.g. train.steps=100)")
+        parsed: dict[str, Any] = {}
+        apply_override(parsed, f"v={value}")
+        base_extra[key.strip()] = parsed["v"]
+    if preset not in PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; valid: {', '.join(PRESETS)}")
+    chosen = Preset(**{**PRESETS[preset].__dict__, "base": {**PRESETS[preset].base, **base_extra}})
+    if seeds:
+        chosen.seeds = list(seeds)
+    from normlab.study.claims import CLAIMS
+
+    claim_ids = list(claims) if claims else list(chosen.claims)
+    for cid in claim_ids:
+        CLAIMS.get(cid)  # unknown ids: a clear error listing the valid ones
+    spec = StudySpec(chosen, claim_ids, axes, base_extra)
+    build_config(chosen, {}, chosen.seeds[0])  # validate the base now, not in a worker
+    for key in axes:
+        build_config(chosen, {key: axes[key][0]}, chosen.seeds[0])
+    return spec
+
+
+def spec_from_meta(meta: dict[str, Any]) -> StudySpec:
+    """Rebuild the spec a registry was run with (for `normlab report`)."""
+    study = meta["study"]
+    spec = load_study(study["preset"], claims=study["claims"], seeds=study["seeds"])
+    base = dict(study["base"])
+    spec.preset.base = base
+    spec.axes, spec.base_extra = study.get("axes", {}), study.get("base_extra", {})
+    return spec
+
+
+def _read_toml(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"study file {str(p)!r} does not exist")
+    try:
+        return tomllib.loads(p.read_text("utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"study file {str(p)!r} is not valid TOML: {e}") from None
+
+
+def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and not dotted.endswith("_options"):
+            out.update(_flatten(value, dotted + "."))
+        else:
+            out[dotted] = value
+    return out

@@ -1,0 +1,148 @@
+"""Studies end to end: expansion, the registry, SIGKILL and resume, two processes on one directory."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from normlab.config import ConfigError
+from normlab.study.claims import CLAIMS
+from normlab.study.registry import Registry, pid_alive
+from normlab.study.spec import PRESETS, load_study
+from normlab.train import RunDir
+
+TINY = ["model.d_model=16", "model.n_head=2", "model.block_size=16", "train.batch_size=4",
+        "train.eval_interval=50", "train.eval_batches=2", "train.ckpt_interval=25", "diagnostics.interval=50"]
+
+
+def study_cmd(out, *extra):
+    args = [sys.executable, "-m", "normlab", "study", "--out", str(out), "--claims", "C13,C16", "--workers", "2"]
+    for item in TINY:
+        args += ["--set", item]
+    return args + list(extra)
+
+
+def test_quick_preset_covers_the_required_claims_with_two_seeds():
+    quick = PRESETS["quick"]
+    required = {"C1", "C2", "C3", "C4", "C5", "C6", "C9", "C10", "C11", "C13", "C16"}
+    assert required <= set(quick.claims) and len(quick.seeds) >= 2
+    assert set(PRESETS["full"].claims) == {f"C{i}" for i in range(1, 17)}
+
+
+def test_expansion_dedups_shared_runs_by_config_hash():
+    spec = load_study("quick")
+    runs = spec.expand(CLAIMS)
+    assert len({r.id for r in runs}) == len(runs)
+    # C1's Pre-LN run at the fixed lr with warmup is the same run as C4's at the base depth and C13's baseline
+    c13 = load_study("quick", claims=["C13"]).expand(CLAIMS)
+    assert {r.id for r in c13} <= {r.id for r in runs}
+    assert len(c13) == 2 * len(PRESETS["quick"].seeds)
+
+
+def test_bad_study_input_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="unknown preset 'fast'.*quick, full"):
+        load_study("fast")
+    with pytest.raises(ValueError, match="unknown claim 'C99'"):
+        load_study("quick", claims=["C99"])
+    with pytest.raises(ConfigError, match="n_layers"):
+        load_study("quick", overrides=["model.n_layers=3"])
+    bad = tmp_path / "s.toml"
+    bad.write_text('preset = "quick"\nsweeps = 1\n')
+    with pytest.raises(ConfigError, match="unknown key.*sweeps"):
+        load_study("quick", bad)
+
+
+def test_user_study_file_adds_axes(tmp_path):
+    path = tmp_path / "study.toml"
+    path.write_text('preset = "quick"\nclaims = ["C16"]\nseeds = [3]\n[base.train]\nsteps = 7\n'
+                    '[axes]\n"model.norm" = ["layernorm", "rmsnorm", "dyt"]\n')
+    spec = load_study(study_file=path)
+    runs = spec.expand(CLAIMS)
+    assert sorted(r.config.model.norm for r in runs) == ["dyt", "layernorm", "rmsnorm"]
+    assert {r.config.train.steps for r in runs} == {7} and {r.config.train.seed for r in runs} == {3}
+
+
+def test_registry_claims_each_run_once(tmp_path):
+    reg = Registry(tmp_path)
+    assert reg.add_runs([("a", {"x": 1}), ("b", {"x": 2})]) == 2
+    assert reg.add_runs([("a", {"x": 1})]) == 0
+    first, second = reg.claim_next(os.getpid()), reg.claim_next(os.getpid())
+    assert {first[0], second[0]} == {"a", "b"} and reg.claim_next(os.getpid()) is None
+    reg2 = Registry(tmp_path)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    with reg2._tx() as db:  # a run whose owner died is taken over
+        db.execute("UPDATE runs SET owner_pid = ? WHERE id = 'a'", (dead.pid,))
+    assert not pid_alive(dead.pid)
+    assert reg2.claim_next(os.getpid())[0] == "a"
+
+
+def wait_until(predicate, timeout=240.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise TimeoutError
+
+
+def assert_complete_and_unduplicated(out, n_runs):
+    reg = Registry(out)
+    rows = reg.rows()
+    assert len(rows) == n_runs and all(r["status"] == "completed" for r in rows), rows
+    for row in rows:
+        steps = [m["step"] for m in RunDir(reg.run_dir(row["id"])).metrics()]
+        assert steps == sorted(set(steps)), f"run {row['id']} logged a step twice"
+    verdicts = json.loads((out / "verdicts.json").read_text())
+    assert [v["id"] for v in verdicts] == ["C13", "C16"]
+    return rows
+
+
+def test_sigkill_study_then_resume_loses_and_duplicates_nothing(tmp_path):
+    out = tmp_path / "study"
+    proc = subprocess.Popen(study_cmd(out, "--set", "train.steps=300"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    reg_path = out / "study.sqlite"
+
+    def one_done_one_running():
+        if proc.poll() is not None:
+            raise AssertionError(proc.stderr.read().decode())
+        if not reg_path.is_file():
+            return False
+        try:
+            counts = Registry(out).counts()
+        except Exception:
+            return False
+        return counts.get("completed", 0) >= 1 and counts.get("running", 0) >= 1
+
+    wait_until(one_done_one_running)
+    owners = [r["owner_pid"] for r in Registry(out).rows() if r["status"] == "running"]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    wait_until(lambda: not any(pid_alive(p) for p in owners), timeout=30)  # the workers died with it
+    before = Registry(out).counts()
+    assert before.get("completed", 0) < 4
+    interrupted = [r["id"] for r in Registry(out).rows() if r["status"] == "running"]
+    with_checkpoint = [i for i in interrupted if (Registry(out).run_dir(i) / "checkpoint.pt").is_file()]
+
+    resumed = subprocess.run(study_cmd(out, "--set", "train.steps=300"), capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    rows = assert_complete_and_unduplicated(out, 4)
+    assert interrupted and all(r["attempts"] == 2 for r in rows if r["id"] in interrupted)
+    for run_id in with_checkpoint:  # continued from their checkpoints, not from scratch
+        assert RunDir(Registry(out).run_dir(run_id)).read_meta()["resumed_from_step"] is not None
+
+
+def test_two_study_processes_on_one_directory(tmp_path):
+    out = tmp_path / "study"
+    cmd = study_cmd(out, "--set", "train.steps=60", "--workers", "1")
+    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for _ in range(2)]
+    for p in procs:
+        assert p.wait(timeout=600) == 0, p.stderr.read().decode()
+    rows = assert_complete_and_unduplicated(out, 4)
+    assert all(r["attempts"] == 1 for r in rows)  # nobody trained a run the other had
