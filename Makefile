@@ -1,12 +1,12 @@
 # Two commands do everything on a fresh machine:
-#   make run    set up .venv (idempotent) and run the main job
+#   make run    set up .venv (idempotent) and run the main job: normlab study (quick preset)
 #   make test   set up .venv with test deps (idempotent) and run the default test suite
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 TORCH  := torch==2.13.0
 
-.PHONY: run test test-slow setup clean
+.PHONY: run test test-slow setup browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,9 +22,15 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 setup: $(VENV)/.installed
 
 run: setup
-	$(BIN)/normlab train configs/nanogpt_cpu.toml --out runs/nanogpt_cpu
+	$(BIN)/normlab study --out normlab-study
 
-test: setup
+# The report's browser test drives Debian's Chromium; install it when missing (needs root, as in CI).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else echo "the browser test needs: sudo apt-get install chromium chromium-driver"; fi
+
+test: setup browser
 	$(BIN)/python -m pytest -q
 
 test-slow: setup

@@ -67,8 +67,9 @@ class GradientsAtInitC2(Claim):
                   "pre_nearly_uniform": pre_ratio <= UNIFORM_RATIO,
                   "pre_shrinks_like_inv_sqrt_L": exponent is not None and SQRT_BAND[0] <= exponent <= SQRT_BAND[1]}
         verdict = HOLDS if all(checks.values()) else FAILS
-        summary = (f"at L={deepest}: Post-LN gradient-vs-layer rank correlation {post_trend:+.2f}, Pre-LN max/min "
-                   f"across layers {pre_ratio:.2f}; Pre-LN mean gradient ∝ L^{exponent:+.2f} over L={depths}")
+        summary = (f"at L={deepest}: Post-LN gradient-vs-layer rank correlation {_f(post_trend, '+.2f')}, Pre-LN "
+                   f"max/min across layers {pre_ratio:.2f}; Pre-LN mean gradient ∝ L^{_f(exponent, '+.2f')} over "
+                   f"L={depths}")
         settings = {"depths": preset.depths, "measured": "block weight-gradient norm at step 0, before clipping",
                     "trend_threshold": TREND, "uniform_max_min_ratio": UNIFORM_RATIO, "inv_sqrt_band": SQRT_BAND}
         return self.make(verdict, "exponent p of Pre-LN's mean gradient ∝ L^p", exponent,
@@ -100,11 +101,14 @@ class BottomGradientsC3(Claim):
                              "the depth sweep has no per-layer diagnostics")
         trend = spearman(*_clean(init))
         ratio = init[0] / init[-1] if init[0] and init[-1] else None
-        verdict = HOLDS if (trend or 0) < -TREND else FAILS if (trend or 0) > TREND else INCONCLUSIVE
+        if trend is None:
+            verdict = INCONCLUSIVE  # fewer than 3 layers, or a flat profile
+        else:
+            verdict = HOLDS if trend < -TREND else FAILS if trend > TREND else INCONCLUSIVE
         final_trend = spearman(*_clean(final)) if final else None
-        summary = (f"Pre-LN, L={deepest}, step 0: gradient-vs-layer rank correlation {trend:+.2f}, first/last "
-                   f"block gradient {ratio:.2f}; at the last measured step the correlation is "
-                   f"{'n/a' if final_trend is None else format(final_trend, '+.2f')}")
+        summary = (f"Pre-LN, L={deepest}, step 0: gradient-vs-layer rank correlation {_f(trend, '+.2f')}, first/last "
+                   f"block gradient {_f(ratio, '.2f')}; at the last measured step the correlation is "
+                   f"{_f(final_trend, '+.2f')}")
         settings = {"n_layer": deepest, "measured": "block weight-gradient norm at step 0", "trend_threshold": TREND}
         return self.make(verdict, "first/last block gradient norm at step 0", ratio,
                          n_seeds(select(records, model__scheme="pre", model__n_layer=deepest)), settings, summary,
@@ -143,8 +147,8 @@ class ResidualGrowthC5(Claim):
             verdict = FAILS
         else:
             verdict = INCONCLUSIVE
-        summary = (f"trained Pre-LN, L={deepest}: RMS of x_l grows as (l+1)^{p:.2f} (rank correlation {trend:+.2f}); "
-                   f"at init as (l+1)^{p_init:.2f}" if p is not None and p_init is not None else "no fit")
+        summary = (f"trained Pre-LN, L={deepest}: RMS of x_l grows as (l+1)^{_f(p, '.2f')} (rank correlation "
+                   f"{_f(trend, '+.2f')}); at init as (l+1)^{_f(p_init, '.2f')}")
         settings = {"n_layer": deepest, "linear_if_exponent_at_least": LINEAR_GROWTH,
                     "sublinear_below": SUBLINEAR, "measured": "RMS of the stream entering each block"}
         return self.make(verdict, "exponent p of RMS(x_l) ∝ (l+1)^p, trained", p,
@@ -187,7 +191,7 @@ class WateredDownDepthC6(Claim):
             verdict = FAILS
         else:
             verdict = INCONCLUSIVE
-        summary = (f"trained, L={deepest}: Pre-LN contribution ratio vs layer rank correlation {trend:+.2f}; "
+        summary = (f"trained, L={deepest}: Pre-LN contribution ratio vs layer rank correlation {_f(trend, '+.2f')}; "
                    f"effective depth (layers whose skip raises val loss > 1 %) Pre-LN {eff['pre']:.2f}·L vs "
                    f"Post-LN {eff['post']:.2f}·L")
         settings = {"n_layer": deepest, "trend_threshold": TREND,
@@ -211,6 +215,10 @@ class WateredDownDepthC6(Claim):
                 profiles_figure(records, preset, ("pre", "post"), "angular_distance/block",
                                 "Angular distance between x_l and x_{l+1}, trained", "arccos(cos)/π", when="final"),
                 skip]
+
+
+def _f(value, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
 
 
 def _effective(records, scheme, depth, preset) -> float | None:

@@ -90,12 +90,12 @@ class RMSNormC10(Claim):
         step_ratio = speed["layernorm"] / speed["rmsnorm"]  # time per step, RMSNorm / LayerNorm
         cheaper = norm_ratio < 1 - SPEED_SAME and step_ratio < 1 - SPEED_SAME
         as_good = cmp in ("same", "better")
-        if cmp in ("too-few-seeds", "unclear"):
+        if norm_ratio >= 1 - SPEED_SAME or step_ratio >= 1 - SPEED_SAME or cmp == "worse":
+            verdict = FAILS  # not cheaper (whatever the loss says), or clearly worse
+        elif cmp in ("too-few-seeds", "unclear"):
             verdict = INCONCLUSIVE
         elif cheaper and as_good:
             verdict = HOLDS
-        elif norm_ratio >= 1 - SPEED_SAME or step_ratio >= 1 - SPEED_SAME or cmp == "worse":
-            verdict = FAILS
         else:
             verdict = INCONCLUSIVE
         summary = (f"norm forward+backward at {TIMING_SHAPES[0]} fp32: normlab RMSNorm takes {norm_ratio:.2f}× "

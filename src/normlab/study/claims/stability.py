@@ -66,9 +66,11 @@ class WarmupC1(Claim):
         seeds = n_seeds(select(records, **at))
         if pre_fine and post_hurt:
             verdict = HOLDS
+        elif pre0.n_diverged > preW.n_diverged or pre_cmp == "worse":
+            verdict = FAILS  # Pre-LN itself suffers without warmup
         elif "too-few-seeds" in (pre_cmp, post_cmp):
             verdict = INCONCLUSIVE
-        elif pre0.n_diverged or pre_cmp == "worse" or (post0.n_diverged == 0 and post_cmp in ("same", "better")):
+        elif post0.n_diverged == 0 and post_cmp in ("same", "better"):
             verdict = FAILS
         else:
             verdict = INCONCLUSIVE
@@ -156,7 +158,9 @@ class DepthC4(Claim):
         trend = spearman(list(preset.depths), gaps)
         seeds = n_seeds(select(records, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup))
         worse_deep = cmp == "worse" or post_d.n_diverged > pre_d.n_diverged
-        if cmp == "too-few-seeds" and not post_d.n_diverged:
+        if pre_d.n_diverged > post_d.n_diverged:
+            verdict = FAILS  # Pre-LN is the one that breaks at depth
+        elif cmp == "too-few-seeds" and not post_d.n_diverged:
             verdict = INCONCLUSIVE
         elif worse_deep and (trend or 0) > 0.5:
             verdict = HOLDS
@@ -219,11 +223,15 @@ class DeepNormC8(Claim):
         cmp, info = compare(deep, pre)
         stable = deep.n_runs > 0 and deep.n_diverged == 0
         post_fails = post.n_diverged > 0 or compare(post, deep)[0] == "worse"
-        if not deep.n_runs or cmp == "too-few-seeds":
+        if not deep.n_runs:
             verdict = INCONCLUSIVE
-        elif stable and post_fails and cmp == "better":
+        elif not stable:
+            verdict = FAILS  # DeepNorm itself diverged
+        elif cmp == "too-few-seeds":
+            verdict = INCONCLUSIVE
+        elif post_fails and cmp == "better":
             verdict = HOLDS
-        elif not stable or cmp == "worse" or not post_fails:
+        elif cmp == "worse" or not post_fails:
             verdict = FAILS
         else:
             verdict = INCONCLUSIVE
@@ -260,12 +268,13 @@ class PeriC14(Claim):
             rates[s] = (sum(r.diverged for r in chosen) / len(chosen)) if chosen else None
         lr_best = max_stable_lr(records, preset, ("peri", "pre", "post"), 0)
         seeds = n_seeds(select(records, model__scheme="peri"))
-        if rates["peri"] is None or seeds < 2:
+        others = [rates["pre"], rates["post"]]
+        if None in (rates["peri"], *others) or seeds < 2:
             verdict = INCONCLUSIVE
-        elif rates["peri"] < min(rates["pre"], rates["post"]) or \
-                (lr_best["peri"] or 0) > max(lr_best["pre"] or 0, lr_best["post"] or 0):
-            verdict = HOLDS
-        elif rates["peri"] > rates["pre"] or (lr_best["peri"] or 0) < (lr_best["pre"] or 0):
+        elif rates["peri"] <= min(others) and (rates["peri"] < min(others) or
+                                               (lr_best["peri"] or 0) > max(lr_best["pre"] or 0, lr_best["post"] or 0)):
+            verdict = HOLDS  # never less stable, and more stable by divergence or by learning rate
+        elif rates["peri"] > min(others) or (lr_best["peri"] or 0) < (lr_best["pre"] or 0):
             verdict = FAILS
         else:
             verdict = INCONCLUSIVE  # as stable as Pre-LN here: no room to show more stability

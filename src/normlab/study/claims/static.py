@@ -37,11 +37,14 @@ class DeepNormConstantsC9(Claim):
         return {"rows": rows, "seed_001": SEED_001}
 
     def verdict(self, records, measurement, preset):
-        rows = measurement["rows"]
+        rows = (measurement or {}).get("rows") or []
+        at12 = next((r["paper"] for r in rows if r["depth"] == 12), None)
+        if at12 is None:
+            return self.make(INCONCLUSIVE, "not measured", None, 0, {"depths": C9_DEPTHS},
+                             "no constants were measured at N = M = 12")
         mismatch = max(abs(r["used"]["alpha"] - r["paper"]["decoder-only"]["decoder"]["alpha"]) for r in rows)
         beta_err = max(abs(r["used"]["beta_measured"] / r["paper"]["decoder-only"]["decoder"]["beta"] - 1)
                        for r in rows)
-        at12 = next(r for r in rows if r["depth"] == 12)["paper"]
         # same depth, different architecture → different α (encoder- and decoder-only share a form, the
         # encoder-decoder halves do not)
         differ = len({round(at12[a][p]["alpha"], 6) for a, p in
@@ -58,7 +61,9 @@ class DeepNormConstantsC9(Claim):
                          beta_relative_error=beta_err)
 
     def figures(self, records, measurement, preset):
-        rows = measurement["rows"]
+        rows = (measurement or {}).get("rows") or []
+        if not rows:
+            return []
         depths = [r["depth"] for r in rows]
         fig = Figure("DeepNorm α by architecture and depth (paper) vs seed 001", "layers (N = M)", "α", logx=True)
         for arch, part in (("encoder-only", "encoder"), ("decoder-only", "decoder"), ("encoder-decoder", "encoder"),

@@ -1,0 +1,105 @@
+"""How numbers, durations and claim ids are written in the report (HTML and Markdown alike)."""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+MAX_LIST_ITEMS = 8  # longer lists are shortened to their first items and a count
+
+
+def fmt_value(value: Any) -> str:
+    """A value as a short string: 4 significant digits, scientific only when very large or small."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}" if abs(value) >= 10_000 else str(value)
+    if isinstance(value, float):
+        return fmt_float(value)
+    if isinstance(value, (list, tuple)):
+        return fmt_list(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {fmt_value(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def fmt_float(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "∞" if value > 0 else "−∞"
+    if value == 0:
+        return "0"
+    if value.is_integer() and abs(value) < 1e6:
+        return str(int(value))
+    if abs(value) >= 1e5 or abs(value) < 1e-3:
+        text = f"{value:.3g}"
+        if "e" in text:  # 1.23e-05 -> 1.23e-5
+            mantissa, exponent = text.split("e")
+            return f"{mantissa}e{int(exponent)}"
+        return text
+    return f"{value:.4g}"
+
+
+def fmt_list(values: list | tuple) -> str:
+    shown = [fmt_value(v) for v in values[:MAX_LIST_ITEMS]]
+    if len(values) > MAX_LIST_ITEMS:
+        shown.append(f"… ({len(values)} items)")
+    return "[" + ", ".join(shown) + "]"
+
+
+def fmt_duration(seconds: float | None) -> str:
+    """12.3 s, 4 min 05 s, 2 h 03 min."""
+    if seconds is None or not math.isfinite(seconds):
+        return "—"
+    if seconds < 60:
+        return f"{seconds:.3g} s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def fmt_info_value(key: str, value: Any) -> str:
+    """A study-info value: keys ending in _s (or named like a wall time) are durations."""
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if numeric and (key.endswith("_s") or "time" in key.lower()):
+        return fmt_duration(float(value))
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (int, str)) for v in value):
+        return ", ".join(str(v) for v in value)
+    return fmt_value(value)
+
+
+def label(key: str) -> str:
+    """`wall_time_s` -> `wall time (s)`: a dict key as a readable label."""
+    text = key.replace("_", " ").strip()
+    return text[:-2] + " (s)" if text.endswith(" s") else text
+
+
+def key_label(key: str) -> str:
+    """A settings/details key: dotted config keys stay as they are (`model.n_layer`), others read as words."""
+    return key if "." in key else key.replace("_", " ")
+
+
+def info_label(key: str, value: Any) -> str:
+    """A study-info key; `wall_time_s` with a number reads `wall time` (the value carries its unit)."""
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if numeric and key.endswith("_s"):
+        return key[:-2].replace("_", " ")
+    return key if key.isupper() else label(key)  # constants (LOSS_MARGIN) keep their code names
+
+
+def natural_key(text: str) -> list:
+    """Sort key that puts C2 before C10."""
+    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", str(text))]
+
+
+def key_number(statistic: str | None, value: Any) -> str:
+    """`statistic = value`, or whichever of the two there is."""
+    statistic = (statistic or "").strip()
+    if value is None:
+        return statistic or "—"
+    return f"{statistic} = {fmt_value(value)}" if statistic else fmt_value(value)

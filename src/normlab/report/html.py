@@ -1,0 +1,297 @@
+"""The HTML page: one self-contained file (inline CSS, plots as base64 PNG data URIs, no script).
+
+Every piece of text that comes from a claim, a config or a record goes through
+`esc` (html.escape), attributes included.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import logging
+from typing import Any, Iterable
+
+from normlab.report import plots
+from normlab.report.format import fmt_info_value, fmt_value, info_label, key_label, key_number, label
+from normlab.report.general import Plot, Section, Table
+from normlab.report.plots import Png
+
+log = logging.getLogger(__name__)
+
+VERDICT_CLASS = {"holds": "holds", "does not hold": "fails", "inconclusive": "inconclusive"}
+MAX_NESTING = 2  # deeper dicts in settings/details are written inline
+
+
+def esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def verdict_class(verdict: str | None) -> str:
+    return VERDICT_CLASS.get(str(verdict), "unknown")
+
+
+def badge(verdict: str | None) -> str:
+    return f'<span class="badge {verdict_class(verdict)}">{esc(verdict or "not evaluated")}</span>'
+
+
+# -- the page -----------------------------------------------------------------------------
+def page(title: str, study_info: dict, verdicts: list[dict], claims: list[str], claim_info: dict[str, dict],
+         claim_figures: dict[str, list], sections: list[Section]) -> str:
+    by_id = {v["id"]: v for v in verdicts}
+    body = [
+        header(title, study_info),
+        toc(claims, by_id, sections),
+        verdict_section(verdicts, claim_info),
+        '<section id="claims"><h2>Claims</h2>',
+        *(claim_article(cid, by_id.get(cid), claim_info.get(cid) or {}, claim_figures.get(cid) or [])
+          for cid in claims),
+        "</section>",
+        *(general_section(s) for s in sections),
+        '<footer>Written by normlab. This page is self-contained: it loads nothing and runs no script.</footer>',
+    ]
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
+            + "\n".join(body) + "\n</main>\n</body>\n</html>\n")
+
+
+def header(title: str, study_info: dict) -> str:
+    scalars = {k: v for k, v in study_info.items() if not isinstance(v, dict)}
+    tables = [kv_table(scalars, "Study", info=True)] if scalars else []
+    tables += [kv_table(v, label(k).capitalize(), info=True) for k, v in study_info.items()
+               if isinstance(v, dict) and v]
+    return (f'<header class="page-head"><p class="kicker">normlab study report</p><h1>{esc(title)}</h1>'
+            f'<div class="info-grid">{"".join(tables)}</div></header>')
+
+
+def toc(claims: list[str], by_id: dict[str, dict], sections: list[Section]) -> str:
+    chips = "".join(f'<a class="chip {verdict_class((by_id.get(c) or {}).get("verdict"))}" href="#{esc(c)}">'
+                    f"{esc(c)}</a>" for c in claims)
+    links = "".join(f'<a href="#{esc(s.id)}">{esc(s.title)}</a>' for s in sections)
+    return (f'<nav class="toc"><a href="#verdicts">Verdicts</a><span class="chips">{chips}</span>'
+            f"{links}</nav>")
+
+
+# -- verdicts -----------------------------------------------------------------------------
+def verdict_section(verdicts: list[dict], claim_info: dict[str, dict]) -> str:
+    counts = {name: sum(v.get("verdict") == name for v in verdicts) for name in VERDICT_CLASS}
+    tally = " ".join(f'<span class="badge {verdict_class(name)}">{n} {esc(name)}</span>'
+                     for name, n in counts.items() if n)
+    rows = "".join(verdict_row(v, claim_info.get(v["id"]) or {}) for v in verdicts)
+    return (f'<section id="verdicts"><h2>Verdicts</h2><p class="tally">{tally}</p>'
+            '<table class="verdicts"><thead><tr><th>claim</th><th>title</th><th>verdict</th>'
+            f'<th>key number</th><th class="num">seeds</th></tr></thead><tbody>{rows}</tbody></table></section>')
+
+
+def verdict_row(verdict: dict, info: dict) -> str:
+    cid = esc(verdict["id"])
+    return (f'<tr class="verdict {verdict_class(verdict.get("verdict"))}" data-claim="{cid}" '
+            f'data-verdict="{esc(verdict.get("verdict"))}">'
+            f'<td class="cid"><a href="#{cid}">{cid}</a></td><td>{esc(info.get("title", ""))}</td>'
+            f'<td>{badge(verdict.get("verdict"))}</td>'
+            f'<td class="key">{esc(key_number(verdict.get("statistic"), verdict.get("value")))}</td>'
+            f'<td class="num">{esc(fmt_value(verdict.get("n_seeds")))}</td></tr>')
+
+
+# -- one claim ----------------------------------------------------------------------------
+def claim_article(cid: str, verdict: dict | None, info: dict, figures: list) -> str:
+    verdict = verdict or {}
+    parts = [f'<article class="claim {verdict_class(verdict.get("verdict"))}" id="{esc(cid)}">',
+             f'<div class="claim-head"><h3><span class="cid">{esc(cid)}</span> {esc(info.get("title", ""))}</h3>'
+             f'{badge(verdict.get("verdict"))}</div>']
+    if info.get("statement"):
+        parts.append(f'<blockquote class="statement">{esc(info["statement"])}</blockquote>')
+    if info.get("sources"):
+        parts.append(f'<p class="sources">Sources: {esc(info["sources"])}</p>')
+    if verdict.get("summary"):
+        parts.append(f'<p class="summary">{esc(verdict["summary"])}</p>')
+    if verdict:
+        parts.append(key_block(verdict))
+    tables = [kv_table(verdict.get(k) or {}, k.capitalize()) for k in ("settings", "details") if verdict.get(k)]
+    if tables:
+        parts.append(f'<div class="kv-grid">{"".join(tables)}</div>')
+    parts.append(figure_grid(figures))
+    parts.append('<p class="back"><a href="#verdicts">↑ back to the verdicts</a></p></article>')
+    return "\n".join(p for p in parts if p)
+
+
+def key_block(verdict: dict) -> str:
+    value = verdict.get("value")
+    number = f'<span class="value">{esc(fmt_value(value))}</span>' if value is not None else ""
+    return (f'<p class="keynum"><span class="stat">{esc(verdict.get("statistic") or "")}</span>{number}'
+            f'<span class="seeds">{esc(fmt_value(verdict.get("n_seeds")))} seeds</span></p>')
+
+
+def figure_grid(figures: list) -> str:
+    items = [claim_figure(f) for f in figures]
+    return f'<div class="figs">{"".join(items)}</div>' if items else ""
+
+
+def claim_figure(spec: Any) -> str:
+    title = getattr(spec, "title", "") or "figure"
+    if not (getattr(spec, "series", None) or getattr(spec, "matrix", None)):
+        return f'<p class="fig-note">{esc(title)}: no data.</p>'
+    try:
+        png = plots.draw(spec)
+    except Exception as error:  # noqa: BLE001 - one bad figure must not lose the report
+        log.exception("could not draw figure %r", title)
+        return f'<p class="fig-error">Could not draw “{esc(title)}”: {esc(repr(error))}</p>'
+    return figure(png, getattr(spec, "caption", ""), title)
+
+
+def figure(png: Png, caption: str, alt: str) -> str:
+    data = base64.b64encode(png.data).decode("ascii")
+    cap = f"<figcaption>{esc(caption)}</figcaption>" if caption else ""
+    return (f'<figure><img src="data:image/png;base64,{data}" width="{png.width}" height="{png.height}" '
+            f'alt="{esc(alt)}">{cap}</figure>')
+
+
+# -- key/value tables ---------------------------------------------------------------------
+def kv_table(data: dict, caption: str, depth: int = 0, info: bool = False) -> str:
+    rows = "".join(f'<tr><th>{esc(info_label(str(k), v) if info else key_label(str(k)))}</th>'
+                   f"<td>{kv_cell(k, v, depth, info)}</td></tr>" for k, v in data.items())
+    cap = f"<caption>{esc(caption)}</caption>" if caption else ""
+    return f'<table class="kv">{cap}<tbody>{rows}</tbody></table>'
+
+
+def kv_cell(key: Any, value: Any, depth: int, info: bool) -> str:
+    if isinstance(value, dict) and value and depth < MAX_NESTING:
+        return kv_table(value, "", depth + 1, info)
+    if _is_records(value) and depth < MAX_NESTING:
+        return records_table(value)
+    text = fmt_info_value(str(key), value) if info else fmt_value(value)
+    return f'<span class="v">{esc(text)}</span>'
+
+
+def _is_records(value: Any) -> bool:
+    """A short list of flat dicts: drawn as a table with a column per key."""
+    return (isinstance(value, list) and 0 < len(value) <= 40 and all(isinstance(v, dict) for v in value)
+            and all(not isinstance(x, (dict, list)) for v in value for x in v.values()))
+
+
+def records_table(rows: list[dict]) -> str:
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{esc(fmt_value(row.get(c)))}</td>" for c in columns) + "</tr>"
+                   for row in rows)
+    return f'<table class="rows"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+# -- general sections ---------------------------------------------------------------------
+def general_section(section: Section) -> str:
+    parts = [f'<section class="general" id="{esc(section.id)}"><h2>{esc(section.title)}</h2>']
+    if section.intro:
+        parts.append(f'<p class="intro">{esc(section.intro)}</p>')
+    parts += [general_plot(p) for p in section.plots]
+    if section.table is not None:
+        table = data_table(section.table)
+        parts.append(f"<details><summary>Show the table</summary>{table}</details>" if section.collapsed else table)
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def general_plot(plot: Plot) -> str:
+    if plot.png is None:
+        return f'<p class="fig-error">Could not draw this section: {esc(plot.error or "no data")}</p>'
+    return f'<div class="wide">{figure(plot.png, plot.caption, plot.caption or "plot")}</div>'
+
+
+def data_table(table: Table) -> str:
+    head = "".join(f"<th>{esc(h)}</th>" for h in table.headers)
+    classes: Iterable[str] = table.classes or [""] * len(table.rows)
+    body = "".join(f'<tr class="{esc(c)}">' + "".join(f"<td>{esc(x)}</td>" for x in row) + "</tr>"
+                   for row, c in zip(table.rows, classes))
+    return f'<div class="scroll"><table class="data"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+CSS = """
+:root { --ink: #1f2328; --muted: #59636e; --line: #d8dee4; --bg: #f5f6f8; --card: #ffffff;
+  --accent: #0b5cad; --holds: #1a7f37; --holds-bg: #dafbe1; --fails: #b42318; --fails-bg: #fee4e2;
+  --inc: #8a5a00; --inc-bg: #fff1c2; --unk: #4b5563; --unk-bg: #e5e7eb; }
+* { box-sizing: border-box; }
+html { -webkit-text-size-adjust: 100%; }
+body { margin: 0; background: var(--bg); color: var(--ink); line-height: 1.5; font-size: 15px;
+  font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif; }
+main { max-width: 1180px; margin: 0 auto; padding: 28px 24px 48px; }
+h1 { font-size: 30px; line-height: 1.2; margin: 2px 0 16px; }
+h2 { font-size: 22px; margin: 40px 0 12px; padding-bottom: 6px; border-bottom: 2px solid var(--line); }
+h3 { font-size: 18px; margin: 0; line-height: 1.3; }
+a { color: var(--accent); text-decoration: none; }
+a:hover { text-decoration: underline; }
+code, .key, .value, .num, .v, table.data td, table.rows td { font-variant-numeric: tabular-nums; }
+.kicker { margin: 0; color: var(--muted); text-transform: uppercase; letter-spacing: .08em; font-size: 12px;
+  font-weight: 600; }
+.page-head { background: var(--card); border: 1px solid var(--line); border-radius: 10px; padding: 20px 24px; }
+.info-grid { display: flex; flex-wrap: wrap; gap: 12px 40px; align-items: flex-start; }
+.toc { position: sticky; top: 0; z-index: 5; display: flex; flex-wrap: wrap; gap: 6px 14px; align-items: center;
+  background: rgba(245, 246, 248, .96); border-bottom: 1px solid var(--line); padding: 10px 2px;
+  margin: 16px 0 0; font-size: 13.5px; }
+.chips { display: inline-flex; flex-wrap: wrap; gap: 4px; }
+.chip { display: inline-block; min-width: 34px; text-align: center; padding: 1px 6px; border-radius: 999px;
+  font-size: 12px; font-weight: 600; border: 1px solid transparent; }
+.badge { display: inline-block; white-space: nowrap; padding: 2px 10px; border-radius: 999px; font-size: 13px;
+  font-weight: 600; border: 1px solid transparent; }
+.holds.badge, .holds.chip { color: var(--holds); background: var(--holds-bg); border-color: #aceebb; }
+.fails.badge, .fails.chip { color: var(--fails); background: var(--fails-bg); border-color: #fbc4bd; }
+.inconclusive.badge, .inconclusive.chip { color: var(--inc); background: var(--inc-bg); border-color: #f2d67e; }
+.unknown.badge, .unknown.chip { color: var(--unk); background: var(--unk-bg); border-color: #d1d5db; }
+.tally { display: flex; gap: 8px; flex-wrap: wrap; margin: 0 0 12px; }
+table { border-collapse: collapse; }
+table.verdicts { width: 100%; background: var(--card); border: 1px solid var(--line); border-radius: 10px;
+  overflow: hidden; }
+table.verdicts th { text-align: left; font-size: 12.5px; text-transform: uppercase; letter-spacing: .04em;
+  color: var(--muted); background: #eef1f4; padding: 8px 12px; }
+table.verdicts td { padding: 9px 12px; border-top: 1px solid var(--line); vertical-align: top; }
+table.verdicts tr.verdict:hover td { background: #f8fafc; }
+table.verdicts td.cid { font-weight: 700; white-space: nowrap; }
+table.verdicts td.key { color: #333d47; font-size: 14px; }
+.num { text-align: right; }
+article.claim { background: var(--card); border: 1px solid var(--line); border-left: 5px solid var(--unk);
+  border-radius: 10px; padding: 18px 22px 10px; margin: 0 0 22px; scroll-margin-top: 96px; }
+article.claim.holds { border-left-color: var(--holds); }
+article.claim.fails { border-left-color: var(--fails); }
+article.claim.inconclusive { border-left-color: #d4a017; }
+.claim-head { display: flex; justify-content: space-between; gap: 16px; align-items: flex-start; }
+.claim-head .cid { color: var(--muted); margin-right: 6px; }
+.statement { margin: 12px 0 8px; padding: 8px 14px; border-left: 3px solid var(--line); color: #333d47;
+  background: #fafbfc; font-style: italic; }
+.sources { margin: 0 0 8px; color: var(--muted); font-size: 13px; }
+.summary { margin: 8px 0; font-size: 15.5px; }
+.keynum { display: flex; flex-wrap: wrap; gap: 6px 14px; align-items: baseline; margin: 8px 0 12px;
+  padding: 8px 12px; background: #f3f6fa; border-radius: 8px; }
+.keynum .stat { color: #333d47; }
+.keynum .value { font-size: 20px; font-weight: 700; }
+.keynum .seeds { color: var(--muted); font-size: 13px; margin-left: auto; }
+.kv-grid { display: flex; flex-wrap: wrap; gap: 12px 28px; align-items: flex-start; margin: 4px 0 8px; }
+table.kv { font-size: 13px; margin: 6px 0; }
+table.kv caption { text-align: left; font-weight: 700; font-size: 12px; text-transform: uppercase;
+  letter-spacing: .05em; color: var(--muted); padding-bottom: 4px; }
+table.kv th { text-align: left; font-weight: 500; color: var(--muted); padding: 2px 14px 2px 0;
+  vertical-align: top; white-space: nowrap; }
+table.kv td { padding: 2px 0; vertical-align: top; }
+table.kv table.kv { margin: 0; }
+table.rows, table.data { font-size: 12.5px; }
+table.rows th, table.data th { text-align: left; background: #eef1f4; padding: 3px 8px; font-weight: 600; }
+table.rows td, table.data td { padding: 2px 8px; border-top: 1px solid #edf0f2; white-space: nowrap; }
+table.data tr.status-diverged td { color: var(--fails); }
+table.data tr.status-failed td { color: var(--unk); font-style: italic; }
+.figs { display: grid; grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); gap: 10px 18px;
+  margin: 12px 0 4px; }
+figure { margin: 0; text-align: center; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eceff2; border-radius: 6px; background: #fff; }
+figcaption { text-align: left; font-size: 13px; color: var(--muted); margin: 4px 2px 0; }
+.back { text-align: right; font-size: 12.5px; margin: 6px 0 0; }
+section.general { scroll-margin-top: 96px; }
+.intro { color: #333d47; margin: 0 0 10px; }
+.wide { background: var(--card); border: 1px solid var(--line); border-radius: 10px; padding: 14px;
+  margin: 0 0 14px; }
+.wide img { border: 0; }
+.scroll { display: inline-block; max-width: 100%; overflow-x: auto; background: var(--card);
+  border: 1px solid var(--line); border-radius: 8px; }
+details { margin: 8px 0; }
+summary { cursor: pointer; color: var(--accent); font-weight: 600; }
+.fig-note { color: var(--muted); font-style: italic; }
+.fig-error { color: var(--fails); background: var(--fails-bg); padding: 6px 10px; border-radius: 6px; }
+footer { margin-top: 48px; color: var(--muted); font-size: 12.5px; text-align: center; }
+@media (max-width: 720px) { .figs { grid-template-columns: 1fr; } main { padding: 16px 10px; }
+  .claim-head { flex-direction: column; } }
+"""

@@ -1,0 +1,62 @@
+"""`render_report`: a study's verdicts, figures and records as report.html, report.md and verdicts.json."""
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from normlab.report.format import natural_key
+from normlab.report.general import general_sections
+from normlab.report.html import page
+from normlab.report.markdown import markdown
+
+
+def render_report(out_dir: Path, *, title: str, verdicts: list, claim_info: dict[str, dict],
+                  claim_figures: dict[str, list], records: list, measurements: dict[str, dict],
+                  study_info: dict) -> dict[str, Path]:
+    """Write the three report files into out_dir; returns {"html", "markdown", "json"} -> path.
+
+    verdicts: `Verdict`s (or their dicts); claim_info: id -> {"title", "statement", "sources"};
+    claim_figures: id -> `Figure` specs; records: `RunRecord`s; measurements: id -> the
+    claim's measurement dict (norm timings from measurements["C10"]["norm_timings"]);
+    study_info: shown at the top (scalars in one table, each dict value in its own).
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = sorted((json_safe(_as_dict(v)) for v in verdicts), key=lambda v: natural_key(v["id"]))
+    claims = sorted({v["id"] for v in rows} | set(claim_figures or {}), key=natural_key)
+    paths = {"html": out_dir / "report.html", "markdown": out_dir / "report.md", "json": out_dir / "verdicts.json"}
+    _write(paths["json"], json.dumps(rows, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    _write(paths["markdown"], markdown(title, study_info or {}, rows, claim_info or {}))
+    sections = general_sections(list(records or []), measurements or {})
+    _write(paths["html"], page(title, study_info or {}, rows, claims, claim_info or {}, claim_figures or {},
+                               sections))
+    return paths
+
+
+def _as_dict(verdict: Any) -> dict[str, Any]:
+    data = verdict.to_dict() if hasattr(verdict, "to_dict") else dict(verdict)
+    keys = ("id", "verdict", "statistic", "value", "n_seeds", "settings", "details", "summary")
+    return {k: data.get(k, {} if k in ("settings", "details") else None) for k in keys}
+
+
+def json_safe(value: Any) -> Any:
+    """NaN and ±inf become None (JSON has neither); tuples become lists; keys strings."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return json_safe(value.item())
+    return value
+
+
+def _write(path: Path, text: str) -> None:
+    """Write via a temporary file, so a reader never sees half a report."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,145 @@
+"""render_report on a synthetic study: the three files, their schema, and a self-contained, escaped HTML page."""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+from html.parser import HTMLParser
+
+import matplotlib.image
+import pytest
+
+from normlab.report import render_report
+from normlab.report.format import fmt_duration, fmt_value
+from normlab.study.claims.base import Figure, Series, Verdict
+from tests.report.synthetic import SCRIPT_TITLE, render_kwargs, verdicts
+
+CLAIMS = [f"C{i}" for i in range(1, 17)]
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+GENERAL_SECTIONS = ["loss-curves", "grad-norm", "residual-rms", "contribution", "layer-skip", "divergence",
+                    "norm-timings", "runs"]
+
+
+class Page(HTMLParser):
+    """The facts the tests check, collected from the HTML."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.verdict_rows: list[str] = []
+        self.images: list[str] = []
+        self.urls: list[str] = []
+        self.ids: list[str] = []
+        self.tags: set[str] = set()
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.tags.add(tag)
+        if tag == "tr" and "verdict" in (attrs.get("class") or "").split():
+            self.verdict_rows.append(attrs.get("data-claim"))
+        if tag == "img":
+            self.images.append(attrs.get("src") or "")
+        self.urls += [attrs[k] for k in ("src", "href", "action", "poster", "data") if attrs.get(k)]
+        if attrs.get("id"):
+            self.ids.append(attrs["id"])
+
+
+@pytest.fixture(scope="module")
+def html_text(report) -> str:
+    return report["html"].read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def page(html_text) -> Page:
+    return Page(html_text)
+
+
+def test_writes_the_three_files(report):
+    assert {k: p.name for k, p in report.items()} == {"html": "report.html", "markdown": "report.md",
+                                                      "json": "verdicts.json"}
+    assert all(p.is_file() and p.stat().st_size > 0 for p in report.values())
+
+
+def test_verdicts_json_round_trips(report):
+    rows = json.loads(report["json"].read_text())
+    assert [r["id"] for r in rows] == CLAIMS
+    keys = {"id", "verdict", "statistic", "value", "n_seeds", "settings", "details", "summary"}
+    assert all(set(r) == keys for r in rows)
+    for row, original in zip(rows, verdicts()):
+        assert Verdict(**row).to_dict() == row
+        expected = original.to_dict()
+        expected["details"]["se"] = None  # NaN is not JSON: written as null
+        assert row == json.loads(json.dumps(expected))
+
+
+def test_markdown_has_the_study_info_table_and_summaries(report):
+    text = report["markdown"].read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert lines[0].startswith("# ") and "preset: quick" in text.split("## Verdicts")[0]
+    rows = [line for line in lines if line.startswith("| C")]
+    assert len(rows) == 16 and all(line.count(" | ") == 3 for line in rows)  # "a | pipe" in details is not here
+    assert "| claim | verdict | key number | seeds |" in lines
+    assert "statistic of C3 = 0.1263" in text
+    assert sum(line.startswith("- **C") for line in lines) == 16
+
+
+def test_html_has_one_verdict_row_per_claim_and_a_section_each(page):
+    assert page.verdict_rows == CLAIMS
+    assert set(CLAIMS) <= set(page.ids)
+    assert set(GENERAL_SECTIONS) <= set(page.ids)
+
+
+def test_html_is_self_contained(page, html_text):
+    assert not page.tags & {"script", "link", "iframe", "object", "embed"}
+    external = [u for u in page.urls if u.lower().startswith(("http://", "https://", "//", "file:"))]
+    assert not external
+    assert all(u.startswith(("#", "data:image/png;base64,")) for u in page.urls)
+    assert "@import" not in html_text and "url(" not in html_text.replace("data:image/png", "")
+
+
+def test_every_image_is_an_embedded_png(page):
+    assert len(page.images) >= 12
+    for src in page.images:
+        assert src.startswith("data:image/png;base64,")
+        data = base64.b64decode(src.split(",", 1)[1], validate=True)
+        assert data.startswith(PNG_SIGNATURE)
+        pixels = matplotlib.image.imread(io.BytesIO(data), format="png")
+        assert pixels.ndim == 3 and pixels.shape[0] > 100 and pixels.shape[1] > 100
+
+
+def test_text_is_escaped(html_text):
+    assert "<script>" not in html_text
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; more" in html_text
+    assert "A caption &lt;b&gt;." in html_text  # captions too
+    assert "fig-error" not in html_text.split("</style>")[1]  # every synthetic figure drew
+
+
+def test_missing_data_leaves_out_the_general_sections(tmp_path):
+    kwargs = render_kwargs() | {"records": [], "measurements": {}, "claim_figures": {}}
+    paths = render_report(tmp_path, **kwargs)
+    page = Page(paths["html"].read_text(encoding="utf-8"))
+    assert page.verdict_rows == CLAIMS and not page.images
+    assert not set(GENERAL_SECTIONS) & set(page.ids)
+
+
+def test_a_figure_that_cannot_be_drawn_leaves_a_note(tmp_path):
+    broken = Figure("ragged", "x", "y", kind="heatmap", matrix=[[1.0, 2.0], [3.0]], rows=["a", "b"], cols=["x"])
+    line = Figure("fine", "x", "y", [Series("a", [1, 2], [1.0, math.nan])])
+    paths = render_report(tmp_path, title=SCRIPT_TITLE, verdicts=[v.to_dict() for v in verdicts()[:1]],
+                          claim_info={}, claim_figures={"C1": [broken, line]}, records=[], measurements={},
+                          study_info={})
+    text = paths["html"].read_text(encoding="utf-8")
+    assert 'class="fig-error"' in text and text.count("data:image/png;base64,") == 1
+    assert "<title>Post-LN needs warmup &lt;script&gt;" in text
+
+
+@pytest.mark.parametrize("value, text", [(None, "—"), (True, "yes"), (3, "3"), (123456, "123,456"), (0.0, "0"),
+                                         (2.0, "2"), (0.0123456, "0.01235"), (1.5e-7, "1.5e-7"), (2.5e6, "2.5e6"),
+                                         (math.nan, "NaN"), ([1, 2.5], "[1, 2.5]"), ("post", "post")])
+def test_fmt_value(value, text):
+    assert fmt_value(value) == text
+
+
+def test_fmt_duration():
+    assert [fmt_duration(s) for s in (None, 12.34, 245, 7380)] == ["—", "12.3 s", "4 min 05 s", "2 h 03 min"]
