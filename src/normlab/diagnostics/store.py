@@ -21,8 +21,8 @@ from pathlib import Path
 METRICS = {
     "residual_rms": "RMS of the residual stream entering the block (site block) or sub-layer (attn, mlp)",
     "branch_rms": "RMS of the sub-layer's contribution F (after its out-norm, before the add)",
-    "contribution_ratio": "‖F‖/‖x‖: the branch next to the stream it is added to (site attn/mlp); "
-                          "‖x_out − x_in‖/‖x_in‖ for the whole block (site block)",
+    "contribution_ratio": "‖F‖/‖x‖: the branch next to the stream x entering the sub-layer (before DeepNorm's α; "
+                          "site attn/mlp); ‖x_out − x_in‖/‖x_in‖ for the whole block (site block)",
     "cosine": "mean over tokens of cos(x_l, x_{l+1})",
     "angular_distance": "mean over tokens of arccos(cos(x_l, x_{l+1}))/π",
     "block_influence": "1 − mean cos(block input, block output) (ShortGPT)",

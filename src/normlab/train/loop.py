@@ -192,7 +192,9 @@ class Trainer:
         x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
         probe = self.probe.session(self.step) if self.probe else NO_PROBE
         with probe, self.autocast():
-            _, loss = (model if probe is not NO_PROBE else self.forward)(x, y)  # measured steps run eagerly
+            # measured steps run eagerly (compiled code would not see the probe's hooks); under
+            # compile = true their numerics may differ from the compiled steps' in the last bits
+            _, loss = (model if probe is not NO_PROBE else self.forward)(x, y)
         loss_value = loss.item()
         if not math.isfinite(loss_value) or loss_value > tc.diverge_loss:
             what = "non-finite" if not math.isfinite(loss_value) else f"above diverge_loss {tc.diverge_loss:g}"
@@ -227,18 +229,18 @@ class Trainer:
 
     def layer_skip(self) -> dict[str, Any]:
         """Val loss with each block skipped (ΔL per layer, effective depth)."""
-        return layer_skip(self.model.blocks, self.evaluate)
+        return layer_skip(self.model.blocks, lambda: self.evaluate(eager=True))  # compiled code ignores new hooks
 
     @torch.no_grad()
-    def evaluate(self, split: str = "val") -> float:
-        """Mean loss over `eval_batches` fixed batches of `split` (model in eval mode)."""
+    def evaluate(self, split: str = "val", eager: bool = False) -> float:
+        """Mean loss over `eval_batches` fixed batches of `split` (model in eval mode; `eager` bypasses compile)."""
         self.model.eval()
         rng = torch.Generator().manual_seed(EVAL_SEED)
         losses = []
         for _ in range(self.tc.eval_batches):
             x, y = self.corpus.batch(split, self.tc.batch_size, self.cfg.model.block_size, rng)
             with self.autocast():
-                _, loss = self.forward(x.to(self.device), y.to(self.device))
+                _, loss = (self.model if eager else self.forward)(x.to(self.device), y.to(self.device))
             losses.append(loss.item())
         self.model.train()
         return sum(losses) / len(losses)
