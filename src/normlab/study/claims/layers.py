@@ -2,14 +2,15 @@
 watered-down depth (C6). They read the per-layer diagnostics of the depth sweep."""
 from __future__ import annotations
 
-from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, Claim, Figure, Series, loglog_slope,
-                                       mean_over_seeds, n_seeds, select, spearman)
+from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, Claim, Figure, Series, compare, group,
+                                       loglog_slope, mean_over_seeds, n_seeds, select, spearman)
 from normlab.study.claims.stability import depth_sweep
 
 TREND = 0.5  # |rank correlation| above which a per-layer trend counts as a trend
 UNIFORM_RATIO = 2.0  # max/min across layers at or below which gradients count as "nearly uniform"
 SQRT_BAND = (-0.75, -0.25)  # fitted exponent of Pre-LN's gradient vs L that counts as "like 1/sqrt(L)"
 LINEAR_GROWTH = 0.75  # fitted exponent of residual RMS vs layer at or above which growth counts as O(l)
+SHALLOW = 0.5  # Pre-LN "behaves like a shallower net" if at most this fraction of its layers matter when skipped
 SUBLINEAR = 0.5  # below this, growth is clearly slower than linear (a random walk grows like l^0.5)
 
 
@@ -179,27 +180,33 @@ class WateredDownDepthC6(Claim):
         post = profile(records, "post", deepest, preset, "contribution_ratio/block", when="final")
         angle = profile(records, "pre", deepest, preset, "angular_distance/block", when="final")
         eff = {s: _effective(records, s, deepest, preset) for s in ("pre", "post")}
-        if not pre or eff["pre"] is None or eff["post"] is None:
+        if not pre or eff["pre"] is None:
             return self.make(INCONCLUSIVE, "missing diagnostics or layer-skip data", None, 0, {"n_layer": deepest},
                              "the depth sweep lacks per-layer diagnostics or layer_skip.json")
         trend = spearman(*_clean(pre))
-        falls = (trend or 0) < -TREND
-        shallower = eff["pre"] < eff["post"]
-        if falls and shallower:
-            verdict = HOLDS
-        elif (trend or 0) >= 0 or eff["pre"] > eff["post"]:
+        falls, shallow = (trend or 0) < -TREND, eff["pre"] <= SHALLOW
+        # Post-LN is a fair contrast only where it trained as well as Pre-LN (an untrained net's layers are
+        # all dispensable, which says nothing about depth)
+        at = dict(model__n_layer=deepest, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup)
+        cmp, _ = compare(group(records, model__scheme="post", **at), group(records, model__scheme="pre", **at))
+        contrast = eff["post"] is not None and cmp in ("same", "better")
+        if (trend or 0) >= 0 or eff["pre"] > SHALLOW or (contrast and eff["post"] <= eff["pre"]):
             verdict = FAILS
+        elif falls and shallow:
+            verdict = HOLDS
         else:
             verdict = INCONCLUSIVE
+        post_text = (f"Post-LN {_f(eff['post'], '.2f')}·L" if contrast else
+                     f"Post-LN not a fair contrast here (its val loss is {cmp} than Pre-LN's)")
         summary = (f"trained, L={deepest}: Pre-LN contribution ratio vs layer rank correlation {_f(trend, '+.2f')}; "
-                   f"effective depth (layers whose skip raises val loss > 1 %) Pre-LN {eff['pre']:.2f}·L vs "
-                   f"Post-LN {eff['post']:.2f}·L")
-        settings = {"n_layer": deepest, "trend_threshold": TREND,
-                    "effective_depth": "fraction of layers whose skip raises val loss by more than 1 %"}
-        return self.make(verdict, "effective depth fraction, Pre-LN − Post-LN", eff["pre"] - eff["post"],
+                   f"effective depth (layers whose skip raises val loss > 1 %) Pre-LN {eff['pre']:.2f}·L; {post_text}")
+        settings = {"n_layer": deepest, "trend_threshold": TREND, "shallower_if_fraction_at_most": SHALLOW,
+                    "effective_depth": "fraction of layers whose skip raises val loss by more than 1 %",
+                    "post_contrast": "only where Post-LN's val loss is not worse than Pre-LN's"}
+        return self.make(verdict, "Pre-LN effective depth fraction", eff["pre"],
                          n_seeds(select(records, model__n_layer=deepest)), settings, summary,
-                         contribution_trend=trend, effective_depth_fraction=eff, pre_contribution=pre,
-                         post_contribution=post, pre_angular_distance=angle)
+                         contribution_trend=trend, effective_depth_fraction=eff, post_comparable=contrast,
+                         post_vs_pre=cmp, pre_contribution=pre, post_contribution=post, pre_angular_distance=angle)
 
     def figures(self, records, measurement, preset):
         skip = Figure("Layer-skip ΔL (trained)", "layer", "val loss increase when the layer is skipped", logy=False)
