@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from normlab.config import RunConfig, validate_config
 
@@ -21,3 +22,12 @@ def tiny_config(**sections) -> RunConfig:
 @pytest.fixture
 def tiny():
     return tiny_config
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Tiny models run fastest, and steadiest on a shared 2-core machine, on one thread."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

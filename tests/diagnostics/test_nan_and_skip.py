@@ -21,12 +21,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:Full backward hook is firing")
 
 
 @pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """The tiny models run fastest, and steadiest on a shared 2-core machine, on one thread."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+def _one_thread(one_torch_thread):
+    pass
 
 
 def make_model(**overrides) -> nn.Module:

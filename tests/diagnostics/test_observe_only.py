@@ -15,12 +15,8 @@ CURVE_KEYS = ("step", "lr", "train_loss", "grad_norm", "val_loss")
 
 
 @pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """The tiny models run fastest, and steadiest on a shared 2-core machine, on one thread."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+def _one_thread(one_torch_thread):
+    pass
 
 
 def curve(path) -> list[tuple]:

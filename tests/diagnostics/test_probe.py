@@ -29,12 +29,8 @@ MODEL_METRICS = ("final_stream_rms", "logits_rms", "logits_max", "log_partition"
 
 
 @pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """The tiny models run fastest, and steadiest on a shared 2-core machine, on one thread."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+def _one_thread(one_torch_thread):
+    pass
 
 
 def make_model(scheme: str = "pre", **overrides) -> torch.nn.Module:

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 from typing import Any
 
+from normlab.jsonsafe import json_safe
 from normlab.report.format import natural_key
 from normlab.report.general import general_sections
 from normlab.report.html import page
@@ -40,19 +40,6 @@ def _as_dict(verdict: Any) -> dict[str, Any]:
     data = verdict.to_dict() if hasattr(verdict, "to_dict") else dict(verdict)
     keys = ("id", "verdict", "statistic", "value", "n_seeds", "settings", "details", "summary")
     return {k: data.get(k, {} if k in ("settings", "details") else None) for k in keys}
-
-
-def json_safe(value: Any) -> Any:
-    """NaN and ±inf become None (JSON has neither); tuples become lists; keys strings."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        return json_safe(value.item())
-    return value
 
 
 def _write(path: Path, text: str) -> None:

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 import torch
 
 from normlab.config import RunConfig, load_config
+from normlab.jsonsafe import json_safe
 
 STATUSES = ("running", "completed", "diverged", "failed")
 
@@ -29,21 +29,6 @@ def _atomic_write(path: Path, write) -> None:
     tmp = path.with_name(path.name + ".tmp")
     write(tmp)
     os.replace(tmp, path)
-
-
-def _json_safe(value: Any) -> Any:
-    """JSON has no NaN/inf: write them as null (a diverged loss is recorded, not lost)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def _json_safe_tree(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _json_safe_tree(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe_tree(v) for v in value]
-    return _json_safe(value)
 
 
 class RunDir:
@@ -70,7 +55,7 @@ class RunDir:
         _atomic_write(self.meta_path, lambda p: p.write_text(json.dumps(meta, indent=2) + "\n", "utf-8"))
 
     def write_json(self, name: str, data: Any) -> None:
-        _atomic_write(self.path / name, lambda p: p.write_text(json.dumps(_json_safe_tree(data), indent=2) + "\n", "utf-8"))
+        _atomic_write(self.path / name, lambda p: p.write_text(json.dumps(json_safe(data), indent=2) + "\n", "utf-8"))
 
     def read_json(self, name: str) -> Any:
         return json.loads((self.path / name).read_text("utf-8"))
@@ -81,7 +66,7 @@ class RunDir:
     # status
     def write_status(self, status: str, **info: Any) -> None:
         assert status in STATUSES, status
-        record = {"status": status, **_json_safe_tree(info), "updated": time.time()}
+        record = {"status": status, **json_safe(info), "updated": time.time()}
         _atomic_write(self.status_path, lambda p: p.write_text(json.dumps(record, indent=2) + "\n", "utf-8"))
 
     def read_status(self) -> dict[str, Any] | None:
@@ -92,7 +77,7 @@ class RunDir:
     # metrics
     def append_metrics(self, row: dict[str, Any]) -> None:
         with self.metrics_path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps({k: _json_safe(v) for k, v in row.items()}) + "\n")
+            f.write(json.dumps({k: json_safe(v) for k, v in row.items()}) + "\n")
             f.flush()
 
     def metrics(self) -> list[dict[str, Any]]:

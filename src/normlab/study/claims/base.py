@@ -11,6 +11,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Iterable
 
+from normlab.jsonsafe import json_safe
 from normlab.registry import Registry
 from normlab.study.records import RunRecord
 
@@ -90,7 +91,7 @@ class Claim:
 
     def make(self, verdict: str, statistic: str, value: float | None, n_seeds: int, settings: dict[str, Any],
              summary: str, **details: Any) -> Verdict:
-        return Verdict(self.id, verdict, statistic, _clean(value), n_seeds, settings, _clean(details), summary)
+        return Verdict(self.id, verdict, statistic, json_safe(value), n_seeds, settings, json_safe(details), summary)
 
 
 # -- statistics shared by the claims ------------------------------------------------------
@@ -200,14 +201,3 @@ def loglog_slope(x: list[float], y: list[float]) -> float | None:
     my = statistics.fmean(p[1] for p in pts)
     den = sum((p[0] - mx) ** 2 for p in pts)
     return sum((p[0] - mx) * (p[1] - my) for p in pts) / den if den else None
-
-
-def _clean(value: Any) -> Any:
-    """JSON-safe: NaN/inf become None, tuples lists, nested."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value

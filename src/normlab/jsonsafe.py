@@ -1,0 +1,18 @@
+"""JSON has no NaN or infinity: a diverged loss is written as null, not lost and not invalid JSON."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def json_safe(value: Any) -> Any:
+    """NaN and ±inf become None; tuples become lists; dict keys become strings; numpy/torch scalars plain."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "item") and callable(value.item) and not isinstance(value, (str, bytes)):
+        return json_safe(value.item())
+    return value
