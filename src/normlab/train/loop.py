@@ -95,10 +95,11 @@ class Trainer:
     def _restore(self, ckpt: dict[str, Any]) -> None:
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
-        self.data_rng.set_state(ckpt["data_rng"])
-        torch.set_rng_state(ckpt["torch_rng"])
+        # RNG states are CPU byte tensors, whatever map_location moved them to
+        self.data_rng.set_state(ckpt["data_rng"].cpu())
+        torch.set_rng_state(ckpt["torch_rng"].cpu())
         if self.device.type == "cuda" and ckpt.get("cuda_rng") is not None:
-            torch.cuda.set_rng_state(ckpt["cuda_rng"], self.device)
+            torch.cuda.set_rng_state(ckpt["cuda_rng"].cpu(), self.device)
         self.step, self.elapsed = ckpt["step"], ckpt["elapsed"]
 
     def _checkpoint(self) -> None:
