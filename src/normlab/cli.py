@@ -280,9 +280,13 @@ def bench(
     steps: int = typer.Option(2, "--steps", min=1, help="Training steps per timing sample."),
     compile_: bool = typer.Option(True, "--compile/--no-compile",
                                   help="Include torch.compile (norms, and normlab-compile steps); minutes on CPU."),
-    scheme: list[str] = typer.Option(["pre"], "--scheme", help="Placement scheme(s) of the step bench."),
+    scheme: list[str] = typer.Option(["pre"], "--scheme", help="Placement scheme(s) of the step bench; all: every one."),
     norm: list[str] = typer.Option([], "--norm", help="Normalizer(s) of the step bench (default layernorm, rmsnorm)."),
+    config: list[str] = typer.Option([], "--config", help="Step-bench model(s): nanogpt-cpu, baby-gpt (default both)."),
+    precision: list[str] = typer.Option(["fp32", "bf16"], "--precision", help="Step-bench precision(s): fp32, bf16."),
     threads: Optional[int] = typer.Option(None, "--threads", min=1, help="torch.set_num_threads for the run."),
+    clock: str = typer.Option("wall", "--clock", help="wall, or cpu (process CPU time: with --threads 1, "
+                              "steadier on a shared machine; tokens/s then are per CPU-second)."),
 ) -> None:
     """Time normalizer forward+backward and training steps against torch.nn and a nanoGPT-style reference."""
     import torch
@@ -291,14 +295,22 @@ def bench(
 
     if only not in (None, "norms", "steps"):
         fail(f"--only {only!r}: valid: norms, steps")
-    if threads is not None:
-        torch.set_num_threads(threads)
-    options = {"schemes": tuple(scheme)} | ({"norms": tuple(norm)} if norm else {})
+    if clock not in ("wall", "cpu"):
+        fail(f"--clock {clock!r}: valid: wall, cpu")
+    if set(precision) - {"fp32", "bf16"}:
+        fail(f"--precision {precision}: valid: fp32, bf16")
+    schemes = tuple(SCHEMES) if "all" in scheme else tuple(scheme)
+    options = {"schemes": schemes, "configs": tuple(config), "precisions": tuple(precision)}
+    options |= {"norms": tuple(norm)} if norm else {}
+    threads_before = torch.get_num_threads()
     try:
+        torch.set_num_threads(threads or threads_before)
         result = run_bench(quick=quick, rounds=rounds, steps_per_sample=steps, compile=compile_,
-                           norms=only != "steps", steps=only != "norms", **options)
+                           only=only, clock=clock, **options)
     except ValueError as e:  # an unknown scheme/normalizer, or an incompatible pair
         fail(str(e))
+    finally:
+        torch.set_num_threads(threads_before)
     if as_json:
         print(json.dumps(result, indent=2))
         return

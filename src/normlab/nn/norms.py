@@ -4,6 +4,10 @@ Every normalizer computes its statistics in fp32, also under bf16/fp16 autocast,
 and returns the input's dtype. All take the same constructor arguments:
 `(d, eps=..., affine=..., bias=..., **options)`; `options` are the few
 normalizer-specific knobs (e.g. DyT's `alpha_init`), declared in `OPTIONS`.
+
+LayerNorm and RMSNorm run fused C++ kernels on CPU where they are faster
+(`normlab.nn.kernels`, NORMLAB_NORM_IMPL=auto|fast|reference); their
+`reference_forward` is the plain torch code, which runs everywhere else.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from normlab.nn import kernels
 from normlab.registry import Registry, check_options
 
 NORMS: Registry[type["Norm"]] = Registry("normalizer")
@@ -74,6 +79,11 @@ class LayerNorm(Norm):
     paper = "arXiv 1607.06450"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if kernels.use_fast(self.name, x):
+            return kernels.fast_layer_norm(x, self.weight, self.bias, self.eps)
+        return self.reference_forward(x)
+
+    def reference_forward(self, x: torch.Tensor) -> torch.Tensor:
         with _fp32_region(x):
             xf = _fp32_up(x)
             w = None if self.weight is None else self.weight.to(xf.dtype)
@@ -91,6 +101,11 @@ class RMSNorm(Norm):
     paper = "arXiv 1910.07467"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if kernels.use_fast(self.name, x):
+            return kernels.fast_rms_norm(x, self.weight, self.bias, self.eps)
+        return self.reference_forward(x)
+
+    def reference_forward(self, x: torch.Tensor) -> torch.Tensor:
         with _fp32_region(x):
             xf = _fp32_up(x)
             y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)

@@ -1,0 +1,53 @@
+"""`normlab bench --quick --json`: runs in seconds and prints the documented schema.
+
+Runs in-process (typer's CliRunner) with one thread, so that a busy 2-core machine does
+not stretch it; the fused kernels are built on first use if the cache lacks them.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+from typer.testing import CliRunner
+
+from normlab.cli import app
+
+NORM_KEYS = {"norm": str, "impl": str, "shape": list, "dtype": str, "median_s": float}
+STEP_KEYS = {"config": str, "impl": str, "scheme": str, "norm": str, "precision": str,
+             "tokens_per_s": float, "peak_mem_mb": (float, type(None))}
+
+
+def check_row(row: dict, keys: dict) -> None:
+    for key, kind in keys.items():
+        assert isinstance(row.get(key), kind), (key, row)
+
+
+def test_bench_quick_json():
+    result = CliRunner().invoke(app, ["bench", "--quick", "--json", "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert {"norms", "steps", "environment"} <= set(out)
+
+    for row in out["norms"]:
+        check_row(row, NORM_KEYS)
+        assert math.isfinite(row["median_s"]) and row["median_s"] > 0
+    impls = {(r["norm"], r["impl"]) for r in out["norms"]}
+    assert impls == {(n, i) for n in ("rmsnorm", "layernorm")
+                     for i in ("normlab-fast", "normlab-reference", "torch.nn")}
+    assert {r["dtype"] for r in out["norms"]} == {"fp32", "bf16"}
+    baseline = [r for r in out["norms"] if (r["norm"], r["impl"]) == ("layernorm", "torch.nn")]
+    assert all(r["ratio"] == 1.0 for r in baseline)
+
+    for row in out["steps"]:
+        check_row(row, STEP_KEYS)
+        assert row["tokens_per_s"] > 0
+        assert row["peak_mem_mb"] is None or row["peak_mem_mb"] > 0
+    ref = [r for r in out["steps"] if r["impl"] == "reference"]
+    assert len(ref) == 1 and ref[0]["precision"] == "fp32" and ref[0]["speedup"] == 1.0
+    assert {r["precision"] for r in out["steps"]} == {"fp32", "bf16"}
+    assert {r["impl"] for r in out["steps"]} == {"reference", "normlab", "normlab-refnorm"}
+
+
+def test_bench_rejects_bad_options():
+    result = CliRunner().invoke(app, ["bench", "--quick", "--only", "everything"])
+    assert result.exit_code == 2 and "valid: norms, steps" in result.output
