@@ -46,6 +46,11 @@ def with_impl(impl: str, module: torch.nn.Module):
     return forward
 
 
+def default_impl(norm: str, dtype_name: str) -> str:
+    """Which of the timed implementations a normlab model runs by default (NORMLAB_NORM_IMPL=auto)."""
+    return "normlab-fast" if DTYPES[dtype_name] in kernels.AUTO_FAST.get(norm, ()) else "normlab-reference"
+
+
 def candidates(norm: str, d: int, dtype: torch.dtype, compile: bool) -> dict[str, tuple]:
     """impl -> (forward, parameters) for one normalizer of width d."""
     ours = make_norm(norm, d, bias=norm == "layernorm")
@@ -67,15 +72,16 @@ def bench_norms(quick: bool = False, rounds: int = 7, compile: bool = True, cloc
     before = kernels.get_norm_impl()
     try:
         for shape in shapes:
-            for dtype_name, dtype in DTYPES.items():
-                rows += _bench_group(shape, dtype_name, dtype, rounds, compile, clock)
+            for dtype_name in DTYPES:
+                rows += bench_norm_group(shape, dtype_name, rounds, compile, clock)
     finally:
         kernels.set_norm_impl(before)
     return rows
 
 
-def _bench_group(shape, dtype_name, dtype, rounds, compile, clock) -> list[dict]:
+def bench_norm_group(shape, dtype_name: str, rounds: int, compile: bool, clock: str = "wall") -> list[dict]:
     """All normalizers and implementations at one shape and dtype, interleaved."""
+    dtype = DTYPES[dtype_name]
     if compile:
         torch.compiler.reset()  # fresh compile caches: dynamo's recompile limit (8) is per function
     gen = torch.Generator().manual_seed(0)

@@ -2,13 +2,14 @@
 the final norm (C13), the LLaMA recipe (C15)."""
 from __future__ import annotations
 
-from normlab.nn.config import ModelConfig
-from normlab.study import measure
+from normlab.bench.norms import bench_norm_group, default_impl
+from normlab.bench.steps import bench_steps
 from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, Claim, Figure, Series,
                                        compare, group, n_seeds, select)
 from normlab.study.claims.stability import describe, lr_sweep
 
 TIMING_SHAPES = [(4096, 768)]
+STEP_CONFIG = "nanogpt-cpu"  # the training step timed for C10 and C12 (normlab bench's config)
 SPEED_SAME = 0.02  # timing ratios within ±2 % of 1 count as "no faster"
 
 
@@ -18,11 +19,6 @@ def _fixed(preset, **extra):
 
 def _at(preset):
     return dict(train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup, model__n_layer=preset.depth)
-
-
-def model_config(preset, **fields) -> ModelConfig:
-    keys = {k.split(".", 1)[1]: v for k, v in preset.base.items() if k.startswith("model.")}
-    return ModelConfig(vocab_size=65, **{**keys, **fields})
 
 
 def loss_bars(records, preset, title, groups: dict[str, dict]) -> Figure:
@@ -75,18 +71,19 @@ class RMSNormC10(Claim):
         return [_fixed(preset, **{"model.scheme": "pre", "model.norm": n}) for n in ("layernorm", "rmsnorm")]
 
     def measure(self, preset):
-        norms = measure.time_norms(TIMING_SHAPES, ["fp32"], preset.timing_repeats)
-        configs = {n: model_config(preset, norm=n) for n in ("layernorm", "rmsnorm")}
-        steps = measure.time_train_steps(configs, preset.base["train.batch_size"], preset.timing_repeats)
-        return {"norm_timings": norms, "step_tokens_per_s": steps}
+        norms = bench_norm_group(TIMING_SHAPES[0], "fp32", preset.timing_repeats, compile=False)
+        steps = bench_steps(rounds=preset.timing_repeats, configs=(STEP_CONFIG,), schemes=("pre",),
+                            norms=("layernorm", "rmsnorm"), precisions=("fp32",))
+        return {"norm_timings": norms, "steps": steps}
 
     def verdict(self, records, measurement, preset):
         ln, rms = (group(records, model__scheme="pre", model__norm=n, **_at(preset)) for n in ("layernorm", "rmsnorm"))
         cmp, info = compare(rms, ln)
         timing = {(r["norm"], r["impl"]): r["median_s"] for r in measurement["norm_timings"]}
-        norm_ratio = timing["rmsnorm", "normlab"] / timing["layernorm", "normlab"]
+        ours = {n: default_impl(n, "fp32") for n in ("rmsnorm", "layernorm")}  # what a normlab model runs
+        norm_ratio = timing["rmsnorm", ours["rmsnorm"]] / timing["layernorm", ours["layernorm"]]
         torch_ratio = timing["rmsnorm", "torch.nn"] / timing["layernorm", "torch.nn"]
-        speed = measurement["step_tokens_per_s"]
+        speed = {r["norm"]: r["tokens_per_s"] for r in measurement["steps"] if r["impl"] == "normlab"}
         step_ratio = speed["layernorm"] / speed["rmsnorm"]  # time per step, RMSNorm / LayerNorm
         cheaper = norm_ratio < 1 - SPEED_SAME and step_ratio < 1 - SPEED_SAME
         as_good = cmp in ("same", "better")
@@ -101,8 +98,9 @@ class RMSNormC10(Claim):
         summary = (f"norm forward+backward at {TIMING_SHAPES[0]} fp32: normlab RMSNorm takes {norm_ratio:.2f}× "
                    f"normlab LayerNorm's time (torch.nn: {torch_ratio:.2f}×); a training step takes {step_ratio:.2f}×; "
                    f"final val loss RMSNorm − LayerNorm {info.get('diff', float('nan')):+.4f} ({cmp})")
-        settings = {"shape": TIMING_SHAPES[0], "dtype": "fp32", "repeats": preset.timing_repeats,
-                    "device": "cpu", "threads": _threads(), "margin_nats": LOSS_MARGIN, "speed_same_band": SPEED_SAME}
+        settings = {"norm_shape": TIMING_SHAPES[0], "dtype": "fp32", "rounds": preset.timing_repeats,
+                    "step_config": f"normlab bench's {STEP_CONFIG}", "implementations": ours, "device": "cpu",
+                    "threads": _threads(), "margin_nats": LOSS_MARGIN, "speed_same_band": SPEED_SAME}
         return self.make(verdict, "RMSNorm / LayerNorm norm time (normlab, fwd+bwd)", norm_ratio,
                          n_seeds(select(records, model__norm="rmsnorm")), settings, summary,
                          torch_nn_ratio=torch_ratio, step_time_ratio=step_ratio, val_loss=info,
