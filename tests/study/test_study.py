@@ -128,7 +128,9 @@ def test_sigkill_study_then_resume_loses_and_duplicates_nothing(tmp_path):
     before = Registry(out).counts()
     assert before.get("completed", 0) < 4
     interrupted = [r["id"] for r in Registry(out).rows() if r["status"] == "running"]
-    with_checkpoint = [i for i in interrupted if (Registry(out).run_dir(i) / "checkpoint.pt").is_file()]
+    # runs killed mid-training (a run that had finished training but was not yet recorded is only recorded)
+    with_checkpoint = [i for i in interrupted if (Registry(out).run_dir(i) / "checkpoint.pt").is_file()
+                       and RunDir(Registry(out).run_dir(i)).read_status()["status"] == "running"]
 
     resumed = subprocess.run(study_cmd(out, "--set", "train.steps=300"), capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
