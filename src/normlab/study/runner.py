@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from normlab.bench.timing import steady_allocator
 from normlab.study.claims import CLAIMS, INCONCLUSIVE, ORDER, Figure, Verdict
 from normlab.study.records import record_from_run_dir
 from normlab.study.registry import MAX_ATTEMPTS, Registry
@@ -125,6 +126,7 @@ def _done_cost(registry: Registry, costs: dict[str, float]) -> float:
 
 def measure_claims(spec: StudySpec, registry: Registry) -> None:
     """Timings, memory, constants, causality: once per study, after the training runs (a quiet machine)."""
+    steady_allocator()  # as `normlab bench`: freed memory stays warm, so no candidate pays another's page faults
     have = registry.measurements()
     for claim_id in spec.claims:
         if claim_id in have:
