@@ -7,7 +7,7 @@ Two measurements, in one process, on the config's model (configs/nanogpt_cpu.tom
 2. per chunk (a cross-check): two trainers, diagnostics on and off, alternate chunks of
    `interval` steps (each "on" chunk holds one measured step); the median chunk times are compared.
 
-    python benchmarks/diagnostics_overhead.py [--config configs/nanogpt_cpu.toml] [--chunks 8] [--json]
+    python benchmarks/diagnostics_overhead.py [--config configs/nanogpt_cpu.toml] [--set key=value] [--json]
 """
 from __future__ import annotations
 
@@ -50,13 +50,14 @@ def main() -> None:
     parser.add_argument("--config", default=str(REPO / "configs" / "nanogpt_cpu.toml"))
     parser.add_argument("--chunks", type=int, default=8)
     parser.add_argument("--pairs", type=int, default=40)
+    parser.add_argument("--set", action="append", default=[], help="config override, e.g. train.precision=bf16")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     interval = DiagnosticsConfig().interval
     with tempfile.TemporaryDirectory() as tmp:
         trainers = {}
         for name, every in (("off", 0), ("on", interval)):
-            cfg = load_config(args.config, [f"diagnostics.interval={every}", "train.device=cpu"])
+            cfg = load_config(args.config, [*args.set, f"diagnostics.interval={every}", "train.device=cpu"])
             trainers[name] = Trainer(cfg, Path(tmp) / name)
             trainers[name]._prepare_dir()
             trainers[name]._build()
