@@ -901,17 +901,7 @@ def test_every_claim_has_holds_fails_and_inconclusive_scenarios():
 
 
 # -- the real, cheap measurements -------------------------------------------------------
-@pytest.fixture
-def one_thread():
-    """Tiny models on a shared 2-core machine: one intra-op thread is many times faster than two."""
-    import torch
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def test_c9_real_measurement_holds_and_matches_paper_formulas(one_thread):
+def test_c9_real_measurement_holds_and_matches_paper_formulas(one_torch_thread):
     claim = CLAIMS.get("C9")()
     m = claim.measure(P)
     for row in m["rows"]:
@@ -926,7 +916,7 @@ def test_c9_real_measurement_holds_and_matches_paper_formulas(one_thread):
     json.dumps(v.to_dict(), allow_nan=False)
 
 
-def test_c16_real_measurement_holds(one_thread):
+def test_c16_real_measurement_holds(one_torch_thread):
     from normlab.nn.schemes import SCHEMES
     claim = CLAIMS.get("C16")()
     m = claim.measure(P)
