@@ -20,6 +20,18 @@ LAYER_METRICS = [("grad_norm", "block"), ("residual_rms", "block"), ("contributi
                  ("contribution_ratio", "attn"), ("contribution_ratio", "mlp"), ("angular_distance", "block"),
                  ("block_influence", "block")]
 TRAIN_CURVE_POINTS = 100
+UNPINNED = {"train.seed", "model.vocab_size"}  # never part of a group's identity (vocab comes from the data)
+
+
+def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"model": {"n_layer": 4}} -> {"model.n_layer": 4}."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
 
 
 @dataclass
@@ -38,6 +50,7 @@ class RunRecord:
     layer_skip: dict[str, Any] | None = None
     tokens_per_s: float | None = None
     elapsed_s: float | None = None
+    base: dict[str, Any] | None = None  # the study's base config, flattened; set when verdicts are computed
 
     # -- config access --------------------------------------------------------------------
     def get(self, dotted: str) -> Any:
@@ -47,9 +60,17 @@ class RunRecord:
             node = node.get(part) if isinstance(node, dict) else None
         return node
 
-    def matches(self, **where: Any) -> bool:
-        """`record.matches(model__scheme="pre", train__lr=1e-3)`: every key equal."""
-        return all(self.get(k.replace("__", ".")) == v for k, v in where.items())
+    def matches(self, strict: bool = True, **where: Any) -> bool:
+        """`record.matches(model__scheme="pre", train__lr=1e-3)`: every named key equal, and (strict, once
+        `base` is set) every other key equal to the study's base config, so that a run another claim
+        varied on a further axis (say norm = rmsnorm) never joins a group by accident."""
+        wanted = {k.replace("__", "."): v for k, v in where.items()}
+        if any(self.get(k) != v for k, v in wanted.items()):
+            return False
+        if not strict or self.base is None:
+            return True
+        mine = flatten(self.config)
+        return all(mine.get(k) == self.base.get(k) for k in (set(mine) | set(self.base)) - set(wanted) - UNPINNED)
 
     @property
     def seed(self) -> int:

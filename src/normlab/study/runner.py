@@ -20,9 +20,9 @@ from typing import Any, Callable
 
 from normlab.bench.timing import steady_allocator
 from normlab.study.claims import CLAIMS, INCONCLUSIVE, ORDER, Figure, Verdict
-from normlab.study.records import record_from_run_dir
+from normlab.study.records import flatten, record_from_run_dir
 from normlab.study.registry import MAX_ATTEMPTS, Registry
-from normlab.study.spec import StudySpec
+from normlab.study.spec import StudySpec, build_config
 
 ProgressCallback = Callable[[float, float, dict[str, int]], None]  # (done cost, total cost, status counts)
 
@@ -140,6 +140,9 @@ def compute_verdicts(spec: StudySpec, registry: Registry, ids: list[str] | None 
                      ) -> tuple[list[Verdict], dict[str, list[Figure]]]:
     """Every claim's verdict and figures from the registry alone (no training)."""
     records = registry.records(set(ids) if ids is not None else None)
+    base = flatten(build_config(spec.preset, {}, spec.preset.seeds[0]).to_dict())
+    for record in records:  # groups match the base config on every axis a claim does not name
+        record.base = base
     measurements = registry.measurements()
     verdicts, figures = [], {}
     for claim_id in sorted(spec.claims, key=ORDER.index):

@@ -120,8 +120,15 @@ class Group:
         return self.n_diverged / self.n_runs if self.n_runs else None
 
 
-def select(records: Iterable[RunRecord], **where: Any) -> list[RunRecord]:
-    return [r for r in records if r.matches(**where)]
+def select(records: Iterable[RunRecord], strict: bool = True, **where: Any) -> list[RunRecord]:
+    """Records with these config values (and, strict, the base config everywhere else)."""
+    return [r for r in records if r.matches(strict, **where)]
+
+
+def from_runs(records: Iterable[RunRecord], overrides: list[dict[str, Any]]) -> list[RunRecord]:
+    """Records of exactly these runs (a claim's `runs()` overrides, any seed)."""
+    wheres = [{k.replace(".", "__"): v for k, v in o.items()} for o in overrides]
+    return [r for r in records if any(r.matches(**w) for w in wheres)]
 
 
 def group(records: Iterable[RunRecord], **where: Any) -> Group:

@@ -74,7 +74,7 @@ class GradientsAtInitC2(Claim):
         settings = {"depths": preset.depths, "measured": "block weight-gradient norm at step 0, before clipping",
                     "trend_threshold": TREND, "uniform_max_min_ratio": UNIFORM_RATIO, "inv_sqrt_band": SQRT_BAND}
         return self.make(verdict, "exponent p of Pre-LN's mean gradient ∝ L^p", exponent,
-                         n_seeds(select(records, model__n_layer=deepest)), settings, summary, checks=checks,
+                         n_seeds(select(records, False, model__n_layer=deepest)), settings, summary, checks=checks,
                          post_trend=post_trend, pre_max_min_ratio=pre_ratio,
                          pre_mean_grad_by_depth=dict(zip(map(str, depths), means)),
                          post_profile=post, pre_profile=pre)
@@ -112,7 +112,7 @@ class BottomGradientsC3(Claim):
                    f"{_f(final_trend, '+.2f')}")
         settings = {"n_layer": deepest, "measured": "block weight-gradient norm at step 0", "trend_threshold": TREND}
         return self.make(verdict, "first/last block gradient norm at step 0", ratio,
-                         n_seeds(select(records, model__scheme="pre", model__n_layer=deepest)), settings, summary,
+                         n_seeds(select(records, False, model__scheme="pre", model__n_layer=deepest)), settings, summary,
                          trend_init=trend, trend_final=final_trend, profile_init=init, profile_final=final)
 
     def figures(self, records, measurement, preset):
@@ -153,7 +153,7 @@ class ResidualGrowthC5(Claim):
         settings = {"n_layer": deepest, "linear_if_exponent_at_least": LINEAR_GROWTH,
                     "sublinear_below": SUBLINEAR, "measured": "RMS of the stream entering each block"}
         return self.make(verdict, "exponent p of RMS(x_l) ∝ (l+1)^p, trained", p,
-                         n_seeds(select(records, model__scheme="pre", model__n_layer=deepest)), settings, summary,
+                         n_seeds(select(records, False, model__scheme="pre", model__n_layer=deepest)), settings, summary,
                          exponent_init=p_init, trend=trend, profile_final=final, profile_init=init)
 
     def figures(self, records, measurement, preset):
@@ -204,7 +204,7 @@ class WateredDownDepthC6(Claim):
                     "effective_depth": "fraction of layers whose skip raises val loss by more than 1 %",
                     "post_contrast": "only where Post-LN's val loss is not worse than Pre-LN's"}
         return self.make(verdict, "Pre-LN effective depth fraction", eff["pre"],
-                         n_seeds(select(records, model__n_layer=deepest)), settings, summary,
+                         n_seeds(select(records, False, model__n_layer=deepest)), settings, summary,
                          contribution_trend=trend, effective_depth_fraction=eff, post_comparable=contrast,
                          post_vs_pre=cmp, pre_contribution=pre, post_contribution=post, pre_angular_distance=angle)
 

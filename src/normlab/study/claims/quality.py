@@ -56,7 +56,7 @@ class PostLNCeilingC7(Claim):
                     "steps": preset.base["train.steps"], "margin_nats": LOSS_MARGIN,
                     "selection": "lr with the lowest mean val loss, per scheme (same budget)"}
         return self.make(verdict, "best-tuned Post-LN − Pre-LN val loss (nats)", info.get("diff"),
-                         n_seeds(select(records, train__warmup_steps=preset.warmup)), settings, summary,
+                         n_seeds(select(records, False, train__warmup_steps=preset.warmup)), settings, summary,
                          comparison=info, best_lr={s: b[0] for s, b in best.items()})
 
 
@@ -102,7 +102,7 @@ class RMSNormC10(Claim):
                     "step_config": f"normlab bench's {STEP_CONFIG}", "implementations": ours, "device": "cpu",
                     "threads": _threads(), "margin_nats": LOSS_MARGIN, "speed_same_band": SPEED_SAME}
         return self.make(verdict, "RMSNorm / LayerNorm norm time (normlab, fwd+bwd)", norm_ratio,
-                         n_seeds(select(records, model__norm="rmsnorm")), settings, summary,
+                         n_seeds(select(records, False, model__norm="rmsnorm")), settings, summary,
                          torch_nn_ratio=torch_ratio, step_time_ratio=step_ratio, val_loss=info,
                          layernorm=describe(ln), rmsnorm=describe(rms), timings=measurement["norm_timings"])
 
@@ -126,9 +126,10 @@ class FinalNormC13(Claim):
         return [_fixed(preset, **{"model.scheme": "pre"}), _fixed(preset, **{"model.scheme": "pre", "model.final_norm": False})]
 
     def verdict(self, records, measurement, preset):
-        base = [r for r in select(records, model__scheme="pre", model__norm="layernorm", **_at(preset))]
-        with_norm = group([r for r in base if r.get("model.final_norm") in (None, True)])
-        without = group(base, model__final_norm=False)
+        with_norm = group(records, model__scheme="pre", **_at(preset))
+        without = group(records, model__scheme="pre", model__final_norm=False, **_at(preset))
+        base = select(records, model__scheme="pre", **_at(preset)) + select(records, model__scheme="pre",
+                                                                             model__final_norm=False, **_at(preset))
         cmp, info = compare(without, with_norm)
         if without.n_diverged > with_norm.n_diverged or cmp == "worse":
             verdict = HOLDS
@@ -145,10 +146,9 @@ class FinalNormC13(Claim):
                          without_final_norm=describe(without))
 
     def figures(self, records, measurement, preset):
-        at = dict(model__scheme="pre", model__norm="layernorm", **_at(preset))
+        at = dict(model__scheme="pre", **_at(preset))
         return [loss_bars(records, preset, "Pre-LN with and without the final norm",
-                          {"final norm": dict(at, model__final_norm=None),
-                           "no final norm": dict(at, model__final_norm=False)})]
+                          {"final norm": at, "no final norm": dict(at, model__final_norm=False)})]
 
 
 @CLAIMS.register("C15")
@@ -179,7 +179,7 @@ class LlamaRecipeC15(Claim):
                    f"{'n/a' if speed_ratio is None else format(speed_ratio, '.2f')} (from the training runs, "
                    f"which shared the machine with other runs)")
         return self.make(verdict, "val loss LLaMA recipe − classic (nats)", info.get("diff"),
-                         n_seeds(select(records, model__mlp="swiglu")), {**self.RECIPES, "margin_nats": LOSS_MARGIN},
+                         n_seeds(select(records, False, model__mlp="swiglu")), {**self.RECIPES, "margin_nats": LOSS_MARGIN},
                          summary, comparison=info, tokens_per_s_ratio=speed_ratio)
 
     def figures(self, records, measurement, preset):

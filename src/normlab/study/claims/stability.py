@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, Claim, Figure, Series,
-                                       compare, group, n_seeds, select, spearman)
+                                       compare, from_runs, group, n_seeds, select, spearman)
 
 CONVERGED_WITHIN = 1.10  # "converges": no seed diverged and mean val loss ≤ 1.10 × the sweep's best
 
@@ -63,7 +63,7 @@ class WarmupC1(Claim):
         post_hurt = (post0.n_diverged > postW.n_diverged) or post_cmp == "worse"
         settings = {"lr": preset.lr_fixed, "warmup_steps": preset.warmup, "n_layer": preset.depth,
                     "steps": preset.base["train.steps"], "margin_nats": LOSS_MARGIN}
-        seeds = n_seeds(select(records, **at))
+        seeds = n_seeds(select(records, False, **at))
         if pre_fine and post_hurt:
             verdict = HOLDS
         elif pre0.n_diverged > preW.n_diverged or pre_cmp == "worse":
@@ -100,7 +100,7 @@ class LearningRateC11(Claim):
         best = {w: max_stable_lr(records, preset, ("pre", "post"), w) for w in (preset.warmup, 0)}
         pre, post = best[preset.warmup]["pre"], best[preset.warmup]["post"]
         top = max(preset.lrs)
-        seeds = n_seeds(select(records, model__n_layer=preset.depth))
+        seeds = n_seeds(select(records, False, model__n_layer=preset.depth))
         if seeds < 2:
             verdict = INCONCLUSIVE
         elif pre is None and post is None:
@@ -156,7 +156,7 @@ class DepthC4(Claim):
         pre_d, post_d = group(records, model__scheme="pre", **at), group(records, model__scheme="post", **at)
         cmp, info = compare(post_d, pre_d)
         trend = spearman(list(preset.depths), gaps)
-        seeds = n_seeds(select(records, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup))
+        seeds = n_seeds(select(records, False, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup))
         worse_deep = cmp == "worse" or post_d.n_diverged > pre_d.n_diverged
         if pre_d.n_diverged > post_d.n_diverged:
             verdict = FAILS  # Pre-LN is the one that breaks at depth
@@ -218,7 +218,8 @@ class DeepNormC8(Claim):
             return self.make(INCONCLUSIVE, "not measured", None, 0, {"preset": preset.name},
                              f"the {preset.name} preset has no very deep models; run the full preset")
         deepest = max(preset.deep_depths)
-        where = dict(model__n_layer=deepest, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup)
+        where = dict(model__n_layer=deepest, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup,
+                     **_deep(preset))
         deep, post, pre = (group(records, model__scheme=s, **where) for s in ("deepnorm", "post", "pre"))
         cmp, info = compare(deep, pre)
         stable = deep.n_runs > 0 and deep.n_diverged == 0
@@ -241,15 +242,16 @@ class DeepNormC8(Claim):
         settings = {"depths": preset.deep_depths, **{k.split(".")[-1]: v for k, v in preset.deep_base.items()},
                     "lr": preset.lr_fixed, "warmup_steps": preset.warmup}
         rows = {str(d): {s: describe(group(records, model__scheme=s, model__n_layer=d, train__lr=preset.lr_fixed,
-                                           train__warmup_steps=preset.warmup)) for s in ("deepnorm", "post", "pre")}
+                                           train__warmup_steps=preset.warmup, **_deep(preset)))
+                         for s in ("deepnorm", "post", "pre")}
                 for d in preset.deep_depths}
         return self.make(verdict, f"DeepNorm − Pre-LN val loss at {deepest} layers", info.get("diff"),
-                         n_seeds(select(records, model__scheme="deepnorm")), settings, summary, by_depth=rows)
+                         n_seeds(select(records, False, model__scheme="deepnorm")), settings, summary, by_depth=rows)
 
     def figures(self, records, measurement, preset):
         if not preset.deep_depths:
             return []
-        return [depth_figure(records, preset, ("pre", "post", "deepnorm"), preset.deep_depths)]
+        return [depth_figure(records, preset, ("pre", "post", "deepnorm"), preset.deep_depths, **_deep(preset))]
 
 
 @CLAIMS.register("C14")
@@ -264,10 +266,10 @@ class PeriC14(Claim):
     def verdict(self, records, measurement, preset):
         rates = {}
         for s in ("peri", "pre", "post"):
-            chosen = [r for r in select(records, model__scheme=s) if r.get("model.n_layer") in preset.depths]
+            chosen = from_runs(records, [o for o in self.runs(preset) if o["model.scheme"] == s])
             rates[s] = (sum(r.diverged for r in chosen) / len(chosen)) if chosen else None
         lr_best = max_stable_lr(records, preset, ("peri", "pre", "post"), 0)
-        seeds = n_seeds(select(records, model__scheme="peri"))
+        seeds = n_seeds(select(records, False, model__scheme="peri"))
         others = [rates["pre"], rates["post"]]
         if None in (rates["peri"], *others) or seeds < 2:
             verdict = INCONCLUSIVE
@@ -288,6 +290,11 @@ class PeriC14(Claim):
     def figures(self, records, measurement, preset):
         return [sweep_figure(records, preset, ("peri", "pre", "post"), "Learning-rate sweep with Peri-LN"),
                 depth_figure(records, preset, ("peri", "pre", "post"))]
+
+
+def _deep(preset) -> dict[str, Any]:
+    """The very deep models' own overrides (e.g. a narrower width), as `select` keywords."""
+    return {k.replace(".", "__"): v for k, v in preset.deep_base.items()}
 
 
 def _fmt(value, spec: str = ".3f") -> str:
