@@ -160,6 +160,7 @@ def report(out: Path = typer.Argument(Path("normlab-study"), help="A study direc
 def _render(out: Path) -> dict[str, Path]:
     from normlab.report import render_report
     from normlab.study.claims import CLAIMS
+    from normlab.study.claims import base as claim_base
     from normlab.study.registry import Registry
     from normlab.study.runner import compute_verdicts
     from normlab.study.spec import spec_from_meta
@@ -172,7 +173,6 @@ def _render(out: Path) -> dict[str, Path]:
     verdicts, figures = compute_verdicts(spec, registry, ids)
     info = {cid: {"title": CLAIMS.get(cid).title, "statement": CLAIMS.get(cid).statement,
                   "sources": CLAIMS.get(cid).sources} for cid in spec.claims}
-    from normlab.study.claims import base as claim_base
     rows = [r for r in registry.rows() if r["id"] in set(ids)]
     wall = (max(r["finished"] or 0 for r in rows) - min(r["started"] or 0 for r in rows)) if rows else 0.0
     study_info = {**meta["study"], "run_ids": None, "counts": registry.counts(set(ids)), "train_wall_s": wall,

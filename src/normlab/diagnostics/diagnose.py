@@ -25,7 +25,7 @@ from torch import nn
 from normlab.data.corpus import read_text
 from normlab.diagnostics import stats
 from normlab.diagnostics.skip import layer_skip
-from normlab.diagnostics.structure import _first_tensor, detect_placement, find_layers, layer_input
+from normlab.diagnostics.structure import first_tensor, detect_placement, find_layers, layer_input
 
 BATCH, WINDOW, MAX_CHARS = 8, 128, 200_000
 MLM_FRACTION, INFONCE_SCALE = 0.15, 20.0
@@ -161,7 +161,7 @@ def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
     with ExitStack() as hooks:
         for i, layer in enumerate(layers):
             def tap(mod, args, kwargs, out, i=i):
-                io[i] = (layer_input(args, kwargs).detach(), _first_tensor(out).detach())
+                io[i] = (layer_input(args, kwargs).detach(), first_tensor(out).detach())
             hooks.callback(layer.register_forward_hook(tap, with_kwargs=True).remove)
         model.zero_grad(set_to_none=True)
         loss = subject.loss()

@@ -115,12 +115,8 @@ class ProbeSession:
 
     def _attention_tap(self, layer: int):
         def tap(module, args, out):
-            x = args[0]
-            B, T, C = x.shape
             with torch.no_grad():
-                q, k, _ = module.qkv(x).split(C, dim=2)
-            q = q.view(B, T, module.n_head, C // module.n_head).transpose(1, 2)  # (B, nh, T, hs)
-            k = k.view(B, T, module.n_head, C // module.n_head).transpose(1, 2)  # (B, nh, T, hs)
+                q, k, _ = module.heads(args[0])  # (B, nh, T, hs) each
             entropy, max_logit = stats.attention_stats(q, k)
             for head in range(module.n_head):
                 self._add(layer, "attn", "attn_entropy", entropy[head].item(), head)

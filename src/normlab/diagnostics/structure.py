@@ -74,7 +74,8 @@ def _width(module: nn.Module) -> int | None:
     return int(weight.shape[-1]) if isinstance(weight, torch.Tensor) else None
 
 
-def _first_tensor(value):
+def first_tensor(value):
+    """A layer's hidden-state output: the tensor itself, or the first element of HF's tuples."""
     if isinstance(value, torch.Tensor):
         return value
     if isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):
@@ -102,11 +103,11 @@ def detect_placement(model: nn.Module, run_forward: Callable[[], object]) -> dic
 
     with ExitStack() as hooks:
         for name, m in norms.items():
-            hook = m.register_forward_hook(lambda mod, a, out, n=name: calls.append((n, a[0], _first_tensor(out))))
+            hook = m.register_forward_hook(lambda mod, a, out, n=name: calls.append((n, a[0], first_tensor(out))))
             hooks.callback(hook.remove)
         for i, layer in enumerate(layers):
             def tap(mod, args, kwargs, out, i=i):
-                layer_io[i] = (layer_input(args, kwargs), _first_tensor(out))
+                layer_io[i] = (layer_input(args, kwargs), first_tensor(out))
             hooks.callback(layer.register_forward_hook(tap, with_kwargs=True).remove)
         run_forward()
 

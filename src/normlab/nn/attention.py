@@ -19,7 +19,8 @@ def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dropout_
     2.13, fwd+bwd, 1 thread, bf16 vs bf16 cast to fp32: (12, 4, T=64, hs=32) 6.9 vs 1.7 ms,
     (8, 8, 128, 64) 21 vs 14 ms, (8, 4, 192, 64) equal, (16, 6, 256, 64) 51 vs 65 ms,
     (4, 4, 1024, 64) 57 vs 97 ms); it was half of a bf16 step of the nanoGPT CPU recipe.
-    The projections around it keep bf16's fast matmuls either way.
+    The projections around it keep bf16's fast matmuls either way. Re-measure with
+    benchmarks/bf16_attention.py (at 2 threads the break-even came out lower, T·hs ≈ 8–12k).
     """
     if q.device.type == "cpu" and q.dtype == torch.bfloat16 and q.size(-2) * q.size(-1) < CPU_BF16_MIN_WORK:
         with torch.autocast("cpu", enabled=False):
@@ -44,12 +45,15 @@ class CausalSelfAttention(nn.Module):
         self.proj = nn.Linear(d_model, d_model, bias=bias)
         self.resid_dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q, k, v of input x (B, T, C), each split into heads: (B, nh, T, hs)."""
         B, T, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)
-        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
-        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
-        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+        return tuple(t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.shape
+        q, k, v = self.heads(x)  # (B, nh, T, hs) each
         p = self.dropout if self.training else 0.0
         y = causal_attention(q, k, v, p)  # (B, nh, T, hs)
         y = y.transpose(1, 2).contiguous().view(B, T, C)  # re-assemble heads side by side

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from normlab.config import ConfigError, RunConfig, apply_override, validate_config
+from normlab.study.records import flatten
 
 
 @dataclass
@@ -133,7 +134,7 @@ def load_study(preset: str = "quick", study_file: str | Path | None = None, clai
         preset = data.get("preset", preset)
         claims = claims or data.get("claims")
         seeds = seeds or data.get("seeds")
-        base_extra = _flatten(data.get("base", {}))
+        base_extra = flatten(data.get("base", {}))
         axes = {k: v if isinstance(v, list) else [v] for k, v in data.get("axes", {}).items()}
     axes = axes or {}
     for item in overrides or []:
@@ -178,14 +179,3 @@ def _read_toml(path: str | Path) -> dict[str, Any]:
         return tomllib.loads(p.read_text("utf-8"))
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"study file {str(p)!r} is not valid TOML: {e}") from None
-
-
-def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in table.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, dict) and not dotted.endswith("_options"):
-            out.update(_flatten(value, dotted + "."))
-        else:
-            out[dotted] = value
-    return out

@@ -52,7 +52,7 @@ class RunDir:
         return load_config(self.config_path)
 
     def write_meta(self, meta: dict[str, Any]) -> None:
-        _atomic_write(self.meta_path, lambda p: p.write_text(json.dumps(meta, indent=2) + "\n", "utf-8"))
+        self.write_json(self.meta_path.name, meta)
 
     def write_json(self, name: str, data: Any) -> None:
         _atomic_write(self.path / name, lambda p: p.write_text(json.dumps(json_safe(data), indent=2) + "\n", "utf-8"))
@@ -61,7 +61,7 @@ class RunDir:
         return json.loads((self.path / name).read_text("utf-8"))
 
     def read_meta(self) -> dict[str, Any]:
-        return json.loads(self.meta_path.read_text("utf-8"))
+        return self.read_json(self.meta_path.name)
 
     # status
     def write_status(self, status: str, **info: Any) -> None:

@@ -73,7 +73,6 @@ class Claim:
     title: ClassVar[str] = ""
     statement: ClassVar[str] = ""
     sources: ClassVar[str] = ""  # the seed articles that make the claim
-    needs_training: ClassVar[bool] = True
 
     def runs(self, preset) -> list[dict[str, Any]]:
         """Config overrides (dotted keys) this claim needs, one dict per run; the study adds the seeds."""

@@ -2,6 +2,8 @@
 the final norm (C13), the LLaMA recipe (C15)."""
 from __future__ import annotations
 
+import torch
+
 from normlab.bench.norms import bench_norm_group, default_impl
 from normlab.bench.steps import bench_steps
 from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, Claim, Figure, Series,
@@ -100,7 +102,7 @@ class RMSNormC10(Claim):
                    f"final val loss RMSNorm − LayerNorm {info.get('diff', float('nan')):+.4f} ({cmp})")
         settings = {"norm_shape": TIMING_SHAPES[0], "dtype": "fp32", "rounds": preset.timing_repeats,
                     "step_config": f"normlab bench's {STEP_CONFIG}", "implementations": ours, "device": "cpu",
-                    "threads": _threads(), "margin_nats": LOSS_MARGIN, "speed_same_band": SPEED_SAME}
+                    "threads": torch.get_num_threads(), "margin_nats": LOSS_MARGIN, "speed_same_band": SPEED_SAME}
         return self.make(verdict, "RMSNorm / LayerNorm norm time (normlab, fwd+bwd)", norm_ratio,
                          n_seeds(select(records, False, model__norm="rmsnorm")), settings, summary,
                          torch_nn_ratio=torch_ratio, step_time_ratio=step_ratio, val_loss=info,
@@ -186,7 +188,3 @@ class LlamaRecipeC15(Claim):
         return [loss_bars(records, preset, "LLaMA recipe vs classic",
                           {r: self._where(preset, r) for r in ("llama", "classic")})]
 
-
-def _threads() -> int:
-    import torch
-    return torch.get_num_threads()

@@ -27,7 +27,6 @@ class DeepNormConstantsC9(Claim):
                  "α=(2M)^¼, β=(8M)^-¼; encoder-decoder: encoder α=0.81(N⁴M)^1/16, β=0.87(N⁴M)^-1/16, decoder "
                  "α=(3M)^¼, β=(12M)^-¼. Seed 001 prints fixed numbers instead.")
     sources = "001"
-    needs_training = False
 
     def measure(self, preset):
         rows = []
@@ -92,7 +91,6 @@ class MemoryC12(Claim):
     id, title = "C12", "Pre-LN lowers peak training memory by 5–10 %"
     statement = "Pre-LN lowers peak training memory by 5–10 %."
     sources = "002"
-    needs_training = False
 
     def measure(self, preset):
         rows = bench_steps(rounds=3, configs=(STEP_CONFIG,), schemes=("pre", "post"), norms=("layernorm",),
@@ -125,7 +123,6 @@ class CausalityC16(Claim):
     id, title = "C16", "Every scheme stays causal"
     statement = "Norm placement does not change the causal mask: autoregressive models stay causal in every scheme."
     sources = "002"
-    needs_training = False
 
     def measure(self, preset):
         from normlab.nn.schemes import SCHEMES
