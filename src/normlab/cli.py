@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Optional
 
@@ -32,16 +31,15 @@ def train(
     config: Optional[Path] = typer.Argument(None, help="TOML config (see configs/); unset: the defaults."),
     set_: list[str] = typer.Option([], "--set", help="Override a key, e.g. --set model.n_layer=6 (repeatable)."),
     out: Path = typer.Option(..., "--out", "-o", help="Run directory to create, or to resume."),
-    fresh: bool = typer.Option(False, "--fresh", help="Delete what OUT holds and start over."),
+    fresh: bool = typer.Option(False, "--fresh", help="Start over: delete what normlab wrote in OUT (refused if OUT "
+                               "is not a normlab run directory or holds other files)."),
 ) -> None:
     """Train one model; resumes OUT if it holds this run, interrupted."""
-    from normlab.train.loop import RunConflictError, Trainer
+    from normlab.train.loop import RunError, Trainer
 
     try:
         cfg = load_config(config, set_)
-        if fresh and out.exists():
-            shutil.rmtree(out)
-        trainer = Trainer(cfg, str(out))
+        trainer = Trainer(cfg, str(out), fresh=fresh, on_note=_note)
     except (ConfigError, CorpusError, ValueError) as e:
         fail(str(e))
     steps = trainer.tc.steps
@@ -50,12 +48,17 @@ def train(
         trainer.on_log = lambda row: progress.update(task, completed=row["step"], status=_status_line(row))
         try:
             result = trainer.run()
-        except RunConflictError as e:
+        except RunError as e:
+            progress.stop()
             fail(str(e))
         progress.update(task, completed=result.step)
     _print_result(result, out)
     if result.status == "diverged":
         raise typer.Exit(3)
+
+
+def _note(message: str) -> None:
+    err_console.print(f"[bold yellow]note:[/] {message}", highlight=False, soft_wrap=True)
 
 
 def _progress() -> Progress:
@@ -207,12 +210,13 @@ def _counts(counts: dict[str, int]) -> str:
 def check(
     target: Path = typer.Argument(..., help="A config TOML, a run directory, or a checkpoint.pt."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    init: bool = typer.Option(False, "--init", help="A run without a checkpoint: check its untrained model."),
 ) -> None:
     """Static checks of a model's normalization; exit 1 on any error or warning."""
     from normlab.diagnostics.check import check_target
 
     try:
-        _, at_init, findings = check_target(target)
+        _, at_init, findings = check_target(target, init=init)
     except (ConfigError, CorpusError, ValueError) as e:
         fail(str(e))
     if as_json:
@@ -237,12 +241,14 @@ def diagnose(
     text: Optional[Path] = typer.Option(None, "--text", help="UTF-8 text to measure on; default: tiny Shakespeare."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     no_skip: bool = typer.Option(False, "--no-skip", help="Skip the layer-skip ablation."),
+    init: bool = typer.Option(False, "--init", help="A normlab run without a checkpoint: measure its untrained "
+                              "model (the output says so)."),
 ) -> None:
     """Per-layer residual RMS, contribution, angular distance, block influence, gradients and layer-skip ΔL."""
     from normlab.diagnostics.diagnose import diagnose as run_diagnose, load_subject
 
     try:
-        result = run_diagnose(load_subject(target, str(text) if text else None), skip=not no_skip)
+        result = run_diagnose(load_subject(target, str(text) if text else None, init=init), skip=not no_skip)
     except (ConfigError, CorpusError, ValueError, OSError) as e:
         fail(str(e))
     if as_json:
@@ -251,6 +257,8 @@ def diagnose(
     console.print(f"[bold]{result['target']}[/]: placement [cyan]{result['placement']}[/], normalizer "
                   f"[cyan]{result['normalizer']}[/], final norm {result['final_norm']}, {result['n_layer']} layers; "
                   f"{result['objective']} = {result['loss']:.4f}", highlight=False)
+    if "weights" in result:
+        console.print(f"weights: {result['weights']}", highlight=False)
     table = Table(title_justify="left")
     columns = ["layer", "residual_rms", "contribution_ratio", "angular_distance", "block_influence", "grad_norm",
                "skip_delta_loss"]

@@ -52,6 +52,13 @@ class Registry(Generic[T]):
     def items(self) -> Iterator[tuple[str, T]]:
         return iter(self._entries.items())
 
+    def __iter__(self) -> Iterator[str]:
+        """The names, in registration order (so `tuple(SCHEMES)` lists the schemes)."""
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
     def __contains__(self, name: object) -> bool:
         return name in self._entries
 

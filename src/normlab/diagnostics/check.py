@@ -19,8 +19,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from normlab.config import load_config
 from normlab.diagnostics.structure import norm_modules
 from normlab.nn.model import GPT
+from normlab.rundir import build_model, load_model, with_vocab
 from normlab.nn.schemes import Residual
 
 INIT_STD_TOLERANCE = 0.15  # relative; a d×d matrix with d ≥ 32 estimates its std to a few %
@@ -172,29 +174,18 @@ def _nodes_between(start, stop) -> set[object]:
     return seen
 
 
-def check_target(target: str | Path) -> tuple[GPT, bool, list[Finding]]:
-    """Load a config TOML, a run directory or a checkpoint, build the model, run the checks."""
-    from normlab.config import load_config
-    from normlab.data import load_corpus
-    from normlab.train.rundir import RunDir
+def check_target(target: str | Path, init: bool = False) -> tuple[GPT, bool, list[Finding]]:
+    """Check a config TOML (at init), or a run directory / checkpoint file (its trained weights).
 
+    A run without a checkpoint is refused unless `init` asks for its untrained model on purpose.
+    """
     path = Path(target)
-    if path.suffix == ".pt":
-        path = path.parent
-    if path.is_dir():
-        run = RunDir(path)
-        if not run.exists():
-            raise ValueError(f"{str(target)!r} is a directory without config.toml: not a normlab run directory")
-        cfg = run.read_config()
-        ckpt = run.load_checkpoint()
-    else:
-        cfg, ckpt = load_config(path), None
-    if cfg.model.vocab_size is None:
-        vocab = load_corpus(cfg.data.path, cfg.data.tokenizer, cfg.model.block_size).tokenizer.vocab_size
-        cfg = cfg.model_copy(update={"model": cfg.model.model_copy(update={"vocab_size": vocab})})
-    torch.manual_seed(cfg.train.seed)
-    model = GPT(cfg.model)
-    at_init = ckpt is None or ckpt["step"] == 0
-    if ckpt is not None:
-        model.load_state_dict(ckpt["model"])
-    return model, at_init, check_model(model, at_init)
+    if path.is_file() and path.suffix == ".toml":
+        cfg = with_vocab(load_config(path))
+        model = build_model(cfg)
+        return model, True, check_model(model, at_init=True)
+    if not path.exists():
+        raise ValueError(f"{str(target)!r} does not exist; give a config TOML, a run directory or a checkpoint")
+    loaded = load_model(path, require_checkpoint=not init)
+    at_init = loaded.step == 0
+    return loaded.model, at_init, check_model(loaded.model, at_init)

@@ -22,10 +22,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from normlab.data import load_corpus
 from normlab.data.corpus import read_text
 from normlab.diagnostics import stats
 from normlab.diagnostics.skip import layer_skip
 from normlab.diagnostics.structure import first_tensor, detect_placement, find_layers, layer_input
+from normlab.rundir import load_model
 
 BATCH, WINDOW, MAX_CHARS = 8, 128, 200_000
 MLM_FRACTION, INFONCE_SCALE = 0.15, 20.0
@@ -46,35 +48,33 @@ class Subject:
     known: dict[str, Any] = field(default_factory=dict)  # facts read from a config, not detected
 
 
-def load_subject(target: str | Path, text: str | None = None) -> Subject:
+def load_subject(target: str | Path, text: str | None = None, init: bool = False) -> Subject:
+    """The model TARGET names: a normlab run directory or checkpoint file, or a Hugging Face directory.
+
+    A normlab run without a checkpoint is refused unless `init` asks for its untrained model.
+    """
     path = Path(target)
-    if path.is_file() and path.suffix == ".pt":
-        path = path.parent
-    if (path / "config.toml").is_file():
-        return _normlab_subject(path, text)
-    if (path / "config.json").is_file():
+    if not path.exists():
+        raise ValueError(f"{str(target)!r} does not exist")
+    run_dir = path.parent if path.is_file() else path
+    if (run_dir / "config.toml").is_file():
+        return _normlab_subject(path, text, init)
+    if path.is_dir() and (path / "config.json").is_file():
         return _hf_subject(path, text)
-    raise ValueError(f"{str(target)!r} is neither a normlab run directory (config.toml), its checkpoint.pt, "
-                     "nor a Hugging Face model directory (config.json)")
+    raise ValueError(f"{str(target)!r} is neither a normlab run directory (config.toml), a checkpoint file "
+                     "inside one, nor a Hugging Face model directory (config.json)")
 
 
-def _normlab_subject(path: Path, text: str | None) -> Subject:
-    from normlab.data import load_corpus
-    from normlab.nn.model import GPT
-    from normlab.train.rundir import RunDir
-
-    run = RunDir(path)
-    cfg = run.read_config()
-    model = GPT(cfg.model)
-    ckpt = run.load_checkpoint()
-    if ckpt is not None:
-        model.load_state_dict(ckpt["model"])
-    model.eval()
+def _normlab_subject(path: Path, text: str | None, init: bool) -> Subject:
+    loaded = load_model(path, require_checkpoint=not init)
+    cfg, model = loaded.cfg, loaded.model.eval()
     corpus = load_corpus(cfg.data.path, cfg.data.tokenizer, cfg.model.block_size)
     ids = corpus.val if text is None else torch.tensor(corpus.tokenizer.encode(read_text(text)[1]), dtype=torch.long)
     x, y = _windows(ids, cfg.model.block_size + 1)
     known = {"placement": cfg.model.scheme, "normalizer": cfg.model.norm, "final_norm": cfg.model.resolved_final_norm(),
-             "step": ckpt["step"] if ckpt else 0}
+             "step": loaded.step,
+             "weights": f"{loaded.checkpoint.path.name} (step {loaded.step})" if loaded.checkpoint
+             else f"untrained: the init of seed {cfg.train.seed} (--init)"}
     return Subject(str(path), "normlab", model, lambda: model(x), lambda: model(x, y)[1], "next-token cross-entropy",
                    known=known)
 
@@ -94,7 +94,8 @@ def _hf_subject(path: Path, text: str | None) -> Subject:
         import transformers
     except ImportError:
         raise ValueError("diagnosing a Hugging Face model needs `transformers`: pip install 'normlab[hf]'") from None
-    config = transformers.AutoConfig.from_pretrained(path, local_files_only=True)
+    # never run code from a directory a user points at: no remote code, even where transformers would ask
+    config = transformers.AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=False)
     arch = (config.architectures or [""])[0]
     if arch.endswith("ForCausalLM") or arch.endswith("LMHeadModel"):
         auto, objective = transformers.AutoModelForCausalLM, "causal"
@@ -102,7 +103,7 @@ def _hf_subject(path: Path, text: str | None) -> Subject:
         auto, objective = transformers.AutoModelForMaskedLM, "masked"
     else:
         auto, objective = transformers.AutoModel, "infonce"
-    model = auto.from_pretrained(path, local_files_only=True).float().eval()
+    model = auto.from_pretrained(path, local_files_only=True, trust_remote_code=False).float().eval()
     ids, special = _hf_ids(path, config, text)
     length = min(WINDOW, getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", WINDOW))
     inputs, _ = _windows(ids, length - len(special) + 1)
@@ -124,7 +125,8 @@ def _hf_ids(path: Path, config, text: str | None) -> tuple[torch.Tensor, list[in
     _, body = read_text(text)
     body = body[-MAX_CHARS:] if text is None else body[:MAX_CHARS]  # default: the val end of tiny Shakespeare
     has_tokenizer = any((path / f).is_file() for f in TOKENIZER_FILES)
-    tok = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True) if has_tokenizer else None
+    tok = (transformers.AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+           if has_tokenizer else None)
     if tok is None:
         return torch.tensor(list(body.encode("utf-8")), dtype=torch.long) % config.vocab_size, []
     ids = tok(body, add_special_tokens=False)["input_ids"]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from normlab.diagnostics.store import DiagnosticsStore
-from normlab.train.rundir import RunDir
+from normlab.rundir import RunDir
 
 # per-layer metrics kept in a record: (metric, site)
 LAYER_METRICS = [("grad_norm", "block"), ("residual_rms", "block"), ("contribution_ratio", "block"),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from normlab.train.rundir import RunDir
+from normlab.rundir import RunDir
 
 
 def write_events(study_dir: str | Path) -> int:

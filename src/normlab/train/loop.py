@@ -20,16 +20,21 @@ from normlab.config import RunConfig
 from normlab.data import Corpus, load_corpus
 from normlab.diagnostics import DiagnosticsStore, LayerProbe, find_nonfinite_origin, layer_skip
 from normlab.diagnostics.probe import NO_PROBE
-from normlab.nn.model import GPT
+from normlab.nn.kernels import get_norm_impl
+from normlab.rundir import RunDir, RunDirError, RunLock, RunLockedError, load_model, with_vocab
 from normlab.train.optim import build_optimizer, learning_rate
-from normlab.train.rundir import RunDir
 
 EVAL_SEED = 0x5EED_0E7A  # val batches are the same at every evaluation and in every run
 
 StepCallback = Callable[[dict[str, Any]], None]
+NoteCallback = Callable[[str], None]
 
 
-class RunConflictError(RuntimeError):
+class RunError(ValueError):
+    """A run that cannot start or go on, for a reason the user can act on; the message is one line."""
+
+
+class RunConflictError(RunError):
     """The output directory holds a different run."""
 
 
@@ -73,27 +78,33 @@ class RunResult:
 class Trainer:
     """Trains one `RunConfig` into one run directory, resuming it if it was interrupted."""
 
-    def __init__(self, cfg: RunConfig, out: str, on_log: StepCallback | None = None):
+    def __init__(self, cfg: RunConfig, out: str, on_log: StepCallback | None = None, fresh: bool = False,
+                 on_note: NoteCallback | None = None):
         self.run_dir = RunDir(out)
-        self.on_log = on_log
+        self.on_log, self.on_note, self.fresh = on_log, on_note, fresh
+        self.notes: list[str] = []  # what the user should be told (e.g. a damaged checkpoint passed over)
         self.device = resolve_device(cfg.train.device)
+        get_norm_impl()  # a bad NORMLAB_NORM_IMPL is an error now, not at the first norm's forward
         self.corpus: Corpus = load_corpus(cfg.data.path, cfg.data.tokenizer, cfg.model.block_size)
-        self.cfg = _with_vocab(cfg, self.corpus.tokenizer.vocab_size)
+        self.cfg = with_vocab(cfg, self.corpus.tokenizer.vocab_size)
         self.tc = self.cfg.train
 
     # -- set-up ---------------------------------------------------------------------------
-    def _build(self) -> None:
-        torch.manual_seed(self.tc.seed)
-        self.model = GPT(self.cfg.model).to(self.device)
+    def _build(self) -> dict[str, Any] | None:
+        """The model (with the checkpoint's weights, if any) and optimizer; returns the checkpoint's state."""
+        loaded = load_model(self.run_dir, self.device, cfg=self.cfg, require_checkpoint=False)
+        self.model = loaded.model
         self.forward = torch.compile(self.model) if self.tc.compile else self.model
         self.optimizer = build_optimizer(self.model, self.tc, self.device.type)
         self.data_rng = torch.Generator().manual_seed(self.tc.seed)
         self.step, self.elapsed = 0, 0.0
         self.store = DiagnosticsStore(self.run_dir.path) if self.cfg.diagnostics.interval else None
         self.probe = LayerProbe(self.model, self.store, self.cfg.diagnostics.interval) if self.store else None
+        if loaded.checkpoint is not None and loaded.checkpoint.note():
+            self._note(loaded.checkpoint.note())
+        return loaded.checkpoint.state if loaded.checkpoint else None
 
     def _restore(self, ckpt: dict[str, Any]) -> None:
-        self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
         # RNG states are CPU byte tensors, whatever map_location moved them to
         self.data_rng.set_state(ckpt["data_rng"].cpu())
@@ -110,31 +121,63 @@ class Trainer:
             "step": self.step, "elapsed": self.elapsed, "config_hash": self.cfg.hash(),
         })
 
-    def _prepare_dir(self) -> dict[str, Any] | None:
-        """Claim the directory; return the checkpoint to resume from, if any."""
+    def _prepare_dir(self) -> None:
+        """Check that the directory holds this run (or nothing yet) and write its config."""
         rd = self.run_dir
-        if rd.exists():
-            old = rd.read_config()
-            if old.hash() != self.cfg.hash():
-                raise RunConflictError(
-                    f"{rd.path} holds another run (config {old.hash()}, this one is {self.cfg.hash()}); "
-                    "choose another output directory, or pass --fresh to overwrite it")
-            ckpt = rd.load_checkpoint(self.device)
-            rd.truncate_metrics(ckpt["step"] if ckpt else -1)
-            if (rd.path / DiagnosticsStore.FILENAME).is_file():
-                DiagnosticsStore(rd.path).truncate(ckpt["step"] - 1 if ckpt else -1)
-            return ckpt
-        rd.write_config(self.cfg)
-        return None
+        if not rd.exists():
+            rd.write_config(self.cfg)
+            return
+        old = rd.read_config()
+        if old.hash() != self.cfg.hash():
+            raise RunConflictError(
+                f"{rd.path} holds another run (config {old.hash()}, this one is {self.cfg.hash()}); "
+                "choose another output directory, or pass --fresh to start over")
+
+    def _rewind(self, ckpt: dict[str, Any] | None) -> None:
+        """Drop what was logged after the checkpoint a resume starts from."""
+        step = ckpt["step"] if ckpt else 0
+        self.run_dir.truncate_metrics(step if ckpt else -1)
+        if (self.run_dir.path / DiagnosticsStore.FILENAME).is_file():
+            DiagnosticsStore(self.run_dir.path).truncate(step - 1 if ckpt else -1)
 
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> RunResult:
+        """Train (or resume) under the directory's lock; a reason the user can act on raises `RunError`."""
+        rd = self.run_dir
+        try:
+            rd.create()
+            lock = RunLock(rd.path).acquire()
+        except (RunDirError, RunLockedError) as e:  # not our directory, or another process's: touch nothing
+            raise RunError(str(e)) from None
+        except OSError as e:
+            raise RunError(_os_message(e, rd.path)) from None
+        try:
+            if self.fresh:
+                rd.clear()
+                rd.create()
+            return self._run_locked()
+        except RunConflictError:  # the directory holds another run: its status is not ours to write
+            raise
+        except RunDirError as e:  # --fresh refused: nothing was touched
+            raise RunError(str(e)) from None
+        except (ValueError, OSError) as e:  # config, checkpoint, disk: recorded, then one line
+            message = _os_message(e, rd.path) if isinstance(e, OSError) else str(e)
+            self._record_failure(message)
+            raise RunError(message) from None
+        except BaseException as e:
+            self._record_failure(f"{type(e).__name__}: {e}")
+            raise
+        finally:
+            lock.release()
+
+    def _run_locked(self) -> RunResult:
         rd = self.run_dir
         status = rd.read_status() if rd.exists() else None
         if status and status["status"] in ("completed", "diverged") and rd.read_config().hash() == self.cfg.hash():
             return RunResult(status["status"], status["step"], status.get("val_loss"), status.get("reason"))
-        ckpt = self._prepare_dir()
-        self._build()
+        self._prepare_dir()
+        ckpt = self._build()
+        self._rewind(ckpt)
         if ckpt is not None:
             self._restore(ckpt)
         rd.write_meta(self._meta(resumed_from=self.step if ckpt else None))
@@ -144,14 +187,23 @@ class Trainer:
         except Diverged as d:
             rd.write_status("diverged", step=d.step, reason=d.reason, val_loss=None, nan_origin=d.origin)
             return RunResult("diverged", d.step, None, d.reason)
-        except BaseException as e:
-            reason = f"{type(e).__name__}: {e}"
-            rd.write_status("failed", step=self.step, reason=reason)
-            raise
         if self.cfg.diagnostics.layer_skip:
             rd.write_json("layer_skip.json", self.layer_skip())
         rd.write_status("completed", step=self.step, val_loss=val_loss, elapsed_s=self.elapsed)
         return RunResult("completed", self.step, val_loss)
+
+    def _record_failure(self, reason: str) -> None:
+        """status.json says `failed` and why; best effort (the disk may be what failed)."""
+        try:
+            if self.run_dir.path.is_dir():
+                self.run_dir.write_status("failed", step=getattr(self, "step", 0), reason=reason)
+        except OSError:
+            pass
+
+    def _note(self, message: str) -> None:
+        self.notes.append(message)
+        if self.on_note is not None:
+            self.on_note(message)
 
     def _loop(self) -> float:
         tc = self.tc
@@ -265,18 +317,16 @@ class Trainer:
             "model": {"n_params": self.model.num_params(), "scheme": self.model.scheme.describe(),
                       "final_norm": self.cfg.model.resolved_final_norm(), "init": self.model.init_record},
             "resumed_from_step": resumed_from,
+            "notes": self.notes,
         }
 
 
-def _with_vocab(cfg: RunConfig, vocab_size: int) -> RunConfig:
-    """The config with model.vocab_size filled in from the tokenizer (checked if already set)."""
-    given = cfg.model.vocab_size
-    if given is not None and given != vocab_size:
-        raise ValueError(f"model.vocab_size = {given}, but the {cfg.data.tokenizer} tokenizer of this corpus "
-                         f"has {vocab_size} tokens; leave model.vocab_size unset")
-    return cfg.model_copy(update={"model": cfg.model.model_copy(update={"vocab_size": vocab_size})})
+def _os_message(e: OSError, run_path) -> str:
+    """`[Errno 28] No space left on device` → one line naming the file (or the run directory)."""
+    where = e.filename or run_path
+    return f"cannot write {where}: {e.strerror or e}" if e.strerror else f"{where}: {e}"
 
 
-def train(cfg: RunConfig, out: str, on_log: StepCallback | None = None) -> RunResult:
+def train(cfg: RunConfig, out: str, on_log: StepCallback | None = None, fresh: bool = False) -> RunResult:
     """Train `cfg` into the run directory `out` (resuming it if it holds this run, interrupted)."""
-    return Trainer(cfg, out, on_log).run()
+    return Trainer(cfg, out, on_log, fresh=fresh).run()

@@ -1,0 +1,176 @@
+"""A self-describing run directory: the directory alone reproduces and explains the run.
+
+    DIR/.normlab-run    marker: normlab made this directory (only such a directory is ever cleared)
+    DIR/.lock           held by the one process working on the run (normlab.rundir.lock)
+    DIR/config.toml     the resolved config (normlab train DIR/config.toml reruns it)
+    DIR/run.json        environment (normlab, torch, Python, device, threads), model facts, init used
+    DIR/metrics.jsonl   one JSON object per logged step, flushed as written
+    DIR/status.json     running | completed | diverged | failed, with step and reason
+    DIR/checkpoint.pt, checkpoint.prev.pt, checkpoints.json   (normlab.rundir.checkpoint)
+    DIR/diagnostics.sqlite  per-layer metrics (normlab.diagnostics.store)
+    DIR/layer_skip.json     val loss with each block skipped (effective depth)
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from normlab import __version__
+from normlab.config import ConfigError, RunConfig, load_config
+from normlab.jsonsafe import json_safe
+from normlab.rundir import checkpoint
+from normlab.rundir.lock import LOCK_NAME
+
+STATUSES = ("running", "completed", "diverged", "failed")
+MARKER = ".normlab-run"
+# everything normlab may write into a run directory; `clear` deletes these and nothing else
+OWN_FILES = {MARKER, "config.toml", "run.json", "metrics.jsonl", "status.json", "layer_skip.json",
+             checkpoint.NEWEST, checkpoint.PREVIOUS, checkpoint.MANIFEST,
+             "diagnostics.sqlite", "diagnostics.sqlite-wal", "diagnostics.sqlite-shm", "diagnostics.sqlite-journal"}
+OWN_DIRS = {"tensorboard"}
+
+
+class RunDirError(ValueError):
+    """A directory normlab will not use as a run directory (not its own, not writable, a file)."""
+
+
+def _atomic_write(path: Path, write) -> None:
+    """Write to a temporary sibling and rename: a kill never leaves a half-written file."""
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+class RunDir:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.config_path = self.path / "config.toml"
+        self.meta_path = self.path / "run.json"
+        self.metrics_path = self.path / "metrics.jsonl"
+        self.status_path = self.path / "status.json"
+        self.checkpoint_path = self.path / checkpoint.NEWEST
+
+    def exists(self) -> bool:
+        return self.config_path.is_file()
+
+    # -- ownership ------------------------------------------------------------------------
+    def is_normlab_made(self) -> bool:
+        """Marked by normlab, or (run directories from before the marker) config.toml + run.json of a run."""
+        if (self.path / MARKER).is_file():
+            return True
+        try:
+            return self.exists() and "config_hash" in self.read_meta()
+        except (OSError, ValueError):
+            return False
+
+    def create(self) -> None:
+        """Make the directory (or adopt an empty one) and mark it as normlab's; refuse anyone else's."""
+        if self.path.exists() and not self.path.is_dir():
+            raise RunDirError(f"{str(self.path)!r} is a file, not a directory; choose a directory for the run")
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise RunDirError(f"cannot create run directory {str(self.path)!r}: {e.strerror}") from None
+        if self.is_normlab_made():
+            return
+        foreign = sorted(p.name for p in self.path.iterdir() if p.name != LOCK_NAME)
+        if foreign:
+            raise RunDirError(f"{str(self.path)!r} is not empty and is not a normlab run directory "
+                              f"(it holds {', '.join(foreign[:5])}{' …' if len(foreign) > 5 else ''}); "
+                              "choose a new or empty directory")
+        self.write_json(MARKER, {"normlab": __version__, "created": time.time()})
+
+    def clear(self) -> None:
+        """Delete what normlab wrote here (for --fresh); refuse, touching nothing, if anything else is here."""
+        if not self.path.exists():
+            return
+        if not self.is_normlab_made():
+            raise RunDirError(f"refusing to clear {str(self.path)!r}: it is not a normlab run directory "
+                              "(no .normlab-run marker, no run.json); nothing was deleted")
+        entries = [p for p in self.path.iterdir() if p.name != LOCK_NAME]
+        foreign = sorted(p.name for p in entries if not _own(p))
+        if foreign:
+            raise RunDirError(f"refusing to clear {str(self.path)!r}: it holds files normlab did not write "
+                              f"({', '.join(foreign[:5])}); move them away first; nothing was deleted")
+        for p in entries:
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+
+    # -- config and metadata --------------------------------------------------------------
+    def write_config(self, cfg: RunConfig) -> None:
+        _atomic_write(self.config_path, lambda p: p.write_text(cfg.to_toml(), "utf-8"))
+
+    def read_config(self) -> RunConfig:
+        try:
+            return load_config(self.config_path)
+        except ConfigError as e:
+            raise ConfigError(f"{self.config_path}: the run's config cannot be read ({e}); "
+                              "restore it, or start over with --fresh") from None
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        self.write_json(self.meta_path.name, meta)
+
+    def write_json(self, name: str, data: Any) -> None:
+        _atomic_write(self.path / name, lambda p: p.write_text(json.dumps(json_safe(data), indent=2) + "\n", "utf-8"))
+
+    def read_json(self, name: str) -> Any:
+        return json.loads((self.path / name).read_text("utf-8"))
+
+    def read_meta(self) -> dict[str, Any]:
+        return self.read_json(self.meta_path.name)
+
+    # -- status ---------------------------------------------------------------------------
+    def write_status(self, status: str, **info: Any) -> None:
+        assert status in STATUSES, status
+        self.write_json(self.status_path.name, {"status": status, **info, "updated": time.time()})
+
+    def read_status(self) -> dict[str, Any] | None:
+        if not self.status_path.is_file():
+            return None
+        try:
+            return json.loads(self.status_path.read_text("utf-8"))
+        except ValueError:  # cut short by a full disk: as if there were none
+            return None
+
+    # -- metrics --------------------------------------------------------------------------
+    def append_metrics(self, row: dict[str, Any]) -> None:
+        with self.metrics_path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps({k: json_safe(v) for k, v in row.items()}) + "\n")
+            f.flush()
+
+    def metrics(self) -> list[dict[str, Any]]:
+        if not self.metrics_path.is_file():
+            return []
+        rows = []
+        for line in self.metrics_path.read_text("utf-8").splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:  # a line cut short by a kill
+                break
+        return rows
+
+    def truncate_metrics(self, after_step: int) -> None:
+        """Drop rows logged after `after_step` (the checkpoint a resume starts from)."""
+        keep = [r for r in self.metrics() if r["step"] <= after_step]
+        text = "".join(json.dumps(r) + "\n" for r in keep)
+        _atomic_write(self.metrics_path, lambda p: p.write_text(text, "utf-8"))
+
+    # -- checkpoints ----------------------------------------------------------------------
+    def save_checkpoint(self, state: dict[str, Any]) -> None:
+        checkpoint.save(self.path, state, self.write_json)
+
+    def find_checkpoint(self, map_location: Any = "cpu") -> checkpoint.Checkpoint | None:
+        """The newest checkpoint that verifies (see `Checkpoint.note` for any it had to pass over)."""
+        return checkpoint.find(self.path, map_location)
+
+    def load_checkpoint(self, map_location: Any = "cpu") -> dict[str, Any] | None:
+        found = self.find_checkpoint(map_location)
+        return found.state if found else None
+
+
+def _own(p: Path) -> bool:
+    name = p.name.removesuffix(".tmp")
+    return name in OWN_DIRS if p.is_dir() else name in OWN_FILES

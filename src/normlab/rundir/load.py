@@ -1,0 +1,79 @@
+"""One way to turn a config or a run directory into a model: fill the vocabulary, build, load weights.
+
+Training, `normlab check` and `normlab diagnose` all call `load_model`, so they can never
+disagree on how a run's model is rebuilt.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from normlab.config import RunConfig
+from normlab.data import load_corpus
+from normlab.nn.model import GPT
+from normlab.rundir import checkpoint
+from normlab.rundir.layout import RunDir
+
+
+@dataclass
+class LoadedModel:
+    cfg: RunConfig  # with model.vocab_size filled in
+    model: GPT
+    checkpoint: checkpoint.Checkpoint | None  # None: the model is at init (seeded by train.seed)
+
+    @property
+    def step(self) -> int:
+        return self.checkpoint.step if self.checkpoint else 0
+
+
+def with_vocab(cfg: RunConfig, vocab_size: int | None = None) -> RunConfig:
+    """The config with model.vocab_size filled in from the tokenizer (checked if already set)."""
+    if vocab_size is None:
+        if cfg.model.vocab_size is not None:
+            return cfg
+        vocab_size = load_corpus(cfg.data.path, cfg.data.tokenizer, cfg.model.block_size).tokenizer.vocab_size
+    given = cfg.model.vocab_size
+    if given is not None and given != vocab_size:
+        raise ValueError(f"model.vocab_size = {given}, but the {cfg.data.tokenizer} tokenizer of this corpus "
+                         f"has {vocab_size} tokens; leave model.vocab_size unset")
+    return cfg.model_copy(update={"model": cfg.model.model_copy(update={"vocab_size": vocab_size})})
+
+
+def build_model(cfg: RunConfig, device: torch.device | str = "cpu") -> GPT:
+    """The model of `cfg` at init, seeded by train.seed (vocab_size must be filled)."""
+    torch.manual_seed(cfg.train.seed)
+    return GPT(cfg.model).to(device)
+
+
+def load_model(target: str | Path | RunDir, device: torch.device | str = "cpu", *, cfg: RunConfig | None = None,
+               require_checkpoint: bool = True) -> LoadedModel:
+    """The model of a run directory (or of one named checkpoint file in it), with its trained weights.
+
+    `cfg` (already holding the vocabulary) skips reading the run's config, as the trainer does.
+    With `require_checkpoint`, a run without a usable checkpoint is an error; otherwise the
+    model is returned at init and `LoadedModel.checkpoint` is None.
+    """
+    path = Path(target.path if isinstance(target, RunDir) else target)
+    named_file = path if path.is_file() else None
+    run = RunDir(path.parent if named_file else path)
+    if not run.exists():
+        raise ValueError(f"{str(path)!r} is not a normlab run directory or checkpoint: no config.toml in "
+                         f"{str(run.path)!r}")
+    cfg = cfg or with_vocab(run.read_config())
+    model = build_model(cfg, device)
+    found = _checkpoint(run, named_file, device)
+    if found is None and require_checkpoint:
+        raise ValueError(f"{str(run.path)!r} has no checkpoint (the run never reached its first one); "
+                         "pass --init to measure the untrained model on purpose")
+    if found is not None:
+        model.load_state_dict(found.state["model"])
+    return LoadedModel(cfg, model, found)
+
+
+def _checkpoint(run: RunDir, named_file: Path | None, device: Any) -> checkpoint.Checkpoint | None:
+    if named_file is None:
+        return run.find_checkpoint(device)
+    return checkpoint.Checkpoint(checkpoint.load_file(named_file, device), named_file)
