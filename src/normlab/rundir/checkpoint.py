@@ -57,7 +57,8 @@ def sha256(path: Path) -> str:
 def save(directory: Path, state: dict[str, Any], write_json) -> None:
     """Write the new checkpoint beside the old one, record its digest, then rotate: newest → previous."""
     tmp = directory / (NEWEST + ".tmp")
-    torch.save(state, tmp)
+    with open(tmp, "wb") as f:  # through a Python file, a full disk is an OSError (ENOSPC), not a miniz assert
+        torch.save(state, f)
     digests = _manifest(directory)
     digests[sha256(tmp)] = state["step"]
     write_json(MANIFEST, dict(list(digests.items())[-KEPT_DIGESTS:]))

@@ -81,7 +81,7 @@ class RunDir:
         if foreign:
             raise RunDirError(f"{str(self.path)!r} is not empty and is not a normlab run directory "
                               f"(it holds {', '.join(foreign[:5])}{' …' if len(foreign) > 5 else ''}); "
-                              "choose a new or empty directory")
+                              "choose a new or empty directory; nothing was deleted or written")
         self.write_json(MARKER, {"normlab": __version__, "created": time.time()})
 
     def clear(self) -> None:

@@ -84,7 +84,6 @@ class Trainer:
         self.on_log, self.on_note, self.fresh = on_log, on_note, fresh
         self.notes: list[str] = []  # what the user should be told (e.g. a damaged checkpoint passed over)
         self.device = resolve_device(cfg.train.device)
-        get_norm_impl()  # a bad NORMLAB_NORM_IMPL is an error now, not at the first norm's forward
         self.corpus: Corpus = load_corpus(cfg.data.path, cfg.data.tokenizer, cfg.model.block_size)
         self.cfg = with_vocab(cfg, self.corpus.tokenizer.vocab_size)
         self.tc = self.cfg.train
@@ -172,6 +171,7 @@ class Trainer:
 
     def _run_locked(self) -> RunResult:
         rd = self.run_dir
+        get_norm_impl()  # a bad NORMLAB_NORM_IMPL fails the run now, not at the first norm's forward
         status = rd.read_status() if rd.exists() else None
         if status and status["status"] in ("completed", "diverged") and rd.read_config().hash() == self.cfg.hash():
             return RunResult(status["status"], status["step"], status.get("val_loss"), status.get("reason"))
