@@ -88,7 +88,10 @@ class LayerNorm(Norm):
             xf = _fp32_up(x)
             w = None if self.weight is None else self.weight.to(xf.dtype)
             b = None if self.bias is None else self.bias.to(xf.dtype)
-            y = F.layer_norm(xf, (self.d,), w, b, self.eps)  # fused native kernel
+            if w is not None and w.dim() > 1:  # a stack's (K, 1, d) gains (normlab.nn.stacked): affine after
+                y = self._affine(F.layer_norm(xf, (self.d,), None, None, self.eps))
+            else:
+                y = F.layer_norm(xf, (self.d,), w, b, self.eps)  # fused native kernel
         return y.to(x.dtype)
 
 

@@ -79,12 +79,12 @@ class Trainer:
     """Trains one `RunConfig` into one run directory, resuming it if it was interrupted."""
 
     def __init__(self, cfg: RunConfig, out: str, on_log: StepCallback | None = None, fresh: bool = False,
-                 on_note: NoteCallback | None = None):
+                 on_note: NoteCallback | None = None, corpus: Corpus | None = None):
         self.run_dir = RunDir(out)
         self.on_log, self.on_note, self.fresh = on_log, on_note, fresh
         self.notes: list[str] = []  # what the user should be told (e.g. a damaged checkpoint passed over)
         self.device = resolve_device(cfg.train.device)
-        self.corpus: Corpus = load_corpus(cfg.data.path, cfg.data.tokenizer, cfg.model.block_size)
+        self.corpus: Corpus = corpus or load_corpus(cfg.data.path, cfg.data.tokenizer, cfg.model.block_size)
         self.cfg = with_vocab(cfg, self.corpus.tokenizer.vocab_size)
         self.tc = self.cfg.train
 
@@ -139,9 +139,17 @@ class Trainer:
         if (self.run_dir.path / DiagnosticsStore.FILENAME).is_file():
             DiagnosticsStore(self.run_dir.path).truncate(step - 1 if ckpt else -1)
 
-    # -- the loop -------------------------------------------------------------------------
+    # -- the run: lock, start, loop, finish ------------------------------------------------
     def run(self) -> RunResult:
         """Train (or resume) under the directory's lock; a reason the user can act on raises `RunError`."""
+        lock = self.acquire()
+        try:
+            return self.guarded(self._run_locked)
+        finally:
+            lock.release()
+
+    def acquire(self) -> RunLock:
+        """Make (or adopt) the run directory and lock it; with `fresh`, clear what normlab wrote there."""
         rd = self.run_dir
         try:
             rd.create()
@@ -150,26 +158,41 @@ class Trainer:
             raise RunError(str(e)) from None
         except OSError as e:
             raise RunError(_os_message(e, rd.path)) from None
-        try:
-            if self.fresh:
+        if self.fresh:
+            try:
                 rd.clear()
                 rd.create()
-            return self._run_locked()
-        except RunConflictError:  # the directory holds another run: its status is not ours to write
+            except (RunDirError, OSError) as e:  # refused, or the disk said no: nothing of the user's touched
+                lock.release()
+                raise RunError(str(e)) from None
+        return lock
+
+    def guarded(self, fn: Callable[[], Any]) -> Any:
+        """Call `fn`; config, checkpoint and disk errors are recorded in status.json and raised as `RunError`."""
+        try:
+            return fn()
+        except RunError:  # e.g. the directory holds another run: its status is not ours to write
             raise
-        except RunDirError as e:  # --fresh refused: nothing was touched
-            raise RunError(str(e)) from None
-        except (ValueError, OSError) as e:  # config, checkpoint, disk: recorded, then one line
-            message = _os_message(e, rd.path) if isinstance(e, OSError) else str(e)
+        except (ValueError, OSError) as e:
+            message = _os_message(e, self.run_dir.path) if isinstance(e, OSError) else str(e)
             self._record_failure(message)
             raise RunError(message) from None
         except BaseException as e:
             self._record_failure(f"{type(e).__name__}: {e}")
             raise
-        finally:
-            lock.release()
 
     def _run_locked(self) -> RunResult:
+        done = self.start()
+        if done is not None:
+            return done
+        try:
+            val_loss = self._loop()
+        except Diverged as d:
+            return self.record_diverged(d)
+        return self.finish(val_loss)
+
+    def start(self) -> RunResult | None:
+        """Ready the model, optimizer and data position (resuming a checkpoint); a finished run's result."""
         rd = self.run_dir
         get_norm_impl()  # a bad NORMLAB_NORM_IMPL fails the run now, not at the first norm's forward
         status = rd.read_status() if rd.exists() else None
@@ -182,14 +205,17 @@ class Trainer:
             self._restore(ckpt)
         rd.write_meta(self._meta(resumed_from=self.step if ckpt else None))
         rd.write_status("running", step=self.step)
-        try:
-            val_loss = self._loop()
-        except Diverged as d:
-            rd.write_status("diverged", step=d.step, reason=d.reason, val_loss=None, nan_origin=d.origin)
-            return RunResult("diverged", d.step, None, d.reason)
+        return None
+
+    def record_diverged(self, d: Diverged) -> RunResult:
+        self.run_dir.write_status("diverged", step=d.step, reason=d.reason, val_loss=None, nan_origin=d.origin)
+        return RunResult("diverged", d.step, None, d.reason)
+
+    def finish(self, val_loss: float) -> RunResult:
+        """The layer-skip ablation, then `completed`."""
         if self.cfg.diagnostics.layer_skip:
-            rd.write_json("layer_skip.json", self.layer_skip())
-        rd.write_status("completed", step=self.step, val_loss=val_loss, elapsed_s=self.elapsed)
+            self.run_dir.write_json("layer_skip.json", self.layer_skip())
+        self.run_dir.write_status("completed", step=self.step, val_loss=val_loss, elapsed_s=self.elapsed)
         return RunResult("completed", self.step, val_loss)
 
     def _record_failure(self, reason: str) -> None:

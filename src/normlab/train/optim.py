@@ -39,3 +39,62 @@ def learning_rate(step: int, cfg: TrainConfig) -> float:
         return cfg.min_lr
     progress = (step - w) / max(decay_steps - w, 1)
     return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1.0 + math.cos(math.pi * progress))
+
+
+class StackedAdamW:
+    """AdamW over a `StackedGPT`'s stacks, each member with its own lr and weight decay.
+
+    It does what `torch.optim.AdamW` (single-tensor path) does to one member's parameter, with
+    the per-member scalars as (K, 1, …) tensors; `exp_avg · (−lr/bc₁)` is formed first and then
+    divided, which is the order of torch's `addcdiv` kernel. Member states are read from and
+    written to each member's own `torch.optim.AdamW`, so a member's checkpoint is a single run's.
+    """
+
+    def __init__(self, pairs: list, beta1: float, beta2: float, eps: float = 1e-8):
+        self.pairs = pairs  # (stack (K, …), [member parameter k]) from StackedGPT.pairs()
+        self.beta1, self.beta2, self.eps = beta1, beta2, eps
+        self.exp_avg = [torch.zeros_like(s) for s, _ in pairs]
+        self.exp_avg_sq = [torch.zeros_like(s) for s, _ in pairs]
+        self.steps = 0
+
+    def load_members(self, optimizers: list[torch.optim.AdamW]) -> None:
+        """Take each member's AdamW moments (those of a resumed checkpoint) into the stacks."""
+        for i, (_, params) in enumerate(self.pairs):
+            for k, (p, opt) in enumerate(zip(params, optimizers)):
+                state = opt.state.get(p)
+                if state:
+                    self.exp_avg[i][k].copy_(state["exp_avg"])
+                    self.exp_avg_sq[i][k].copy_(state["exp_avg_sq"])
+                    self.steps = int(state["step"])
+
+    def store_member(self, k: int, optimizer: torch.optim.AdamW) -> None:
+        """Write member k's moments into its own AdamW (for its checkpoint)."""
+        if self.steps == 0:
+            return
+        for i, (_, params) in enumerate(self.pairs):
+            optimizer.state[params[k]] = {"step": torch.tensor(float(self.steps)),
+                                          "exp_avg": self.exp_avg[i][k].clone(),
+                                          "exp_avg_sq": self.exp_avg_sq[i][k].clone()}
+
+    def keep(self, index: torch.Tensor) -> None:
+        self.exp_avg = [m.index_select(0, index) for m in self.exp_avg]
+        self.exp_avg_sq = [v.index_select(0, index) for v in self.exp_avg_sq]
+
+    @torch.no_grad()
+    def step(self, lrs: list[float], weight_decays: list[float]) -> None:
+        self.steps += 1
+        bc1, bc2_sqrt = 1 - self.beta1 ** self.steps, (1 - self.beta2 ** self.steps) ** 0.5
+        for (stack, _), m, v in zip(self.pairs, self.exp_avg, self.exp_avg_sq):
+            if stack.grad is None:
+                continue
+            shape = (-1,) + (1,) * (stack.dim() - 1)
+            decays = weight_decays if stack.dim() >= 3 else [0.0] * len(lrs)  # matrices only, as build_optimizer
+            decay = torch.tensor([1 - lr * wd for lr, wd in zip(lrs, decays)], dtype=stack.dtype,
+                                 device=stack.device).view(shape)
+            step_size = torch.tensor([-lr / bc1 for lr in lrs], dtype=stack.dtype, device=stack.device).view(shape)
+            grad = stack.grad
+            stack.mul_(decay)
+            m.lerp_(grad, 1 - self.beta1)
+            v.mul_(self.beta2).addcmul_(grad, grad, value=1 - self.beta2)
+            denom = (v.sqrt() / bc2_sqrt).add_(self.eps)
+            stack.addcdiv_(m * step_size, denom)
