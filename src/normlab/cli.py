@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -22,7 +23,8 @@ err_console = Console(stderr=True)
 
 
 def fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    # escaped: an error that quotes `[base]` or `[0.001, 0.003]` must print them, not read them as markup
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -122,16 +124,40 @@ def study(
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Parallel training processes."),
     tensorboard: bool = typer.Option(False, "--tensorboard", help="Also write TensorBoard events per run."),
 ) -> None:
-    """Turn the claims C1–C16 into verdicts: train the runs they need, measure, write the report."""
-    from normlab.study.runner import run_study
+    """Turn the claims C1–C16 into verdicts: train the runs they need, measure, write the report.
+
+    Exit codes:
+    0 final report: every run completed or diverged;
+    2 bad input: the study, or an OUT/study.sqlite that is not a study registry;
+    4 final report, but runs failed (listed, with their reasons);
+    5 partial report (wins over 4): runs pending, running elsewhere, or to be retried; run again.
+    """
     from normlab.study.spec import load_study
 
     try:
-        spec = load_study(preset, study_file, _csv(claims), [int(s) for s in _csv(seeds) or []] or None, set_)
+        spec = load_study(preset, study_file, _csv(claims), _seeds(seeds), set_)
     except (ConfigError, ValueError) as e:
         fail(str(e))
     console.print(f"normlab study: preset [bold]{spec.preset.name}[/], claims {', '.join(spec.claims)}, "
                   f"seeds {spec.preset.seeds} → {out}", highlight=False)
+    try:
+        outcome = _run_with_bar(spec, out, workers)
+        if tensorboard:
+            from normlab.study.tensorboard import write_events
+            write_events(out)
+        paths, verdicts, status = _render(out)  # the state as the report has it, so the two never disagree
+    except ConfigError as e:  # OUT's study.sqlite is not a study registry
+        fail(str(e))
+    _print_verdicts(verdicts, status.describe())
+    _print_failed(status.failed)
+    console.print(f"{status.describe()}: {sum(outcome.counts.values())} runs ({_counts(outcome.counts)}) in "
+                  f"{outcome.wall_s:.0f} s → {paths['html']}, {paths['markdown']}, {paths['json']}", highlight=False)
+    raise typer.Exit(_study_exit_code(status))
+
+
+def _run_with_bar(spec, out: Path, workers: Optional[int]):
+    from normlab.study.runner import run_study
+
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                   TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[status]}"),
                   console=console) as bar:
@@ -141,54 +167,85 @@ def study(
             status = "  ".join(f"{k} {v}" for k, v in sorted(counts.items()))
             bar.update(task, total=total, completed=done, status=status)
 
-        outcome = run_study(spec, out, workers, on_progress)
-    if tensorboard:
-        from normlab.study.tensorboard import write_events
-        write_events(out)
-    paths = _render(out)
-    _print_verdicts(outcome.verdicts)
-    console.print(f"{sum(outcome.counts.values())} runs ({_counts(outcome.counts)}) in {outcome.wall_s:.0f} s → "
-                  f"{paths['html']}, {paths['markdown']}, {paths['json']}", highlight=False)
+        return run_study(spec, out, workers, on_progress)
+
+
+def _study_exit_code(status) -> int:
+    """5 partial (first: a failed run may yet be retried, and nothing is final), 4 failed runs, else 0."""
+    if not status.final:
+        return 5
+    return 4 if status.failed else 0
 
 
 @app.command()
 def report(out: Path = typer.Argument(Path("normlab-study"), help="A study directory.")) -> None:
-    """Re-render a study's report from its registry, without re-running anything."""
+    """Re-render a study's report from its registry, without re-running anything.
+
+    A study not yet finished gets a report that says "partial" (exit 0: it was written).
+    Exit 2 if OUT is not a study directory.
+    """
     if not (out / "study.sqlite").is_file():
         fail(f"{str(out)!r} has no study.sqlite: not a normlab study directory")
-    paths = _render(out)
-    console.print(f"→ {paths['html']}, {paths['markdown']}, {paths['json']}", highlight=False)
+    try:
+        paths, _, status = _render(out)
+    except ConfigError as e:  # study.sqlite is not a registry, or holds no study
+        fail(str(e))
+    _print_failed(status.failed)
+    console.print(f"{status.describe()} → {paths['html']}, {paths['markdown']}, {paths['json']}", highlight=False)
 
 
-def _render(out: Path) -> dict[str, Path]:
+def _render(out: Path):
+    """Write the report from the registry; returns (paths, verdicts, `Completion`)."""
     from normlab.report import render_report
     from normlab.study.claims import CLAIMS
     from normlab.study.claims import base as claim_base
     from normlab.study.registry import Registry
-    from normlab.study.runner import compute_verdicts
+    from normlab.study.runner import completion, compute_verdicts
     from normlab.study.spec import spec_from_meta
     from normlab.train.loop import environment, resolve_device
 
     registry = Registry(out)
     meta = registry.meta()
+    if "study" not in meta:  # killed before it registered its runs
+        raise ConfigError(f"{str(registry.path)!r} holds no study yet: run `normlab study --out {out}` first")
     spec = spec_from_meta(meta)
     ids = meta["study"]["run_ids"]
+    status = completion(spec, registry, ids)  # before the verdicts: a run settling meanwhile is not called final
     verdicts, figures = compute_verdicts(spec, registry, ids)
     info = {cid: {"title": CLAIMS.get(cid).title, "statement": CLAIMS.get(cid).statement,
                   "sources": CLAIMS.get(cid).sources} for cid in spec.claims}
     rows = [r for r in registry.rows() if r["id"] in set(ids)]
-    wall = (max(r["finished"] or 0 for r in rows) - min(r["started"] or 0 for r in rows)) if rows else 0.0
+    started, finished = [r["started"] for r in rows if r["started"]], [r["finished"] for r in rows if r["finished"]]
+    wall = max(finished) - min(started) if started and finished else 0.0  # pending runs have neither
     study_info = {**meta["study"], "run_ids": None, "counts": registry.counts(set(ids)), "train_wall_s": wall,
                   "environment": environment(resolve_device("cpu")),
                   "thresholds": {"loss_margin_nats": claim_base.LOSS_MARGIN, "se_factor": claim_base.SE_FACTOR,
                                  "min_seeds": claim_base.MIN_SEEDS}}
-    return render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
-                         claim_figures=figures, records=registry.records(set(ids)),
-                         measurements=registry.measurements(), study_info=study_info)
+    paths = render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
+                          claim_figures=figures, records=registry.records(set(ids)),
+                          measurements=registry.measurements(), study_info=study_info,
+                          completion=status.to_dict(), failed_runs=status.failed)
+    return paths, verdicts, status
 
 
-def _print_verdicts(verdicts) -> None:
-    table = Table(title="verdicts", title_justify="left")
+def _print_failed(failed: list[dict]) -> None:
+    """As the report's "Failed runs": the reason's first line (the traceback stays in study.sqlite)."""
+    from normlab.report.format import first_line, fmt_settings
+
+    if not failed:
+        return
+    table = Table(title=f"failed runs ({len(failed)})", title_justify="left")
+    for col in ("run", "settings", "attempts", "reason"):
+        table.add_column(col, overflow="fold")
+    for run in failed:
+        table.add_row(escape(run["id"]), escape(fmt_settings(run["settings"])), str(run["attempts"]),
+                      f"[red]{escape(first_line(run['reason']))}[/]")
+    console.print(table)
+
+
+def _print_verdicts(verdicts, status: str = "final") -> None:
+    title = "verdicts" if status == "final" else f"verdicts ({status}: not final)"
+    table = Table(title=title, title_justify="left")
     for col in ("claim", "verdict", "key number", "seeds"):
         table.add_column(col, overflow="fold")
     colour = {"holds": "green", "does not hold": "red", "inconclusive": "yellow"}
@@ -200,6 +257,13 @@ def _print_verdicts(verdicts) -> None:
 
 def _csv(text: Optional[str]) -> list[str] | None:
     return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+
+def _seeds(text: Optional[str]) -> list[int] | None:
+    try:
+        return [int(s) for s in _csv(text) or []] or None
+    except ValueError:
+        fail(f"--seeds {text!r}: seeds must be integers, e.g. --seeds 0,1,2")
 
 
 def _counts(counts: dict[str, int]) -> str:

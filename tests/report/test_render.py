@@ -62,7 +62,9 @@ def test_writes_the_three_files(report):
 
 
 def test_verdicts_json_round_trips(report):
-    rows = json.loads(report["json"].read_text())
+    doc = json.loads(report["json"].read_text())
+    assert (doc["final"], doc["status"], doc["failed_runs"]) == (True, "final", [])  # not told otherwise: final
+    rows = doc["verdicts"]
     assert [r["id"] for r in rows] == CLAIMS
     keys = {"id", "verdict", "statistic", "value", "n_seeds", "settings", "details", "summary"}
     assert all(set(r) == keys for r in rows)
@@ -143,3 +145,43 @@ def test_fmt_value(value, text):
 
 def test_fmt_duration():
     assert [fmt_duration(s) for s in (None, 12.34, 245, 7380)] == ["—", "12.3 s", "4 min 05 s", "2 h 03 min"]
+
+
+SCRIPT = "<script>alert(1)</script>"
+
+
+def test_markdown_escapes_user_strings(tmp_path):
+    # a Markdown viewer renders inline HTML: an axis value, a title, a summary or study info must arrive as text
+    rows = [Verdict("C1", "holds", "Δ <loss>", 0.1, 2, {}, {}, f"summary {SCRIPT} & more").to_dict()]
+    info = {"description": SCRIPT, "axes": {"model.norm": ["layernorm", SCRIPT], SCRIPT: [1]}}
+    paths = render_report(tmp_path, title=f"study {SCRIPT}", verdicts=rows, claim_info={"C1": {"title": SCRIPT}},
+                          claim_figures={}, records=[], measurements={}, study_info=info)
+    text = paths["markdown"].read_text(encoding="utf-8")
+    assert "<script" not in text and "<loss>" not in text
+    # the title, the description, an axis key and an axis value, C1's title and its summary
+    assert text.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 6
+    assert "# study &lt;script&gt;" in text and "summary &lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in text
+
+
+FAILED = [{"id": "abc123", "settings": {"model.scheme": "post", "train.lr": 0.01, "train.seed": 1}, "attempts": 3,
+           "reason": f"RuntimeError: {SCRIPT}\nTraceback (most recent call last):\n  File \"x.py\""}]
+
+
+def test_a_partial_report_says_so_first_and_lists_failed_runs(tmp_path):
+    status = {"final": False, "status": "partial: 3 of 4 runs", "done": 3, "total": 4}
+    paths = render_report(tmp_path, **render_kwargs() | {"records": [], "claim_figures": {}},
+                          completion=status, failed_runs=FAILED)
+    md = paths["markdown"].read_text(encoding="utf-8")
+    assert md.splitlines()[0] == "**partial: 3 of 4 runs — the verdicts below are not final.**"
+    failed = md.split("## Failed runs")[1].split("##")[0]
+    assert ("| abc123 | model.scheme = post, train.lr = 0.01, train.seed = 1 | 3 | "
+            "RuntimeError: &lt;script&gt;alert(1)&lt;/script&gt; |") in failed and "Traceback" not in failed
+    html = paths["html"].read_text(encoding="utf-8")
+    body = html.split("<main>\n", 1)[1]
+    assert body.startswith('<p class="partial" id="partial" role="alert">partial: 3 of 4 runs')
+    assert "<title>[partial] " in html and 'href="#failed-runs"' in html
+    section = html.split('<section id="failed-runs">')[1].split("</section>")[0]
+    assert "<td>abc123</td>" in section and "RuntimeError: &lt;script&gt;alert(1)&lt;/script&gt;</td>" in section
+    assert "Traceback" not in section and "<script" not in html
+    doc = json.loads(paths["json"].read_text())
+    assert {k: doc[k] for k in status} == status and doc["failed_runs"] == FAILED

@@ -99,7 +99,7 @@ def assert_complete_and_unduplicated(out, n_runs):
         steps = [m["step"] for m in RunDir(reg.run_dir(row["id"])).metrics()]
         assert steps == sorted(set(steps)), f"run {row['id']} logged a step twice"
     verdicts = json.loads((out / "verdicts.json").read_text())
-    assert [v["id"] for v in verdicts] == ["C13", "C16"]
+    assert verdicts["final"] and [v["id"] for v in verdicts["verdicts"]] == ["C13", "C16"]
     return rows
 
 
@@ -144,8 +144,9 @@ def test_two_study_processes_on_one_directory(tmp_path):
     out = tmp_path / "study"
     cmd = study_cmd(out, "--set", "train.steps=60", "--workers", "1")
     procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for _ in range(2)]
-    for p in procs:
-        assert p.wait(timeout=600) == 0, p.stderr.read().decode()
+    codes = [p.wait(timeout=600) for p in procs]
+    # the first to finish while the other still trains reports partial (5); the last one is final (0)
+    assert sorted(codes) in ([0, 0], [0, 5]), [p.stderr.read().decode() for p in procs]
     rows = assert_complete_and_unduplicated(out, 4)
     assert all(r["attempts"] == 1 for r in rows)  # nobody trained a run the other had
 

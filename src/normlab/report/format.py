@@ -103,3 +103,21 @@ def key_number(statistic: str | None, value: Any) -> str:
     if value is None:
         return statistic or "—"
     return f"{statistic} = {fmt_value(value)}" if statistic else fmt_value(value)
+
+
+def fmt_settings(settings: dict) -> str:
+    """A failed run's identifying config keys: `model.scheme = post, train.seed = 1`."""
+    return ", ".join(f"{k} = {fmt_value(v)}" for k, v in (settings or {}).items()) or "—"
+
+
+def first_line(text: Any) -> str:
+    """A failure reason's first line (the exception); the traceback stays in the registry."""
+    lines = str(text or "").strip().splitlines()
+    return lines[0] if lines else "—"
+
+
+def partial_note(status: dict) -> str | None:
+    """The banner of a report that is not final (None when it is)."""
+    if status.get("final", True):
+        return None
+    return f"{status.get('status') or 'partial'} — the verdicts below are not final."

@@ -11,7 +11,8 @@ import logging
 from typing import Any, Iterable
 
 from normlab.report import plots
-from normlab.report.format import fmt_info_value, fmt_value, info_label, key_label, key_number, label
+from normlab.report.format import (first_line, fmt_info_value, fmt_settings, fmt_value, info_label, key_label,
+                                   key_number, label, partial_note)
 from normlab.report.general import Plot, Section, Table
 from normlab.report.plots import Png
 
@@ -35,12 +36,16 @@ def badge(verdict: str | None) -> str:
 
 # -- the page -----------------------------------------------------------------------------
 def page(title: str, study_info: dict, verdicts: list[dict], claims: list[str], claim_info: dict[str, dict],
-         claim_figures: dict[str, list], sections: list[Section]) -> str:
+         claim_figures: dict[str, list], sections: list[Section], status: dict | None = None,
+         failed_runs: list[dict] | None = None) -> str:
     by_id = {v["id"]: v for v in verdicts}
+    note = partial_note(status or {})
     body = [
+        f'<p class="partial" id="partial" role="alert">{esc(note)}</p>' if note else "",
         header(title, study_info),
-        toc(claims, by_id, sections),
+        toc(claims, by_id, sections, bool(failed_runs)),
         verdict_section(verdicts, claim_info),
+        failed_section(failed_runs or []),
         '<section id="claims"><h2>Claims</h2>',
         *(claim_article(cid, by_id.get(cid), claim_info.get(cid) or {}, claim_figures.get(cid) or [])
           for cid in claims),
@@ -48,10 +53,11 @@ def page(title: str, study_info: dict, verdicts: list[dict], claims: list[str], 
         *(general_section(s) for s in sections),
         '<footer>Written by normlab. This page is self-contained: it loads nothing and runs no script.</footer>',
     ]
+    head_title = f"[partial] {title}" if note else title
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
-            + "\n".join(body) + "\n</main>\n</body>\n</html>\n")
+            f"<title>{esc(head_title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
+            + "\n".join(b for b in body if b) + "\n</main>\n</body>\n</html>\n")
 
 
 def header(title: str, study_info: dict) -> str:
@@ -63,11 +69,12 @@ def header(title: str, study_info: dict) -> str:
             f'<div class="info-grid">{"".join(tables)}</div></header>')
 
 
-def toc(claims: list[str], by_id: dict[str, dict], sections: list[Section]) -> str:
+def toc(claims: list[str], by_id: dict[str, dict], sections: list[Section], failed: bool = False) -> str:
     chips = "".join(f'<a class="chip {verdict_class((by_id.get(c) or {}).get("verdict"))}" href="#{esc(c)}">'
                     f"{esc(c)}</a>" for c in claims)
     links = "".join(f'<a href="#{esc(s.id)}">{esc(s.title)}</a>' for s in sections)
-    return (f'<nav class="toc"><a href="#verdicts">Verdicts</a><span class="chips">{chips}</span>'
+    failed_link = '<a href="#failed-runs">Failed runs</a>' if failed else ""
+    return (f'<nav class="toc"><a href="#verdicts">Verdicts</a>{failed_link}<span class="chips">{chips}</span>'
             f"{links}</nav>")
 
 
@@ -90,6 +97,18 @@ def verdict_row(verdict: dict, info: dict) -> str:
             f'<td>{badge(verdict.get("verdict"))}</td>'
             f'<td class="key">{esc(key_number(verdict.get("statistic"), verdict.get("value")))}</td>'
             f'<td class="num">{esc(fmt_value(verdict.get("n_seeds")))}</td></tr>')
+
+
+def failed_section(failed_runs: list[dict]) -> str:
+    """Each run that failed: which one, how often it was tried, and why (the exception line)."""
+    if not failed_runs:
+        return ""
+    rows = "".join(f'<tr class="status-failed"><td>{esc(r.get("id"))}</td><td>{esc(fmt_settings(r.get("settings")))}'
+                   f'</td><td class="num">{esc(fmt_value(r.get("attempts")))}</td>'
+                   f'<td>{esc(first_line(r.get("reason")))}</td></tr>' for r in failed_runs)
+    return ('<section id="failed-runs"><h2>Failed runs</h2><div class="scroll"><table class="data failed">'
+            '<thead><tr><th>run</th><th>settings</th><th>attempts</th><th>reason</th></tr></thead>'
+            f"<tbody>{rows}</tbody></table></div></section>")
 
 
 # -- one claim ----------------------------------------------------------------------------
@@ -291,6 +310,9 @@ details { margin: 8px 0; }
 summary { cursor: pointer; color: var(--accent); font-weight: 600; }
 .fig-note { color: var(--muted); font-style: italic; }
 .fig-error { color: var(--fails); background: var(--fails-bg); padding: 6px 10px; border-radius: 6px; }
+.partial { margin: 0 0 16px; padding: 12px 18px; border: 2px solid #d4a017; border-radius: 10px;
+  background: var(--inc-bg); color: var(--inc); font-size: 18px; font-weight: 700; }
+table.data.failed td { white-space: normal; font-style: normal; }
 footer { margin-top: 48px; color: var(--muted); font-size: 12.5px; text-align: center; }
 @media (max-width: 720px) { .figs { grid-template-columns: 1fr; } main { padding: 16px 10px; }
   .claim-head { flex-direction: column; } }

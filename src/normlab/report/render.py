@@ -13,26 +13,37 @@ from normlab.report.html import page
 from normlab.report.markdown import markdown
 
 
+FINAL = {"final": True, "status": "final", "done": None, "total": None}  # a report told nothing else
+
+
 def render_report(out_dir: Path, *, title: str, verdicts: list, claim_info: dict[str, dict],
                   claim_figures: dict[str, list], records: list, measurements: dict[str, dict],
-                  study_info: dict) -> dict[str, Path]:
+                  study_info: dict, completion: dict | None = None,
+                  failed_runs: list[dict] | None = None) -> dict[str, Path]:
     """Write the three report files into out_dir; returns {"html", "markdown", "json"} -> path.
 
     verdicts: `Verdict`s (or their dicts); claim_info: id -> {"title", "statement", "sources"};
     claim_figures: id -> `Figure` specs; records: `RunRecord`s; measurements: id -> the
     claim's measurement dict (norm timings from measurements["C10"]["norm_timings"]);
-    study_info: shown at the top (scalars in one table, each dict value in its own).
+    study_info: shown at the top (scalars in one table, each dict value in its own);
+    completion: {"final", "status" ("final" or "partial: N of M runs"), "done", "total"}: a report
+    that is not final says so on its first line; failed_runs: {"id", "settings", "attempts", "reason"}.
+
+    verdicts.json is {"final", "status", "done", "total", "verdicts": [...], "failed_runs": [...]}.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = sorted((json_safe(_as_dict(v)) for v in verdicts), key=lambda v: natural_key(v["id"]))
     claims = sorted({v["id"] for v in rows} | set(claim_figures or {}), key=natural_key)
+    status = {**FINAL, **(completion or {})}
+    failed = json_safe(list(failed_runs or []))
     paths = {"html": out_dir / "report.html", "markdown": out_dir / "report.md", "json": out_dir / "verdicts.json"}
-    _write(paths["json"], json.dumps(rows, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-    _write(paths["markdown"], markdown(title, study_info or {}, rows, claim_info or {}))
+    document = {**status, "verdicts": rows, "failed_runs": failed}
+    _write(paths["json"], json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    _write(paths["markdown"], markdown(title, study_info or {}, rows, claim_info or {}, status, failed))
     sections = general_sections(list(records or []), measurements or {})
     _write(paths["html"], page(title, study_info or {}, rows, claims, claim_info or {}, claim_figures or {},
-                               sections))
+                               sections, status, failed))
     return paths
 
 

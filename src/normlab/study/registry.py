@@ -1,36 +1,49 @@
 """The study registry: a SQLite database in the study directory, `DIR/study.sqlite`.
 
-    runs(id, config, status, owner_pid, attempts, started, finished, result)
+    runs(id, config, status, owner_pid, owner_host, owner_start, heartbeat, attempts, started, finished, result)
     measurements(claim, value)          non-training measurements (timings, constants, causality)
     meta(key, value)                    the study's preset, claims, seeds
 
 Run ids are hashes of their resolved configs, so adding a run twice is a no-op. A run is
 claimed in one `BEGIN IMMEDIATE` transaction (one writer at a time), so two `normlab study`
-processes on one directory never train the same run; a `running` run whose owner process
-is gone is taken over (its trainer resumes from its last checkpoint).
+processes on one directory never train the same run.
+
+A claimed run is held under a lease: its worker heartbeats it every LEASE_S / 4 from a
+daemon thread. A `running` run is taken over (its trainer resumes from its last
+checkpoint) when its heartbeat is older than LEASE_S, from any host; or, on the owner's
+own host, as soon as the owner process is gone, or its PID now belongs to a process that
+started at another time (PIDs are reused, so "a process with that PID is alive" alone
+would keep a dead worker's run locked forever).
 """
 from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from normlab.config import ConfigError
 from normlab.study.records import RunRecord
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY, config TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending',
-    owner_pid INTEGER, attempts INTEGER NOT NULL DEFAULT 0, started REAL, finished REAL, result TEXT
+    owner_pid INTEGER, attempts INTEGER NOT NULL DEFAULT 0, started REAL, finished REAL, result TEXT,
+    owner_host TEXT, owner_start INTEGER, heartbeat REAL
 );
 CREATE TABLE IF NOT EXISTS measurements (claim TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+LEASE_COLUMNS = {"owner_host": "TEXT", "owner_start": "INTEGER", "heartbeat": "REAL"}  # older registries lack them
 DONE = ("completed", "diverged")
 MAX_ATTEMPTS = 3  # a run that failed (raised) this many times is left as failed
+OPEN_TRIES = 100  # × 50 ms: switching a new database to WAL fails at once (no busy wait) while another opens it
+LEASE_S = 60.0  # a running run whose heartbeat is older than this is taken over; workers beat every LEASE_S / 4
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -45,17 +58,78 @@ def pid_alive(pid: int | None) -> bool:
     return True
 
 
+def process_start(pid: int | None) -> int | None:
+    """When process `pid` started (clock ticks since boot, /proc/PID/stat field 22); None if unknown or not Linux."""
+    if not pid:
+        return None
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()  # after the command name, which may hold spaces and ")"
+    return int(fields[19]) if len(fields) > 19 else None  # fields[0] is field 3 (state)
+
+
+def settled(status: str, attempts: int) -> bool:
+    """A run no worker will take again: completed, diverged, or failed with its attempts exhausted."""
+    return status in DONE or (status == "failed" and attempts >= MAX_ATTEMPTS)
+
+
+def owner_gone(owner_pid: int | None, owner_host: str | None, owner_start: int | None, heartbeat: float | None,
+               now: float, lease_s: float) -> bool:
+    """Whether a `running` run's owner has lost it (see the module docstring)."""
+    if heartbeat is None or now - heartbeat > lease_s:
+        return True
+    # another host's PID means nothing here: only its lease tells (None: a pre-lease row, from this host)
+    if owner_host not in (None, socket.gethostname()):
+        return False
+    if not pid_alive(owner_pid):
+        return True
+    start = process_start(owner_pid)
+    return owner_start is not None and start is not None and start != owner_start
+
+
 class Registry:
     FILENAME = "study.sqlite"
 
-    def __init__(self, study_dir: str | Path):
+    def __init__(self, study_dir: str | Path, lease_s: float | None = None):
         self.dir = Path(study_dir)
-        self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / self.FILENAME
-        db = sqlite3.connect(self.path, timeout=60)
+        self.lease_s = LEASE_S if lease_s is None else lease_s
+        self.dir.mkdir(parents=True, exist_ok=True)
         try:
-            db.execute("PRAGMA journal_mode=WAL")  # readers do not block the writer
-            db.executescript(SCHEMA)
+            self._open()
+        except sqlite3.DatabaseError as e:  # a text file, random bytes, a foreign database; or a lasting lock
+            raise ConfigError(self._open_error(e)) from None
+
+    def _open_error(self, error: sqlite3.DatabaseError) -> str:
+        if "locked" in str(error):
+            return f"{str(self.path)!r} stayed locked by another process (SQLite: {error}); run again once it is done"
+        return (f"{str(self.path)!r} is not a normlab study registry (SQLite: {error}); valid: the study.sqlite "
+                "that `normlab study` writes. Move it away or choose another study directory")
+
+    def _open(self) -> None:
+        for attempt in range(OPEN_TRIES):
+            try:
+                return self._create_or_migrate()
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or attempt == OPEN_TRIES - 1:
+                    raise
+                time.sleep(0.05)
+
+    def _create_or_migrate(self) -> None:
+        db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        try:
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":  # set once; later opens need no lock
+                db.execute("PRAGMA journal_mode=WAL")  # readers do not block the writer
+            db.execute("BEGIN IMMEDIATE")  # two processes opening an old registry: one migrates, one waits
+            for statement in filter(str.strip, SCHEMA.split(";")):
+                db.execute(statement)
+            have = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+            for column, kind in LEASE_COLUMNS.items():  # a registry written before leases: add their columns
+                if column not in have:
+                    db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
+            db.execute("COMMIT")
         finally:
             db.close()
 
@@ -84,11 +158,19 @@ class Registry:
         with self._tx() as db:
             return {k: json.loads(v) for k, v in db.execute("SELECT key, value FROM meta")}
 
-    def set_measurement(self, claim: str, value: dict[str, Any]) -> None:
+    def set_measurement(self, claim: str, value: dict[str, Any] | None) -> None:
+        """Store a claim's measurement; None records that the claim was measured and has nothing to store."""
         with self._tx() as db:
             db.execute("INSERT OR REPLACE INTO measurements VALUES (?, ?)", (claim, json.dumps(value)))
 
     def measurements(self) -> dict[str, dict[str, Any]]:
+        return {c: v for c, v in self._measurement_rows().items() if v is not None}
+
+    def measured(self) -> set[str]:
+        """The claims whose measurement is done (stored, or found to have none)."""
+        return set(self._measurement_rows())
+
+    def _measurement_rows(self) -> dict[str, dict[str, Any] | None]:
         with self._tx() as db:
             return {c: json.loads(v) for c, v in db.execute("SELECT claim, value FROM measurements")}
 
@@ -102,41 +184,84 @@ class Registry:
             return db.total_changes - before
 
     def claim_next(self, pid: int, ids: set[str] | None = None) -> tuple[str, dict[str, Any]] | None:
-        """Atomically take the next runnable run for process `pid`: pending, failed (retries left), or
-        running under a dead owner."""
+        """Atomically take the next runnable run for process `pid` (of this host): pending, failed (retries
+        left), or running under an owner that lost it (`owner_gone`)."""
+        now = time.time()
         with self._tx() as db:
-            rows = db.execute("SELECT id, config, status, owner_pid, attempts FROM runs "
+            rows = db.execute("SELECT id, config, status, attempts, owner_pid, owner_host, owner_start, "
+                              "COALESCE(heartbeat, started) FROM runs "
                               "WHERE status NOT IN ('completed', 'diverged') ORDER BY rowid").fetchall()
-            for rid, config, status, owner, attempts in rows:
+            for rid, config, status, attempts, *owner in rows:
                 if ids is not None and rid not in ids:
                     continue
-                if status == "running" and pid_alive(owner):
+                if status == "running" and not owner_gone(*owner, now, self.lease_s):
                     continue
                 if status == "failed" and attempts >= MAX_ATTEMPTS:
                     continue
-                db.execute("UPDATE runs SET status = 'running', owner_pid = ?, attempts = attempts + 1, "
-                           "started = ? WHERE id = ?", (pid, time.time(), rid))
+                db.execute("UPDATE runs SET status = 'running', owner_pid = ?, owner_host = ?, owner_start = ?, "
+                           "heartbeat = ?, attempts = attempts + 1, started = ? WHERE id = ?",
+                           (pid, socket.gethostname(), process_start(pid), now, now, rid))
                 return rid, json.loads(config)
         return None
 
+    def heartbeat(self, run_id: str, pid: int) -> bool:
+        """Renew `pid`'s lease on a run; False if it no longer holds it (finished, or taken over)."""
+        with self._tx() as db:
+            cursor = db.execute("UPDATE runs SET heartbeat = ? WHERE id = ? AND status = 'running' AND "
+                                "owner_pid = ? AND owner_host = ?", (time.time(), run_id, pid, socket.gethostname()))
+            return cursor.rowcount == 1
+
+    @contextmanager
+    def holding(self, run_id: str, pid: int) -> Iterator[None]:
+        """Heartbeat `pid`'s lease on `run_id` from a daemon thread while the body trains it."""
+        stop = threading.Event()
+        beat = threading.Thread(target=self._beat, args=(run_id, pid, stop), daemon=True, name=f"lease-{run_id}")
+        beat.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            beat.join()
+
+    def _beat(self, run_id: str, pid: int, stop: threading.Event) -> None:
+        while not stop.wait(self.lease_s / 4):
+            try:
+                self.heartbeat(run_id, pid)  # each beat opens its own connection: sqlite3's are per thread
+            except sqlite3.Error:  # a busy database: the lease outlasts three missed beats
+                pass
+
     def finish(self, run_id: str, record: RunRecord) -> None:
         with self._tx() as db:
-            db.execute("UPDATE runs SET status = ?, finished = ?, result = ?, owner_pid = NULL WHERE id = ?",
+            db.execute("UPDATE runs SET status = ?, finished = ?, result = ?, owner_pid = NULL, heartbeat = NULL "
+                       "WHERE id = ?",
                        (record.status, time.time(), json.dumps(record.to_dict()), run_id))
 
     def fail(self, run_id: str, reason: str) -> None:
         with self._tx() as db:
-            db.execute("UPDATE runs SET status = 'failed', finished = ?, result = ?, owner_pid = NULL WHERE id = ?",
+            db.execute("UPDATE runs SET status = 'failed', finished = ?, result = ?, owner_pid = NULL, "
+                       "heartbeat = NULL WHERE id = ?",
                        (time.time(), json.dumps({"reason": reason}), run_id))
 
     def counts(self, ids: set[str] | None = None) -> dict[str, int]:
-        with self._tx() as db:
-            rows = db.execute("SELECT id, status FROM runs").fetchall()
         out: dict[str, int] = {}
-        for rid, status in rows:
-            if ids is None or rid in ids:
-                out[status] = out.get(status, 0) + 1
+        for row in self.rows():
+            if ids is None or row["id"] in ids:
+                out[row["status"]] = out.get(row["status"], 0) + 1
         return out
+
+    def progress(self, ids: set[str] | None = None) -> tuple[int, int]:
+        """(settled, total) runs: settled ones no worker will take again (see `settled`)."""
+        rows = [r for r in self.rows() if ids is None or r["id"] in ids]
+        return sum(settled(r["status"], r["attempts"]) for r in rows), len(rows)
+
+    def failed(self, ids: set[str] | None = None) -> list[dict[str, Any]]:
+        """The failed runs: id, config, attempts, and the reason their last attempt raised."""
+        with self._tx() as db:
+            rows = db.execute("SELECT id, config, attempts, result FROM runs WHERE status = 'failed' "
+                              "ORDER BY rowid").fetchall()
+        return [{"id": rid, "config": json.loads(config), "attempts": attempts,
+                 "reason": (json.loads(result) if result else {}).get("reason") or "unknown"}
+                for rid, config, attempts, result in rows if ids is None or rid in ids]
 
     def records(self, ids: set[str] | None = None) -> list[RunRecord]:
         """Records of the finished runs (completed or diverged)."""
@@ -147,5 +272,5 @@ class Registry:
 
     def rows(self) -> list[dict[str, Any]]:
         with self._tx() as db:
-            cols = ["id", "status", "owner_pid", "attempts", "started", "finished"]
+            cols = ["id", "status", "owner_pid", "owner_host", "heartbeat", "attempts", "started", "finished"]
             return [dict(zip(cols, r)) for r in db.execute(f"SELECT {', '.join(cols)} FROM runs ORDER BY rowid")]

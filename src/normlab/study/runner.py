@@ -5,6 +5,10 @@ none is left; each uses `threads` intra-op threads. A worker dies with the study
 (Linux parent-death signal), so a killed study leaves no orphan training on; the next
 `normlab study` on the directory takes over the interrupted runs, which resume from
 their checkpoints.
+
+A study is final only once every run is settled (completed, diverged, or failed MAX_ATTEMPTS
+times) and every claim measured; until then (another process still training here, say) its
+verdicts and report are partial and say so (`Completion`).
 """
 from __future__ import annotations
 
@@ -19,9 +23,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from normlab.bench.timing import steady_allocator
-from normlab.study.claims import CLAIMS, INCONCLUSIVE, ORDER, Figure, Verdict
-from normlab.study.records import flatten, record_from_run_dir
-from normlab.study.registry import MAX_ATTEMPTS, Registry
+from normlab.study.claims import CLAIMS, INCONCLUSIVE, ORDER, Claim, Figure, Verdict
+from normlab.study.records import UNPINNED, flatten, record_from_run_dir
+from normlab.study.registry import Registry, settled
 from normlab.study.spec import StudySpec, build_config
 
 ProgressCallback = Callable[[float, float, dict[str, int]], None]  # (done cost, total cost, status counts)
@@ -63,11 +67,37 @@ def worker_main(study_dir: str, ids: list[str], threads: int) -> None:
         if job is None:
             return
         run_id, config = job
-        try:
-            train(validate_config(config), str(registry.run_dir(run_id)))
-            registry.finish(run_id, record_from_run_dir(run_id, registry.run_dir(run_id)))
-        except Exception as e:  # a run that raises is recorded as failed; the study goes on
-            registry.fail(run_id, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
+        with registry.holding(run_id, os.getpid()):  # heartbeats: a live worker's run is never taken over
+            try:
+                train(validate_config(config), str(registry.run_dir(run_id)))
+                registry.finish(run_id, record_from_run_dir(run_id, registry.run_dir(run_id)))
+            except Exception as e:  # a run that raises is recorded as failed; the study goes on
+                registry.fail(run_id, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
+
+
+@dataclass
+class Completion:
+    """How far a study is: its verdicts are final only once every run is settled and every claim measured."""
+
+    done: int  # settled runs: completed, diverged, or failed with their attempts exhausted
+    total: int
+    measured: bool  # every claim's non-training measurement is stored
+    failed: list[dict[str, Any]]  # `failed_runs`
+
+    @property
+    def final(self) -> bool:
+        return self.done == self.total and self.measured
+
+    def describe(self) -> str:
+        """`final`, or `partial: N of M runs` (with why, when all runs are done but measurements are not)."""
+        if self.final:
+            return "final"
+        pending = ", measurements pending" if self.done == self.total else ""
+        return f"partial: {self.done} of {self.total} runs{pending}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """What `render_report` and verdicts.json carry (the failed runs go separately)."""
+        return {"final": self.final, "status": self.describe(), "done": self.done, "total": self.total}
 
 
 @dataclass
@@ -76,13 +106,17 @@ class StudyOutcome:
     figures: dict[str, list[Figure]]
     counts: dict[str, int]
     wall_s: float
+    final: bool  # False: runs pending, running in another process, to be retried, or claims not measured
+    done: int  # settled runs (see `Completion`)
+    total: int
+    failed: list[dict[str, Any]]  # `failed_runs`
 
 
 def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None,
               progress: ProgressCallback | None = None) -> StudyOutcome:
     start = time.perf_counter()
+    runs = spec.expand(CLAIMS)  # before the registry: an invalid study leaves nothing on disk
     registry = Registry(study_dir)
-    runs = spec.expand(CLAIMS)
     registry.add_runs([(r.id, r.config.to_dict()) for r in runs])
     registry.set_meta("study", describe(spec, [r.id for r in runs]))
     ids = [r.id for r in runs]
@@ -90,9 +124,37 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
     workers = workers or default_workers()
     threads = max(1, (os.cpu_count() or 1) // workers)
     _train_all(registry, ids, costs, workers, threads, progress)
-    measure_claims(spec, registry)
+    done, total = registry.progress(set(ids))
+    if done == total:  # not while another process still trains here: timings want a quiet machine
+        measure_claims(spec, registry)
+    status = completion(spec, registry, ids)
     verdicts, figures = compute_verdicts(spec, registry, ids)
-    return StudyOutcome(verdicts, figures, registry.counts(set(ids)), time.perf_counter() - start)
+    return StudyOutcome(verdicts, figures, registry.counts(set(ids)), time.perf_counter() - start,
+                        status.final, status.done, status.total, status.failed)
+
+
+def completion(spec: StudySpec, registry: Registry, ids: list[str]) -> Completion:
+    done, total = registry.progress(set(ids))
+    measured = {c for c in spec.claims if _measures(c)} <= registry.measured()
+    return Completion(done, total, measured, failed_runs(spec, registry, ids))
+
+
+def _measures(claim_id: str) -> bool:
+    """Whether a claim has a non-training measurement (overrides `Claim.measure`)."""
+    return CLAIMS.get(claim_id).measure is not Claim.measure
+
+
+def failed_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list[dict[str, Any]]:
+    """The failed runs: id, attempts, reason, and settings (the config keys that set the run apart from the
+    study's base, and its seed), so a reader can tell which run it was without opening the registry."""
+    base = flatten(build_config(spec.preset, {}, spec.preset.seeds[0]).to_dict())
+    out = []
+    for run in registry.failed(set(ids)):
+        config = flatten(run["config"])
+        settings = {k: v for k, v in config.items() if base.get(k) != v and k not in UNPINNED}
+        settings["train.seed"] = config.get("train.seed")
+        out.append({"id": run["id"], "settings": settings, "attempts": run["attempts"], "reason": run["reason"]})
+    return out
 
 
 def _train_all(registry: Registry, ids: list[str], costs: dict[str, float], workers: int, threads: int,
@@ -115,25 +177,17 @@ def _train_all(registry: Registry, ids: list[str], costs: dict[str, float], work
 
 
 def _done_cost(registry: Registry, costs: dict[str, float]) -> float:
-    done = 0.0
-    for row in registry.rows():
-        finished = row["status"] in ("completed", "diverged") or (
-            row["status"] == "failed" and row["attempts"] >= MAX_ATTEMPTS)
-        if finished and row["id"] in costs:
-            done += costs[row["id"]]
-    return done
+    return sum(costs[row["id"]] for row in registry.rows()
+               if row["id"] in costs and settled(row["status"], row["attempts"]))
 
 
 def measure_claims(spec: StudySpec, registry: Registry) -> None:
     """Timings, memory, constants, causality: once per study, after the training runs (a quiet machine)."""
     steady_allocator()  # as `normlab bench`: freed memory stays warm, so no candidate pays another's page faults
-    have = registry.measurements()
+    have = registry.measured()
     for claim_id in spec.claims:
-        if claim_id in have:
-            continue
-        value = CLAIMS.get(claim_id)().measure(spec.preset)
-        if value is not None:
-            registry.set_measurement(claim_id, value)
+        if claim_id not in have:  # None is stored too: it marks the claim measured (for `completion`)
+            registry.set_measurement(claim_id, CLAIMS.get(claim_id)().measure(spec.preset))
 
 
 def compute_verdicts(spec: StudySpec, registry: Registry, ids: list[str] | None = None

@@ -102,18 +102,36 @@ class StudySpec:
 
     def expand(self, claim_registry) -> list[RunSpec]:
         """Every run the claims and the axes need, once each (dedup by config hash), in a stable order."""
-        wanted: list[dict[str, Any]] = []
+        wanted: list[tuple[str, dict[str, Any]]] = []  # (who needs it, overrides)
         for claim_id in self.claims:
-            wanted.extend(claim_registry.get(claim_id)().runs(self.preset))
+            wanted.extend((f"claim {claim_id}", o) for o in claim_registry.get(claim_id)().runs(self.preset))
         if self.axes:
             keys = list(self.axes)
-            wanted.extend(dict(zip(keys, combo)) for combo in itertools.product(*self.axes.values()))
+            wanted.extend(("the study's axes", dict(zip(keys, combo)))
+                          for combo in itertools.product(*self.axes.values()))
         runs: dict[str, RunSpec] = {}
-        for overrides in wanted:
+        for source, overrides in wanted:
             for seed in self.preset.seeds:
-                cfg = build_config(self.preset, overrides, seed)
+                cfg = _run_config(self.preset, overrides, seed, source)
                 runs.setdefault(cfg.hash(), RunSpec(cfg.hash(), cfg))
         return list(runs.values())
+
+
+def _run_config(preset: Preset, overrides: dict[str, Any], seed: int, source: str) -> RunConfig:
+    try:
+        return build_config(preset, overrides, seed)
+    except ConfigError as e:  # a claim's overrides clash with the base (e.g. a --set): say whose run it is
+        raise ConfigError(f"{source} needs a run {overrides} (seed {seed}) that is not a valid config: "
+                          f"{one_line(e)}") from None
+
+
+def one_line(error: Exception) -> str:
+    """A config error's lines ("invalid config:" and one per problem) as one line."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return "; ".join(line for line in lines if line != "invalid config:")
+
+
+STUDY_KEYS = ("preset", "claims", "seeds", "base", "axes")
 
 
 def load_study(preset: str = "quick", study_file: str | Path | None = None, claims: list[str] | None = None,
@@ -121,44 +139,101 @@ def load_study(preset: str = "quick", study_file: str | Path | None = None, clai
                axes: dict[str, list[Any]] | None = None) -> StudySpec:
     """The study for a preset name, or a user's study TOML (which names its preset and may add axes).
 
-    `overrides` (`key=value`, as `normlab train --set`) change the preset's base config.
+    `overrides` (`key=value`, as `normlab train --set`) change the preset's base config. Everything is
+    validated here, every run included, so a bad study fails before anything is written.
     """
     base_extra: dict[str, Any] = {}
-    axes: dict[str, list[Any]] = {}
+    axes = dict(axes or {})
     if study_file is not None:
-        data = _read_toml(study_file)
-        unknown = set(data) - {"preset", "claims", "seeds", "base", "axes"}
-        if unknown:
-            raise ConfigError(f"study file {str(study_file)!r}: unknown key(s) {', '.join(sorted(unknown))}; "
-                              "valid: preset, claims, seeds, base, axes")
+        data = read_study_file(study_file)
         preset = data.get("preset", preset)
         claims = claims or data.get("claims")
         seeds = seeds or data.get("seeds")
         base_extra = flatten(data.get("base", {}))
-        axes = {k: v if isinstance(v, list) else [v] for k, v in data.get("axes", {}).items()}
-    axes = axes or {}
-    for item in overrides or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"override {item!r} is not of the form key=value (e.g. train.steps=100)")
-        parsed: dict[str, Any] = {}
-        apply_override(parsed, f"v={value}")
-        base_extra[key.strip()] = parsed["v"]
+        axes = {**data.get("axes", {}), **axes}
+    base_extra.update(_parse_overrides(overrides or []))
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; valid: {', '.join(PRESETS)}")
     chosen = Preset(**{**PRESETS[preset].__dict__, "base": {**PRESETS[preset].base, **base_extra}})
     if seeds:
-        chosen.seeds = list(seeds)
+        chosen.seeds = _check_seeds(seeds, "seeds")
     from normlab.study.claims import CLAIMS
 
     claim_ids = list(claims) if claims else list(chosen.claims)
     for cid in claim_ids:
         CLAIMS.get(cid)  # unknown ids: a clear error listing the valid ones
-    spec = StudySpec(chosen, claim_ids, axes, base_extra)
-    build_config(chosen, {}, chosen.seeds[0])  # validate the base now, not in a worker
-    for key in axes:
-        build_config(chosen, {key: axes[key][0]}, chosen.seeds[0])
+    spec = StudySpec(chosen, claim_ids, _check_axes(axes, "study axis"), base_extra)
+    _validate(spec, CLAIMS)
     return spec
+
+
+def read_study_file(path: str | Path) -> dict[str, Any]:
+    """A study TOML, its keys checked: lists where lists are meant (claims = "C13" is a mistake, not a claim)."""
+    data = _read_toml(path)
+    where = f"study file {str(path)!r}"
+    unknown = set(data) - set(STUDY_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; valid: {', '.join(STUDY_KEYS)}")
+    if "preset" in data and not isinstance(data["preset"], str):
+        raise ConfigError(f"{where}: preset must be a string, e.g. preset = \"quick\" (got {data['preset']!r})")
+    for key, example in (("claims", '["C13"]'), ("seeds", "[0, 1]")):
+        if key in data and not isinstance(data[key], list):
+            raise ConfigError(f"{where}: {key} must be a list, e.g. {key} = {example} (got {data[key]!r})")
+    if "claims" in data and not all(isinstance(c, str) for c in data["claims"]):
+        raise ConfigError(f"{where}: claims must be claim ids, e.g. claims = [\"C13\"] (got {data['claims']!r})")
+    if "seeds" in data:
+        _check_seeds(data["seeds"], f"{where}: seeds")
+    for key in ("base", "axes"):
+        if key in data and not isinstance(data[key], dict):
+            raise ConfigError(f"{where}: {key} must be a table, e.g. [{key}] (got {data[key]!r})")
+    # a scalar axis is one value; an empty list has none and is refused in _check_axes
+    data["axes"] = {k: v if isinstance(v, list) else [v] for k, v in data.get("axes", {}).items()}
+    return data
+
+
+def _check_seeds(seeds: Any, where: str) -> list[int]:
+    if not isinstance(seeds, (list, tuple)) or not seeds:
+        raise ConfigError(f"{where} must be a non-empty list of integers, e.g. [0, 1] (got {seeds!r})")
+    bad = [s for s in seeds if isinstance(s, bool) or not isinstance(s, int)]
+    if bad:
+        raise ConfigError(f"{where} must be integers, e.g. [0, 1] (got {bad[0]!r} in {list(seeds)!r})")
+    return list(seeds)
+
+
+def _check_axes(axes: dict[str, Any], where: str) -> dict[str, list[Any]]:
+    for key, values in axes.items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"{where} {key!r} has no values (got {values!r}); give a non-empty list, "
+                              f'e.g. "{key}" = [value1, value2]')
+    return axes
+
+
+def _parse_overrides(overrides: list[str]) -> dict[str, Any]:
+    parsed: dict[str, Any] = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"override {item!r} is not of the form key=value (e.g. train.steps=100)")
+        holder: dict[str, Any] = {}
+        apply_override(holder, f"v={value}")
+        parsed[key.strip()] = holder["v"]
+    return parsed
+
+
+def _validate(spec: StudySpec, claim_registry) -> None:
+    """The base, every value of every axis on its own (the clearest error), then every run."""
+    try:
+        build_config(spec.preset, {}, spec.preset.seeds[0])
+    except ConfigError as e:
+        raise ConfigError(f"the study's base config (preset {spec.preset.name!r} with its [base] and --set "
+                          f"overrides) is not valid: {one_line(e)}") from None
+    for key, values in spec.axes.items():
+        for value in values:
+            try:
+                build_config(spec.preset, {key: value}, spec.preset.seeds[0])
+            except ConfigError as e:
+                raise ConfigError(f"study axis {key!r}: value {value!r} is not valid: {one_line(e)}") from None
+    spec.expand(claim_registry)
 
 
 def spec_from_meta(meta: dict[str, Any]) -> StudySpec:

@@ -1,0 +1,107 @@
+"""The study registry on its own: leases (PID reuse, live owners, expired heartbeats), migration, failures."""
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from normlab.config import ConfigError
+from normlab.study import registry as registry_module
+from normlab.study.registry import MAX_ATTEMPTS, Registry, process_start
+
+
+@pytest.fixture
+def sleeper():
+    """A live process that is not ours to hold runs: its PID stands in for a worker's."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def held_by(reg: Registry, run_id: str, pid: int, host: str, start: int | None, heartbeat: float) -> None:
+    with reg._tx() as db:
+        db.execute("UPDATE runs SET status = 'running', owner_pid = ?, owner_host = ?, owner_start = ?, heartbeat = ?, "
+                   "attempts = 1 WHERE id = ?", (pid, host, start, heartbeat, run_id))
+
+
+def one_run(tmp_path) -> Registry:
+    reg = Registry(tmp_path)
+    reg.add_runs([("a", {"x": 1})])
+    return reg
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process start times come from /proc")
+def test_a_reused_pid_is_taken_over(tmp_path, sleeper):
+    # the PID is alive, but it is another process than the one that claimed the run (it started at another time)
+    reg = one_run(tmp_path)
+    held_by(reg, "a", sleeper.pid, socket.gethostname(), process_start(sleeper.pid) + 1, time.time())
+    assert reg.claim_next(os.getpid())[0] == "a"
+    assert reg.rows()[0]["owner_pid"] == os.getpid() and reg.rows()[0]["attempts"] == 2
+
+
+def test_a_live_owner_keeps_its_run(tmp_path, sleeper):
+    reg = one_run(tmp_path)
+    held_by(reg, "a", sleeper.pid, socket.gethostname(), process_start(sleeper.pid), time.time())
+    assert reg.claim_next(os.getpid()) is None
+
+
+def test_an_expired_lease_on_another_host_is_taken_over(tmp_path):
+    reg = one_run(tmp_path)
+    # another host's PID means nothing here (1 is alive on every Linux): only the heartbeat tells
+    held_by(reg, "a", 1, "elsewhere", 123, time.time())
+    assert reg.claim_next(os.getpid()) is None
+    held_by(reg, "a", 1, "elsewhere", 123, time.time() - registry_module.LEASE_S - 1)
+    assert reg.claim_next(os.getpid())[0] == "a"
+
+
+def test_a_worker_heartbeat_keeps_its_lease(tmp_path, monkeypatch):
+    monkeypatch.setattr(registry_module, "LEASE_S", 0.4)  # beats every 0.1 s
+    reg = one_run(tmp_path)
+    other = Registry(tmp_path)
+    run_id, _ = reg.claim_next(os.getpid())
+    with reg.holding(run_id, os.getpid()):
+        time.sleep(1.0)  # 2.5 leases: only the heartbeat keeps the run
+        assert other.claim_next(os.getpid()) is None
+    time.sleep(0.6)  # no more beats: the lease runs out, even though its owner (this process) is alive
+    assert other.claim_next(os.getpid())[0] == "a"
+
+
+def test_a_registry_without_lease_columns_is_migrated(tmp_path):
+    db = sqlite3.connect(tmp_path / "study.sqlite")
+    db.executescript("CREATE TABLE runs (id TEXT PRIMARY KEY, config TEXT NOT NULL, status TEXT NOT NULL DEFAULT "
+                     "'pending', owner_pid INTEGER, attempts INTEGER NOT NULL DEFAULT 0, started REAL, finished REAL, "
+                     "result TEXT); INSERT INTO runs (id, config) VALUES ('a', '{}');")
+    db.commit()
+    db.close()
+    reg = Registry(tmp_path)
+    with reg._tx() as db:
+        columns = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+    assert {"owner_host", "owner_start", "heartbeat"} <= columns
+    assert reg.claim_next(os.getpid())[0] == "a" and reg.rows()[0]["owner_host"] == socket.gethostname()
+    Registry(tmp_path)  # opening it again: nothing left to migrate
+
+
+def test_failed_runs_come_with_their_reasons(tmp_path):
+    reg = one_run(tmp_path)
+    for attempt in range(MAX_ATTEMPTS):
+        assert reg.progress() == (0, 1)  # retries left: not settled
+        run_id, _ = reg.claim_next(os.getpid())
+        reg.fail(run_id, f"RuntimeError: boom {attempt}\nTraceback (most recent call last): ...")
+    assert reg.claim_next(os.getpid()) is None and reg.progress() == (1, 1)
+    [failed] = reg.failed()
+    assert failed["id"] == "a" and failed["attempts"] == MAX_ATTEMPTS and failed["config"] == {"x": 1}
+    assert failed["reason"].startswith(f"RuntimeError: boom {MAX_ATTEMPTS - 1}\n")
+
+
+@pytest.mark.parametrize("content", [os.urandom(4096), b"not a database, just some text\n" * 50])
+def test_a_corrupt_registry_is_a_clear_error(tmp_path, content):
+    (tmp_path / "study.sqlite").write_bytes(content)
+    with pytest.raises(ConfigError, match=r"study\.sqlite' is not a normlab study registry.*not a database"):
+        Registry(tmp_path)
+    assert (tmp_path / "study.sqlite").read_bytes() == content  # left as it was

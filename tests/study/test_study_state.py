@@ -1,0 +1,135 @@
+"""What a study reports about itself: partial until every run is settled, failed runs with their reasons,
+and bad study input as a one-line error that leaves nothing on disk."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from normlab.cli import app
+from normlab.study.claims import CLAIMS
+from normlab.study.registry import MAX_ATTEMPTS, Registry
+from normlab.study.runner import run_study
+from normlab.study.spec import load_study
+from tests.study.test_study import TINY
+
+SETTINGS = [*TINY, "train.steps=20"]
+runner = CliRunner()
+
+
+def cli_study(out) -> subprocess.CompletedProcess:
+    args = [sys.executable, "-m", "normlab", "study", "--out", str(out), "--claims", "C13", "--workers", "1"]
+    for item in SETTINGS:
+        args += ["--set", item]
+    return subprocess.run(args, capture_output=True, text=True, timeout=600)
+
+
+def read_report(out) -> tuple[list[str], str, dict]:
+    md = (out / "report.md").read_text(encoding="utf-8").splitlines()
+    return md, (out / "report.html").read_text(encoding="utf-8"), json.loads((out / "verdicts.json").read_text())
+
+
+def test_partial_until_every_run_settles_then_failed_runs_are_listed(tmp_path):
+    out = tmp_path / "study"
+    spec = load_study("quick", claims=["C13"], overrides=SETTINGS)
+    ids = [r.id for r in spec.expand(CLAIMS)]
+    reg = Registry(out)
+    reg.add_runs([(r.id, r.config.to_dict()) for r in spec.expand(CLAIMS)])
+    held, _ = reg.claim_next(os.getpid(), {ids[0]})  # as another `normlab study` training it would
+    with reg.holding(held, os.getpid()):
+        outcome = run_study(spec, out, workers=1)
+        assert (outcome.final, outcome.done, outcome.total) == (False, 3, 4)
+        cli = cli_study(out)  # the first process to finish must not call its verdicts final
+        assert cli.returncode == 5, cli.stderr
+        assert "partial: 3 of 4 runs" in cli.stdout
+        md, html, doc = read_report(out)
+        assert "partial: 3 of 4 runs" in md[0]
+        assert '<main>\n<p class="partial" id="partial"' in html and "partial: 3 of 4 runs" in html
+        assert (doc["final"], doc["status"], doc["done"], doc["total"]) == (False, "partial: 3 of 4 runs", 3, 4)
+        report = runner.invoke(app, ["report", str(out)])
+        assert report.exit_code == 0 and "partial: 3 of 4 runs" in report.output
+    for _ in range(MAX_ATTEMPTS):  # the run fails on every attempt
+        reg.fail(held, "RuntimeError: loss <b>exploded</b>\nTraceback (most recent call last):\n  File x")
+        reg.claim_next(os.getpid(), {held})
+
+    cli = cli_study(out)
+    assert cli.returncode == 4, cli.stderr
+    assert "failed runs (1)" in cli.stdout and held in cli.stdout and "RuntimeError: loss" in cli.stdout
+    md, html, doc = read_report(out)
+    assert md[0].startswith("# ") and doc["final"] is True and doc["status"] == "final"
+    [failed] = doc["failed_runs"]
+    assert failed["id"] == held and failed["attempts"] == MAX_ATTEMPTS and "train.seed" in failed["settings"]
+    assert failed["reason"].startswith("RuntimeError: loss <b>exploded</b>\nTraceback")
+    row = next(line for line in md if line.startswith(f"| {held} |"))
+    assert "## Failed runs" in md and "Traceback" not in row
+    assert row.endswith("| 3 | RuntimeError: loss &lt;b&gt;exploded&lt;/b&gt; |")
+    assert 'id="failed-runs"' in html and "RuntimeError: loss &lt;b&gt;exploded&lt;/b&gt;</td>" in html
+    report = runner.invoke(app, ["report", str(out)])
+    assert report.exit_code == 0 and "failed runs (1)" in report.output and held in report.output
+
+
+def invoke_study(tmp_path, *args):
+    out = tmp_path / "study"
+    result = runner.invoke(app, ["study", "--out", str(out), "--claims", "C13", *args])
+    errors = [line for line in result.output.splitlines() if line.strip()]
+    return result, out, errors
+
+
+@pytest.mark.parametrize("content", [os.urandom(2048), b"# my notes, not a database\n" * 40])
+def test_a_corrupt_study_sqlite_is_a_one_line_error(tmp_path, content):
+    out = tmp_path / "study"
+    out.mkdir()
+    (out / "study.sqlite").write_bytes(content)
+    for args in (["study", "--out", str(out), "--claims", "C13"], ["report", str(out)]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+        error = [line for line in result.stderr.splitlines() if line.strip()]
+        assert len(error) == 1 and "study.sqlite' is not a normlab study registry" in error[0]
+        assert "file is not a database" in error[0]
+    assert (out / "study.sqlite").read_bytes() == content
+
+
+STUDY_FILES = {
+    "empty axis": ('[axes]\n"model.norm" = []\n', "study axis 'model.norm' has no values (got []); give a "
+                   'non-empty list, e.g. "model.norm" = [value1, value2]'),
+    "bad second value": ('[axes]\n"model.norm" = ["layernorm", "<script>alert(1)</script>"]\n',
+                         "study axis 'model.norm': value '<script>alert(1)</script>' is not valid: "
+                         "model: unknown normalizer '<script>alert(1)</script>'. Valid: layernorm, rmsnorm"),
+    "bad depth": ('[axes]\n"model.n_layer" = [2, "deep"]\n', "study axis 'model.n_layer': value 'deep'"),
+    "scalar claims": ('claims = "C13"\n', 'claims must be a list, e.g. claims = ["C13"] (got \'C13\')'),
+    "scalar seeds": ("seeds = 3\n", "seeds must be a list, e.g. seeds = [0, 1] (got 3)"),
+    "string seed": ('seeds = [0, "1"]\n', "seeds must be integers, e.g. [0, 1] (got '1' in [0, '1'])"),
+    "float seed": ("seeds = [1.5]\n", "seeds must be integers, e.g. [0, 1] (got 1.5 in [1.5])"),
+}
+
+
+@pytest.mark.parametrize("case", list(STUDY_FILES))
+def test_bad_study_file_is_a_one_line_error_that_leaves_nothing(tmp_path, case):
+    text, message = STUDY_FILES[case]
+    study_file = tmp_path / "s.toml"
+    study_file.write_text('preset = "quick"\n' + text)
+    out = tmp_path / "study"
+    result = runner.invoke(app, ["study", "--study", str(study_file), "--out", str(out)])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    error = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(error) == 1 and message in error[0], error
+    assert not out.exists()  # no study directory, no study.sqlite
+
+
+def test_non_integer_seeds_on_the_command_line(tmp_path):
+    out = tmp_path / "study"
+    result = runner.invoke(app, ["study", "--out", str(out), "--claims", "C13", "--seeds", "0,x"])
+    assert result.exit_code == 2 and "--seeds '0,x': seeds must be integers, e.g. --seeds 0,1,2" in result.stderr
+    assert not out.exists()
+
+
+def test_an_existing_directory_keeps_no_registry_after_bad_input(tmp_path):
+    out = tmp_path / "study"
+    out.mkdir()  # the user's directory stays; no study.sqlite appears in it
+    result = runner.invoke(app, ["study", "--out", str(out), "--claims", "C13", "--set", "model.norm=bogus"])
+    assert result.exit_code == 2 and "unknown normalizer 'bogus'" in result.stderr
+    assert list(out.iterdir()) == []
