@@ -123,6 +123,8 @@ def study(
     set_: list[str] = typer.Option([], "--set", help="Override the preset's base config, e.g. train.steps=100."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Parallel training processes."),
     tensorboard: bool = typer.Option(False, "--tensorboard", help="Also write TensorBoard events per run."),
+    batch: bool = typer.Option(True, "--batch/--no-batch", help="Train runs of one shape as one stacked model "
+                               "(--no-batch: each run alone, as normlab train does)."),
 ) -> None:
     """Turn the claims C1–C16 into verdicts: train the runs they need, measure, write the report.
 
@@ -141,7 +143,7 @@ def study(
     console.print(f"normlab study: preset [bold]{spec.preset.name}[/], claims {', '.join(spec.claims)}, "
                   f"seeds {spec.preset.seeds} → {out}", highlight=False)
     try:
-        outcome = _run_with_bar(spec, out, workers)
+        outcome = _run_with_bar(spec, out, workers, batch)
         if tensorboard:
             from normlab.study.tensorboard import write_events
             write_events(out)
@@ -155,7 +157,7 @@ def study(
     raise typer.Exit(_study_exit_code(status))
 
 
-def _run_with_bar(spec, out: Path, workers: Optional[int]):
+def _run_with_bar(spec, out: Path, workers: Optional[int], batch: bool):
     from normlab.study.runner import run_study
 
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
@@ -167,7 +169,7 @@ def _run_with_bar(spec, out: Path, workers: Optional[int]):
             status = "  ".join(f"{k} {v}" for k, v in sorted(counts.items()))
             bar.update(task, total=total, completed=done, status=status)
 
-        return run_study(spec, out, workers, on_progress)
+        return run_study(spec, out, workers, on_progress, batch=batch)
 
 
 def _study_exit_code(status) -> int:

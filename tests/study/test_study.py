@@ -105,7 +105,9 @@ def assert_complete_and_unduplicated(out, n_runs):
 
 def test_sigkill_study_then_resume_loses_and_duplicates_nothing(tmp_path):
     out = tmp_path / "study"
-    proc = subprocess.Popen(study_cmd(out, "--set", "train.steps=300"), stdout=subprocess.DEVNULL,
+    # one worker: C13's two stacks (with and without a final norm) train one after the other, so the
+    # kill finds one stack completed and one mid-training (the members of one stack finish together)
+    proc = subprocess.Popen(study_cmd(out, "--set", "train.steps=300", "--workers", "1"), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     reg_path = out / "study.sqlite"
 
@@ -160,3 +162,30 @@ def test_tensorboard_events_per_run(tmp_path):
     assert write_events(tmp_path) == 1
     events = list((tmp_path / "tensorboard" / "abc").glob("events.out.tfevents.*"))
     assert events and events[0].stat().st_size > 0
+
+
+def test_claim_group_takes_runs_of_one_shape_together(tmp_path):
+    reg = Registry(tmp_path)
+    reg.add_runs([("a1", {"k": "a"}), ("b1", {"k": "b"}), ("a2", {"k": "a"}), ("a3", {"k": "a"})])
+    first = reg.claim_group(os.getpid(), group_of=lambda c: c["k"], limit_of=lambda c: 2)
+    assert [rid for rid, _ in first] == ["a1", "a2"]
+    second = reg.claim_group(os.getpid(), group_of=lambda c: c["k"], limit_of=lambda c: 2)
+    assert [rid for rid, _ in second] == ["b1"]  # the next run's shape, then only its kind
+    assert [rid for rid, _ in reg.claim_group(os.getpid(), group_of=lambda c: c["k"], limit_of=lambda c: 2)] == ["a3"]
+    assert reg.claim_group(os.getpid()) == []
+
+
+def test_study_stacks_runs_of_one_shape_unless_told_not_to(tmp_path):
+    """C13's 4 runs are 2 shapes × 2 seeds: by default each shape trains as one stack of 2; --no-batch trains
+    each alone; the verdict inputs agree to fp32 rounding."""
+    finals = {}
+    for mode in ("--batch", "--no-batch"):
+        out = tmp_path / mode.strip("-")
+        proc = subprocess.run(study_cmd(out, "--set", "train.steps=20", "--workers", "1", mode),
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        reg = Registry(out)
+        sizes = [RunDir(reg.run_dir(r["id"])).read_meta().get("group", {}).get("size") for r in reg.rows()]
+        assert sizes == ([2, 2, 2, 2] if mode == "--batch" else [None] * 4)
+        finals[mode] = [r.val_loss for r in reg.records()]
+    assert finals["--batch"] == pytest.approx(finals["--no-batch"], rel=1e-5)

@@ -25,7 +25,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from normlab.config import ConfigError
 from normlab.study.records import RunRecord
@@ -186,7 +186,15 @@ class Registry:
     def claim_next(self, pid: int, ids: set[str] | None = None) -> tuple[str, dict[str, Any]] | None:
         """Atomically take the next runnable run for process `pid` (of this host): pending, failed (retries
         left), or running under an owner that lost it (`owner_gone`)."""
-        now = time.time()
+        claimed = self.claim_group(pid, ids)
+        return claimed[0] if claimed else None
+
+    def claim_group(self, pid: int, ids: set[str] | None = None,
+                    group_of: Callable[[dict[str, Any]], str] | None = None,
+                    limit_of: Callable[[dict[str, Any]], int] = lambda config: 1) -> list[tuple[str, dict[str, Any]]]:
+        """Atomically take the next runnable run and up to `limit_of(its config) − 1` more runnable runs
+        whose `group_of(config)` equals its own (runs a worker can train as one stack), in registry order."""
+        now, claimed, key, limit = time.time(), [], None, 1
         with self._tx() as db:
             rows = db.execute("SELECT id, config, status, attempts, owner_pid, owner_host, owner_start, "
                               "COALESCE(heartbeat, started) FROM runs "
@@ -198,11 +206,19 @@ class Registry:
                     continue
                 if status == "failed" and attempts >= MAX_ATTEMPTS:
                     continue
+                cfg = json.loads(config)
+                mine = group_of(cfg) if group_of is not None else None
+                if claimed and (group_of is None or mine != key):
+                    continue
+                if not claimed:
+                    key, limit = mine, limit_of(cfg)
                 db.execute("UPDATE runs SET status = 'running', owner_pid = ?, owner_host = ?, owner_start = ?, "
                            "heartbeat = ?, attempts = attempts + 1, started = ? WHERE id = ?",
                            (pid, socket.gethostname(), process_start(pid), now, now, rid))
-                return rid, json.loads(config)
-        return None
+                claimed.append((rid, cfg))
+                if len(claimed) >= limit:
+                    break
+        return claimed
 
     def heartbeat(self, run_id: str, pid: int) -> bool:
         """Renew `pid`'s lease on a run; False if it no longer holds it (finished, or taken over)."""
@@ -212,10 +228,11 @@ class Registry:
             return cursor.rowcount == 1
 
     @contextmanager
-    def holding(self, run_id: str, pid: int) -> Iterator[None]:
-        """Heartbeat `pid`'s lease on `run_id` from a daemon thread while the body trains it."""
+    def holding(self, run_ids: str | list[str], pid: int) -> Iterator[None]:
+        """Heartbeat `pid`'s lease on `run_ids` (one run, or a group's) from a daemon thread while the body trains."""
+        run_ids = [run_ids] if isinstance(run_ids, str) else list(run_ids)
         stop = threading.Event()
-        beat = threading.Thread(target=self._beat, args=(run_id, pid, stop), daemon=True, name=f"lease-{run_id}")
+        beat = threading.Thread(target=self._beat, args=(run_ids, pid, stop), daemon=True, name="lease")
         beat.start()
         try:
             yield
@@ -223,12 +240,13 @@ class Registry:
             stop.set()
             beat.join()
 
-    def _beat(self, run_id: str, pid: int, stop: threading.Event) -> None:
+    def _beat(self, run_ids: list[str], pid: int, stop: threading.Event) -> None:
         while not stop.wait(self.lease_s / 4):
-            try:
-                self.heartbeat(run_id, pid)  # each beat opens its own connection: sqlite3's are per thread
-            except sqlite3.Error:  # a busy database: the lease outlasts three missed beats
-                pass
+            for run_id in run_ids:
+                try:
+                    self.heartbeat(run_id, pid)  # each beat opens its own connection: sqlite3's are per thread
+                except sqlite3.Error:  # a busy database: the lease outlasts three missed beats
+                    pass
 
     def finish(self, run_id: str, record: RunRecord) -> None:
         with self._tx() as db:

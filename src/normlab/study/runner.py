@@ -26,6 +26,9 @@ from normlab.bench.timing import steady_allocator
 from normlab.study.claims import CLAIMS, INCONCLUSIVE, ORDER, Claim, Figure, Verdict
 from normlab.study.records import UNPINNED, flatten, record_from_run_dir
 from normlab.study.registry import Registry, settled
+
+MAX_GROUP = 16  # runs one worker stacks at most (benchmarks/multirun.py: the gain is flat from K = 8 on)
+GROUP_MEMORY_BYTES = 2 * 1024 ** 3  # activation memory one worker's stack may take
 from normlab.study.spec import StudySpec, build_config
 
 ProgressCallback = Callable[[float, float, dict[str, int]], None]  # (done cost, total cost, status counts)
@@ -52,27 +55,74 @@ def _die_with_parent() -> None:
         pass
 
 
-def worker_main(study_dir: str, ids: list[str], threads: int) -> None:
+def group_limit(config: dict[str, Any], budget_bytes: float = GROUP_MEMORY_BYTES, cap: int = MAX_GROUP) -> int:
+    """How many runs of this shape one worker stacks: an activation-memory estimate against a budget.
+
+    Per member: the stream and its per-layer intermediates (≈ 40 floats per token, layer and
+    channel for attention + a 4× MLP, kept for backward) plus the logits (3 copies of B·T·V).
+    """
+    m, t = config["model"], config["train"]
+    tokens = t["batch_size"] * m["block_size"]
+    per_member = 4 * tokens * (40 * m["n_layer"] * m["d_model"] + 3 * (m.get("vocab_size") or 256))
+    return int(max(1, min(cap, budget_bytes // per_member)))
+
+
+def worker_main(study_dir: str, ids: list[str], threads: int, batch: bool = True) -> None:
+    """Claim runs until none is left. With `batch`, a claim takes runs of one shape together (up to
+    `group_limit`) and trains them as one stack, even a stack of one: a run's numerics then never
+    depend on which runs it happened to be claimed with. Without it, each run trains alone."""
     _die_with_parent()
     import torch
 
     from normlab.config import validate_config
-    from normlab.train import train
+    from normlab.train.group import group_key, groupable
+
+    def group_of(config: dict[str, Any]) -> str:
+        cfg = validate_config(config)
+        return group_key(cfg) if batch and groupable(cfg) else cfg.hash()  # a hash: a group of one
 
     torch.set_num_threads(threads)
     parent = os.getppid()
     registry = Registry(study_dir)
     while os.getppid() == parent:
-        job = registry.claim_next(os.getpid(), set(ids))
-        if job is None:
+        jobs = registry.claim_group(os.getpid(), set(ids), group_of,
+                                    limit_of=lambda config: group_limit(config) if batch else 1)
+        if not jobs:
             return
-        run_id, config = job
-        with registry.holding(run_id, os.getpid()):  # heartbeats: a live worker's run is never taken over
-            try:
-                train(validate_config(config), str(registry.run_dir(run_id)))
-                registry.finish(run_id, record_from_run_dir(run_id, registry.run_dir(run_id)))
-            except Exception as e:  # a run that raises is recorded as failed; the study goes on
-                registry.fail(run_id, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
+        with registry.holding([rid for rid, _ in jobs], os.getpid()):  # a live worker's runs are never taken over
+            _train_group(registry, jobs, stacked=batch and groupable(validate_config(jobs[0][1])))
+
+
+def _train_alone(cfg, out: str):
+    from normlab.train.loop import RunError, RunResult, train
+
+    try:
+        return train(cfg, out)
+    except RunError as e:  # as GroupTrainer reports a member that could not run
+        return RunResult("failed", 0, None, str(e))
+
+
+def _train_group(registry: Registry, jobs: list[tuple[str, dict[str, Any]]], stacked: bool) -> None:
+    """Train the claimed runs (as one stack, or the one run alone); each is finished or failed on its own."""
+    from normlab.config import validate_config
+    from normlab.train.group import GroupTrainer
+
+    runs = [(validate_config(cfg), str(registry.run_dir(rid))) for rid, cfg in jobs]
+    try:
+        results = GroupTrainer(runs).run() if stacked else [_train_alone(*runs[0])]
+    except Exception as e:  # the group itself could not run: every member failed for that reason
+        reason = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
+        for rid, _ in jobs:
+            registry.fail(rid, reason)
+        return
+    for (rid, _), result in zip(jobs, results):  # a RunResult, or an exception's reason
+        try:
+            if result.status == "failed":
+                registry.fail(rid, result.reason or "failed")
+            else:
+                registry.finish(rid, record_from_run_dir(rid, registry.run_dir(rid)))
+        except Exception as e:  # a run directory that cannot be summarized: that run failed
+            registry.fail(rid, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
 
 
 @dataclass
@@ -113,7 +163,8 @@ class StudyOutcome:
 
 
 def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None,
-              progress: ProgressCallback | None = None) -> StudyOutcome:
+              progress: ProgressCallback | None = None, batch: bool = True) -> StudyOutcome:
+    """Train what the claims need (runs of one shape stacked, unless `batch` is off), measure, judge."""
     start = time.perf_counter()
     runs = spec.expand(CLAIMS)  # before the registry: an invalid study leaves nothing on disk
     registry = Registry(study_dir)
@@ -123,7 +174,7 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
     costs = {r.id: run_cost(r.config.to_dict()) for r in runs}
     workers = workers or default_workers()
     threads = max(1, (os.cpu_count() or 1) // workers)
-    _train_all(registry, ids, costs, workers, threads, progress)
+    _train_all(registry, ids, costs, workers, threads, progress, batch)
     done, total = registry.progress(set(ids))
     if done == total:  # not while another process still trains here: timings want a quiet machine
         measure_claims(spec, registry)
@@ -158,9 +209,9 @@ def failed_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list[dic
 
 
 def _train_all(registry: Registry, ids: list[str], costs: dict[str, float], workers: int, threads: int,
-               progress: ProgressCallback | None) -> None:
+               progress: ProgressCallback | None, batch: bool = True) -> None:
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=worker_main, args=(str(registry.dir), ids, threads), daemon=True)
+    procs = [ctx.Process(target=worker_main, args=(str(registry.dir), ids, threads, batch), daemon=True)
              for _ in range(workers)]
     for p in procs:
         p.start()
