@@ -123,8 +123,9 @@ def study(
     set_: list[str] = typer.Option([], "--set", help="Override the preset's base config, e.g. train.steps=100."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Parallel training processes."),
     tensorboard: bool = typer.Option(False, "--tensorboard", help="Also write TensorBoard events per run."),
-    batch: bool = typer.Option(True, "--batch/--no-batch", help="Train runs of one shape as one stacked model "
-                               "(--no-batch: each run alone, as normlab train does)."),
+    batch: Optional[bool] = typer.Option(None, "--batch/--no-batch", help="Train runs of one shape as one stacked "
+                                         "model, or each run alone; default: stacked on a GPU, alone on a CPU "
+                                         "(measured slower there, see README)."),
 ) -> None:
     """Turn the claims C1–C16 into verdicts: train the runs they need, measure, write the report.
 
@@ -157,7 +158,7 @@ def study(
     raise typer.Exit(_study_exit_code(status))
 
 
-def _run_with_bar(spec, out: Path, workers: Optional[int], batch: bool):
+def _run_with_bar(spec, out: Path, workers: Optional[int], batch: Optional[bool]):
     from normlab.study.runner import run_study
 
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
