@@ -84,6 +84,8 @@ def _print_result(result, out: Path) -> None:
     if result.status == "completed":
         val = f"{result.val_loss:.4f}" if result.val_loss is not None else "n/a"
         console.print(f"[green]completed[/] {result.step} steps, val loss {val} → {out}")
+        if result.outcome == "failed_to_train":
+            console.print(f"[yellow]{escape(result.reason or 'failed to train')}[/]", highlight=False)
     else:
         console.print(f"[yellow]{result.status}[/] at step {result.step}: {result.reason} → {out}")
 

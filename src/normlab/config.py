@@ -76,6 +76,9 @@ class TrainConfig(BaseModel):
     """Run the model through torch.compile."""
     diverge_loss: float = Field(default=20.0, gt=0)
     """A train loss above this (or non-finite) ends the run as `diverged`."""
+    untrained_margin: float = Field(default=0.1, ge=0)
+    """A completed run whose final val loss is within this many nats of the corpus's unigram cross-entropy
+    (or above it) failed to train: it never left the plateau of token frequencies (0: never judged)."""
 
     @model_validator(mode="after")
     def _check(self) -> "TrainConfig":

@@ -58,3 +58,17 @@ def test_non_utf8_file(tmp_path):
         load_corpus(str(path))
     with pytest.raises(CorpusError, match="unknown tokenizer 'bpe'.*char, byte"):
         load_corpus(None, "bpe")
+
+
+def test_unigram_cross_entropy_matches_a_hand_count():
+    import collections
+    import math
+
+    from normlab.data import load_corpus
+
+    c = load_corpus()
+    counts = collections.Counter(c.train.tolist())
+    total = len(c.train) + c.tokenizer.vocab_size  # add-one smoothing
+    expected = -sum(math.log((counts[t] + 1) / total) for t in c.val.tolist()) / len(c.val)
+    assert c.unigram_cross_entropy() == pytest.approx(expected, rel=1e-9)
+    assert 3.34 < c.unigram_cross_entropy() < 3.35  # tiny Shakespeare, characters

@@ -20,7 +20,7 @@ import pytest
 
 from normlab.study.claims import CLAIMS, FAILS, HOLDS, INCONCLUSIVE, ORDER, Verdict
 from normlab.study.claims.base import (LOSS_MARGIN, MIN_SEEDS, SE_FACTOR, Group, compare, group, loglog_slope,
-                                       mean_over_seeds, n_seeds, spearman)
+                                       failures, mean_over_seeds, n_seeds, spearman, wilson_interval)
 from normlab.study.records import RunRecord, flatten
 from normlab.study.spec import PRESETS
 
@@ -132,7 +132,8 @@ def post_clearly_worse_without_warmup():
 def post_diverges_without_warmup():
     # diverged runs count as diverged, not as losses: Post-LN has no completed no-warmup run, so no penalty
     def check(v):
-        assert v.details["post_no_warmup"] == {"mean_val_loss": None, "sd": None, "n_completed": 0, "n_diverged": 2}
+        assert v.details["post_no_warmup"] == {"mean_val_loss": None, "sd": None, "n_trained": 0, "n_diverged": 2,
+                                           "n_failed_to_train": 0, "two_mode": False}
     return Case(_c1([1.90, 1.91], [1.90, 1.91], [None, None], [1.95, 1.96]), check=check)
 
 
@@ -140,9 +141,24 @@ def post_diverges_without_warmup():
 def post_diverges_in_one_seed_without_warmup():
     def check(v):
         assert v.details["post_no_warmup"]["mean_val_loss"] == approx(1.95)  # the diverged seed is not a loss
-        assert v.details["post_no_warmup"]["n_completed"] == 1
+        assert v.details["post_no_warmup"]["n_trained"] == 1
         assert v.details["post_no_warmup"]["n_diverged"] == 1
     return Case(_c1([1.90, 1.91], [1.90, 1.91], [None, 1.95], [1.95, 1.96]), check=check)
+
+
+@scenario("C1", HOLDS, None)
+def post_fails_to_train_without_warmup():
+    # stuck on the unigram plateau (3.34) is a failure, counted with divergence and never averaged in:
+    # before, these two seeds entered the mean as "completed" and the verdict turned on a loss difference
+    records = _c1([1.90, 1.91], [1.90, 1.91], [3.34, 3.34], [1.95, 1.96])
+    for r in records:
+        if r.get("model.scheme") == "post" and r.get("train.warmup_steps") == 0 and r.val_loss == 3.34:
+            r.status = "failed_to_train"
+
+    def check(v):
+        assert v.details["post_no_warmup"]["n_failed_to_train"] == 2 and v.details["post_no_warmup"]["n_trained"] == 0
+        assert "2 failed to train of 2" in v.summary
+    return Case(records, check=check)
 
 
 @scenario("C1", FAILS, (1.95 + 1.96) / 2 - (1.95 + 1.96) / 2)
@@ -338,7 +354,7 @@ def _c14(diverge: dict[str, set], seeds=(0, 1), schemes=("peri", "pre", "post"))
 @scenario("C14", HOLDS, 0.0)
 def peri_never_diverges():
     def check(v):
-        assert v.details["divergence_rate"] == approx({"peri": 0.0, "pre": 2 / 16, "post": 8 / 16})
+        assert v.details["did_not_train_rate"] == approx({"peri": 0.0, "pre": 2 / 16, "post": 8 / 16})
         assert v.details["max_stable_lr_no_warmup"] == {"peri": 1e-2, "pre": 3e-3, "post": 1e-3}
     return Case(_c14({"pre": {(1e-2, 0, 4)},
                       "post": {(1e-2, 0, 4), (1e-2, W, 4), (3e-3, 0, 4), (LR, W, 8)}}), check=check)
@@ -689,8 +705,8 @@ def _c13(with_, without, other_runs=False) -> list[RunRecord]:
 @scenario("C13", HOLDS, 2.005 - 1.905)
 def worse_without_final_norm():
     def check(v):
-        assert v.details["with_final_norm"]["n_completed"] == 2
-        assert v.details["without_final_norm"]["n_completed"] == 2
+        assert v.details["with_final_norm"]["n_trained"] == 2
+        assert v.details["without_final_norm"]["n_trained"] == 2
     return Case(_c13([1.90, 1.91], [2.00, 2.01]), check=check)
 
 
@@ -992,6 +1008,20 @@ def test_group_counts_diverged_apart_and_drops_non_finite():
     assert g.divergence_rate == approx(0.2)
     assert Group([], 0, 0).divergence_rate is None and Group([], 0, 0).mean is None and G(1.0).sd is None
     assert n_seeds(records) == 5
+
+
+def test_failure_to_train_is_a_rate_with_an_interval_never_a_loss():
+    records = runs([1.9, 2.1], scheme="pre") + [rec(scheme="pre", seed=5, val_loss=3.34, status="failed_to_train"),
+                                                 rec(scheme="pre", seed=6, status="diverged", val_loss=None)]
+    g = group(records, model__scheme="pre", train__lr=LR)
+    assert g.losses == [1.9, 2.1] and (g.n_failed_to_train, g.n_diverged, g.n_failed) == (1, 1, 2)
+    assert g.failure_rate == approx(0.5) and g.two_mode
+    low, high = g.failure_interval
+    assert low == pytest.approx(0.150, abs=1e-3) and high == pytest.approx(0.850, abs=1e-3)  # Wilson, 2 of 4
+    assert failures(g) == "1 diverged + 1 failed to train of 4"
+    assert wilson_interval(0, 5)[0] == 0.0 and wilson_interval(0, 5)[1] == pytest.approx(0.4345, abs=1e-4)
+    assert wilson_interval(0, 0) is None
+    assert not group(runs([1.9, 2.1], scheme="pre"), model__scheme="pre", train__lr=LR).two_mode
 
 
 def test_record_config_access():

@@ -99,3 +99,20 @@ def test_device_resolution():
     assert resolve_device("auto").type in ("cpu", "cuda")
     with pytest.raises(ValueError, match="unknown device 'gpu0'"):
         resolve_device("gpu0")
+
+
+def test_failure_to_train_is_judged_against_the_unigram_cross_entropy(tmp_path):
+    """A run that ends on the plateau of token frequencies is `completed` but failed to train (issue 11)."""
+    from normlab.study.records import record_from_run_dir
+    from normlab.train.loop import FAILED_TO_TRAIN, TRAINED, judge_training
+
+    result = train(tiny_config(train={"steps": 3}), str(tmp_path / "stuck"))
+    status = RunDir(tmp_path / "stuck").read_status()
+    assert result.status == status["status"] == "completed"
+    assert result.outcome == status["outcome"] == FAILED_TO_TRAIN
+    assert status["unigram_ce"] == pytest.approx(3.3473, abs=1e-4) and "failed to train" in status["reason"]
+    assert record_from_run_dir("x", tmp_path / "stuck").status == "failed_to_train"
+    assert judge_training(3.24, 3.3473, 0.1) == (TRAINED, None)
+    assert judge_training(3.25, 3.3473, 0.1)[0] == FAILED_TO_TRAIN
+    assert judge_training(float("nan"), 3.3473, 0.1)[0] == FAILED_TO_TRAIN
+    assert judge_training(3.9, 3.3473, 0.0) == (TRAINED, None)  # margin 0: never judged

@@ -261,7 +261,8 @@ def _stage(stage: str) -> str:
 
 # -- divergence -------------------------------------------------------------------------
 def divergence_section(records: list) -> Section | None:
-    runs = [r for r in records if r.status in ("completed", "diverged") and r.get("train.lr") is not None]
+    runs = [r for r in records if r.status in ("completed", "failed_to_train", "diverged")
+            and r.get("train.lr") is not None]
     if not runs:
         return None
     warmups = sorted({r.get("train.warmup_steps") or 0 for r in runs})
@@ -278,10 +279,11 @@ def divergence_section(records: list) -> Section | None:
     size = (2.2 + 0.85 * len(lrs), 1.5 + 0.42 * len(schemes))
     png = plots.draw_grid(specs, ncols=max(1, min(len(specs), int(11 // size[0]))), panel_size=size, cmap="Reds",
                           vmin=0.0, vmax=1.0)
-    caption = ("Fraction of runs that diverged (cells: diverged/total), pooled over depths, norms and seeds; "
-               "grey: no run.")
+    caption = ("Fraction of runs that did not train: diverged, or failed to train (ended within the margin of "
+               "the unigram cross-entropy). Cells: (diverged + failed to train)/total, pooled over depths, norms "
+               "and seeds; grey: no run.")
     intro = "C1, C4, C11, C14: which schemes survive large learning rates and no warmup."
-    return Section("divergence", "Divergence", intro, [Plot(png, caption)])
+    return Section("divergence", "Divergence and failure to train", intro, [Plot(png, caption)])
 
 
 def _divergence_matrix(runs: list, schemes: list[str], lrs: list[float]) -> tuple[list, list]:
@@ -290,9 +292,9 @@ def _divergence_matrix(runs: list, schemes: list[str], lrs: list[float]) -> tupl
         row, row_text = [], []
         for lr in lrs:
             cell = [r for r in runs if r.get("model.scheme") == scheme and r.get("train.lr") == lr]
-            diverged = sum(r.diverged for r in cell)
-            row.append(diverged / len(cell) if cell else None)
-            row_text.append(f"{diverged}/{len(cell)}" if cell else "")
+            failed = sum(r.did_not_train for r in cell)
+            row.append(failed / len(cell) if cell else None)
+            row_text.append(f"{failed}/{len(cell)}" if cell else "")
         matrix.append(row)
         text.append(row_text)
     return matrix, text

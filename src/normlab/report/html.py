@@ -291,7 +291,7 @@ table.kv table.kv { margin: 0; }
 table.rows, table.data { font-size: 12.5px; }
 table.rows th, table.data th { text-align: left; background: #eef1f4; padding: 3px 8px; font-weight: 600; }
 table.rows td, table.data td { padding: 2px 8px; border-top: 1px solid #edf0f2; white-space: nowrap; }
-table.data tr.status-diverged td { color: var(--fails); }
+table.data tr.status-diverged td, table.data tr.status-failed_to_train td { color: var(--fails); }
 table.data tr.status-failed td { color: var(--unk); font-style: italic; }
 .figs { display: grid; grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); gap: 10px 18px;
   margin: 12px 0 4px; }

@@ -38,7 +38,7 @@ def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 class RunRecord:
     id: str
     config: dict[str, Any]  # the resolved RunConfig as a dict
-    status: str  # completed | diverged | failed
+    status: str  # completed | failed_to_train (completed, but never left the unigram plateau) | diverged | failed
     step: int = 0
     val_loss: float | None = None
     reason: str | None = None
@@ -50,6 +50,7 @@ class RunRecord:
     layer_skip: dict[str, Any] | None = None
     tokens_per_s: float | None = None
     elapsed_s: float | None = None
+    numerics: dict[str, Any] = field(default_factory=dict)  # torch, CPU, threads, norm kernels, trainer
     base: dict[str, Any] | None = None  # the study's base config, flattened; set when verdicts are computed
 
     # -- config access --------------------------------------------------------------------
@@ -80,6 +81,15 @@ class RunRecord:
     def diverged(self) -> bool:
         return self.status == "diverged"
 
+    @property
+    def failed_to_train(self) -> bool:
+        return self.status == "failed_to_train"
+
+    @property
+    def did_not_train(self) -> bool:
+        """Diverged or failed to train: counted together, as a rate, and never inside a loss mean."""
+        return self.status in ("diverged", "failed_to_train")
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -99,14 +109,18 @@ def record_from_run_dir(run_id: str, path: str | Path) -> RunRecord:
     train_rows = [r for r in rows if "train_loss" in r]
     stride = max(1, len(train_rows) // TRAIN_CURVE_POINTS)
     speeds = [r["tokens_per_s"] for r in rows if r.get("tokens_per_s")]
+    outcome = status["status"]
+    if outcome == "completed" and status.get("outcome") == "failed_to_train":
+        outcome = "failed_to_train"
     record = RunRecord(
-        id=run_id, config=run.read_config().to_dict(), status=status["status"], step=status.get("step", 0),
+        id=run_id, config=run.read_config().to_dict(), status=outcome, step=status.get("step", 0),
         val_loss=status.get("val_loss"), reason=status.get("reason"),
         val_curve=[(r["step"], r["val_loss"]) for r in rows if "val_loss" in r],
         train_curve=[(r["step"], r["train_loss"]) for r in train_rows[::stride]],
         tokens_per_s=statistics.median(speeds) if speeds else None,
         elapsed_s=status.get("elapsed_s") or (rows[-1].get("elapsed_s") if rows else None),
     )
+    record.numerics = numerics(run)
     if (run.path / DiagnosticsStore.FILENAME).is_file():
         store = DiagnosticsStore(run.path)
         steps = store.steps()
@@ -117,6 +131,17 @@ def record_from_run_dir(run_id: str, path: str | Path) -> RunRecord:
     if (run.path / "layer_skip.json").is_file():
         record.layer_skip = run.read_json("layer_skip.json")
     return record
+
+
+def numerics(run: RunDir) -> dict[str, Any]:
+    """What can change a run's last bits without changing its config (a verdict that flips on them is fragile)."""
+    try:
+        meta = run.read_meta()
+    except (OSError, ValueError):
+        return {}
+    env = meta.get("environment", {})
+    keys = ("torch", "cpu", "torch_threads", "norm_impl", "device")
+    return {**{k: env.get(k) for k in keys}, "trainer": meta.get("group", {}).get("trainer", "single")}
 
 
 def _layers(store: DiagnosticsStore, step: int) -> dict[str, list[float | None]]:

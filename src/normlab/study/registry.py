@@ -40,7 +40,7 @@ CREATE TABLE IF NOT EXISTS measurements (claim TEXT PRIMARY KEY, value TEXT NOT 
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 LEASE_COLUMNS = {"owner_host": "TEXT", "owner_start": "INTEGER", "heartbeat": "REAL"}  # older registries lack them
-DONE = ("completed", "diverged")
+DONE = ("completed", "failed_to_train", "diverged")  # trained to the end: a result, never retried
 MAX_ATTEMPTS = 3  # a run that failed (raised) this many times is left as failed
 OPEN_TRIES = 100  # × 50 ms: switching a new database to WAL fails at once (no busy wait) while another opens it
 LEASE_S = 60.0  # a running run whose heartbeat is older than this is taken over; workers beat every LEASE_S / 4
@@ -198,7 +198,7 @@ class Registry:
         with self._tx() as db:
             rows = db.execute("SELECT id, config, status, attempts, owner_pid, owner_host, owner_start, "
                               "COALESCE(heartbeat, started) FROM runs "
-                              "WHERE status NOT IN ('completed', 'diverged') ORDER BY rowid").fetchall()
+                              "WHERE status NOT IN ('completed', 'failed_to_train', 'diverged') ORDER BY rowid").fetchall()
             for rid, config, status, attempts, *owner in rows:
                 if ids is not None and rid not in ids:
                     continue
@@ -282,9 +282,9 @@ class Registry:
                 for rid, config, attempts, result in rows if ids is None or rid in ids]
 
     def records(self, ids: set[str] | None = None) -> list[RunRecord]:
-        """Records of the finished runs (completed or diverged)."""
+        """Records of the finished runs (completed, failed to train, or diverged)."""
         with self._tx() as db:
-            rows = db.execute("SELECT id, result FROM runs WHERE status IN ('completed', 'diverged') "
+            rows = db.execute(f"SELECT id, result FROM runs WHERE status IN {DONE} "
                               "ORDER BY rowid").fetchall()
         return [RunRecord.from_dict(json.loads(r)) for rid, r in rows if ids is None or rid in ids]
 

@@ -110,7 +110,7 @@ class _Stack:
         self.optimizer.load_members([s.trainer.optimizer for s in slots])
         for s in slots:
             s.trainer.run_dir.write_meta({**s.trainer._meta(s.trainer.run_dir.read_meta()["resumed_from_step"]),
-                                          "group": {"size": len(slots)}})
+                                          "group": {"size": len(slots), "trainer": "stacked"}})
 
     @property
     def step(self) -> int:

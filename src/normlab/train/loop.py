@@ -58,13 +58,26 @@ def resolve_device(name: str) -> torch.device:
 
 
 def environment(device: torch.device) -> dict[str, Any]:
+    """What decides a run's numerics beyond its config: versions, CPU, threads, norm kernels."""
     env = {
         "normlab": normlab.__version__, "torch": torch.__version__, "python": sys.version.split()[0],
         "platform": platform.platform(), "device": str(device), "torch_threads": torch.get_num_threads(),
+        "cpu": cpu_model(), "norm_impl": get_norm_impl(),
     }
     if device.type == "cuda":
         env["device_name"] = torch.cuda.get_device_name(device)
     return env
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux: /proc/cpuinfo), else what `platform` knows."""
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 @dataclass
@@ -73,6 +86,22 @@ class RunResult:
     step: int
     val_loss: float | None
     reason: str | None = None
+    outcome: str | None = None  # completed runs: TRAINED or FAILED_TO_TRAIN
+
+
+TRAINED, FAILED_TO_TRAIN = "trained", "failed_to_train"
+
+
+def judge_training(val_loss: float | None, unigram_ce: float, margin: float) -> tuple[str, str | None]:
+    """A completed run trained, or failed to train: it ended within `margin` nats of the unigram cross-entropy
+    (a model that learned token frequencies and nothing else), or with no finite val loss."""
+    if margin <= 0:
+        return TRAINED, None
+    if val_loss is None or not math.isfinite(val_loss) or val_loss > unigram_ce - margin:
+        shown = "not finite" if val_loss is None or not math.isfinite(val_loss) else f"{val_loss:.4f}"
+        return FAILED_TO_TRAIN, (f"failed to train: final val loss {shown} is within {margin:g} nats of the "
+                                 f"corpus's unigram cross-entropy {unigram_ce:.4f} (token frequencies, nothing more)")
+    return TRAINED, None
 
 
 class Trainer:
@@ -197,7 +226,8 @@ class Trainer:
         get_norm_impl()  # a bad NORMLAB_NORM_IMPL fails the run now, not at the first norm's forward
         status = rd.read_status() if rd.exists() else None
         if status and status["status"] in ("completed", "diverged") and rd.read_config().hash() == self.cfg.hash():
-            return RunResult(status["status"], status["step"], status.get("val_loss"), status.get("reason"))
+            return RunResult(status["status"], status["step"], status.get("val_loss"), status.get("reason"),
+                             status.get("outcome"))
         self._prepare_dir()
         ckpt = self._build()
         self._rewind(ckpt)
@@ -212,11 +242,13 @@ class Trainer:
         return RunResult("diverged", d.step, None, d.reason)
 
     def finish(self, val_loss: float) -> RunResult:
-        """The layer-skip ablation, then `completed`."""
+        """The layer-skip ablation, then `completed`, with its outcome: trained, or failed to train."""
         if self.cfg.diagnostics.layer_skip:
             self.run_dir.write_json("layer_skip.json", self.layer_skip())
-        self.run_dir.write_status("completed", step=self.step, val_loss=val_loss, elapsed_s=self.elapsed)
-        return RunResult("completed", self.step, val_loss)
+        outcome, reason = judge_training(val_loss, self.corpus.unigram_cross_entropy(), self.tc.untrained_margin)
+        self.run_dir.write_status("completed", step=self.step, val_loss=val_loss, elapsed_s=self.elapsed,
+                                  outcome=outcome, reason=reason, unigram_ce=self.corpus.unigram_cross_entropy())
+        return RunResult("completed", self.step, val_loss, reason, outcome)
 
     def _record_failure(self, reason: str) -> None:
         """status.json says `failed` and why; best effort (the disk may be what failed)."""

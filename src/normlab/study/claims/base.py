@@ -96,11 +96,32 @@ class Claim:
 # -- statistics shared by the claims ------------------------------------------------------
 @dataclass
 class Group:
-    """Final val losses of one configuration over seeds; diverged runs counted apart."""
+    """Final val losses of one configuration over seeds, of the runs that trained; the runs that diverged or
+    failed to train (never left the unigram plateau) are counted apart, as a rate, never inside the mean."""
 
     losses: list[float]
     n_runs: int
     n_diverged: int
+    n_failed_to_train: int = 0
+
+    @property
+    def n_failed(self) -> int:
+        """Runs that did not train: diverged or failed to train."""
+        return self.n_diverged + self.n_failed_to_train
+
+    @property
+    def failure_rate(self) -> float | None:
+        return self.n_failed / self.n_runs if self.n_runs else None
+
+    @property
+    def failure_interval(self) -> tuple[float, float] | None:
+        """95 % Wilson score interval of the failure rate (meaningful at any n, including 0 or n failures)."""
+        return wilson_interval(self.n_failed, self.n_runs)
+
+    @property
+    def two_mode(self) -> bool:
+        """Some seeds trained and some did not: a mean over the ones that trained describes half the story."""
+        return 0 < self.n_failed < self.n_runs
 
     @property
     def n(self) -> int:
@@ -134,7 +155,25 @@ def group(records: Iterable[RunRecord], **where: Any) -> Group:
     chosen = select(records, **where)
     losses = [r.val_loss for r in chosen if r.status == "completed" and r.val_loss is not None
               and math.isfinite(r.val_loss)]
-    return Group(losses, len(chosen), sum(r.diverged for r in chosen))
+    return Group(losses, len(chosen), sum(r.diverged for r in chosen), sum(r.failed_to_train for r in chosen))
+
+
+def failures(g: Group) -> str:
+    """`0/2 did not train`, or `1 diverged + 1 failed to train of 2`."""
+    if not g.n_failed:
+        return f"0/{g.n_runs} did not train"
+    parts = [f"{n} {what}" for n, what in ((g.n_diverged, "diverged"), (g.n_failed_to_train, "failed to train")) if n]
+    return f"{' + '.join(parts)} of {g.n_runs}"
+
+
+def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float] | None:
+    """Wilson score interval for k successes in n trials (Wilson 1927)."""
+    if n == 0:
+        return None
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def compare(a: Group, b: Group, margin: float = LOSS_MARGIN) -> tuple[str, dict[str, Any]]:

@@ -7,7 +7,7 @@ import torch
 from normlab.bench.norms import bench_norm_group, default_impl
 from normlab.bench.steps import bench_steps
 from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, Claim, Figure, Series,
-                                       compare, group, n_seeds, select)
+                                       compare, failures, group, n_seeds, select)
 from normlab.study.claims.stability import describe, lr_sweep
 
 TIMING_SHAPES = [(4096, 768)]
@@ -45,7 +45,7 @@ class PostLNCeilingC7(Claim):
         for s in ("pre", "post"):
             gs = {lr: group(records, model__scheme=s, train__lr=lr, train__warmup_steps=preset.warmup,
                             model__n_layer=preset.depth) for lr in preset.lrs}
-            ok = {lr: g for lr, g in gs.items() if g.mean is not None and g.n_diverged == 0}
+            ok = {lr: g for lr, g in gs.items() if g.mean is not None and g.n_failed == 0}
             best[s] = min(ok.items(), key=lambda kv: kv[1].mean) if ok else None
         if not best["pre"] or not best["post"]:
             return self.make(INCONCLUSIVE, "no converged runs", None, 0, {"lrs": preset.lrs}, "nothing to compare")
@@ -133,14 +133,14 @@ class FinalNormC13(Claim):
         base = select(records, model__scheme="pre", **_at(preset)) + select(records, model__scheme="pre",
                                                                              model__final_norm=False, **_at(preset))
         cmp, info = compare(without, with_norm)
-        if without.n_diverged > with_norm.n_diverged or cmp == "worse":
+        if without.n_failed > with_norm.n_failed or cmp == "worse":
             verdict = HOLDS
         elif cmp in ("same", "better"):
             verdict = FAILS
         else:
             verdict = INCONCLUSIVE
         summary = (f"Pre-LN without the final norm ends {info.get('diff', float('nan')):+.4f} nats from Pre-LN with it "
-                   f"({cmp}; {without.n_diverged}/{without.n_runs} diverged)")
+                   f"({cmp}; {failures(without)})")
         settings = {"lr": preset.lr_fixed, "warmup_steps": preset.warmup, "n_layer": preset.depth,
                     "margin_nats": LOSS_MARGIN}
         return self.make(verdict, "val loss without − with final norm (nats)", info.get("diff"),

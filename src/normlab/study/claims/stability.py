@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, Claim, Figure, Series,
-                                       compare, from_runs, group, n_seeds, select, spearman)
+                                       compare, failures, from_runs, group, n_seeds, select, spearman)
 
 CONVERGED_WITHIN = 1.10  # "converges": no seed diverged and mean val loss ≤ 1.10 × the sweep's best
 
@@ -21,7 +21,8 @@ def depth_sweep(preset, schemes: tuple[str, ...], depths: list[int] | None = Non
 
 
 def describe(g) -> dict[str, Any]:
-    return {"mean_val_loss": g.mean, "sd": g.sd, "n_completed": g.n, "n_diverged": g.n_diverged}
+    return {"mean_val_loss": g.mean, "sd": g.sd, "n_trained": g.n, "n_diverged": g.n_diverged,
+            "n_failed_to_train": g.n_failed_to_train, "two_mode": g.two_mode}
 
 
 def sweep_table(records, preset, schemes) -> dict[str, Any]:
@@ -59,25 +60,25 @@ class WarmupC1(Claim):
             group(records, model__scheme="post", train__warmup_steps=preset.warmup, **at)
         pre_cmp, pre_info = compare(pre0, preW)
         post_cmp, post_info = compare(post0, postW)
-        pre_fine = pre0.n_diverged == 0 and pre_cmp in ("same", "better")
-        post_hurt = (post0.n_diverged > postW.n_diverged) or post_cmp == "worse"
+        pre_fine = pre0.n_failed == 0 and pre_cmp in ("same", "better")
+        post_hurt = (post0.n_failed > postW.n_failed) or post_cmp == "worse"
         settings = {"lr": preset.lr_fixed, "warmup_steps": preset.warmup, "n_layer": preset.depth,
                     "steps": preset.base["train.steps"], "margin_nats": LOSS_MARGIN}
         seeds = n_seeds(select(records, False, **at))
         if pre_fine and post_hurt:
             verdict = HOLDS
-        elif pre0.n_diverged > preW.n_diverged or pre_cmp == "worse":
+        elif pre0.n_failed > preW.n_failed or pre_cmp == "worse":
             verdict = FAILS  # Pre-LN itself suffers without warmup
         elif "too-few-seeds" in (pre_cmp, post_cmp):
             verdict = INCONCLUSIVE
-        elif post0.n_diverged == 0 and post_cmp in ("same", "better"):
+        elif post0.n_failed == 0 and post_cmp in ("same", "better"):
             verdict = FAILS
         else:
             verdict = INCONCLUSIVE
         penalty = post_info.get("diff")
         summary = (f"at lr {preset.lr_fixed:g}: dropping warmup changes Post-LN's val loss by "
-                   f"{_fmt(penalty)} ({post0.n_diverged}/{post0.n_runs} diverged) and Pre-LN's by "
-                   f"{_fmt(pre_info.get('diff'))} ({pre0.n_diverged}/{pre0.n_runs} diverged)")
+                   f"{_fmt(penalty)} ({failures(post0)}) and Pre-LN's by "
+                   f"{_fmt(pre_info.get('diff'))} ({failures(pre0)})")
         return self.make(verdict, "Post-LN val-loss penalty without warmup (nats)", penalty, seeds, settings, summary,
                          pre=pre_info, post=post_info, pre_no_warmup=describe(pre0), pre_warmup=describe(preW),
                          post_no_warmup=describe(post0), post_warmup=describe(postW),
@@ -128,13 +129,13 @@ class LearningRateC11(Claim):
 def max_stable_lr(records, preset, schemes, warmup) -> dict[str, float | None]:
     groups = {(s, lr): group(records, model__scheme=s, train__lr=lr, train__warmup_steps=warmup,
                              model__n_layer=preset.depth) for s in schemes for lr in preset.lrs}
-    means = [g.mean for g in groups.values() if g.mean is not None and g.n_diverged == 0]
+    means = [g.mean for g in groups.values() if g.mean is not None and g.n_failed == 0]
     if not means:
         return {s: None for s in schemes}
     limit = CONVERGED_WITHIN * min(means)
     out = {}
     for s in schemes:
-        ok = [lr for lr in preset.lrs if groups[s, lr].n and groups[s, lr].n_diverged == 0
+        ok = [lr for lr in preset.lrs if groups[s, lr].n and groups[s, lr].n_failed == 0
               and groups[s, lr].mean <= limit]
         out[s] = max(ok) if ok else None
     return out
@@ -157,20 +158,20 @@ class DepthC4(Claim):
         cmp, info = compare(post_d, pre_d)
         trend = spearman(list(preset.depths), gaps)
         seeds = n_seeds(select(records, False, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup))
-        worse_deep = cmp == "worse" or post_d.n_diverged > pre_d.n_diverged
-        if pre_d.n_diverged > post_d.n_diverged:
+        worse_deep = cmp == "worse" or post_d.n_failed > pre_d.n_failed
+        if pre_d.n_failed > post_d.n_failed:
             verdict = FAILS  # Pre-LN is the one that breaks at depth
-        elif cmp == "too-few-seeds" and not post_d.n_diverged:
+        elif cmp == "too-few-seeds" and not post_d.n_failed:
             verdict = INCONCLUSIVE
         elif worse_deep and (trend or 0) > 0.5:
             verdict = HOLDS
-        elif cmp in ("same", "better") and not post_d.n_diverged:
+        elif cmp in ("same", "better") and not post_d.n_failed:
             verdict = FAILS
         else:
             verdict = INCONCLUSIVE
         summary = (f"Post-LN − Pre-LN val loss by depth {dict(zip(preset.depths, [_r(g) for g in gaps]))}; "
                    f"rank correlation with depth {_fmt(trend)}; at {deepest} layers Post-LN is {cmp} "
-                   f"({post_d.n_diverged}/{post_d.n_runs} diverged). 100+ layers are not tested at this preset.")
+                   f"({failures(post_d)}). 100+ layers are not tested at this preset.")
         settings = {"depths": preset.depths, "lr": preset.lr_fixed, "warmup_steps": preset.warmup,
                     "steps": preset.base["train.steps"], "d_model": preset.base["model.d_model"]}
         return self.make(verdict, f"Post-LN − Pre-LN val loss at {deepest} layers (nats)", info.get("diff"), seeds,
@@ -187,7 +188,7 @@ def depth_rows(records, preset, schemes, **where) -> tuple[dict[str, Any], list[
                        train__warmup_steps=preset.warmup, **where) for s in schemes}
         rows[str(d)] = {s: describe(g) for s, g in gs.items()}
         a, b = gs[schemes[1]], gs[schemes[0]]
-        gaps.append(float("inf") if a.n_diverged and not b.n_diverged else
+        gaps.append(float("inf") if a.n_failed and not b.n_failed else
                     (a.mean - b.mean if a.mean is not None and b.mean is not None else None))
     return rows, gaps
 
@@ -222,8 +223,8 @@ class DeepNormC8(Claim):
                      **_deep(preset))
         deep, post, pre = (group(records, model__scheme=s, **where) for s in ("deepnorm", "post", "pre"))
         cmp, info = compare(deep, pre)
-        stable = deep.n_runs > 0 and deep.n_diverged == 0
-        post_fails = post.n_diverged > 0 or compare(post, deep)[0] == "worse"
+        stable = deep.n_runs > 0 and deep.n_failed == 0
+        post_fails = post.n_failed > 0 or compare(post, deep)[0] == "worse"
         if not deep.n_runs:
             verdict = INCONCLUSIVE
         elif not stable:
@@ -236,8 +237,8 @@ class DeepNormC8(Claim):
             verdict = FAILS
         else:
             verdict = INCONCLUSIVE
-        summary = (f"at {deepest} layers: DeepNorm {deep.n_diverged}/{deep.n_runs} diverged, val {_fmt(deep.mean)}; "
-                   f"Post-LN {post.n_diverged}/{post.n_runs} diverged, val {_fmt(post.mean)}; Pre-LN val "
+        summary = (f"at {deepest} layers: DeepNorm {failures(deep)}, val {_fmt(deep.mean)}; "
+                   f"Post-LN {failures(post)}, val {_fmt(post.mean)}; Pre-LN val "
                    f"{_fmt(pre.mean)}. 1,000 layers are beyond this preset.")
         settings = {"depths": preset.deep_depths, **{k.split(".")[-1]: v for k, v in preset.deep_base.items()},
                     "lr": preset.lr_fixed, "warmup_steps": preset.warmup}
@@ -267,7 +268,7 @@ class PeriC14(Claim):
         rates = {}
         for s in ("peri", "pre", "post"):
             chosen = from_runs(records, [o for o in self.runs(preset) if o["model.scheme"] == s])
-            rates[s] = (sum(r.diverged for r in chosen) / len(chosen)) if chosen else None
+            rates[s] = (sum(r.did_not_train for r in chosen) / len(chosen)) if chosen else None
         lr_best = max_stable_lr(records, preset, ("peri", "pre", "post"), 0)
         seeds = n_seeds(select(records, False, model__scheme="peri"))
         others = [rates["pre"], rates["post"]]
@@ -280,11 +281,11 @@ class PeriC14(Claim):
             verdict = FAILS
         else:
             verdict = INCONCLUSIVE  # as stable as Pre-LN here: no room to show more stability
-        summary = (f"divergence rate over the lr and depth sweeps: Peri-LN {_fmt(rates['peri'])}, Pre-LN "
+        summary = (f"rate of runs that diverged or failed to train over the lr and depth sweeps: Peri-LN {_fmt(rates['peri'])}, Pre-LN "
                    f"{_fmt(rates['pre'])}, Post-LN {_fmt(rates['post'])}; highest converging lr without warmup: "
                    f"{ {k: v for k, v in lr_best.items()} }")
-        return self.make(verdict, "Peri-LN divergence rate", rates["peri"], seeds,
-                         {"lrs": preset.lrs, "depths": preset.depths}, summary, divergence_rate=rates,
+        return self.make(verdict, "Peri-LN rate of runs that did not train", rates["peri"], seeds,
+                         {"lrs": preset.lrs, "depths": preset.depths}, summary, did_not_train_rate=rates,
                          max_stable_lr_no_warmup=lr_best, sweep=sweep_table(records, preset, ("peri", "pre", "post")))
 
     def figures(self, records, measurement, preset):
