@@ -476,8 +476,9 @@ def c3_flat_profile():
 # =========================================================================================
 # C5 — Pre-LN residual grows like O(l) (value: exponent p of RMS(x_l) ∝ (l+1)^p, trained)
 # =========================================================================================
-def _rms(p):
-    return {"residual_rms/block": [(l + 1) ** p for l in range(8)]}
+def _rms(p, x0=1e-3):
+    """x_l ∝ l^p for l ≥ 1; x_0 (the embedding) is tiny and must not enter the fit."""
+    return {"residual_rms/block": [x0] + [l ** p for l in range(1, 8)]}
 
 
 def _c5(p_final, p_init=0.5, seeds=2) -> list[RunRecord]:

@@ -138,21 +138,22 @@ class ResidualGrowthC5(Claim):
         if not final:
             return self.make(INCONCLUSIVE, "no per-layer RMS recorded", None, 0, {"n_layer": deepest},
                              "the depth sweep has no per-layer diagnostics")
-        layers, rms = _clean(final)
+        layers, rms = _from_layer_1(final)
         trend = spearman(layers, rms)
-        p = loglog_slope([l + 1 for l in layers], rms)
-        p_init = loglog_slope([l + 1 for l in _clean(init)[0]], _clean(init)[1]) if init else None
+        p = loglog_slope(layers, rms)
+        p_init = loglog_slope(*_from_layer_1(init)) if init else None
         if (trend or 0) > TREND and p is not None and p >= LINEAR_GROWTH:
             verdict = HOLDS
         elif (trend or 0) <= 0 or (p is not None and p < SUBLINEAR):
             verdict = FAILS
         else:
             verdict = INCONCLUSIVE
-        summary = (f"trained Pre-LN, L={deepest}: RMS of x_l grows as (l+1)^{_f(p, '.2f')} (rank correlation "
-                   f"{_f(trend, '+.2f')}); at init as (l+1)^{_f(p_init, '.2f')}")
+        summary = (f"trained Pre-LN, L={deepest}: RMS of x_l grows as l^{_f(p, '.2f')} for l ≥ 1 (rank correlation "
+                   f"{_f(trend, '+.2f')}); at init as l^{_f(p_init, '.2f')}")
         settings = {"n_layer": deepest, "linear_if_exponent_at_least": LINEAR_GROWTH,
-                    "sublinear_below": SUBLINEAR, "measured": "RMS of the stream entering each block"}
-        return self.make(verdict, "exponent p of RMS(x_l) ∝ (l+1)^p, trained", p,
+                    "sublinear_below": SUBLINEAR, "measured": "RMS of the stream x_l entering block l",
+                    "fitted": "from l ≥ 1: x_0 is the embedding, whose small RMS alone pulls the slope to ≈ 1"}
+        return self.make(verdict, "exponent p of RMS(x_l) ∝ l^p for l ≥ 1, trained", p,
                          n_seeds(select(records, False, model__scheme="pre", model__n_layer=deepest)), settings, summary,
                          exponent_init=p_init, trend=trend, profile_final=final, profile_init=init)
 
@@ -222,6 +223,13 @@ class WateredDownDepthC6(Claim):
                 profiles_figure(records, preset, ("pre", "post"), "angular_distance/block",
                                 "Angular distance between x_l and x_{l+1}, trained", "arccos(cos)/π", when="final"),
                 skip]
+
+
+def _from_layer_1(values: list[float | None]) -> tuple[list[int], list[float]]:
+    """(l, value) for l ≥ 1 (C5: the stream after the first block, not the embedding x_0)."""
+    layers, kept = _clean(values)
+    pairs = [(l, v) for l, v in zip(layers, kept) if l >= 1]
+    return [l for l, _ in pairs], [v for _, v in pairs]
 
 
 def _f(value, spec: str) -> str:
