@@ -19,6 +19,7 @@ from typing import Any, Callable, NamedTuple
 import pytest
 
 from normlab.study.claims import CLAIMS, FAILS, HOLDS, INCONCLUSIVE, ORDER, Verdict
+from normlab.study.claims.layers import LAST_FFN
 from normlab.study.claims.base import (LOSS_MARGIN, MIN_SEEDS, SE_FACTOR, Group, compare, group, loglog_slope,
                                        failures, mean_over_seeds, n_seeds, spearman, wilson_interval)
 from normlab.study.records import RunRecord, flatten
@@ -41,7 +42,7 @@ _AUTO = object()
 
 def rec(scheme="pre", lr=LR, warmup=W, n_layer=4, seed=0, val_loss: Any = _AUTO, status="completed",
         norm="layernorm", final_norm=None, mlp="gelu", bias=False, d_model=64, layers_init=None,
-        layers_final=None, layer_skip=None, tokens_per_s=None, steps=300) -> RunRecord:
+        layers_final=None, layer_skip=None, tokens_per_s=None, steps=300, xavier=False) -> RunRecord:
     """A RunRecord whose `config` is nested like a real run's (RunConfig.to_dict())."""
     if val_loss is _AUTO:
         val_loss = 1.9 if status == "completed" else None
@@ -49,6 +50,8 @@ def rec(scheme="pre", lr=LR, warmup=W, n_layer=4, seed=0, val_loss: Any = _AUTO,
              "norm": norm, "mlp": mlp, "bias": bias}
     if final_norm is not None:
         model["final_norm"] = final_norm
+    if xavier:  # Xiong et al.'s init (C2)
+        model.update({"init": "xavier", "init_residual_scaling": False})
     config = {"model": model, "train": {"lr": lr, "warmup_steps": warmup, "seed": seed, "steps": steps},
               "diagnostics": {"interval": 100, "layer_skip": True}}
     return RunRecord(id=f"r{next(_ids)}", config=config, status=status, base=BASE,
@@ -388,39 +391,58 @@ def _grads(values):
     return {"grad_norm/block": list(values)}
 
 
-def _c2(pre_scale: Callable[[int], float], post_at_8, pre_depths=(2, 4, 8), seeds=(1.0, 1.2)) -> list[RunRecord]:
+def _c2(pre_last: Callable[[int], float], post_last: Callable[[int], float], post_at_8=None, pre_at_8=None,
+        depths=(2, 4, 8), seeds=(1.0, 1.2), noise=True) -> list[RunRecord]:
+    """Xavier-init depth sweep: each run's per-block profile and its last layer's FFN-weight gradient."""
+    post_at_8 = post_at_8 or RISING
     out = []
     for i, k in enumerate(seeds):
-        for d in pre_depths:
-            out.append(rec(scheme="pre", n_layer=d, seed=i, layers_init=_grads([k * pre_scale(d)] * d)))
-        out.append(rec(scheme="post", n_layer=8, seed=i, layers_init=_grads([k * v for v in post_at_8])))
+        for d in depths:
+            for scheme, last, at_8 in (("pre", pre_last, pre_at_8 or [1.0] * 8), ("post", post_last, post_at_8)):
+                blocks = at_8 if d == 8 else [1.0] * d
+                layers = {**_grads([k * v for v in blocks]),
+                          LAST_FFN: [None] * (d - 1) + [k * last(d)]}
+                out.append(rec(scheme=scheme, n_layer=d, seed=i, layers_init=layers, xavier=True))
+            if noise:  # GPT-2-init runs of other claims, with the opposite pattern: never read by C2
+                out.append(rec(scheme="pre", n_layer=d, seed=i,
+                               layers_init={**_grads([9.0] * d), LAST_FFN: [None] * (d - 1) + [float(d)]}))
     return out
 
 
 RISING = [0.1 * (i + 1) for i in range(8)]
+INV_SQRT = lambda d: d ** -0.5  # noqa: E731
+FLAT_IN_L = lambda d: 1.0  # noqa: E731
 
 
 @scenario("C2", HOLDS, -0.5)
-def pre_uniform_and_inv_sqrt_L():
+def pre_last_ffn_inv_sqrt_L_post_flat():
     def check(v):
-        assert v.details["checks"] == {"post_grows_toward_output": True, "pre_nearly_uniform": True,
-                                       "pre_shrinks_like_inv_sqrt_L": True}
-        assert v.details["post_trend"] == approx(1.0)
-        assert v.details["pre_max_min_ratio"] == approx(1.0)
-        assert v.details["pre_mean_grad_by_depth"]["8"] == approx(1.1 / math.sqrt(8))
-    return Case(_c2(lambda d: d ** -0.5, RISING), check=check)
+        assert v.details["checks"] == {"pre_last_ffn_shrinks_like_inv_sqrt_L": True,
+                                       "post_last_ffn_independent_of_L": True,
+                                       "post_grows_toward_output": True, "pre_nearly_uniform": True}
+        assert v.details["exponents"]["post"] == approx(0.0)
+        assert v.details["last_ffn_grad_by_depth"]["pre"]["8"] == approx(1.1 / math.sqrt(8))
+        assert "Xavier" in v.settings["init"] and "2002.04745" in v.settings["paper"]
+    return Case(_c2(INV_SQRT, FLAT_IN_L), check=check)
 
 
 @scenario("C2", FAILS, 0.0)
-def pre_gradients_do_not_shrink_with_depth():
+def pre_last_ffn_does_not_shrink_with_depth():
     def check(v):
-        assert v.details["checks"]["pre_shrinks_like_inv_sqrt_L"] is False
-    return Case(_c2(lambda d: 1.0, RISING), check=check)
+        assert v.details["checks"]["pre_last_ffn_shrinks_like_inv_sqrt_L"] is False
+    return Case(_c2(FLAT_IN_L, FLAT_IN_L), check=check)
+
+
+@scenario("C2", FAILS, -0.5)
+def post_last_ffn_also_shrinks():
+    def check(v):
+        assert v.details["checks"]["post_last_ffn_independent_of_L"] is False
+    return Case(_c2(INV_SQRT, INV_SQRT), check=check)
 
 
 @scenario("C2", FAILS, -0.5)
 def post_gradients_fall_toward_output():
-    return Case(_c2(lambda d: d ** -0.5, RISING[::-1]))
+    return Case(_c2(INV_SQRT, FLAT_IN_L, post_at_8=RISING[::-1]))
 
 
 @scenario("C2", INCONCLUSIVE, None)
@@ -430,9 +452,15 @@ def c2_no_diagnostics():
     return Case(runs([1.9, 1.9], scheme="pre", n_layer=8) + runs([1.9, 1.9], scheme="post", n_layer=8), check=check)
 
 
-@scenario("C2", FAILS, None)
+@scenario("C2", INCONCLUSIVE, None)
 def c2_gradients_only_at_deepest_depth():
-    return Case(_c2(lambda d: d ** -0.5, RISING, pre_depths=(8,)))
+    return Case(_c2(INV_SQRT, FLAT_IN_L, depths=(8,)))
+
+
+@scenario("C2", INCONCLUSIVE, None)
+def c2_only_gpt2_init_runs():
+    # the GPT-2 init removes the mechanism: those runs are not what the claim is about, so nothing to judge
+    return Case([r for r in _c2(INV_SQRT, FLAT_IN_L) if r.get("model.init") is None])
 
 
 # =========================================================================================

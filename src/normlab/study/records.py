@@ -18,7 +18,8 @@ from normlab.rundir import RunDir
 # per-layer metrics kept in a record: (metric, site)
 LAYER_METRICS = [("grad_norm", "block"), ("residual_rms", "block"), ("contribution_ratio", "block"),
                  ("contribution_ratio", "attn"), ("contribution_ratio", "mlp"), ("angular_distance", "block"),
-                 ("block_influence", "block")]
+                 ("block_influence", "block"),
+                 ("grad_norm", "mlp.sublayer.proj.weight")]  # the FFN's output weight W²: Xiong et al.'s Theorem 1
 TRAIN_CURVE_POINTS = 100
 UNPINNED = {"train.seed", "model.vocab_size"}  # never part of a group's identity (vocab comes from the data)
 

@@ -14,20 +14,27 @@ SHALLOW = 0.5  # Pre-LN "behaves like a shallower net" if at most this fraction 
 SUBLINEAR = 0.5  # below this, growth is clearly slower than linear (a random walk grows like l^0.5)
 
 
-def profile(records, scheme: str, depth: int, preset, key: str, when: str = "init") -> list[float | None]:
+# Xiong et al. 2020 (arXiv 2002.04745) analyse Xavier-initialised models without GPT-2's residual scaling, which
+# by design makes the last layer's gradient independent of L and so removes the effect C2 is about.
+XIONG_INIT = {"model.init": "xavier", "model.init_residual_scaling": False}
+FLAT = 0.25  # |exponent| of a gradient vs L at or below which it counts as independent of L
+LAST_FFN = "grad_norm/mlp.sublayer.proj.weight"
+
+
+def profile(records, scheme: str, depth: int, preset, key: str, when: str = "init", **where) -> list[float | None]:
     """Per-layer metric `key` ("metric/site"), mean over seeds, for one scheme and depth of the depth sweep."""
     chosen = select(records, model__scheme=scheme, model__n_layer=depth, train__lr=preset.lr_fixed,
-                    train__warmup_steps=preset.warmup)
+                    train__warmup_steps=preset.warmup, **where)
     source = "layers_init" if when == "init" else "layers_final"
     values = [getattr(r, source).get(key) for r in chosen if r.status == "completed" or when == "init"]
     return mean_over_seeds([v for v in values if v])
 
 
-def profiles_figure(records, preset, schemes, key, title, ylabel, when="init", logy=False) -> Figure:
+def profiles_figure(records, preset, schemes, key, title, ylabel, when="init", logy=False, **where) -> Figure:
     fig = Figure(title, "layer", ylabel, logy=logy)
     for s in schemes:
         for d in preset.depths:
-            y = profile(records, s, d, preset, key, when)
+            y = profile(records, s, d, preset, key, when, **where)
             if y:
                 fig.series.append(Series(f"{s}, L={d}", list(range(len(y))), y))
     return fig
@@ -44,44 +51,61 @@ class GradientsAtInitC2(Claim):
     statement = ("At initialization Post-LN's gradient norms grow toward the output layers, while Pre-LN's are "
                  "nearly uniform across layers and shrink like 1/sqrt(L) as L grows (Xiong et al. 2020).")
     sources = "000, 001"
+    WHERE = {k.replace(".", "__"): v for k, v in XIONG_INIT.items()}
 
     def runs(self, preset):
-        return depth_sweep(preset, ("pre", "post"))
+        return depth_sweep(preset, ("pre", "post"), **XIONG_INIT)
 
     def verdict(self, records, measurement, preset):
         deepest = max(preset.depths)
-        post = profile(records, "post", deepest, preset, "grad_norm/block")
-        pre = profile(records, "pre", deepest, preset, "grad_norm/block")
-        if not post or not pre:
-            return self.make(INCONCLUSIVE, "no step-0 gradients recorded", None, 0, {"depths": preset.depths},
-                             "the depth sweep has no per-layer diagnostics (diagnostics.interval = 0?)")
+        post = profile(records, "post", deepest, preset, "grad_norm/block", **self.WHERE)
+        pre = profile(records, "pre", deepest, preset, "grad_norm/block", **self.WHERE)
+        last = {s: self._last_ffn_by_depth(records, preset, s) for s in ("pre", "post")}
+        slopes = {s: loglog_slope(list(v), list(v.values())) if len(v) >= 2 else None for s, v in last.items()}
+        settings = {"depths": preset.depths, "init": "Xavier-normal, no residual scaling, for both schemes",
+                    "paper": "Xiong et al. 2020 (arXiv 2002.04745), Theorem 1 (‖∂L/∂W^{2,L}‖: Post-LN O(d√ln d), "
+                             "Pre-LN O(d√(ln d / L))) and Fig. 3 (per-layer gradient norms at init)",
+                    "measured": "step-0 gradient (before clipping) of the last layer's FFN output weight W² vs L; "
+                                "per-block gradient norms at the deepest L",
+                    "trend_threshold": TREND, "uniform_max_min_ratio": UNIFORM_RATIO, "inv_sqrt_band": SQRT_BAND,
+                    "flat_if_abs_exponent_at_most": FLAT}
+        if not post or not pre or None in slopes.values():
+            return self.make(INCONCLUSIVE, "no step-0 gradients recorded", None, 0, settings,
+                             "the Xavier depth sweep has no per-layer gradients at two depths or more")
         post_trend = spearman(*_clean(post))
         pre_ratio = max(v for v in pre if v) / min(v for v in pre if v)
-        depths, means = [], []
-        for d in preset.depths:
-            y = [v for v in profile(records, "pre", d, preset, "grad_norm/block") if v]
-            if y:
-                depths.append(d)
-                means.append(sum(y) / len(y))
-        exponent = loglog_slope(depths, means)
-        checks = {"post_grows_toward_output": (post_trend or 0) > TREND,
-                  "pre_nearly_uniform": pre_ratio <= UNIFORM_RATIO,
-                  "pre_shrinks_like_inv_sqrt_L": exponent is not None and SQRT_BAND[0] <= exponent <= SQRT_BAND[1]}
+        checks = {"pre_last_ffn_shrinks_like_inv_sqrt_L": SQRT_BAND[0] <= slopes["pre"] <= SQRT_BAND[1],
+                  "post_last_ffn_independent_of_L": abs(slopes["post"]) <= FLAT,
+                  "post_grows_toward_output": (post_trend or 0) > TREND,
+                  "pre_nearly_uniform": pre_ratio <= UNIFORM_RATIO}
         verdict = HOLDS if all(checks.values()) else FAILS
-        summary = (f"at L={deepest}: Post-LN gradient-vs-layer rank correlation {_f(post_trend, '+.2f')}, Pre-LN "
-                   f"max/min across layers {pre_ratio:.2f}; Pre-LN mean gradient ∝ L^{_f(exponent, '+.2f')} over "
-                   f"L={depths}")
-        settings = {"depths": preset.depths, "measured": "block weight-gradient norm at step 0, before clipping",
-                    "trend_threshold": TREND, "uniform_max_min_ratio": UNIFORM_RATIO, "inv_sqrt_band": SQRT_BAND}
-        return self.make(verdict, "exponent p of Pre-LN's mean gradient ∝ L^p", exponent,
-                         n_seeds(select(records, False, model__n_layer=deepest)), settings, summary, checks=checks,
-                         post_trend=post_trend, pre_max_min_ratio=pre_ratio,
-                         pre_mean_grad_by_depth=dict(zip(map(str, depths), means)),
+        summary = (f"Xavier init: the last layer's FFN-weight gradient goes as L^{_f(slopes['pre'], '+.2f')} in "
+                   f"Pre-LN and L^{_f(slopes['post'], '+.2f')} in Post-LN over L = {sorted(last['pre'])}; at "
+                   f"L={deepest}, Post-LN's gradient-vs-layer rank correlation {_f(post_trend, '+.2f')}, Pre-LN's "
+                   f"max/min across layers {pre_ratio:.2f}")
+        return self.make(verdict, "exponent p of Pre-LN's last-layer FFN gradient ∝ L^p", slopes["pre"],
+                         n_seeds(select(records, False, model__n_layer=deepest, **self.WHERE)), settings, summary,
+                         checks=checks, exponents=slopes, post_trend=post_trend, pre_max_min_ratio=pre_ratio,
+                         last_ffn_grad_by_depth={s: {str(d): g for d, g in v.items()} for s, v in last.items()},
                          post_profile=post, pre_profile=pre)
 
+    def _last_ffn_by_depth(self, records, preset, scheme) -> dict[int, float]:
+        out = {}
+        for d in preset.depths:
+            y = profile(records, scheme, d, preset, LAST_FFN, **self.WHERE)
+            if y and y[-1]:
+                out[d] = y[-1]
+        return out
+
     def figures(self, records, measurement, preset):
-        return [profiles_figure(records, preset, ("pre", "post"), "grad_norm/block",
-                                "Gradient norm per block at step 0", "‖∇W‖ of the block", logy=True)]
+        fig = Figure("Last layer's FFN-weight gradient at step 0 vs depth (Xavier init)", "layers L",
+                     "‖∂L/∂W²‖ of the last layer", logx=True, logy=True)
+        for s in ("pre", "post"):
+            by_depth = self._last_ffn_by_depth(records, preset, s)
+            fig.series.append(Series(s, list(by_depth), list(by_depth.values())))
+        return [fig, profiles_figure(records, preset, ("pre", "post"), "grad_norm/block",
+                                     "Gradient norm per block at step 0 (Xavier init)", "‖∇W‖ of the block",
+                                     logy=True, **self.WHERE)]
 
 
 @CLAIMS.register("C3")
