@@ -117,7 +117,7 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
 
 @app.command()
 def study(
-    preset: str = typer.Option("quick", "--preset", help="quick (≤ 10 min on 2 CPU cores) or full."),
+    preset: str = typer.Option("quick", "--preset", help="quick (about 12 min on 2 CPU cores) or full."),
     study_file: Optional[Path] = typer.Option(None, "--study", help="A study TOML (preset, claims, seeds, base, axes)."),
     out: Path = typer.Option(Path("normlab-study"), "--out", "-o", help="Study directory (created, or resumed)."),
     claims: Optional[str] = typer.Option(None, "--claims", help="Comma-separated claim ids, e.g. C1,C11."),
@@ -224,7 +224,7 @@ def _render(out: Path):
     wall = max(finished) - min(started) if started and finished else 0.0  # pending runs have neither
     study_info = {**meta["study"], "run_ids": None, "counts": registry.counts(set(ids)), "train_wall_s": wall,
                   "environment": environment(resolve_device("cpu")),
-                  "thresholds": {"loss_margin_nats": claim_base.LOSS_MARGIN, "se_factor": claim_base.SE_FACTOR,
+                  "thresholds": {"loss_margin_nats": claim_base.LOSS_MARGIN, "confidence": claim_base.CONFIDENCE,
                                  "min_seeds": claim_base.MIN_SEEDS}}
     paths = render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
                           claim_figures=figures, records=registry.records(set(ids)),

@@ -20,7 +20,7 @@ import pytest
 
 from normlab.study.claims import CLAIMS, FAILS, HOLDS, INCONCLUSIVE, ORDER, Verdict
 from normlab.study.claims.layers import LAST_FFN
-from normlab.study.claims.base import (LOSS_MARGIN, MIN_SEEDS, SE_FACTOR, Group, compare, group, loglog_slope,
+from normlab.study.claims.base import (CONFIDENCE, LOSS_MARGIN, MIN_SEEDS, Group, compare, group, loglog_slope,
                                        failures, mean_over_seeds, n_seeds, spearman, wilson_interval)
 from normlab.study.records import RunRecord, flatten
 from normlab.study.spec import PRESETS
@@ -128,7 +128,7 @@ def post_clearly_worse_without_warmup():
         assert v.details["post"]["diff"] == approx(0.15)
         assert v.details["pre_no_warmup"]["n_diverged"] == 0
         assert v.settings["lr"] == LR and v.settings["warmup_steps"] == W and v.settings["n_layer"] == 4
-    return Case(_c1([1.90, 1.91], [1.90, 1.91], [2.10, 2.11], [1.95, 1.96]), check=check)
+    return Case(_c1([1.903, 1.907], [1.903, 1.907], [2.103, 2.107], [1.953, 1.957]), check=check)
 
 
 @scenario("C1", HOLDS, None)
@@ -137,7 +137,7 @@ def post_diverges_without_warmup():
     def check(v):
         assert v.details["post_no_warmup"] == {"mean_val_loss": None, "sd": None, "n_trained": 0, "n_diverged": 2,
                                            "n_failed_to_train": 0, "two_mode": False}
-    return Case(_c1([1.90, 1.91], [1.90, 1.91], [None, None], [1.95, 1.96]), check=check)
+    return Case(_c1([1.903, 1.907], [1.903, 1.907], [None, None], [1.953, 1.957]), check=check)
 
 
 @scenario("C1", HOLDS, None)
@@ -146,14 +146,14 @@ def post_diverges_in_one_seed_without_warmup():
         assert v.details["post_no_warmup"]["mean_val_loss"] == approx(1.95)  # the diverged seed is not a loss
         assert v.details["post_no_warmup"]["n_trained"] == 1
         assert v.details["post_no_warmup"]["n_diverged"] == 1
-    return Case(_c1([1.90, 1.91], [1.90, 1.91], [None, 1.95], [1.95, 1.96]), check=check)
+    return Case(_c1([1.903, 1.907], [1.903, 1.907], [None, 1.95], [1.953, 1.957]), check=check)
 
 
 @scenario("C1", HOLDS, None)
 def post_fails_to_train_without_warmup():
     # stuck on the unigram plateau (3.34) is a failure, counted with divergence and never averaged in:
     # before, these two seeds entered the mean as "completed" and the verdict turned on a loss difference
-    records = _c1([1.90, 1.91], [1.90, 1.91], [3.34, 3.34], [1.95, 1.96])
+    records = _c1([1.903, 1.907], [1.903, 1.907], [3.34, 3.34], [1.953, 1.957])
     for r in records:
         if r.get("model.scheme") == "post" and r.get("train.warmup_steps") == 0 and r.val_loss == 3.34:
             r.status = "failed_to_train"
@@ -166,12 +166,12 @@ def post_fails_to_train_without_warmup():
 
 @scenario("C1", FAILS, (1.95 + 1.96) / 2 - (1.95 + 1.96) / 2)
 def post_unaffected_by_warmup():
-    return Case(_c1([1.90, 1.91], [1.90, 1.91], [1.95, 1.96], [1.95, 1.96]))
+    return Case(_c1([1.903, 1.907], [1.903, 1.907], [1.953, 1.957], [1.953, 1.957]))
 
 
 @scenario("C1", FAILS, 0.15)
 def pre_clearly_worse_without_warmup():
-    return Case(_c1([2.10, 2.11], [1.90, 1.91], [2.10, 2.11], [1.95, 1.96]))
+    return Case(_c1([2.103, 2.107], [1.903, 1.907], [2.103, 2.107], [1.953, 1.957]))
 
 
 @scenario("C1", INCONCLUSIVE, None)
@@ -181,12 +181,12 @@ def c1_single_seed():
 
 @scenario("C1", INCONCLUSIVE, (1.9 + 2.3) / 2 - (1.95 + 1.96) / 2)
 def c1_post_spread_too_large():
-    return Case(_c1([1.90, 1.91], [1.90, 1.91], [1.90, 2.30], [1.95, 1.96]))
+    return Case(_c1([1.903, 1.907], [1.903, 1.907], [1.90, 2.30], [1.953, 1.957]))
 
 
 @scenario("C1", FAILS, 0.15)
 def pre_diverges_without_warmup():
-    return Case(_c1([None, None], [1.90, 1.91], [2.10, 2.11], [1.95, 1.96]))
+    return Case(_c1([None, None], [1.903, 1.907], [2.103, 2.107], [1.953, 1.957]))
 
 
 # =========================================================================================
@@ -245,7 +245,7 @@ def c11_everything_diverged():
 # C4 — Post-LN gets harder with depth (value: Post-LN − Pre-LN val loss at the deepest depth)
 # =========================================================================================
 def _c4(post: dict, pre: dict | None = None) -> list[RunRecord]:
-    pre = pre or {d: [1.90, 1.91] for d in P.depths}
+    pre = pre or {d: [1.903, 1.907] for d in P.depths}
     out = []
     for d in P.depths:
         out += runs(pre[d], scheme="pre", n_layer=d) + runs(post[d], scheme="post", n_layer=d)
@@ -258,22 +258,22 @@ def gap_grows_with_depth():
     def check(v):
         assert v.details["depth_trend_spearman"] == approx(1.0)
         assert v.settings["depths"] == [2, 4, 8]
-    return Case(_c4({2: [1.91, 1.92], 4: [1.95, 1.96], 8: [2.10, 2.11]}), check=check)
+    return Case(_c4({2: [1.913, 1.917], 4: [1.953, 1.957], 8: [2.103, 2.107]}), check=check)
 
 
 @scenario("C4", HOLDS, None)
 def post_diverges_at_deepest():
-    return Case(_c4({2: [1.91, 1.92], 4: [1.95, 1.96], 8: [None, None]}))
+    return Case(_c4({2: [1.913, 1.917], 4: [1.953, 1.957], 8: [None, None]}))
 
 
 @scenario("C4", FAILS, 0.0)
 def post_same_at_every_depth():
-    return Case(_c4({d: [1.90, 1.91] for d in P.depths}))
+    return Case(_c4({d: [1.903, 1.907] for d in P.depths}))
 
 
 @scenario("C4", FAILS, 1.805 - 1.905)
 def post_better_at_deepest():
-    return Case(_c4({2: [1.91, 1.92], 4: [1.95, 1.96], 8: [1.80, 1.81]}))
+    return Case(_c4({2: [1.913, 1.917], 4: [1.953, 1.957], 8: [1.803, 1.807]}))
 
 
 @scenario("C4", INCONCLUSIVE, None)
@@ -283,12 +283,12 @@ def c4_single_seed():
 
 @scenario("C4", INCONCLUSIVE, 2.105 - 1.905)
 def post_worse_but_gap_shrinks_with_depth():
-    return Case(_c4({2: [2.30, 2.31], 4: [2.20, 2.21], 8: [2.10, 2.11]}))
+    return Case(_c4({2: [2.303, 2.307], 4: [2.203, 2.207], 8: [2.103, 2.107]}))
 
 
 @scenario("C4", INCONCLUSIVE, 2.1 - 1.905)
 def c4_spread_too_large_at_deepest():
-    return Case(_c4({2: [1.91, 1.92], 4: [1.95, 1.96], 8: [1.80, 2.40]}))
+    return Case(_c4({2: [1.913, 1.917], 4: [1.953, 1.957], 8: [1.80, 2.40]}))
 
 
 # =========================================================================================
@@ -302,24 +302,24 @@ def _c8(deep, post, pre, depth=16) -> list[RunRecord]:
 
 @scenario("C8", HOLDS, 2.005 - 2.105)
 def deepnorm_stable_post_diverges_beats_pre():
-    return Case(_c8([2.00, 2.01], [None, None], [2.10, 2.11]), preset=DEEP)
+    return Case(_c8([2.003, 2.007], [None, None], [2.103, 2.107]), preset=DEEP)
 
 
 @scenario("C8", FAILS, 2.205 - 2.005)
 def deepnorm_worse_than_pre():
-    return Case(_c8([2.20, 2.21], [None, None], [2.00, 2.01]), preset=DEEP)
+    return Case(_c8([2.203, 2.207], [None, None], [2.003, 2.007]), preset=DEEP)
 
 
 @scenario("C8", FAILS, 2.005 - 2.105)
 def post_does_not_fail():
-    return Case(_c8([2.00, 2.01], [2.00, 2.01], [2.10, 2.11]), preset=DEEP)
+    return Case(_c8([2.003, 2.007], [2.003, 2.007], [2.103, 2.107]), preset=DEEP)
 
 
 @scenario("C8", INCONCLUSIVE, None)
 def no_deep_depths_in_preset():
     def check(v):
         assert v.n_seeds == 0
-    return Case(_c8([2.00, 2.01], [None, None], [2.10, 2.11]), preset=P, check=check)
+    return Case(_c8([2.003, 2.007], [None, None], [2.103, 2.107]), preset=P, check=check)
 
 
 @scenario("C8", INCONCLUSIVE, None)
@@ -329,12 +329,12 @@ def c8_single_seed():
 
 @scenario("C8", INCONCLUSIVE, 2.0 - 2.105)
 def c8_spread_too_large():
-    return Case(_c8([1.70, 2.30], [None, None], [2.10, 2.11]), preset=DEEP)
+    return Case(_c8([1.70, 2.30], [None, None], [2.103, 2.107]), preset=DEEP)
 
 
 @scenario("C8", FAILS, None)
 def deepnorm_diverges_everywhere():
-    return Case(_c8([None, None], [None, None], [2.10, 2.11]), preset=DEEP)
+    return Case(_c8([None, None], [None, None], [2.103, 2.107]), preset=DEEP)
 
 
 # =========================================================================================
@@ -626,7 +626,7 @@ def _c7(pre: dict, post: dict) -> list[RunRecord]:
     return out
 
 
-PRE_C7 = {1e-3: [1.95, 1.96], 3e-3: [1.90, 1.91], 1e-2: [1.93, 1.94]}
+PRE_C7 = {1e-3: [1.953, 1.957], 3e-3: [1.903, 1.907], 1e-2: [1.933, 1.937]}
 
 
 @scenario("C7", HOLDS, 1.865 - 1.905)
@@ -634,17 +634,17 @@ def tuned_post_better():
     def check(v):
         assert v.details["best_lr"] == {"pre": 3e-3, "post": 1e-3}
     # lr 1e-2 has a lower mean but a diverged seed: not a candidate
-    return Case(_c7(PRE_C7, {1e-3: [1.86, 1.87], 3e-3: [1.88, 1.89], 1e-2: [1.70, None]}), check=check)
+    return Case(_c7(PRE_C7, {1e-3: [1.863, 1.867], 3e-3: [1.883, 1.887], 1e-2: [1.70, None]}), check=check)
 
 
 @scenario("C7", FAILS, 1.955 - 1.905)
 def tuned_post_worse():
-    return Case(_c7(PRE_C7, {1e-3: [1.97, 1.98], 3e-3: [1.95, 1.96], 1e-2: [None, None]}))
+    return Case(_c7(PRE_C7, {1e-3: [1.973, 1.977], 3e-3: [1.953, 1.957], 1e-2: [None, None]}))
 
 
 @scenario("C7", FAILS, 1.91 - 1.905)
 def tuned_post_same():
-    return Case(_c7(PRE_C7, {1e-3: [1.97, 1.98], 3e-3: [1.905, 1.915], 1e-2: [None, None]}))
+    return Case(_c7(PRE_C7, {1e-3: [1.973, 1.977], 3e-3: [1.908, 1.912], 1e-2: [None, None]}))
 
 
 @scenario("C7", INCONCLUSIVE, None)
@@ -659,7 +659,7 @@ def c7_single_seed():
 
 @scenario("C7", INCONCLUSIVE, 1.8 - 1.905)
 def c7_spread_too_large():
-    return Case(_c7(PRE_C7, {1e-3: [1.50, 2.10], 3e-3: [1.95, 1.96], 1e-2: [None, None]}))
+    return Case(_c7(PRE_C7, {1e-3: [1.50, 2.10], 3e-3: [1.953, 1.957], 1e-2: [None, None]}))
 
 
 # =========================================================================================
@@ -691,27 +691,27 @@ def rmsnorm_cheaper_and_as_good():
         assert v.details["step_time_ratio"] == approx(1000 / 1250)
         assert v.details["torch_nn_ratio"] == approx(0.75)
         assert v.details["val_loss"]["diff"] == approx(0.005)
-    return Case(_c10([1.90, 1.91], [1.905, 1.915]), _timings(), check=check)
+    return Case(_c10([1.903, 1.907], [1.908, 1.912]), _timings(), check=check)
 
 
 @scenario("C10", FAILS, 1.0)
 def rmsnorm_not_cheaper():
-    return Case(_c10([1.90, 1.91], [1.905, 1.915]), _timings(rms=1.0e-3))
+    return Case(_c10([1.903, 1.907], [1.908, 1.912]), _timings(rms=1.0e-3))
 
 
 @scenario("C10", FAILS, 0.8)
 def rmsnorm_step_not_faster():
-    return Case(_c10([1.90, 1.91], [1.905, 1.915]), _timings(rms_tps=1000.0))
+    return Case(_c10([1.903, 1.907], [1.908, 1.912]), _timings(rms_tps=1000.0))
 
 
 @scenario("C10", FAILS, 0.8)
 def rmsnorm_converges_worse():
-    return Case(_c10([1.90, 1.91], [2.00, 2.01]), _timings())
+    return Case(_c10([1.903, 1.907], [2.003, 2.007]), _timings())
 
 
 @scenario("C10", INCONCLUSIVE, 0.8)
 def c10_spread_too_large():
-    return Case(_c10([1.90, 1.91], [1.70, 2.10]), _timings())
+    return Case(_c10([1.903, 1.907], [1.70, 2.10]), _timings())
 
 
 @scenario("C10", INCONCLUSIVE, 0.8)
@@ -736,22 +736,22 @@ def worse_without_final_norm():
     def check(v):
         assert v.details["with_final_norm"]["n_trained"] == 2
         assert v.details["without_final_norm"]["n_trained"] == 2
-    return Case(_c13([1.90, 1.91], [2.00, 2.01]), check=check)
+    return Case(_c13([1.903, 1.907], [2.003, 2.007]), check=check)
 
 
 @scenario("C13", HOLDS, 2.005 - 1.905)
 def runs_varied_on_other_axes_stay_out():
-    return Case(_c13([1.90, 1.91], [2.00, 2.01], other_runs=True))
+    return Case(_c13([1.903, 1.907], [2.003, 2.007], other_runs=True))
 
 
 @scenario("C13", HOLDS, None)
 def diverges_without_final_norm():
-    return Case(_c13([1.90, 1.91], [None, None]))
+    return Case(_c13([1.903, 1.907], [None, None]))
 
 
 @scenario("C13", FAILS, 1.91 - 1.905)
 def same_without_final_norm():
-    return Case(_c13([1.90, 1.91], [1.905, 1.915]))
+    return Case(_c13([1.903, 1.907], [1.908, 1.912]))
 
 
 @scenario("C13", INCONCLUSIVE, None)
@@ -761,7 +761,7 @@ def c13_single_seed():
 
 @scenario("C13", INCONCLUSIVE, 2.1 - 1.905)
 def c13_spread_too_large():
-    return Case(_c13([1.90, 1.91], [1.80, 2.40]))
+    return Case(_c13([1.903, 1.907], [1.80, 2.40]))
 
 
 # =========================================================================================
@@ -780,22 +780,22 @@ def _c15(llama, classic) -> list[RunRecord]:
 def llama_better():
     def check(v):
         assert v.details["tokens_per_s_ratio"] == approx(1.1)
-    return Case(_c15([1.85, 1.86], [1.90, 1.91]), check=check)
+    return Case(_c15([1.853, 1.857], [1.903, 1.907]), check=check)
 
 
 @scenario("C15", HOLDS, 1.91 - 1.905)
 def llama_same():
-    return Case(_c15([1.905, 1.915], [1.90, 1.91]))
+    return Case(_c15([1.908, 1.912], [1.903, 1.907]))
 
 
 @scenario("C15", FAILS, 2.005 - 1.905)
 def llama_worse():
-    return Case(_c15([2.00, 2.01], [1.90, 1.91]))
+    return Case(_c15([2.003, 2.007], [1.903, 1.907]))
 
 
 @scenario("C15", INCONCLUSIVE, 2.0 - 1.905)
 def c15_spread_too_large():
-    return Case(_c15([1.70, 2.30], [1.90, 1.91]))
+    return Case(_c15([1.70, 2.30], [1.903, 1.907]))
 
 
 @scenario("C15", INCONCLUSIVE, None)
@@ -988,31 +988,41 @@ def G(*losses):
 
 
 def test_thresholds():
-    assert (LOSS_MARGIN, SE_FACTOR, MIN_SEEDS) == (0.02, 2.0, 2)
+    assert (LOSS_MARGIN, CONFIDENCE, MIN_SEEDS) == (0.02, 0.95, 2)
 
 
 def test_compare_worse_and_better():
-    # means 2.01 vs 1.91; each sd = 0.01·√2, se = √(2e-4/2 + 2e-4/2) = 0.01·√2; bar = max(0.02, 2·se)
+    # means 2.01 vs 1.91; each sd = 0.01·√2, se = √(2e-4/2 + 2e-4/2) = 0.01·√2; equal variances and n = 2
+    # a side: Welch df = 2, t(0.975, 2) = 4.302653 (tables), half-width 4.302653·se = 0.06085 < diff 0.10
     cmp, info = compare(G(2.00, 2.02), G(1.90, 1.92))
     assert cmp == "worse"
-    assert info["diff"] == approx(0.10)
+    assert info["diff"] == approx(0.10) and info["df"] == approx(2.0)
     assert info["se"] == approx(0.01 * math.sqrt(2))
-    assert info["bar"] == approx(0.02 * math.sqrt(2))
+    assert info["bar"] == pytest.approx(4.302653 * 0.01 * math.sqrt(2), rel=1e-6)
+    assert info["ci95"] == [pytest.approx(0.10 - info["bar"]), pytest.approx(0.10 + info["bar"])]
     assert (info["mean_a"], info["mean_b"]) == (approx(2.01), approx(1.91))
     assert compare(G(1.90, 1.92), G(2.00, 2.02))[0] == "better"
 
 
 def test_compare_same():
-    # diff −0.005, se = √(5e-5/2 + 5e-5/2) ≈ 0.00707, 2·se ≈ 0.0141 ≤ 0.02
-    cmp, info = compare(G(1.90, 1.91), G(1.905, 1.915))
+    # diff −0.005, se = √(8e-6/2 · 2) ≈ 0.00283, df 2, half-width 4.30·se ≈ 0.0122 ≤ 0.02
+    cmp, info = compare(G(1.903, 1.907), G(1.908, 1.912))
     assert cmp == "same" and info["diff"] == approx(-0.005) and info["bar"] == LOSS_MARGIN
 
 
+def test_compare_two_seeds_prove_little():
+    """The same data that 2 standard errors called "worse" / "same" are unclear with a t interval at 2 seeds,
+    and decided again at 5 seeds with the same means and spreads."""
+    assert compare(G(2.00, 2.04), G(1.95, 1.95))[0] == "unclear"  # diff 0.07, 2·se = 0.04, t·se = 0.086
+    assert compare(G(2.00, 2.04, 2.00, 2.04, 2.02), G(1.95, 1.95, 1.95, 1.95, 1.95))[0] == "worse"
+    assert compare(G(1.90, 1.91), G(1.905, 1.915))[0] == "unclear"  # 2·se 0.014 ≤ margin, t·se 0.030 is not
+
+
 def test_compare_unclear():
-    cmp, info = compare(G(1.80, 2.20), G(1.90, 1.91))  # diff 0.095 < bar = 2·√(0.08/2 + 5e-5/2)
+    cmp, info = compare(G(1.80, 2.20), G(1.90, 1.91))  # diff 0.095 < half-width of a t interval, df ≈ 1
     assert cmp == "unclear"
-    assert info["bar"] == approx(2 * math.sqrt(0.04 + 0.000025))
-    assert compare(G(1.80, 2.00), G(1.90, 1.90))[0] == "unclear"  # diff 0 but 2·se = 0.2 > margin
+    assert info["df"] == pytest.approx((0.04 + 0.000025) ** 2 / (0.04 ** 2 + 0.000025 ** 2), rel=1e-9)
+    assert compare(G(1.80, 2.00), G(1.90, 1.90))[0] == "unclear"  # diff 0 but the interval is ±1.27 nats
 
 
 def test_compare_too_few_seeds():
