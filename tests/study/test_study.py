@@ -21,7 +21,8 @@ TINY = ["model.d_model=16", "model.n_head=2", "model.block_size=16", "train.batc
 
 
 def study_cmd(out, *extra):
-    args = [sys.executable, "-m", "normlab", "study", "--out", str(out), "--claims", "C13,C16", "--workers", "2"]
+    args = [sys.executable, "-m", "normlab", "study", "--out", str(out), "--claims", "C13,C16", "--workers", "2",
+            "--seeds", "0,1"]
     for item in TINY:
         args += ["--set", item]
     return args + list(extra)

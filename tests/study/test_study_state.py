@@ -22,7 +22,8 @@ runner = CliRunner()
 
 
 def cli_study(out) -> subprocess.CompletedProcess:
-    args = [sys.executable, "-m", "normlab", "study", "--out", str(out), "--claims", "C13", "--workers", "1"]
+    args = [sys.executable, "-m", "normlab", "study", "--out", str(out), "--claims", "C13", "--workers", "1",
+            "--seeds", "0,1"]
     for item in SETTINGS:
         args += ["--set", item]
     return subprocess.run(args, capture_output=True, text=True, timeout=600)
@@ -35,7 +36,7 @@ def read_report(out) -> tuple[list[str], str, dict]:
 
 def test_partial_until_every_run_settles_then_failed_runs_are_listed(tmp_path):
     out = tmp_path / "study"
-    spec = load_study("quick", claims=["C13"], overrides=SETTINGS)
+    spec = load_study("quick", claims=["C13"], seeds=[0, 1], overrides=SETTINGS)
     ids = [r.id for r in spec.expand(CLAIMS)]
     reg = Registry(out)
     reg.add_runs([(r.id, r.config.to_dict()) for r in spec.expand(CLAIMS)])

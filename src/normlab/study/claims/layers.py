@@ -222,7 +222,7 @@ class WateredDownDepthC6(Claim):
         else:
             verdict = INCONCLUSIVE
         post_text = (f"Post-LN {_f(eff['post'], '.2f')}·L" if contrast else
-                     f"Post-LN not a fair contrast here (its val loss is {cmp} than Pre-LN's)")
+                     f"Post-LN not a fair contrast here ({_contrast_reason(cmp)})")
         summary = (f"trained, L={deepest}: Pre-LN contribution ratio vs layer rank correlation {_f(trend, '+.2f')}; "
                    f"effective depth (layers whose skip raises val loss > 1 %) Pre-LN {eff['pre']:.2f}·L; {post_text}")
         settings = {"n_layer": deepest, "trend_threshold": TREND, "shallower_if_fraction_at_most": SHALLOW,
@@ -247,6 +247,12 @@ class WateredDownDepthC6(Claim):
                 profiles_figure(records, preset, ("pre", "post"), "angular_distance/block",
                                 "Angular distance between x_l and x_{l+1}, trained", "arccos(cos)/π", when="final"),
                 skip]
+
+
+def _contrast_reason(cmp: str) -> str:
+    if cmp == "too-few-seeds":
+        return "too few of its seeds trained to compare"
+    return f"its val loss is {'worse' if cmp == 'worse' else 'not clearly as good'} than Pre-LN's"
 
 
 def _from_layer_1(values: list[float | None]) -> tuple[list[int], list[float]]:

@@ -303,4 +303,4 @@ def _fmt(value, spec: str = ".3f") -> str:
 
 
 def _r(value):
-    return None if value is None else round(value, 3) if value != float("inf") else "diverged"
+    return None if value is None else round(value, 3) if value != float("inf") else "did not train"
