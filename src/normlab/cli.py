@@ -125,6 +125,9 @@ def study(
     set_: list[str] = typer.Option([], "--set", help="Override the preset's base config, e.g. train.steps=100."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Parallel training processes."),
     tensorboard: bool = typer.Option(False, "--tensorboard", help="Also write TensorBoard events per run."),
+    robustness: bool = typer.Option(False, "--robustness", help="Also rerun every claim's runs at another "
+                                    "thread count (a one-bit change of numerics) and mark verdicts that change "
+                                    "`fragile`; doubles the training."),
     batch: Optional[bool] = typer.Option(None, "--batch/--no-batch", help="Train runs of one shape as one stacked "
                                          "model, or each run alone; default: stacked on a GPU, alone on a CPU "
                                          "(measured slower there, see README)."),
@@ -140,7 +143,7 @@ def study(
     from normlab.study.spec import load_study
 
     try:
-        spec = load_study(preset, study_file, _csv(claims), _seeds(seeds), set_)
+        spec = load_study(preset, study_file, _csv(claims), _seeds(seeds), set_, robustness=robustness)
     except (ConfigError, ValueError) as e:
         fail(str(e))
     console.print(f"normlab study: preset [bold]{spec.preset.name}[/], claims {', '.join(spec.claims)}, "
@@ -205,7 +208,7 @@ def _render(out: Path):
     from normlab.study.claims import CLAIMS
     from normlab.study.claims import base as claim_base
     from normlab.study.registry import Registry
-    from normlab.study.runner import completion, compute_verdicts
+    from normlab.study.runner import completion, compute_verdicts, main_records
     from normlab.study.spec import spec_from_meta
     from normlab.train.loop import environment, resolve_device
 
@@ -227,7 +230,7 @@ def _render(out: Path):
                   "thresholds": {"loss_margin_nats": claim_base.LOSS_MARGIN, "confidence": claim_base.CONFIDENCE,
                                  "min_seeds": claim_base.MIN_SEEDS}}
     paths = render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
-                          claim_figures=figures, records=registry.records(set(ids)),
+                          claim_figures=figures, records=main_records(spec, registry.records(set(ids))),
                           measurements=registry.measurements(), study_info=study_info,
                           completion=status.to_dict(), failed_runs=status.failed)
     return paths, verdicts, status
@@ -256,7 +259,8 @@ def _print_verdicts(verdicts, status: str = "final") -> None:
     colour = {"holds": "green", "does not hold": "red", "inconclusive": "yellow"}
     for v in verdicts:
         value = "n/a" if v.value is None else f"{v.value:.4g}"
-        table.add_row(v.id, f"[{colour[v.verdict]}]{v.verdict}[/]", f"{v.statistic} = {value}", str(v.n_seeds))
+        mark = " [bold magenta](fragile)[/]" if v.fragile else ""
+        table.add_row(v.id, f"[{colour[v.verdict]}]{v.verdict}[/]{mark}", f"{v.statistic} = {value}", str(v.n_seeds))
     console.print(table)
 
 

@@ -74,6 +74,9 @@ class TrainConfig(BaseModel):
     """bf16: autocast the forward pass (CPU and CUDA); weights, optimizer and norm statistics stay fp32."""
     compile: bool = False
     """Run the model through torch.compile."""
+    threads: int = Field(default=0, ge=0)
+    """torch intra-op threads for this run (0: the process's setting). Part of the run's numerics: a matmul
+    split over 2 threads rounds differently from 1 (a study's robustness pass reruns runs with another count)."""
     diverge_loss: float = Field(default=20.0, gt=0)
     """A train loss above this (or non-finite) ends the run as `diverged`."""
     untrained_margin: float = Field(default=0.1, ge=0)

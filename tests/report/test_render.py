@@ -66,7 +66,7 @@ def test_verdicts_json_round_trips(report):
     assert (doc["final"], doc["status"], doc["failed_runs"]) == (True, "final", [])  # not told otherwise: final
     rows = doc["verdicts"]
     assert [r["id"] for r in rows] == CLAIMS
-    keys = {"id", "verdict", "statistic", "value", "n_seeds", "settings", "details", "summary"}
+    keys = {"id", "verdict", "statistic", "value", "n_seeds", "settings", "details", "summary", "fragile", "robustness"}
     assert all(set(r) == keys for r in rows)
     for row, original in zip(rows, verdicts()):
         assert Verdict(**row).to_dict() == row

@@ -190,3 +190,17 @@ def test_study_stacks_runs_of_one_shape_unless_told_not_to(tmp_path):
         assert sizes == ([2, 2, 2, 2] if mode == "--batch" else [None] * 4)
         finals[mode] = [r.val_loss for r in reg.records()]
     assert finals["--batch"] == pytest.approx(finals["--no-batch"], rel=1e-5)
+
+
+def test_robustness_reruns_each_claim_run_at_another_thread_count(tmp_path):
+    out = tmp_path / "study"
+    proc = subprocess.run(study_cmd(out, "--set", "train.steps=20", "--claims", "C13", "--robustness"),
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    reg = Registry(out)
+    threads = sorted(json.loads((reg.run_dir(r["id"]) / "run.json").read_text())["environment"]["torch_threads"]
+                     for r in reg.rows())
+    assert threads == [1, 1, 1, 1, 2, 2, 2, 2]  # C13's 4 runs, then again at 2 threads
+    c13 = json.loads((out / "verdicts.json").read_text())["verdicts"][0]
+    assert c13["fragile"] in (True, False) and c13["robustness"]["changed"] == {"train.threads": 2}
+    assert c13["robustness"]["verdict"] in ("holds", "does not hold", "inconclusive")

@@ -1095,3 +1095,44 @@ def test_loglog_slope():
 def test_mean_over_seeds():
     assert mean_over_seeds([[1.0, 2.0], [3.0, None]]) == [2.0, None]
     assert mean_over_seeds([]) == []
+
+
+# -- fragile: the robustness rerun -------------------------------------------------------------
+def _at_threads(records: list[RunRecord], threads: int) -> list[RunRecord]:
+    for r in records:
+        r.config["train"]["threads"] = threads
+        r.base = {**BASE, "train.threads": threads}
+    return records
+
+
+def _fragility(main: list[RunRecord], rerun: list[RunRecord]):
+    from types import SimpleNamespace
+
+    from normlab.study.runner import mark_fragile
+
+    claim = CLAIMS.get("C13")()
+    spec = SimpleNamespace(preset=P, robust_overrides=lambda: {"train.threads": 2})
+    verdict = claim.verdict(_at_threads(main, 1), None, P)
+    mark_fragile(verdict, claim, _at_threads(rerun, 2), None, spec)
+    return verdict
+
+
+def test_a_verdict_that_flips_under_another_thread_count_is_fragile():
+    v = _fragility(_c13([1.903, 1.907], [2.003, 2.007]), _c13([1.903, 1.907], [1.905, 1.909]))
+    assert v.verdict == HOLDS and v.fragile is True
+    assert v.robustness["verdict"] == FAILS and v.robustness["changed"] == {"train.threads": 2}
+
+
+def test_a_verdict_that_survives_the_rerun_is_not_fragile():
+    v = _fragility(_c13([1.903, 1.907], [2.003, 2.007]), _c13([1.904, 1.908], [2.004, 2.008]))
+    assert v.verdict == HOLDS and v.fragile is False and v.robustness["verdict"] == HOLDS
+
+
+def test_the_rerun_reads_only_rerun_records():
+    """Main records are invisible to the rerun's verdict (strict base matching on train.threads), and vice versa."""
+    records = _at_threads(_c13([1.903, 1.907], [2.003, 2.007]), 1) + _at_threads(_c13([1.9, 1.9], [1.9, 1.9]), 2)
+    claim = CLAIMS.get("C13")()
+    for base, expected in (({**BASE, "train.threads": 1}, HOLDS), ({**BASE, "train.threads": 2}, FAILS)):
+        for r in records:  # as compute_verdicts does: one base for every record
+            r.base = base
+        assert claim.verdict(records, None, P).verdict == expected

@@ -94,9 +94,18 @@ def verdict_row(verdict: dict, info: dict) -> str:
     return (f'<tr class="verdict {verdict_class(verdict.get("verdict"))}" data-claim="{cid}" '
             f'data-verdict="{esc(verdict.get("verdict"))}">'
             f'<td class="cid"><a href="#{cid}">{cid}</a></td><td>{esc(info.get("title", ""))}</td>'
-            f'<td>{badge(verdict.get("verdict"))}</td>'
+            f'<td>{badge(verdict.get("verdict"))}{fragile_mark(verdict)}</td>'
             f'<td class="key">{esc(key_number(verdict.get("statistic"), verdict.get("value")))}</td>'
             f'<td class="num">{esc(fmt_value(verdict.get("n_seeds")))}</td></tr>')
+
+
+def fragile_mark(verdict: dict) -> str:
+    """A `fragile` badge, with what the robustness rerun gave, where the rerun changed the verdict."""
+    if not verdict.get("fragile"):
+        return ""
+    again = (verdict.get("robustness") or {})
+    note = f'at {fmt_settings(again.get("changed"))}: {again.get("verdict")}'
+    return f' <span class="badge fragile" title="{esc(note)}">fragile</span>'
 
 
 def failed_section(failed_runs: list[dict]) -> str:
@@ -292,6 +301,7 @@ table.rows, table.data { font-size: 12.5px; }
 table.rows th, table.data th { text-align: left; background: #eef1f4; padding: 3px 8px; font-weight: 600; }
 table.rows td, table.data td { padding: 2px 8px; border-top: 1px solid #edf0f2; white-space: nowrap; }
 table.data tr.status-diverged td, table.data tr.status-failed_to_train td { color: var(--fails); }
+.badge.fragile { background: #f3e8ff; color: #6b21a8; }
 table.data tr.status-failed td { color: var(--unk); font-style: italic; }
 .figs { display: grid; grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); gap: 10px 18px;
   margin: 12px 0 4px; }

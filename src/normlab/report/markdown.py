@@ -31,7 +31,8 @@ def markdown(title: str, study_info: dict, verdicts: list[dict], claim_info: dic
         name = v["id"] + (f" — {(claim_info.get(v['id']) or {}).get('title')}"
                           if (claim_info.get(v["id"]) or {}).get("title") else "")
         mark = VERDICT_MARK.get(v.get("verdict"), "·")
-        lines.append(f"| {cell(name)} | {mark} {cell(v.get('verdict'))} | "
+        fragile = " (fragile)" if v.get("fragile") else ""
+        lines.append(f"| {cell(name)} | {mark} {cell(v.get('verdict'))}{fragile} | "
                      f"{cell(key_number(v.get('statistic'), v.get('value')))} | {cell(fmt_value(v.get('n_seeds')))} |")
     lines += failed_lines(failed_runs or [])
     lines += ["", "## Summaries", ""]

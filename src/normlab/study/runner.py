@@ -13,6 +13,7 @@ verdicts and report are partial and say so (`Completion`).
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import multiprocessing
 import os
 import signal
@@ -258,21 +259,48 @@ def compute_verdicts(spec: StudySpec, registry: Registry, ids: list[str] | None 
     for record in records:  # groups match the base config on every axis a claim does not name
         record.base = base
     measurements = registry.measurements()
+    # the robustness pass's records: the same runs at another thread count, judged against that base
+    rerun_base = {**base, **spec.robust_overrides()}
+    reruns = [dataclasses.replace(r, base=rerun_base) for r in records] if spec.robustness else []
     verdicts, figures = [], {}
     for claim_id in sorted(spec.claims, key=ORDER.index):
         claim = CLAIMS.get(claim_id)()
         try:
-            verdicts.append(claim.verdict(records, measurements.get(claim_id), spec.preset))
+            verdict = claim.verdict(records, measurements.get(claim_id), spec.preset)
             figures[claim_id] = claim.figures(records, measurements.get(claim_id), spec.preset)
         except Exception as e:  # a verdict that cannot be computed is reported, never hidden
-            verdicts.append(Verdict(claim_id, INCONCLUSIVE, "could not be computed", None, 0, {},
-                                    {"error": f"{type(e).__name__}: {e}"}, f"error while computing: {e}"))
+            verdict = Verdict(claim_id, INCONCLUSIVE, "could not be computed", None, 0, {},
+                              {"error": f"{type(e).__name__}: {e}"}, f"error while computing: {e}")
             figures[claim_id] = []
+        if reruns and claim.runs(spec.preset):
+            mark_fragile(verdict, claim, reruns, measurements.get(claim_id), spec)
+        verdicts.append(verdict)
     return verdicts, figures
+
+
+def main_records(spec: StudySpec, records: list) -> list:
+    """The study's own runs, without the robustness pass's reruns (which the report does not plot twice)."""
+    if not spec.robustness:
+        return records
+    rerun = spec.robust_overrides()
+    return [r for r in records if any(r.get(k) != v for k, v in rerun.items())]
+
+
+def mark_fragile(verdict: Verdict, claim, reruns: list, measurement, spec: StudySpec) -> None:
+    """`fragile` when the same runs at another thread count (a one-bit change of numerics) give another verdict."""
+    try:
+        again = claim.verdict(reruns, measurement, spec.preset)
+    except Exception as e:
+        verdict.robustness = {"changed": spec.robust_overrides(), "error": f"{type(e).__name__}: {e}"}
+        return
+    verdict.fragile = again.verdict != verdict.verdict
+    verdict.robustness = {"changed": spec.robust_overrides(), "verdict": again.verdict, "value": again.value,
+                          "summary": again.summary}
 
 
 def describe(spec: StudySpec, ids: list[str]) -> dict[str, Any]:
     p = spec.preset
     return {"preset": p.name, "description": p.description, "claims": spec.claims, "seeds": p.seeds,
+            "robustness": spec.robustness,
             "n_runs": len(ids), "run_ids": ids, "axes": spec.axes, "base": p.base, "base_extra": spec.base_extra,
             "lrs": p.lrs, "warmup": p.warmup, "lr_fixed": p.lr_fixed, "depths": p.depths}

@@ -31,6 +31,7 @@ class Preset:
     deep_depths: list[int] = field(default_factory=list)  # very deep narrow models (C8)
     deep_base: dict[str, Any] = field(default_factory=dict)
     timing_repeats: int = 15  # interleaved repeats of each timed norm / step
+    robust_threads: int = 2  # the robustness pass reruns a claim's runs at this thread count (base: 1)
 
     @property
     def depth(self) -> int:
@@ -42,6 +43,7 @@ QUICK_BASE = {
     "train.batch_size": 12, "train.steps": 300, "train.schedule": "cosine", "train.min_lr": 0.0,
     "train.eval_interval": 100, "train.eval_batches": 10, "train.ckpt_interval": 100, "train.log_interval": 10,
     "train.device": "cpu", "diagnostics.interval": 100, "diagnostics.layer_skip": True,
+    "train.threads": 1,  # pinned: a run's numerics must not depend on how many cores the machine has
 }
 
 PRESETS: dict[str, Preset] = {
@@ -101,12 +103,19 @@ class StudySpec:
     claims: list[str]
     axes: dict[str, list[Any]] = field(default_factory=dict)
     base_extra: dict[str, Any] = field(default_factory=dict)  # already merged into preset.base; kept for the record
+    robustness: bool = False  # also rerun every claim's runs at preset.robust_threads threads (`fragile` marks)
+
+    def robust_overrides(self) -> dict[str, Any]:
+        """The one-bit change of numerics of the robustness pass: another intra-op thread count."""
+        return {"train.threads": self.preset.robust_threads}
 
     def expand(self, claim_registry) -> list[RunSpec]:
         """Every run the claims and the axes need, once each (dedup by config hash), in a stable order."""
         wanted: list[tuple[str, dict[str, Any]]] = []  # (who needs it, overrides)
         for claim_id in self.claims:
             wanted.extend((f"claim {claim_id}", o) for o in claim_registry.get(claim_id)().runs(self.preset))
+        if self.robustness:
+            wanted += [(f"{who} (robustness rerun)", {**o, **self.robust_overrides()}) for who, o in list(wanted)]
         if self.axes:
             keys = list(self.axes)
             wanted.extend(("the study's axes", dict(zip(keys, combo)))
@@ -138,7 +147,7 @@ STUDY_KEYS = ("preset", "claims", "seeds", "base", "axes")
 
 def load_study(preset: str = "quick", study_file: str | Path | None = None, claims: list[str] | None = None,
                seeds: list[int] | None = None, overrides: list[str] | None = None,
-               axes: dict[str, list[Any]] | None = None) -> StudySpec:
+               axes: dict[str, list[Any]] | None = None, robustness: bool = False) -> StudySpec:
     """The study for a preset name, or a user's study TOML (which names its preset and may add axes).
 
     `overrides` (`key=value`, as `normlab train --set`) change the preset's base config. Everything is
@@ -164,7 +173,7 @@ def load_study(preset: str = "quick", study_file: str | Path | None = None, clai
     claim_ids = list(claims) if claims else list(chosen.claims)
     for cid in claim_ids:
         CLAIMS.get(cid)  # unknown ids: a clear error listing the valid ones
-    spec = StudySpec(chosen, claim_ids, _check_axes(axes, "study axis"), base_extra)
+    spec = StudySpec(chosen, claim_ids, _check_axes(axes, "study axis"), base_extra, robustness)
     _validate(spec, CLAIMS)
     return spec
 
@@ -241,7 +250,8 @@ def _validate(spec: StudySpec, claim_registry) -> None:
 def spec_from_meta(meta: dict[str, Any]) -> StudySpec:
     """Rebuild the spec a registry was run with (for `normlab report`)."""
     study = meta["study"]
-    spec = load_study(study["preset"], claims=study["claims"], seeds=study["seeds"])
+    spec = load_study(study["preset"], claims=study["claims"], seeds=study["seeds"],
+                      robustness=study.get("robustness", False))
     base = dict(study["base"])
     spec.preset.base = base
     spec.axes, spec.base_extra = study.get("axes", {}), study.get("base_extra", {})

@@ -24,7 +24,7 @@ from normlab.config import RunConfig
 from normlab.data import load_corpus
 from normlab.diagnostics.probe import NO_PROBE
 from normlab.nn.stacked import StackedGPT
-from normlab.train.loop import EVAL_SEED, Diverged, RunError, RunResult, Trainer
+from normlab.train.loop import EVAL_SEED, Diverged, RunError, RunResult, Trainer, run_threads
 from normlab.train.optim import StackedAdamW, learning_rate
 
 # What members may differ in: everything else fixes a shape or the shared cadence of the loop.
@@ -94,7 +94,8 @@ class GroupTrainer:
             for slot in ready:  # members resumed from different checkpoints train as separate stacks
                 by_step.setdefault(slot.trainer.step, []).append(slot)
             for slots in by_step.values():
-                _Stack(slots, self.results).train()
+                with run_threads(slots[0].trainer.tc.threads):  # shared: part of the group key
+                    _Stack(slots, self.results).train()
         return [self.results[i] for i in range(len(self.trainers))]
 
 

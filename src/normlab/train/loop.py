@@ -6,6 +6,7 @@ progress bar).
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import platform
 import sys
@@ -67,6 +68,18 @@ def environment(device: torch.device) -> dict[str, Any]:
     if device.type == "cuda":
         env["device_name"] = torch.cuda.get_device_name(device)
     return env
+
+
+@contextlib.contextmanager
+def run_threads(threads: int):
+    """torch's intra-op thread count for the body (0: leave it as it is), restored after."""
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def cpu_model() -> str:
@@ -173,7 +186,8 @@ class Trainer:
         """Train (or resume) under the directory's lock; a reason the user can act on raises `RunError`."""
         lock = self.acquire()
         try:
-            return self.guarded(self._run_locked)
+            with run_threads(self.tc.threads):
+                return self.guarded(self._run_locked)
         finally:
             lock.release()
 

@@ -35,6 +35,8 @@ class Verdict:
     settings: dict[str, Any]
     details: dict[str, Any] = field(default_factory=dict)
     summary: str = ""
+    fragile: bool | None = None  # None: not checked; True: the robustness rerun gave another verdict
+    robustness: dict[str, Any] = field(default_factory=dict)  # what the rerun changed and what it gave
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
