@@ -204,3 +204,17 @@ def test_robustness_reruns_each_claim_run_at_another_thread_count(tmp_path):
     c13 = json.loads((out / "verdicts.json").read_text())["verdicts"][0]
     assert c13["fragile"] in (True, False) and c13["robustness"]["changed"] == {"train.threads": 2}
     assert c13["robustness"]["verdict"] in ("holds", "does not hold", "inconclusive")
+
+
+def test_runs_that_pin_more_threads_get_fewer_workers(monkeypatch):
+    """2 workers × 2 threads on 2 cores made 7 s runs take minutes: reruns at 2 threads train 1 at a time."""
+    from normlab.study import runner
+
+    spec = load_study("quick", claims=["C13"], seeds=[0, 1], robustness=True)
+    runs = spec.expand(CLAIMS)
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: 2)
+    phases = runner.phases(runs, workers=2, threads=1)
+    assert [(len(ids), workers) for ids, workers in phases] == [(4, 2), (4, 1)]
+    assert {r.config.train.threads for r in runs if r.id in phases[1][0]} == {2}
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: 16)
+    assert [w for _, w in runner.phases(runs, workers=8, threads=2)] == [8, 8]
