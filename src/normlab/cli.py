@@ -117,7 +117,7 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
 
 @app.command()
 def study(
-    preset: str = typer.Option("quick", "--preset", help="quick (about 12 min on 2 CPU cores) or full."),
+    preset: str = typer.Option("quick", "--preset", help="quick (about 13 min on 2 CPU cores) or full."),
     study_file: Optional[Path] = typer.Option(None, "--study", help="A study TOML (preset, claims, seeds, base, axes)."),
     out: Path = typer.Option(Path("normlab-study"), "--out", "-o", help="Study directory (created, or resumed)."),
     claims: Optional[str] = typer.Option(None, "--claims", help="Comma-separated claim ids, e.g. C1,C11."),

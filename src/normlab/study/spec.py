@@ -49,7 +49,7 @@ QUICK_BASE = {
 PRESETS: dict[str, Preset] = {
     "quick": Preset(
         name="quick",
-        description="about 12 minutes on a 2-core CPU: 4-layer, 64-wide char models, 300 steps, 5 seeds",
+        description="about 13 minutes on a 2-core CPU: 4-layer, 64-wide char models, 300 steps, 5 seeds",
         # 5 seeds: a 95 % t interval at 2 seeds is ±4.3 standard errors, and a two-mode outcome (Post-LN
         # stuck or not) needs a rate, which 2 seeds cannot give
         base=QUICK_BASE, seeds=[0, 1, 2, 3, 4],
