@@ -13,7 +13,7 @@ import pytest
 from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS
 from normlab.study.registry import Registry, pid_alive
-from normlab.study.spec import PRESETS, load_study
+from normlab.study.spec import PRESETS, build_config, load_study
 from normlab.train import RunDir
 
 TINY = ["model.d_model=16", "model.n_head=2", "model.block_size=16", "train.batch_size=4",
@@ -218,3 +218,13 @@ def test_runs_that_pin_more_threads_get_fewer_workers(monkeypatch):
     assert {r.config.train.threads for r in runs if r.id in phases[1][0]} == {2}
     monkeypatch.setattr(runner.os, "cpu_count", lambda: 16)
     assert [w for _, w in runner.phases(runs, workers=8, threads=2)] == [8, 8]
+
+
+def test_records_from_an_older_registry_get_new_config_fields_by_default():
+    """A field added since a study was run (train.threads) must not make its runs match no group."""
+    from normlab.study.records import RunRecord
+
+    cfg = build_config(PRESETS["quick"], {}, 0).to_dict()
+    del cfg["train"]["threads"]
+    record = RunRecord.from_dict({"id": "x", "config": cfg, "status": "completed"})
+    assert record.get("train.threads") == 0

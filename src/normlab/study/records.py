@@ -12,6 +12,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from normlab.config import RunConfig
 from normlab.diagnostics.store import DiagnosticsStore
 from normlab.rundir import RunDir
 
@@ -99,7 +102,17 @@ class RunRecord:
         data = dict(data)
         for key in ("val_curve", "train_curve"):
             data[key] = [tuple(p) for p in data.get(key, [])]
+        data["config"] = with_defaults(data.get("config", {}))
         return cls(**data)
+
+
+def with_defaults(config: dict[str, Any]) -> dict[str, Any]:
+    """A stored config with the fields added since it was written filled in with their defaults, so a study
+    registry from an older normlab still matches the base config key for key (`normlab report` on it)."""
+    try:
+        return RunConfig.model_validate(config).to_dict()
+    except ValidationError:  # not a RunConfig at all (synthetic records in tests): leave it as it is
+        return config
 
 
 def record_from_run_dir(run_id: str, path: str | Path) -> RunRecord:

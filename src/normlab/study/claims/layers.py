@@ -215,7 +215,14 @@ class WateredDownDepthC6(Claim):
         at = dict(model__n_layer=deepest, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup)
         cmp, _ = compare(group(records, model__scheme="post", **at), group(records, model__scheme="pre", **at))
         contrast = eff["post"] is not None and cmp in ("same", "better")
-        if (trend or 0) >= 0 or eff["pre"] > SHALLOW or (contrast and eff["post"] <= eff["pre"]):
+        # "behaves like a shallower net" means something only where depth is used at all: the deep model must
+        # beat the shallowest one (at bigram level every layer is dispensable, whatever the architecture)
+        shallowest = min(preset.depths)
+        uses_depth, depth_info = compare(group(records, model__scheme="pre", **at),
+                                         group(records, model__scheme="pre", **{**at, "model__n_layer": shallowest}))
+        if uses_depth != "better":
+            verdict = INCONCLUSIVE
+        elif (trend or 0) >= 0 or eff["pre"] > SHALLOW or (contrast and eff["post"] <= eff["pre"]):
             verdict = FAILS
         elif falls and shallow:
             verdict = HOLDS
@@ -223,14 +230,21 @@ class WateredDownDepthC6(Claim):
             verdict = INCONCLUSIVE
         post_text = (f"Post-LN {_f(eff['post'], '.2f')}·L" if contrast else
                      f"Post-LN not a fair contrast here ({_contrast_reason(cmp)})")
-        summary = (f"trained, L={deepest}: Pre-LN contribution ratio vs layer rank correlation {_f(trend, '+.2f')}; "
-                   f"effective depth (layers whose skip raises val loss > 1 %) Pre-LN {eff['pre']:.2f}·L; {post_text}")
+        depth_text = (f"the {deepest}-layer Pre-LN beats the {shallowest}-layer one by "
+                      f"{-(depth_info.get('diff') or 0):.3f} nats" if uses_depth == "better" else
+                      f"the {deepest}-layer Pre-LN does not beat the {shallowest}-layer one ({uses_depth}): depth is "
+                      f"not used at this scale, so whether it is watered down cannot be judged")
+        summary = (f"trained, L={deepest}: {depth_text}; Pre-LN contribution ratio vs layer rank correlation "
+                   f"{_f(trend, '+.2f')}; effective depth (layers whose skip raises val loss > 1 %) Pre-LN "
+                   f"{eff['pre']:.2f}·L; {post_text}")
         settings = {"n_layer": deepest, "trend_threshold": TREND, "shallower_if_fraction_at_most": SHALLOW,
                     "effective_depth": "fraction of layers whose skip raises val loss by more than 1 %",
-                    "post_contrast": "only where Post-LN's val loss is not worse than Pre-LN's"}
+                    "post_contrast": "only where Post-LN's val loss is not worse than Pre-LN's",
+                    "judged_only_if": f"Pre-LN at L={deepest} beats Pre-LN at L={shallowest}"}
         return self.make(verdict, "Pre-LN effective depth fraction", eff["pre"],
                          n_seeds(select(records, False, model__n_layer=deepest)), settings, summary,
                          contribution_trend=trend, effective_depth_fraction=eff, post_comparable=contrast,
+                         deep_vs_shallow=uses_depth,
                          post_vs_pre=cmp, pre_contribution=pre, post_contribution=post, pre_angular_distance=angle)
 
     def figures(self, records, measurement, preset):
