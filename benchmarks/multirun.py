@@ -23,7 +23,8 @@ from normlab.bench.timing import steady_allocator
 from normlab.nn.config import ModelConfig
 from normlab.nn.model import GPT
 from normlab.nn.stacked import StackedGPT
-from normlab.train.optim import StackedAdamW
+from normlab.config import TrainConfig
+from normlab.train.optim import StackedAdamW, build_optimizer, clip_stacked_grads
 
 SHAPES = {  # (model fields, batch size): the quick preset's base run and nanoGPT's CPU recipe
     "quick": (dict(block_size=64, n_layer=4, n_head=4, d_model=64), 12),
@@ -41,13 +42,6 @@ def members(shape: str, k: int) -> tuple[list[GPT], int]:
     return out, batch
 
 
-def adamw(model: GPT) -> torch.optim.AdamW:
-    params = list(model.parameters())
-    return torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": 0.1},
-                              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
-                             lr=1e-3, betas=(0.9, 0.99))
-
-
 def sequential_step(models, opts, x, y) -> None:
     for k, (m, opt) in enumerate(zip(models, opts)):
         _, loss = m(x[k], y[k])
@@ -60,12 +54,8 @@ def sequential_step(models, opts, x, y) -> None:
 def stacked_step(stack: StackedGPT, opt: StackedAdamW, x, y) -> None:
     _, losses = stack(x, y)
     losses.sum().backward()
-    grads = [s.grad for s, _ in stack.pairs()]
     K = x.shape[0]
-    norms = torch.stack([g.reshape(K, -1).norm(dim=1) for g in grads], 1).norm(dim=1)
-    coef = (1.0 / (norms + 1e-6)).clamp(max=1.0)
-    for g in grads:
-        g.mul_(coef.view(-1, *([1] * (g.dim() - 1))))
+    clip_stacked_grads([s for s, _ in stack.pairs()], [1.0] * K)
     opt.step([1e-3] * K, [0.1] * K)
     stack.zero_grad(set_to_none=True)
 
@@ -92,7 +82,7 @@ def matmul_peak(rounds: int = 5) -> float:
 def bench(shape: str, k: int, rounds: int) -> dict:
     seq_models, batch = members(shape, k)
     stack_models, _ = members(shape, k)
-    seq_opts = [adamw(m) for m in seq_models]
+    seq_opts = [build_optimizer(m, TrainConfig(), "cpu") for m in seq_models]  # a single run's AdamW
     stack = StackedGPT(stack_models)
     opt = StackedAdamW(stack.pairs(), 0.9, 0.99)
     T = SHAPES[shape][0]["block_size"]

@@ -25,7 +25,7 @@ from normlab.data import load_corpus
 from normlab.diagnostics.probe import NO_PROBE
 from normlab.nn.stacked import StackedGPT
 from normlab.train.loop import EVAL_SEED, Diverged, RunError, RunResult, Trainer, run_threads
-from normlab.train.optim import StackedAdamW, learning_rate
+from normlab.train.optim import StackedAdamW, clip_stacked_grads, learning_rate
 
 # What members may differ in: everything else fixes a shape or the shared cadence of the loop.
 MEMBER_KEYS = ("seed", "lr", "min_lr", "schedule", "warmup_steps", "decay_steps", "weight_decay", "grad_clip",
@@ -136,7 +136,7 @@ class _Stack:
         self.slots = [self.slots[k] for k in keep]
         if keep:
             self.model.keep(keep)
-            self.optimizer.keep(torch.tensor(keep, device=self.device))
+            self.optimizer.keep(keep)
 
     def _diverge(self, slot: _Slot, raise_diverged: Callable[[], None]) -> None:
         """Record a member as diverged: its trainer logs the step, finds the NaN's origin, writes the status."""
@@ -221,7 +221,8 @@ class _Stack:
         self._drop(gone)
         if not self.slots:
             return
-        for s, n in zip(self.slots, self._clip().tolist()):
+        norms = clip_stacked_grads([stack for stack, _ in model.pairs()], [s.trainer.tc.grad_clip for s in self.slots])
+        for s, n in zip(self.slots, norms.tolist()):
             s.grad_norm = n
         self._drop(self._diverged_grads(x, y, keep))
         if not self.slots:
@@ -271,19 +272,6 @@ class _Stack:
                 {"lr": s.lr, "train_loss": s.loss, "grad_norm": s.grad_norm}, x[k], y[k], trace=True))
             gone.append(s)
         return gone
-
-    def _clip(self) -> torch.Tensor:
-        """Each member's global gradient norm (before clipping), and its own clip, as clip_grad_norm_."""
-        grads = [stack.grad for stack, _ in self.model.pairs() if stack.grad is not None]
-        K = len(self.slots)
-        per_param = torch.stack([g.reshape(K, -1).float().norm(dim=1) for g in grads], dim=1)  # (K, P)
-        norms = per_param.norm(dim=1)  # (K,)
-        max_norm = torch.tensor([s.trainer.tc.grad_clip if s.trainer.tc.grad_clip > 0 else math.inf
-                                 for s in self.slots], device=norms.device)
-        coef = (max_norm / (norms + 1e-6)).clamp(max=1.0)
-        for g in grads:
-            g.mul_(coef.view(-1, *([1] * (g.dim() - 1))).to(g.dtype))
-        return norms
 
     @torch.no_grad()
     def _evaluate(self) -> None:

@@ -41,6 +41,19 @@ def learning_rate(step: int, cfg: TrainConfig) -> float:
     return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1.0 + math.cos(math.pi * progress))
 
 
+def clip_stacked_grads(stacks: list[torch.Tensor], max_norms: list[float]) -> torch.Tensor:
+    """Per member k: the global gradient norm over every stack's slice k (returned, before clipping), then
+    `clip_grad_norm_`'s rule with member k's own max norm (0 or less: no clipping)."""
+    grads = [s.grad for s in stacks if s.grad is not None]
+    K = len(max_norms)
+    norms = torch.stack([g.reshape(K, -1).float().norm(dim=1) for g in grads], dim=1).norm(dim=1)  # (K,)
+    limit = torch.tensor([m if m > 0 else math.inf for m in max_norms], device=norms.device)
+    coef = (limit / (norms + 1e-6)).clamp(max=1.0)
+    for g in grads:
+        g.mul_(coef.view(-1, *([1] * (g.dim() - 1))).to(g.dtype))
+    return norms
+
+
 class StackedAdamW:
     """AdamW over a `StackedGPT`'s stacks, each member with its own lr and weight decay.
 
@@ -76,9 +89,11 @@ class StackedAdamW:
                                           "exp_avg": self.exp_avg[i][k].clone(),
                                           "exp_avg_sq": self.exp_avg_sq[i][k].clone()}
 
-    def keep(self, index: torch.Tensor) -> None:
-        self.exp_avg = [m.index_select(0, index) for m in self.exp_avg]
-        self.exp_avg_sq = [v.index_select(0, index) for v in self.exp_avg_sq]
+    def keep(self, index: list[int]) -> None:
+        """Keep the moments of the members in `index` (as `StackedGPT.keep`)."""
+        ix = torch.tensor(index, device=self.exp_avg[0].device)
+        self.exp_avg = [m.index_select(0, ix) for m in self.exp_avg]
+        self.exp_avg_sq = [v.index_select(0, ix) for v in self.exp_avg_sq]
 
     @torch.no_grad()
     def step(self, lrs: list[float], weight_decays: list[float]) -> None:
