@@ -117,7 +117,7 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
 
 @app.command()
 def study(
-    preset: str = typer.Option("quick", "--preset", help="quick (about 13 min on 2 CPU cores) or full."),
+    preset: str = typer.Option("quick", "--preset", help="quick, standard (every claim) or full (for a GPU); README lists their cost."),
     study_file: Optional[Path] = typer.Option(None, "--study", help="A study TOML (preset, claims, seeds, base, axes)."),
     out: Path = typer.Option(Path("normlab-study"), "--out", "-o", help="Study directory (created, or resumed)."),
     claims: Optional[str] = typer.Option(None, "--claims", help="Comma-separated claim ids, e.g. C1,C11."),
@@ -208,7 +208,7 @@ def _render(out: Path):
     from normlab.study.claims import CLAIMS
     from normlab.study.claims import base as claim_base
     from normlab.study.registry import Registry
-    from normlab.study.runner import completion, compute_verdicts, main_records
+    from normlab.study.runner import completion, compute_verdicts, main_records, study_ids
     from normlab.study.spec import spec_from_meta
     from normlab.train.loop import environment, resolve_device
 
@@ -217,7 +217,7 @@ def _render(out: Path):
     if "study" not in meta:  # killed before it registered its runs
         raise ConfigError(f"{str(registry.path)!r} holds no study yet: run `normlab study --out {out}` first")
     spec = spec_from_meta(meta)
-    ids = meta["study"]["run_ids"]
+    ids = study_ids(spec, registry, meta["study"]["run_ids"])
     status = completion(spec, registry, ids)  # before the verdicts: a run settling meanwhile is not called final
     verdicts, figures = compute_verdicts(spec, registry, ids)
     info = {cid: {"title": CLAIMS.get(cid).title, "statement": CLAIMS.get(cid).statement,
@@ -225,7 +225,8 @@ def _render(out: Path):
     rows = [r for r in registry.rows() if r["id"] in set(ids)]
     started, finished = [r["started"] for r in rows if r["started"]], [r["finished"] for r in rows if r["finished"]]
     wall = max(finished) - min(started) if started and finished else 0.0  # pending runs have neither
-    study_info = {**meta["study"], "run_ids": None, "counts": registry.counts(set(ids)), "train_wall_s": wall,
+    study_info = {**{k: v for k, v in meta["study"].items() if k not in ("run_ids", "preset_settings")},
+                  "counts": registry.counts(set(ids)), "train_wall_s": wall,
                   "environment": environment(resolve_device("cpu")),
                   "thresholds": {"loss_margin_nats": claim_base.LOSS_MARGIN, "confidence": claim_base.CONFIDENCE,
                                  "min_seeds": claim_base.MIN_SEEDS}}

@@ -28,9 +28,13 @@ class DataConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     path: str | None = None
-    """A UTF-8 text file; unset: the packaged tiny Shakespeare."""
+    """A UTF-8 text file, or a packaged corpus by name (`tinyshakespeare`, `paradise_lost`); unset: tiny
+    Shakespeare."""
     tokenizer: Literal["char", "byte"] = "char"
     """`char`: one token per distinct character; `byte`: the 256 UTF-8 byte values."""
+    vocab_from: str | None = None
+    """Tokenize with this corpus's vocabulary instead of the text's own (fine-tuning keeps the pretrained
+    model's tokens); characters outside it are dropped and counted in run.json."""
 
 
 class TrainConfig(BaseModel):
@@ -79,6 +83,9 @@ class TrainConfig(BaseModel):
     split over 2 threads rounds differently from 1 (a study's robustness pass reruns runs with another count)."""
     diverge_loss: float = Field(default=20.0, gt=0)
     """A train loss above this (or non-finite) ends the run as `diverged`."""
+    init_from: str | None = None
+    """A run directory whose trained weights start this run (fine-tuning). Loaded with weights_only; its model
+    config must be this run's. The optimizer, schedule and step start fresh."""
     untrained_margin: float = Field(default=0.1, ge=0)
     """A completed run whose final val loss is within this many nats of the corpus's unigram cross-entropy
     (or above it) failed to train: it never left the plateau of token frequencies (0: never judged)."""

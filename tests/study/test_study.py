@@ -46,7 +46,7 @@ def test_expansion_dedups_shared_runs_by_config_hash():
 
 
 def test_bad_study_input_is_a_clear_error(tmp_path):
-    with pytest.raises(ConfigError, match="unknown preset 'fast'.*quick, full"):
+    with pytest.raises(ConfigError, match="unknown preset 'fast'.*quick, standard, full"):
         load_study("fast")
     with pytest.raises(ValueError, match="unknown claim 'C99'"):
         load_study("quick", claims=["C99"])
@@ -228,3 +228,33 @@ def test_records_from_an_older_registry_get_new_config_fields_by_default():
     del cfg["train"]["threads"]
     record = RunRecord.from_dict({"id": "x", "config": cfg, "status": "completed"})
     assert record.get("train.threads") == 0
+
+
+def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
+    """C7's transfer half: after the lr sweep, every seed of each scheme's best lr is fine-tuned on Paradise
+    Lost (a follow-up run with train.init_from = the source's directory); `normlab report` finds the same runs."""
+    from normlab.study.runner import completion, run_study, study_ids
+    from normlab.study.spec import spec_from_meta
+
+    spec = load_study("quick", claims=["C7"], seeds=[0, 1], overrides=TINY + [
+        "train.steps=8", "model.n_layer=1", "train.eval_interval=4", "diagnostics.interval=0",
+        "diagnostics.layer_skip=false", "train.untrained_margin=0"])
+    spec.preset.lrs, spec.preset.warmup = [1e-3, 1e-2], 2
+    spec.preset.finetune = {"train.steps": 4, "train.lr": 3e-4, "train.warmup_steps": 1}
+    out = run_study(spec, tmp_path / "s", workers=1, batch=False)
+    assert out.final and out.counts == {"completed": 2 * 2 * 2 + 2 * 2}  # 8 sweep runs, 2 schemes × 2 seeds tuned
+    registry = Registry(tmp_path / "s")
+    records = {r.id: r for r in registry.records()}
+    tuned = [r for r in records.values() if r.get("train.init_from")]
+    v = out.verdicts[0]
+    for r in tuned:
+        source = records[os.path.basename(r.get("train.init_from"))]
+        assert r.get("data.path") == "paradise_lost" and r.get("data.vocab_from") == "tinyshakespeare"
+        assert r.get("train.steps") == 4 and r.get("train.lr") == 3e-4 and r.seed == source.seed
+        assert source.get("train.lr") == v.details["best_lr"][source.get("model.scheme")]
+    assert sorted(r.get("model.scheme") for r in tuned) == ["post", "post", "pre", "pre"]
+    assert v.details["finetune_pre"]["n_runs"] == 2 and v.details["finetune_post"]["n_runs"] == 2
+    # the report rebuilds the study from the registry: the same run ids, nothing missing, final
+    again = spec_from_meta(registry.meta())  # with the preset as it ran (lrs, warmup, fine-tune budget)
+    ids = study_ids(again, registry, registry.meta()["study"]["run_ids"])
+    assert sorted(ids) == sorted(records) and completion(again, registry, ids).final

@@ -83,7 +83,8 @@ def make_step(model, forward, optimizer, batch, precision: str, device: torch.de
     return step
 
 
-def build_variants(cfg: StepConfig, schemes, norms, precisions, compile: bool, device) -> list[Variant]:
+def build_variants(cfg: StepConfig, schemes, norms, precisions, compile: bool, device,
+                   impls: tuple[str, ...] | None = None) -> list[Variant]:
     """The reference, then every (scheme, norm, precision, impl) normlab variant, on one shared batch."""
     if compile:
         torch.compiler.reset()  # fresh compile caches for this config
@@ -99,10 +100,17 @@ def build_variants(cfg: StepConfig, schemes, norms, precisions, compile: bool, d
     opt = adamw(ref, device)
     variants = [Variant("reference", "pre", "layernorm", "fp32", ref, opt,
                         make_step(ref, ref, opt, batch, "fp32", device, None))]
-    impls = ["normlab", "normlab-refnorm"] + (["normlab-compile"] if compile else [])
+    impls = impls or ("normlab", "normlab-refnorm", *(("normlab-compile",) if compile else ()))
+    unknown = set(impls) - set(NORM_IMPL_OF)
+    if unknown:
+        raise ValueError(f"unknown step variant(s) {sorted(unknown)}; valid: {', '.join(NORM_IMPL_OF)}")
     for scheme, norm, precision, impl in itertools.product(schemes, norms, precisions, impls):
         variants.append(normlab_variant(cfg, scheme, norm, precision, impl, batch, device))
     return variants
+
+
+# each normlab step variant and the NORMLAB_NORM_IMPL its norms run
+NORM_IMPL_OF = {"normlab": "auto", "normlab-refnorm": "reference", "normlab-fastnorm": "fast", "normlab-compile": "auto"}
 
 
 def normlab_variant(cfg: StepConfig, scheme, norm, precision, impl, batch, device) -> Variant:
@@ -112,15 +120,19 @@ def normlab_variant(cfg: StepConfig, scheme, norm, precision, impl, batch, devic
         d_model=cfg.d_model, scheme=scheme, norm=norm, bias=False, dropout=0.0)).to(device)
     forward = torch.compile(model) if impl == "normlab-compile" else model
     opt = adamw(model, device)
-    norm_impl = "reference" if impl == "normlab-refnorm" else "auto"
+    norm_impl = NORM_IMPL_OF[impl]
     return Variant(impl, scheme, norm, precision, model, opt,
                    make_step(model, forward, opt, batch, precision, device, norm_impl))
 
 
 def bench_steps(quick: bool = False, rounds: int = 5, steps_per_sample: int = 2, compile: bool = False,
                 schemes=("pre",), norms=("layernorm", "rmsnorm"), precisions=("fp32", "bf16"),
-                configs: tuple[str, ...] | None = None, device: str = "cpu", clock: str = "wall") -> list[dict]:
-    """Rows {config, impl, scheme, norm, precision, tokens_per_s, peak_mem_mb, speedup, mem_ratio}."""
+                configs: tuple[str, ...] | None = None, device: str = "cpu", clock: str = "wall",
+                impls: tuple[str, ...] | None = None) -> list[dict]:
+    """Rows {config, impl, scheme, norm, precision, tokens_per_s, peak_mem_mb, speedup, mem_ratio}.
+
+    `impls` picks normlab's variants (default: normlab, normlab-refnorm, and normlab-compile with `compile`):
+    normlab runs NORMLAB_NORM_IMPL=auto, -refnorm the eager reference norms, -fastnorm the fused kernels."""
     dev = torch.device(device)
     chosen = QUICK_CONFIGS if quick else CONFIGS
     if configs:
@@ -132,7 +144,7 @@ def bench_steps(quick: bool = False, rounds: int = 5, steps_per_sample: int = 2,
     before = kernels.get_norm_impl()
     try:
         for cfg in chosen:
-            rows += _bench_config(cfg, build_variants(cfg, schemes, norms, precisions, compile, dev),
+            rows += _bench_config(cfg, build_variants(cfg, schemes, norms, precisions, compile, dev, impls),
                                   rounds, steps_per_sample, dev, clock)
     finally:
         kernels.set_norm_impl(before)

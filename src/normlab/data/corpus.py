@@ -1,7 +1,8 @@
 """Load a UTF-8 text, tokenize it (characters or bytes), split 90/10, sample batches.
 
 The default corpus is tiny Shakespeare (public domain, 1,115,394 characters),
-shipped inside the package so that nothing is fetched.
+shipped inside the package so that nothing is fetched, as is a second one for
+transfer: Milton's *Paradise Lost* (public domain, 465,072 characters).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import torch
 
 DEFAULT_CORPUS = "tinyshakespeare"
+PACKAGED = {"tinyshakespeare": "tinyshakespeare.txt", "paradise_lost": "paradise_lost.txt"}  # data.path names
 TRAIN_FRACTION = 0.9  # first 90 % train, the rest val (as nanoGPT)
 
 
@@ -38,6 +40,11 @@ class CharTokenizer:
         except KeyError as e:
             raise ValueError(f"character {e.args[0]!r} is not in this corpus's vocabulary") from None
 
+    def encode_known(self, text: str) -> tuple[list[int], int]:
+        """The ids of the characters this vocabulary has, and how many characters it had to drop."""
+        ids = [self.stoi[c] for c in text if c in self.stoi]
+        return ids, len(text) - len(ids)
+
     def decode(self, ids: list[int]) -> str:
         return "".join(self.chars[i] for i in ids)
 
@@ -57,6 +64,9 @@ class ByteTokenizer:
     def decode(self, ids: list[int]) -> str:
         return bytes(ids).decode("utf-8", errors="replace")
 
+    def encode_known(self, text: str) -> tuple[list[int], int]:
+        return self.encode(text), 0  # every text is bytes
+
 
 TOKENIZERS = {"char": CharTokenizer, "byte": ByteTokenizer}
 
@@ -69,6 +79,8 @@ class Corpus:
     tokenizer: CharTokenizer | ByteTokenizer
     train: torch.Tensor  # (N_train,) int64
     val: torch.Tensor  # (N_val,) int64
+    vocab_from: str | None = None  # the corpus whose vocabulary encodes this one (fine-tuning), if not itself
+    dropped: int = 0  # characters of the text outside that vocabulary, left out
 
     def unigram_cross_entropy(self) -> float:
         """Cross-entropy (nats/token) of the val tokens under the train tokens' frequencies (add-one smoothed).
@@ -92,14 +104,14 @@ class Corpus:
 
 
 def read_text(path: str | None) -> tuple[str, str]:
-    """(name, text) of the corpus at `path`, or of the packaged default when `path` is None."""
-    if path is None or path == DEFAULT_CORPUS:
-        text = resources.files("normlab.data").joinpath("tinyshakespeare.txt").read_text("utf-8")
-        return DEFAULT_CORPUS, text
+    """(name, text) of the corpus at `path`, of a packaged one by name, or of the packaged default (None)."""
+    name = DEFAULT_CORPUS if path is None else path
+    if name in PACKAGED:
+        return name, resources.files("normlab.data").joinpath(PACKAGED[name]).read_text("utf-8")
     p = Path(path).expanduser()
     if not p.is_file():
-        raise CorpusError(f"corpus file {str(p)!r} does not exist (or is not a file); "
-                          f"give a UTF-8 text file, or leave data.path unset for the packaged {DEFAULT_CORPUS}")
+        raise CorpusError(f"corpus file {str(p)!r} does not exist (or is not a file); give a UTF-8 text file, "
+                          f"a packaged corpus ({', '.join(PACKAGED)}), or leave data.path unset for {DEFAULT_CORPUS}")
     try:
         text = p.read_text("utf-8")
     except UnicodeDecodeError as e:
@@ -107,15 +119,24 @@ def read_text(path: str | None) -> tuple[str, str]:
     return str(p), text
 
 
-def load_corpus(path: str | None = None, tokenizer: str = "char", block_size: int = 256) -> Corpus:
-    """Read, tokenize and split a corpus; refuse one too short for `block_size`."""
+def load_corpus(path: str | None = None, tokenizer: str = "char", block_size: int = 256,
+                vocab_from: str | None = None) -> Corpus:
+    """Read, tokenize and split a corpus; refuse one too short for `block_size`.
+
+    `vocab_from` names another corpus whose vocabulary tokenizes this one (a model fine-tuned on this
+    text keeps the tokens it was trained with); characters that vocabulary lacks are dropped and counted.
+    """
     if tokenizer not in TOKENIZERS:
         raise CorpusError(f"unknown tokenizer {tokenizer!r}; valid: {', '.join(TOKENIZERS)}")
     name, text = read_text(path)
     if not text:
         raise CorpusError(f"corpus {name!r} is empty")
-    tok = TOKENIZERS[tokenizer](text)
-    ids = torch.tensor(tok.encode(text), dtype=torch.long)
+    source = None if vocab_from is None else read_text(vocab_from)
+    tok = TOKENIZERS[tokenizer](text if source is None else source[1])
+    encoded, dropped = tok.encode_known(text)
+    if not encoded:
+        raise CorpusError(f"corpus {name!r} has no character in the vocabulary of {source[0]!r}")
+    ids = torch.tensor(encoded, dtype=torch.long)
     n_train = int(TRAIN_FRACTION * len(ids))
     train, val = ids[:n_train], ids[n_train:]
     shortest = min(len(train), len(val))
@@ -124,4 +145,10 @@ def load_corpus(path: str | None = None, tokenizer: str = "char", block_size: in
         raise CorpusError(f"corpus {name!r} is too short: {len(ids)} tokens give a {shortest}-token split, "
                           f"and block_size {block_size} needs more than {block_size}; "
                           f"use at least {int(need) + 1} tokens or a smaller block_size")
-    return Corpus(name=name, tokenizer=tok, train=train, val=val)
+    return Corpus(name=name, tokenizer=tok, train=train, val=val,
+                  vocab_from=None if source is None else source[0], dropped=dropped)
+
+
+def corpus_of(cfg) -> Corpus:
+    """The corpus a RunConfig trains on (its data section and block size)."""
+    return load_corpus(cfg.data.path, cfg.data.tokenizer, cfg.model.block_size, cfg.data.vocab_from)

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from normlab.data import load_corpus
+from normlab.data import corpus_of
 from normlab.data.corpus import read_text
 from normlab.diagnostics import stats
 from normlab.diagnostics.skip import layer_skip
@@ -68,7 +68,7 @@ def load_subject(target: str | Path, text: str | None = None, init: bool = False
 def _normlab_subject(path: Path, text: str | None, init: bool) -> Subject:
     loaded = load_model(path, require_checkpoint=not init)
     cfg, model = loaded.cfg, loaded.model.eval()
-    corpus = load_corpus(cfg.data.path, cfg.data.tokenizer, cfg.model.block_size)
+    corpus = corpus_of(cfg)
     ids = corpus.val if text is None else torch.tensor(corpus.tokenizer.encode(read_text(text)[1]), dtype=torch.long)
     x, y = _windows(ids, cfg.model.block_size + 1)
     known = {"placement": cfg.model.scheme, "normalizer": cfg.model.norm, "final_norm": cfg.model.resolved_final_norm(),

@@ -121,3 +121,42 @@ def partial_note(status: dict) -> str | None:
     if status.get("final", True):
         return None
     return f"{status.get('status') or 'partial'} — the verdicts below are not final."
+
+
+def failure_groups(details: Any, path: str = "") -> list[tuple[str, dict]]:
+    """Every per-configuration group in a verdict's details (a dict with `n_runs` and `did_not_train_rate`,
+    as `describe` writes it), with its path in the details as a label: `sweep › post › 0 › 0.003`."""
+    if not isinstance(details, dict):
+        return []
+    if "n_runs" in details and "did_not_train_rate" in details:
+        return [(path, details)]
+    out = []
+    for key, value in details.items():
+        out += failure_groups(value, f"{path} › {key}" if path else str(key))
+    return out
+
+
+def failure_text(g: dict) -> str:
+    """`2/5 did not train (1 diverged, 1 failed to train; 40 %, 95 % CI 12–77 %), two-mode`."""
+    n, runs = (g.get("n_diverged") or 0) + (g.get("n_failed_to_train") or 0), g.get("n_runs") or 0
+    parts = [f"{what} {k}" for k, what in ((g.get("n_diverged"), "diverged"), (g.get("n_failed_to_train"),
+                                                                                "failed to train")) if k]
+    ci = g.get("did_not_train_ci95")
+    rate = f"{100 * n / runs:.0f} %" if runs else "—"
+    interval = f", 95 % CI {100 * ci[0]:.0f}–{100 * ci[1]:.0f} %" if ci else ""
+    mean = g.get("mean_val_loss")
+    loss = "" if mean is None else f"; val {mean:.4f}" + (
+        f" (95 % CI {g['mean_ci95'][0]:.4f}–{g['mean_ci95'][1]:.4f})" if g.get("mean_ci95") else "")
+    return (f"{n}/{runs} did not train ({'; '.join(parts) + '; ' if parts else ''}{rate}{interval})"
+            + (", two-mode" if g.get("two_mode") else "") + loss)
+
+
+def robustness_text(verdict: dict) -> str | None:
+    """What the robustness rerun gave, or None where it was not run."""
+    again = verdict.get("robustness") or {}
+    if verdict.get("fragile") is None:
+        return "not checked" if not again.get("error") else f"rerun could not be judged: {again['error']}"
+    changed = fmt_settings(again.get("changed"))
+    if verdict["fragile"]:
+        return f"FRAGILE: rerun at {changed} gives `{again.get('verdict')}` ({again.get('summary', '')})"
+    return f"robust: rerun at {changed} gives the same verdict ({again.get('verdict')})"

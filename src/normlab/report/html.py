@@ -11,7 +11,7 @@ import logging
 from typing import Any, Iterable
 
 from normlab.report import plots
-from normlab.report.format import (first_line, fmt_info_value, fmt_settings, fmt_value, info_label, key_label,
+from normlab.report.format import (failure_groups, failure_text, robustness_text, first_line, fmt_info_value, fmt_settings, fmt_value, info_label, key_label,
                                    key_number, label, partial_note)
 from normlab.report.general import Plot, Section, Table
 from normlab.report.plots import Png
@@ -134,12 +134,29 @@ def claim_article(cid: str, verdict: dict | None, info: dict, figures: list) -> 
         parts.append(f'<p class="summary">{esc(verdict["summary"])}</p>')
     if verdict:
         parts.append(key_block(verdict))
+        parts.append(evidence_block(verdict))
     tables = [kv_table(verdict.get(k) or {}, k.capitalize()) for k in ("settings", "details") if verdict.get(k)]
     if tables:
         parts.append(f'<div class="kv-grid">{"".join(tables)}</div>')
     parts.append(figure_grid(figures))
     parts.append('<p class="back"><a href="#verdicts">↑ back to the verdicts</a></p></article>')
     return "\n".join(p for p in parts if p)
+
+
+def evidence_block(verdict: dict) -> str:
+    """The paper the setting follows, the runs that did not train (rates, intervals) and the robustness rerun."""
+    items = []
+    paper = (verdict.get("settings") or {}).get("paper")
+    if paper:
+        items.append(f"<li><b>Paper:</b> {esc(paper)}</li>")
+    groups = failure_groups(verdict.get("details") or {})
+    failing = [(n, g) for n, g in groups if (g.get("n_diverged") or 0) + (g.get("n_failed_to_train") or 0)]
+    if groups:
+        rows = "".join(f"<li>{esc(n)}: {esc(failure_text(g))}</li>" for n, g in failing)
+        items.append(f"<li><b>Did not train:</b> {len(failing)} of {len(groups)} configurations had runs that did "
+                     f"not train{f'<ul>{rows}</ul>' if rows else ''}</li>")
+    items.append(f"<li><b>Robustness:</b> {esc(robustness_text(verdict))}</li>")
+    return f'<ul class="evidence">{"".join(items)}</ul>'
 
 
 def key_block(verdict: dict) -> str:

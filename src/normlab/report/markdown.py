@@ -9,8 +9,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from normlab.report.format import (first_line, fmt_info_value, fmt_settings, fmt_value, info_label, key_number,
-                                   label, partial_note)
+from normlab.report.format import (failure_groups, failure_text, first_line, fmt_info_value, fmt_settings,
+                                   fmt_value, info_label, key_number, label, partial_note, robustness_text)
 
 VERDICT_MARK = {"holds": "✅", "does not hold": "❌", "inconclusive": "❔"}
 
@@ -26,18 +26,44 @@ def markdown(title: str, study_info: dict, verdicts: list[dict], claim_info: dic
     lines = [f"**{cell(note)}**", ""] if note else []  # first line: nobody mistakes it for the final report
     lines += [f"# {cell(title)}", ""]
     lines += info_lines(study_info)
-    lines += ["## Verdicts", "", "| claim | verdict | key number | seeds |", "|---|---|---|---:|"]
+    lines += ["## Verdicts", "", "| claim | verdict | key number | seeds | robustness |", "|---|---|---|---:|---|"]
     for v in verdicts:
         name = v["id"] + (f" — {(claim_info.get(v['id']) or {}).get('title')}"
                           if (claim_info.get(v["id"]) or {}).get("title") else "")
         mark = VERDICT_MARK.get(v.get("verdict"), "·")
         fragile = " (fragile)" if v.get("fragile") else ""
         lines.append(f"| {cell(name)} | {mark} {cell(v.get('verdict'))}{fragile} | "
-                     f"{cell(key_number(v.get('statistic'), v.get('value')))} | {cell(fmt_value(v.get('n_seeds')))} |")
+                     f"{cell(key_number(v.get('statistic'), v.get('value')))} | {cell(fmt_value(v.get('n_seeds')))} | "
+                     f"{cell(_robust_cell(v))} |")
     lines += failed_lines(failed_runs or [])
-    lines += ["", "## Summaries", ""]
-    lines += [f"- **{cell(v['id'])}** ({cell(v.get('verdict'))}): {cell(v.get('summary') or '—')}" for v in verdicts]
+    lines += ["", "## Claims", ""]
+    for v in verdicts:
+        lines += claim_lines(v)
     return "\n".join(lines) + "\n"
+
+
+def _robust_cell(v: dict) -> str:
+    return {None: "not checked", True: "fragile", False: "robust"}[v.get("fragile")]
+
+
+def claim_lines(v: dict) -> list[str]:
+    """One claim: its summary, the paper its setting follows, the settings, the runs that did not train
+    (per configuration, as rates with intervals) and the robustness rerun."""
+    settings = dict(v.get("settings") or {})
+    paper = settings.pop("paper", None)
+    lines = [f"### {cell(v['id'])}: {cell(v.get('verdict'))}{' (fragile)' if v.get('fragile') else ''}", "",
+             cell(v.get("summary") or "—"), ""]
+    if paper:
+        lines += [f"- paper: {cell(paper)}"]
+    if settings:
+        lines += [f"- settings: {cell(fmt_settings({k: s for k, s in settings.items()}))}"]
+    groups = failure_groups(v.get("details") or {})
+    failing = [(name, g) for name, g in groups if (g.get("n_diverged") or 0) + (g.get("n_failed_to_train") or 0)]
+    if groups:
+        lines += [f"- did not train: {len(failing)} of {len(groups)} configurations had runs that did not train"]
+        lines += [f"  - {cell(name)}: {cell(failure_text(g))}" for name, g in failing]
+    lines += [f"- robustness: {cell(robustness_text(v))}", ""]
+    return lines
 
 
 def failed_lines(failed_runs: list[dict]) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from normlab.config import RunConfig
-from normlab.data import load_corpus
+from normlab.data import corpus_of
 from normlab.nn.model import GPT
 from normlab.rundir import checkpoint
 from normlab.rundir.layout import RunDir
@@ -34,7 +34,7 @@ def with_vocab(cfg: RunConfig, vocab_size: int | None = None) -> RunConfig:
     if vocab_size is None:
         if cfg.model.vocab_size is not None:
             return cfg
-        vocab_size = load_corpus(cfg.data.path, cfg.data.tokenizer, cfg.model.block_size).tokenizer.vocab_size
+        vocab_size = corpus_of(cfg).tokenizer.vocab_size
     given = cfg.model.vocab_size
     if given is not None and given != vocab_size:
         raise ValueError(f"model.vocab_size = {given}, but the {cfg.data.tokenizer} tokenizer of this corpus "

@@ -268,9 +268,10 @@ class Registry:
         return out
 
     def progress(self, ids: set[str] | None = None) -> tuple[int, int]:
-        """(settled, total) runs: settled ones no worker will take again (see `settled`)."""
+        """(settled, total) runs: settled ones no worker will take again (see `settled`). An id in `ids` that
+        was never registered counts in the total, unsettled: a study missing runs is not complete."""
         rows = [r for r in self.rows() if ids is None or r["id"] in ids]
-        return sum(settled(r["status"], r["attempts"]) for r in rows), len(rows)
+        return sum(settled(r["status"], r["attempts"]) for r in rows), len(rows) if ids is None else len(ids)
 
     def failed(self, ids: set[str] | None = None) -> list[dict[str, Any]]:
         """The failed runs: id, config, attempts, and the reason their last attempt raised."""

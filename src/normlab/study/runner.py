@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from normlab.bench.timing import steady_allocator
 from normlab.study.claims import CLAIMS, INCONCLUSIVE, ORDER, Claim, Figure, Verdict
+from normlab.study.claims.base import init_text
 from normlab.study.records import UNPINNED, flatten, record_from_run_dir
 from normlab.study.registry import Registry, settled
 
@@ -186,6 +187,15 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
     batch = default_batch(spec) if batch is None else batch
     for phase_ids, phase_workers in phases(runs, workers, threads):
         _train_all(registry, phase_ids, costs, phase_workers, threads, progress, batch)
+    # runs that start from trained ones (C7's fine-tunes), once those are settled
+    follow = followup_runs(spec, registry, ids)
+    if follow:
+        registry.add_runs([(r.id, r.config.to_dict()) for r in follow])
+        costs.update({r.id: run_cost(r.config.to_dict()) for r in follow})
+        ids += [r.id for r in follow]
+        registry.set_meta("study", describe(spec, ids))
+        for phase_ids, phase_workers in phases(follow, workers, threads):
+            _train_all(registry, phase_ids, costs, phase_workers, threads, progress, batch)
     done, total = registry.progress(set(ids))
     if done == total:  # not while another process still trains here: timings want a quiet machine
         measure_claims(spec, registry)
@@ -193,6 +203,43 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
     verdicts, figures = compute_verdicts(spec, registry, ids)
     return StudyOutcome(verdicts, figures, registry.counts(set(ids)), time.perf_counter() - start,
                         status.final, status.done, status.total, status.failed)
+
+
+def followup_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list:
+    """The runs the claims start from trained runs (`Claim.followups`), once every run in `ids` is settled
+    (chosen from partial results they could differ from the final ones). Each is its source's config with the
+    claim's overrides and `train.init_from` = the source's run directory; the robustness pass's reruns get theirs."""
+    from normlab.config import validate_config
+    from normlab.study.spec import RunSpec
+
+    done, total = registry.progress(set(ids))
+    if done < total:
+        return []
+    records = registry.records(set(ids))
+    base = flatten(build_config(spec.preset, {}, spec.preset.seeds[0]).to_dict())
+    passes = [base] + ([{**base, **spec.robust_overrides()}] if spec.robustness else [])
+    out: dict[str, Any] = {}
+    for pass_base in passes:
+        judged = [dataclasses.replace(r, base=pass_base) for r in records]
+        for claim_id in spec.claims:
+            for source, overrides in CLAIMS.get(claim_id)().followups(judged, spec.preset):
+                raw: dict[str, Any] = {}
+                for key, value in {**flatten(source.config), **overrides,
+                                   "train.init_from": str(registry.run_dir(source.id).resolve())}.items():
+                    holder = raw
+                    *parents, leaf = key.split(".")
+                    for part in parents:
+                        holder = holder.setdefault(part, {})
+                    holder[leaf] = value
+                raw["model"].pop("vocab_size", None)  # filled from the corpus, as for every run
+                cfg = validate_config(raw)
+                out.setdefault(cfg.hash(), RunSpec(cfg.hash(), cfg))
+    return list(out.values())
+
+
+def study_ids(spec: StudySpec, registry: Registry, ids: list[str]) -> list[str]:
+    """A study's runs: those its claims and axes expand to (`ids`), then the follow-ups chosen from them."""
+    return list(ids) + [r.id for r in followup_runs(spec, registry, ids) if r.id not in set(ids)]
 
 
 def phases(runs: list, workers: int, threads: int) -> list[tuple[list[str], int]]:
@@ -284,6 +331,8 @@ def compute_verdicts(spec: StudySpec, registry: Registry, ids: list[str] | None 
             verdict = Verdict(claim_id, INCONCLUSIVE, "could not be computed", None, 0, {},
                               {"error": f"{type(e).__name__}: {e}"}, f"error while computing: {e}")
             figures[claim_id] = []
+        if claim.runs(spec.preset):  # the init every scheme of the claim started from, in words
+            verdict.settings.setdefault("init", init_text(spec.preset))
         if reruns and claim.runs(spec.preset):
             mark_fragile(verdict, claim, reruns, measurements.get(claim_id), spec)
         verdicts.append(verdict)
@@ -315,4 +364,5 @@ def describe(spec: StudySpec, ids: list[str]) -> dict[str, Any]:
     return {"preset": p.name, "description": p.description, "claims": spec.claims, "seeds": p.seeds,
             "robustness": spec.robustness,
             "n_runs": len(ids), "run_ids": ids, "axes": spec.axes, "base": p.base, "base_extra": spec.base_extra,
-            "lrs": p.lrs, "warmup": p.warmup, "lr_fixed": p.lr_fixed, "depths": p.depths}
+            "lrs": p.lrs, "warmup": p.warmup, "lr_fixed": p.lr_fixed, "depths": p.depths,
+            "preset_settings": dataclasses.asdict(p)}  # the preset as run: `normlab report` judges with exactly it

@@ -32,6 +32,8 @@ class Preset:
     deep_base: dict[str, Any] = field(default_factory=dict)
     timing_repeats: int = 15  # interleaved repeats of each timed norm / step
     robust_threads: int = 2  # the robustness pass reruns a claim's runs at this thread count (base: 1)
+    # C7's transfer half: each best-tuned run fine-tuned on the packaged Paradise Lost with these overrides
+    finetune: dict[str, Any] = field(default_factory=lambda: dict(FINETUNE))
 
     @property
     def depth(self) -> int:
@@ -40,34 +42,52 @@ class Preset:
 
 QUICK_BASE = {
     "model.block_size": 64, "model.n_layer": 4, "model.n_head": 4, "model.d_model": 64,
+    # Xiong et al. 2020 (arXiv 2002.04745) §3.1: Xavier init, no residual scaling. GPT-2's 1/√(2L) scaling of the
+    # residual projections exists to cancel the depth effects C1–C6 are about (it makes the last layer's gradient
+    # independent of L), so every scheme of every claim starts from the papers' init; DeepNorm sets its own
+    "model.init": "xavier", "model.init_residual_scaling": False,
     "train.batch_size": 12, "train.steps": 300, "train.schedule": "cosine", "train.min_lr": 0.0,
     "train.eval_interval": 100, "train.eval_batches": 10, "train.ckpt_interval": 100, "train.log_interval": 10,
     "train.device": "cpu", "diagnostics.interval": 100, "diagnostics.layer_skip": True,
     "train.threads": 1,  # pinned: a run's numerics must not depend on how many cores the machine has
 }
+# a grid that reaches down to 3e-4 with 5 points, so that no scheme's best or limit sits at an edge by construction
+LRS = [3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
+FINETUNE = {"train.steps": 150, "train.lr": 3e-4, "train.warmup_steps": 15}
+# C8 at ≥ 100 layers on a CPU: narrow, short, no layer-skip ablation (100 extra evaluations per run)
+DEEP_CPU = {"model.d_model": 32, "model.n_head": 2, "train.batch_size": 8, "train.steps": 200,
+            "diagnostics.layer_skip": False, "diagnostics.interval": 200}
+ALL_CLAIMS = [f"C{i}" for i in range(1, 17)]
 
 PRESETS: dict[str, Preset] = {
     "quick": Preset(
         name="quick",
-        description="about 13 minutes on a 2-core CPU: 4-layer, 64-wide char models, 300 steps, 5 seeds",
+        description="QUICK_DESCRIPTION",
         # 5 seeds: a 95 % t interval at 2 seeds is ±4.3 standard errors, and a two-mode outcome (Post-LN
         # stuck or not) needs a rate, which 2 seeds cannot give
         base=QUICK_BASE, seeds=[0, 1, 2, 3, 4],
-        # C8 (very deep models) and C14 (Peri-LN in both sweeps) are the full preset's: too costly here
-        claims=["C1", "C2", "C3", "C4", "C5", "C6", "C7", "C9", "C10", "C11", "C12", "C13", "C15", "C16"],
-        lrs=[1e-3, 3e-3, 1e-2], warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
+        # C8 (very deep models) and C14 (Peri-LN in both sweeps) are the standard preset's
+        claims=[c for c in ALL_CLAIMS if c not in ("C8", "C14")],
+        lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
+    ),
+    "standard": Preset(
+        name="standard",
+        description="STANDARD_DESCRIPTION",
+        base=QUICK_BASE, seeds=[0, 1, 2, 3, 4], claims=ALL_CLAIMS,
+        lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
+        deep_depths=[100], deep_base=DEEP_CPU,
     ),
     "full": Preset(
         name="full",
-        description="all 16 claims: 6-layer, 128-wide models, 2,000 steps, 5 seeds, depths to 32, "
-                    "DeepNorm to 64 layers (hours on a 2-core CPU, minutes on a GPU)",
+        description="all 16 claims for a GPU: 6-layer, 128-wide models, 2,000 steps, 5 seeds, depths to 32, "
+                    "DeepNorm to 200 layers; FULL_COST",
         base={**QUICK_BASE, "model.n_layer": 6, "model.d_model": 128, "train.steps": 2000,
               "train.eval_interval": 250, "train.eval_batches": 20, "train.ckpt_interval": 250,
               "diagnostics.interval": 250, "train.device": "auto"},
-        seeds=[0, 1, 2, 3, 4],
-        claims=[f"C{i}" for i in range(1, 17)],
-        lrs=[3e-4, 1e-3, 3e-3, 1e-2, 3e-2], warmup=200, lr_fixed=3e-3, depths=[2, 6, 12, 24, 32],
-        deep_depths=[16, 32, 64], deep_base={"model.d_model": 64, "model.n_head": 4},
+        seeds=[0, 1, 2, 3, 4], claims=ALL_CLAIMS,
+        lrs=LRS, warmup=200, lr_fixed=3e-3, depths=[2, 6, 12, 24, 32],
+        deep_depths=[50, 100, 200], deep_base={"model.d_model": 64, "model.n_head": 4, "diagnostics.layer_skip": False},
+        finetune={"train.steps": 1000, "train.lr": 3e-4, "train.warmup_steps": 100},
     ),
 }
 
@@ -253,6 +273,8 @@ def spec_from_meta(meta: dict[str, Any]) -> StudySpec:
     spec = load_study(study["preset"], claims=study["claims"], seeds=study["seeds"],
                       robustness=study.get("robustness", False))
     base = dict(study["base"])
+    if "preset_settings" in study:  # the preset's knobs as they were when the study ran (a newer normlab may differ)
+        spec.preset = Preset(**study["preset_settings"])
     spec.preset.base = base
     spec.axes, spec.base_extra = study.get("axes", {}), study.get("base_extra", {})
     return spec

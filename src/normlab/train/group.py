@@ -21,7 +21,7 @@ from typing import Any, Callable
 import torch
 
 from normlab.config import RunConfig
-from normlab.data import load_corpus
+from normlab.data import corpus_of
 from normlab.diagnostics.probe import NO_PROBE
 from normlab.nn.stacked import StackedGPT
 from normlab.train.loop import EVAL_SEED, Diverged, RunError, RunResult, Trainer, run_threads
@@ -69,7 +69,7 @@ class GroupTrainer:
             raise ValueError("runs of one group must share every setting but "
                              f"train.{', train.'.join(MEMBER_KEYS)}, and not compile")
         first = runs[0][0]
-        corpus = load_corpus(first.data.path, first.data.tokenizer, first.model.block_size)
+        corpus = corpus_of(first)
         self.trainers = [Trainer(cfg, out, corpus=corpus) for cfg, out in runs]
         for i, t in enumerate(self.trainers):
             t.on_log = (lambda row, i=i: on_log(i, row)) if on_log else None

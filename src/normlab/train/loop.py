@@ -18,7 +18,7 @@ import torch
 
 import normlab
 from normlab.config import RunConfig
-from normlab.data import Corpus, load_corpus
+from normlab.data import Corpus, corpus_of
 from normlab.diagnostics import DiagnosticsStore, LayerProbe, find_nonfinite_origin, layer_skip
 from normlab.diagnostics.probe import NO_PROBE
 from normlab.nn.kernels import get_norm_impl
@@ -126,7 +126,7 @@ class Trainer:
         self.on_log, self.on_note, self.fresh = on_log, on_note, fresh
         self.notes: list[str] = []  # what the user should be told (e.g. a damaged checkpoint passed over)
         self.device = resolve_device(cfg.train.device)
-        self.corpus: Corpus = corpus or load_corpus(cfg.data.path, cfg.data.tokenizer, cfg.model.block_size)
+        self.corpus: Corpus = corpus or corpus_of(cfg)
         self.cfg = with_vocab(cfg, self.corpus.tokenizer.vocab_size)
         self.tc = self.cfg.train
 
@@ -135,6 +135,8 @@ class Trainer:
         """The model (with the checkpoint's weights, if any) and optimizer; returns the checkpoint's state."""
         loaded = load_model(self.run_dir, self.device, cfg=self.cfg, require_checkpoint=False)
         self.model = loaded.model
+        if loaded.checkpoint is None and self.tc.init_from:  # a fine-tune's first start: the source's weights
+            self.model.load_state_dict(self._source_weights())
         self.forward = torch.compile(self.model) if self.tc.compile else self.model
         self.optimizer = build_optimizer(self.model, self.tc, self.device.type)
         self.data_rng = torch.Generator().manual_seed(self.tc.seed)
@@ -144,6 +146,20 @@ class Trainer:
         if loaded.checkpoint is not None and loaded.checkpoint.note():
             self._note(loaded.checkpoint.note())
         return loaded.checkpoint.state if loaded.checkpoint else None
+
+    def _source_weights(self) -> dict[str, torch.Tensor]:
+        """The trained weights of `train.init_from` (weights_only, digest-checked), for this very model."""
+        source = self.tc.init_from
+        try:
+            loaded = load_model(source, self.device)
+        except (ValueError, OSError) as e:
+            raise ValueError(f"train.init_from {source!r} cannot be loaded: {e}") from None
+        theirs, ours = loaded.cfg.model.model_dump(mode="json"), self.cfg.model.model_dump(mode="json")
+        differ = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
+        if differ:
+            raise ValueError(f"train.init_from {source!r} is another model: "
+                             + ", ".join(f"model.{k} = {theirs.get(k)!r} there, {ours.get(k)!r} here" for k in differ))
+        return loaded.model.state_dict()
 
     def _restore(self, ckpt: dict[str, Any]) -> None:
         self.optimizer.load_state_dict(ckpt["optimizer"])
@@ -385,7 +401,9 @@ class Trainer:
             "environment": environment(self.device),
             "corpus": {"name": self.corpus.name, "tokenizer": self.corpus.tokenizer.kind,
                        "vocab_size": self.corpus.tokenizer.vocab_size,
-                       "train_tokens": len(self.corpus.train), "val_tokens": len(self.corpus.val)},
+                       "train_tokens": len(self.corpus.train), "val_tokens": len(self.corpus.val),
+                       "vocab_from": self.corpus.vocab_from, "dropped_chars": self.corpus.dropped},
+            "init_from": self.tc.init_from,
             "model": {"n_params": self.model.num_params(), "scheme": self.model.scheme.describe(),
                       "final_norm": self.cfg.model.resolved_final_norm(), "init": self.model.init_record},
             "resumed_from_step": resumed_from,

@@ -77,6 +77,7 @@ class Claim:
     title: ClassVar[str] = ""
     statement: ClassVar[str] = ""
     sources: ClassVar[str] = ""  # the seed articles that make the claim
+    paper: ClassVar[str] = ""  # the paper and section whose setup the measurement follows
 
     def runs(self, preset) -> list[dict[str, Any]]:
         """Config overrides (dotted keys) this claim needs, one dict per run; the study adds the seeds."""
@@ -86,6 +87,11 @@ class Claim:
         """Measurements that are not training runs (timings, constants, causality); stored once per study."""
         return None
 
+    def followups(self, records: list[RunRecord], preset) -> list[tuple[RunRecord, dict[str, Any]]]:
+        """Runs that start from trained runs (fine-tuning), chosen once those are done: (source record,
+        overrides on the source's config). The runner sets `train.init_from` to the source's directory."""
+        return []
+
     def verdict(self, records: list[RunRecord], measurement: dict[str, Any] | None, preset) -> Verdict:
         raise NotImplementedError
 
@@ -94,6 +100,7 @@ class Claim:
 
     def make(self, verdict: str, statistic: str, value: float | None, n_seeds: int, settings: dict[str, Any],
              summary: str, **details: Any) -> Verdict:
+        settings = {**settings, "paper": settings.get("paper") or self.paper} if self.paper else settings
         return Verdict(self.id, verdict, statistic, json_safe(value), n_seeds, settings, json_safe(details), summary)
 
 
@@ -140,6 +147,14 @@ class Group:
         return statistics.stdev(self.losses) if len(self.losses) >= 2 else None
 
     @property
+    def mean_interval(self) -> list[float] | None:
+        """95 % t interval of the mean val loss of the runs that trained (None below 2 of them)."""
+        if self.n < 2:
+            return None
+        half = float(student_t.ppf(0.5 + CONFIDENCE / 2, self.n - 1)) * self.sd / math.sqrt(self.n)
+        return [self.mean - half, self.mean + half]
+
+    @property
     def divergence_rate(self) -> float | None:
         return self.n_diverged / self.n_runs if self.n_runs else None
 
@@ -155,8 +170,8 @@ def from_runs(records: Iterable[RunRecord], overrides: list[dict[str, Any]]) -> 
     return [r for r in records if any(r.matches(**w) for w in wheres)]
 
 
-def group(records: Iterable[RunRecord], **where: Any) -> Group:
-    chosen = select(records, **where)
+def group(records: Iterable[RunRecord], strict: bool = True, **where: Any) -> Group:
+    chosen = select(records, strict, **where)
     losses = [r.val_loss for r in chosen if r.status == "completed" and r.val_loss is not None
               and math.isfinite(r.val_loss)]
     return Group(losses, len(chosen), sum(r.diverged for r in chosen), sum(r.failed_to_train for r in chosen))
@@ -205,6 +220,18 @@ def compare(a: Group, b: Group, margin: float = LOSS_MARGIN) -> tuple[str, dict[
     if abs(diff) <= margin and half <= margin:
         return "same", info
     return "unclear", info
+
+
+def init_text(preset) -> str:
+    """The init every scheme of a claim starts from, in words, read from the preset's base config."""
+    base = preset.base
+    if base.get("model.init", "normal") == "xavier":
+        scaled = base.get("model.init_residual_scaling", True)
+        return ("Xavier-normal" + (" with GPT-2's 1/√(2L) residual scaling" if scaled else ", no residual scaling")
+                + ", the same for every scheme (Xiong et al. 2020, arXiv 2002.04745, §3.1; DeepNorm sets its own)")
+    return (f"normal(0, {base.get('model.init_std', 0.02):g})"
+            + (" with GPT-2's 1/√(2L) residual scaling" if base.get("model.init_residual_scaling", True) else "")
+            + ", the same for every scheme")
 
 
 def n_seeds(records: Iterable[RunRecord]) -> int:

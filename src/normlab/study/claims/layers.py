@@ -51,6 +51,7 @@ class GradientsAtInitC2(Claim):
     statement = ("At initialization Post-LN's gradient norms grow toward the output layers, while Pre-LN's are "
                  "nearly uniform across layers and shrink like 1/sqrt(L) as L grows (Xiong et al. 2020).")
     sources = "000, 001"
+    paper = 'Xiong et al. 2020 (arXiv 2002.04745) Theorem 1 and Fig. 3'
     WHERE = {k.replace(".", "__"): v for k, v in XIONG_INIT.items()}
 
     def runs(self, preset):
@@ -113,6 +114,7 @@ class BottomGradientsC3(Claim):
     id, title = "C3", "Pre-LN's bottom layers get larger gradients than its top layers"
     statement = "Pre-LN's bottom layers get larger gradients than its top layers (DeepNet paper)."
     sources = "004"
+    paper = "Shleifer et al. 2021 (NormFormer, arXiv 2110.09456) §1 and Fig. 1: Pre-LN's early layers get much larger gradients than its later ones; Wang et al. 2022 (DeepNet) §3"
 
     def runs(self, preset):
         return depth_sweep(preset, ("pre",))
@@ -151,6 +153,7 @@ class ResidualGrowthC5(Claim):
     id, title = "C5", "Pre-LN's residual stream grows like O(l)"
     statement = "In Pre-LN the residual stream grows with depth: ‖x_l‖ grows like O(l)."
     sources = "000, 003, 004"
+    paper = 'seeds 000/003/004; Xiong et al. 2020 (arXiv 2002.04745) Lemma 1 gives E‖x_l‖² ∝ l at init, i.e. ‖x_l‖ ∝ √l, so O(l) is the stronger claim'
 
     def runs(self, preset):
         return depth_sweep(preset, ("pre",))
@@ -195,6 +198,7 @@ class WateredDownDepthC6(Claim):
                  "become nearly parallel, so an L-layer Pre-LN net behaves like a shallower one; Post-LN layers "
                  "stay full weight.")
     sources = "003, 004"
+    paper = "seeds 003/004 (Su Jianlin's analysis of Pre-LN's effective depth); Liu et al. 2020 (Admin, arXiv 2004.08249) §4.2 on Pre-LN's shallower dependency"
 
     def runs(self, preset):
         return depth_sweep(preset, ("pre", "post"))

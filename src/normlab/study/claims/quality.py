@@ -2,17 +2,24 @@
 the final norm (C13), the LLaMA recipe (C15)."""
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import torch
 
-from normlab.bench.norms import bench_norm_group, default_impl
+from normlab.bench.norms import bench_norm_group
 from normlab.bench.steps import bench_steps
+from normlab.data import DEFAULT_CORPUS
 from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, Claim, Figure, Series,
-                                       compare, failures, group, n_seeds, select)
-from normlab.study.claims.stability import describe, lr_sweep
+                                       compare, failures, group, init_text, n_seeds, select)
+from normlab.study.claims.stability import describe, lr_sweep, sweep_figure
 
 TIMING_SHAPES = [(4096, 768)]
 STEP_CONFIG = "nanogpt-cpu"  # the training step timed for C10 and C12 (normlab bench's config)
 SPEED_SAME = 0.02  # timing ratios within ±2 % of 1 count as "no faster"
+# C10 compares algorithms, not implementations: each pair times RMSNorm and LayerNorm written the same way
+NORM_ALGORITHMS = {"eager": "normlab-reference", "fused": "normlab-fast", "compiled": "torch.compile"}
+STEP_ALGORITHMS = {"eager": "normlab-refnorm", "fused": "normlab-fastnorm"}
 
 
 def _fixed(preset, **extra):
@@ -30,36 +37,136 @@ def loss_bars(records, preset, title, groups: dict[str, dict]) -> Figure:
                   series=[Series("mean over seeds", labels, [g.mean for g in gs], [g.sd for g in gs])])
 
 
+CONVERGED_DELTA = 0.01  # nats: "trained to convergence" if val loss fell less than this over the last quarter
+FINETUNE_CORPUS = "paradise_lost"  # Milton, packaged: the transfer half of C7
+
+
 @CLAIMS.register("C7")
 class PostLNCeilingC7(Claim):
     id, title = "C7", "Tuned Post-LN ends better than Pre-LN"
     statement = ("Post-LN, once it trains (with warmup and tuning), reaches a better final result than Pre-LN of "
                  "the same depth (and transfers/fine-tunes better).")
     sources = "000, 004"
+    paper = ("Liu et al. 2020 (Admin, arXiv 2004.08249) §1 and Fig. 1: Post-LN, when it trains, ends better than "
+             "Pre-LN; seed 004 adds that it transfers and fine-tunes better")
 
     def runs(self, preset):
         return [r for r in lr_sweep(preset, ("pre", "post")) if r["train.warmup_steps"]]
 
-    def verdict(self, records, measurement, preset):
+    def _best(self, records, preset) -> dict[str, tuple[float, Any] | None]:
+        """Per scheme, the lr (with warmup) of the lowest mean val loss among lrs where every seed trained."""
         best = {}
         for s in ("pre", "post"):
             gs = {lr: group(records, model__scheme=s, train__lr=lr, train__warmup_steps=preset.warmup,
                             model__n_layer=preset.depth) for lr in preset.lrs}
             ok = {lr: g for lr, g in gs.items() if g.mean is not None and g.n_failed == 0}
             best[s] = min(ok.items(), key=lambda kv: kv[1].mean) if ok else None
-        if not best["pre"] or not best["post"]:
-            return self.make(INCONCLUSIVE, "no converged runs", None, 0, {"lrs": preset.lrs}, "nothing to compare")
-        cmp, info = compare(best["post"][1], best["pre"][1])
-        verdict = {"better": HOLDS, "worse": FAILS, "same": FAILS}.get(cmp, INCONCLUSIVE)
-        summary = (f"best-tuned over lr {preset.lrs} with warmup {preset.warmup}: Post-LN {best['post'][1].mean:.4f} "
-                   f"(lr {best['post'][0]:g}) vs Pre-LN {best['pre'][1].mean:.4f} (lr {best['pre'][0]:g}): "
-                   f"Post-LN is {cmp}. The fine-tuning/transfer part is not measured by normlab yet.")
+        return best
+
+    def followups(self, records, preset):
+        """Fine-tune every seed of each scheme's best-tuned run on Paradise Lost (same steps and lr for both)."""
+        out = []
+        for s, chosen in self._best(records, preset).items():
+            if chosen is None:
+                continue
+            for r in select(records, model__scheme=s, train__lr=chosen[0], train__warmup_steps=preset.warmup,
+                            model__n_layer=preset.depth):
+                if r.status == "completed":
+                    out.append((r, finetune_overrides(r, preset)))
+        return out
+
+    def verdict(self, records, measurement, preset):
+        best = self._best(records, preset)
         settings = {"lrs": preset.lrs, "warmup_steps": preset.warmup, "n_layer": preset.depth,
-                    "steps": preset.base["train.steps"], "margin_nats": LOSS_MARGIN,
-                    "selection": "lr with the lowest mean val loss, per scheme (same budget)"}
+                    "steps": preset.base["train.steps"], "init": init_text(preset), "margin_nats": LOSS_MARGIN,
+                    "selection": "per scheme, the lr with the lowest mean val loss among lrs where every seed "
+                                 "trained (same budget); a best lr at the grid's edge is not tuned",
+                    "converged": f"both selected runs' val loss fell < {CONVERGED_DELTA} nats over the last "
+                                 "quarter of training",
+                    "fine_tune": {"corpus": FINETUNE_CORPUS, **preset.finetune},
+}
+        if not best["pre"] or not best["post"]:
+            return self.make(INCONCLUSIVE, "no converged runs", None, 0, settings,
+                             "one scheme has no lr where every seed trained: nothing to compare")
+        cmp, info = compare(best["post"][1], best["pre"][1])
+        fell = {s: self._last_quarter_drop(records, preset, s, best[s][0]) for s in ("pre", "post")}
+        converged = all(v is not None and v < CONVERGED_DELTA for v in fell.values())
+        edge = [s for s in ("pre", "post") if best[s][0] in (min(preset.lrs), max(preset.lrs))]
+        ft = {s: self._finetuned(records, preset, s, best[s][0]) for s in ("pre", "post")}
+        ft_cmp, ft_info = compare(ft["post"], ft["pre"])
+        if not converged or edge:
+            verdict = INCONCLUSIVE  # a comparison of untuned or unfinished runs says nothing about the ceiling
+        elif cmp in ("worse", "same"):
+            verdict = FAILS
+        elif cmp != "better":
+            verdict = INCONCLUSIVE
+        else:  # better from scratch; the claim also says it fine-tunes better
+            verdict = {"better": HOLDS, "worse": FAILS, "same": FAILS}.get(ft_cmp, INCONCLUSIVE)
+        why = []
+        if not converged:
+            why.append("not trained to convergence (val loss fell " + ", ".join(
+                f"{s} {_nats(fell[s])}" for s in ("pre", "post")) + " over the last quarter)")
+        if edge:
+            why.append(f"best lr at the grid's edge for {', '.join(edge)}: not tuned")
+        summary = (f"best-tuned over lr {preset.lrs} with warmup {preset.warmup}: Post-LN {best['post'][1].mean:.4f} "
+                   f"(lr {best['post'][0]:g}) vs Pre-LN {best['pre'][1].mean:.4f} (lr {best['pre'][0]:g}): Post-LN "
+                   f"is {cmp}; fine-tuned on {FINETUNE_CORPUS} ({preset.finetune.get('train.steps')} steps): "
+                   f"Post-LN {_mean(ft['post'])} vs Pre-LN {_mean(ft['pre'])}, Post-LN is {ft_cmp}"
+                   + (f"; {'; '.join(why)}" if why else ""))
         return self.make(verdict, "best-tuned Post-LN − Pre-LN val loss (nats)", info.get("diff"),
                          n_seeds(select(records, False, train__warmup_steps=preset.warmup)), settings, summary,
-                         comparison=info, best_lr={s: b[0] for s, b in best.items()})
+                         comparison=info, best_lr={s: b[0] for s, b in best.items()}, converged=converged,
+                         last_quarter_drop=fell, lr_at_grid_edge=edge, finetune=ft_info, finetune_cmp=ft_cmp,
+                         finetune_pre=describe(ft["pre"]), finetune_post=describe(ft["post"]))
+
+    def _last_quarter_drop(self, records, preset, scheme, lr) -> float | None:
+        """Mean over seeds of the val-loss drop from the last eval at or before 75 % of training to the end."""
+        drops = []
+        for r in select(records, model__scheme=scheme, train__lr=lr, train__warmup_steps=preset.warmup,
+                        model__n_layer=preset.depth):
+            curve = [(s, v) for s, v in r.val_curve if v is not None]
+            if r.status != "completed" or len(curve) < 2:
+                continue
+            cut = 0.75 * curve[-1][0]
+            earlier = [v for s, v in curve[:-1] if s <= cut]
+            if earlier:
+                drops.append(earlier[-1] - curve[-1][1])
+        return sum(drops) / len(drops) if drops else None
+
+    def _finetuned(self, records, preset, scheme, lr):
+        """The fine-tuned runs of this scheme's best-lr runs (found by the source run's directory name)."""
+        sources = {r.id for r in select(records, model__scheme=scheme, train__lr=lr, train__warmup_steps=preset.warmup,
+                                        model__n_layer=preset.depth)}
+        tuned = [r for r in records if r.get("train.init_from") and Path(r.get("train.init_from")).name in sources
+                 and r.get("data.path") == FINETUNE_CORPUS]
+        return group(tuned, strict=False)
+
+    def figures(self, records, measurement, preset):
+        best = self._best(records, preset)
+        bars = {}
+        for s in ("pre", "post"):
+            if best[s]:
+                bars[f"{s}, pretrained (lr {best[s][0]:g})"] = best[s][1]
+                bars[f"{s}, fine-tuned on {FINETUNE_CORPUS}"] = self._finetuned(records, preset, s, best[s][0])
+        fig = Figure("Best-tuned Post-LN vs Pre-LN: pretraining and fine-tuning", "", "final val loss", kind="bar",
+                     series=[Series("mean over seeds", list(bars), [g.mean for g in bars.values()],
+                                    [g.sd for g in bars.values()])])
+        return [fig, sweep_figure(records, preset, ("pre", "post"), "Final val loss vs lr (C7 uses warmup)")]
+
+
+def finetune_overrides(source, preset) -> dict[str, Any]:
+    """The fine-tune of a trained run: the packaged second corpus in the source's vocabulary, the preset's
+    fine-tuning budget, and no layer-skip ablation (the run's val loss is what C7 reads)."""
+    return {"data.path": FINETUNE_CORPUS, "data.vocab_from": source.get("data.path") or DEFAULT_CORPUS,
+            "diagnostics.layer_skip": False, **preset.finetune}
+
+
+def _mean(g) -> str:
+    return "n/a" if g.mean is None else f"{g.mean:.4f} ({failures(g)})"
+
+
+def _nats(v) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
 
 
 @CLAIMS.register("C10")
@@ -68,45 +175,57 @@ class RMSNormC10(Claim):
     statement = ("RMSNorm drops the mean subtraction and the bias, costs less (7–64 % less time in the norm; "
                  "10–40 % faster training are the figures quoted) and converges as well as LayerNorm.")
     sources = "001, 002, 003"
+    paper = 'Zhang & Sennrich 2019 (RMSNorm, arXiv 1910.07467) §5–6: 7–64 % less time'
 
     def runs(self, preset):
         return [_fixed(preset, **{"model.scheme": "pre", "model.norm": n}) for n in ("layernorm", "rmsnorm")]
 
     def measure(self, preset):
-        norms = bench_norm_group(TIMING_SHAPES[0], "fp32", preset.timing_repeats, compile=False)
+        norms = bench_norm_group(TIMING_SHAPES[0], "fp32", preset.timing_repeats, compile=True)
         steps = bench_steps(rounds=preset.timing_repeats, configs=(STEP_CONFIG,), schemes=("pre",),
-                            norms=("layernorm", "rmsnorm"), precisions=("fp32",))
+                            norms=("layernorm", "rmsnorm"), precisions=("fp32",), impls=tuple(STEP_ALGORITHMS.values()))
         return {"norm_timings": norms, "steps": steps}
 
     def verdict(self, records, measurement, preset):
         ln, rms = (group(records, model__scheme="pre", model__norm=n, **_at(preset)) for n in ("layernorm", "rmsnorm"))
         cmp, info = compare(rms, ln)
+        if not measurement:
+            return self.make(INCONCLUSIVE, "not measured", None, 0, {"norm_shape": TIMING_SHAPES[0]},
+                             "the norm and step timings were not measured")
         timing = {(r["norm"], r["impl"]): r["median_s"] for r in measurement["norm_timings"]}
-        ours = {n: default_impl(n, "fp32") for n in ("rmsnorm", "layernorm")}  # what a normlab model runs
-        norm_ratio = timing["rmsnorm", ours["rmsnorm"]] / timing["layernorm", ours["layernorm"]]
-        torch_ratio = timing["rmsnorm", "torch.nn"] / timing["layernorm", "torch.nn"]
-        speed = {r["norm"]: r["tokens_per_s"] for r in measurement["steps"] if r["impl"] == "normlab"}
-        step_ratio = speed["layernorm"] / speed["rmsnorm"]  # time per step, RMSNorm / LayerNorm
-        cheaper = norm_ratio < 1 - SPEED_SAME and step_ratio < 1 - SPEED_SAME
-        as_good = cmp in ("same", "better")
-        if norm_ratio >= 1 - SPEED_SAME or step_ratio >= 1 - SPEED_SAME or cmp == "worse":
-            verdict = FAILS  # not cheaper (whatever the loss says), or clearly worse
-        elif cmp in ("too-few-seeds", "unclear"):
+        # RMSNorm's time / LayerNorm's, each pair one algorithm: what the claim is about, not whose kernel is better
+        norm_ratios = {a: timing["rmsnorm", impl] / timing["layernorm", impl] for a, impl in NORM_ALGORITHMS.items()
+                       if ("rmsnorm", impl) in timing and ("layernorm", impl) in timing}
+        speed = {(r["norm"], r["impl"]): r["tokens_per_s"] for r in measurement["steps"]}
+        step_ratios = {a: speed["layernorm", impl] / speed["rmsnorm", impl] for a, impl in STEP_ALGORITHMS.items()
+                       if ("rmsnorm", impl) in speed and ("layernorm", impl) in speed}
+        torch_ratio = (timing["rmsnorm", "torch.nn"] / timing["layernorm", "torch.nn"]
+                       if ("rmsnorm", "torch.nn") in timing and ("layernorm", "torch.nn") in timing else None)
+        ratios = [*norm_ratios.values(), *step_ratios.values()]
+        cheaper = [r < 1 - SPEED_SAME for r in ratios]
+        if not ratios:
             verdict = INCONCLUSIVE
-        elif cheaper and as_good:
-            verdict = HOLDS
+        elif not any(cheaper) or cmp == "worse":
+            verdict = FAILS  # no algorithm pair is cheaper (whatever the loss says), or clearly worse
+        elif not all(cheaper) or cmp in ("too-few-seeds", "unclear"):
+            verdict = INCONCLUSIVE  # cheaper as one algorithm, not as another: it depends on the kernel
         else:
-            verdict = INCONCLUSIVE
-        summary = (f"norm forward+backward at {TIMING_SHAPES[0]} fp32: normlab RMSNorm takes {norm_ratio:.2f}× "
-                   f"normlab LayerNorm's time (torch.nn: {torch_ratio:.2f}×); a training step takes {step_ratio:.2f}×; "
-                   f"final val loss RMSNorm − LayerNorm {info.get('diff', float('nan')):+.4f} ({cmp})")
+            verdict = HOLDS
+        summary = (f"norm forward+backward at {TIMING_SHAPES[0]} fp32, RMSNorm/LayerNorm time as the same algorithm: "
+                   + ", ".join(f"{a} {r:.2f}×" for a, r in norm_ratios.items())
+                   + f"; a training step: " + ", ".join(f"{a} norms {r:.2f}×" for a, r in step_ratios.items())
+                   + (f" (torch.nn's two modules, which are different kernels: {torch_ratio:.2f}×)" if torch_ratio else "")
+                   + f"; final val loss RMSNorm − LayerNorm {info.get('diff', float('nan')):+.4f} ({cmp})")
         settings = {"norm_shape": TIMING_SHAPES[0], "dtype": "fp32", "rounds": preset.timing_repeats,
-                    "step_config": f"normlab bench's {STEP_CONFIG}", "implementations": ours, "device": "cpu",
-                    "threads": torch.get_num_threads(), "margin_nats": LOSS_MARGIN, "speed_same_band": SPEED_SAME}
-        return self.make(verdict, "RMSNorm / LayerNorm norm time (normlab, fwd+bwd)", norm_ratio,
+                    "norm_algorithms": NORM_ALGORITHMS, "step_algorithms": STEP_ALGORITHMS,
+                    "step_config": f"normlab bench's {STEP_CONFIG}", "device": "cpu",
+                    "threads": torch.get_num_threads(), "margin_nats": LOSS_MARGIN, "speed_same_band": SPEED_SAME,
+                    "rule": "cheaper: every matched pair (norm and training step) below 1 − speed_same_band"}
+        return self.make(verdict, "largest RMSNorm/LayerNorm time ratio over matched algorithms", max(ratios, default=None),
                          n_seeds(select(records, False, model__norm="rmsnorm")), settings, summary,
-                         torch_nn_ratio=torch_ratio, step_time_ratio=step_ratio, val_loss=info,
-                         layernorm=describe(ln), rmsnorm=describe(rms), timings=measurement["norm_timings"])
+                         norm_time_ratio=norm_ratios, step_time_ratio=step_ratios, torch_nn_ratio=torch_ratio,
+                         val_loss=info, layernorm=describe(ln), rmsnorm=describe(rms),
+                         timings=measurement["norm_timings"])
 
     def figures(self, records, measurement, preset):
         rows = measurement["norm_timings"]
@@ -122,6 +241,7 @@ class FinalNormC13(Claim):
     id, title = "C13", "A Pre-LN stack needs a final norm"
     statement = "A Pre-LN stack needs a final norm before the output head (GPT-2's ln_f)."
     sources = "000, 002"
+    paper = 'Radford et al. 2019 (GPT-2) §2.3: a final layer norm after the last block'
 
     def runs(self, preset):
         # "with" is the default (final_norm unset), so it is the same run as C1's and C10's Pre-LN
@@ -159,6 +279,7 @@ class LlamaRecipeC15(Claim):
     statement = ("Bias-free linear layers with SwiGLU and RMSNorm (the LLaMA recipe) do at least as well as the "
                  "classic recipe.")
     sources = "003"
+    paper = 'Touvron et al. 2023 (LLaMA, arXiv 2302.13971) §2.2: pre-normalization with RMSNorm, SwiGLU; Shazeer 2020 (arXiv 2002.05202)'
     RECIPES = {"llama": {"model.norm": "rmsnorm", "model.mlp": "swiglu", "model.bias": False},
                "classic": {"model.norm": "layernorm", "model.mlp": "gelu", "model.bias": True}}
 

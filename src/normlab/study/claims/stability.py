@@ -21,21 +21,26 @@ def depth_sweep(preset, schemes: tuple[str, ...], depths: list[int] | None = Non
 
 
 def describe(g) -> dict[str, Any]:
-    return {"mean_val_loss": g.mean, "sd": g.sd, "n_trained": g.n, "n_diverged": g.n_diverged,
-            "n_failed_to_train": g.n_failed_to_train, "two_mode": g.two_mode}
+    """One configuration over seeds: the loss of the runs that trained (mean, sd, 95 % t interval), and the
+    runs that did not, as a rate with its 95 % Wilson interval; `two_mode` when some seeds trained and some not."""
+    interval = g.failure_interval
+    return {"mean_val_loss": g.mean, "sd": g.sd, "mean_ci95": g.mean_interval, "n_runs": g.n_runs,
+            "n_trained": g.n, "n_diverged": g.n_diverged, "n_failed_to_train": g.n_failed_to_train,
+            "did_not_train_rate": g.failure_rate, "did_not_train_ci95": list(interval) if interval else None,
+            "two_mode": g.two_mode}
 
 
-def sweep_table(records, preset, schemes) -> dict[str, Any]:
+def sweep_table(records, preset, schemes, warmups=None) -> dict[str, Any]:
     """{scheme: {warmup: {lr: group description}}} over the lr sweep at the base depth."""
     return {s: {str(w): {f"{lr:g}": describe(group(records, model__scheme=s, train__lr=lr, train__warmup_steps=w,
                                                     model__n_layer=preset.depth))
-                        for lr in preset.lrs} for w in (0, preset.warmup)} for s in schemes}
+                        for lr in preset.lrs} for w in (warmups or (0, preset.warmup))} for s in schemes}
 
 
-def sweep_figure(records, preset, schemes, title) -> Figure:
-    fig = Figure(title, "learning rate", "final val loss (diverged runs omitted)", kind="line", logx=True)
+def sweep_figure(records, preset, schemes, title, warmups=None) -> Figure:
+    fig = Figure(title, "learning rate", "final val loss (runs that did not train omitted)", kind="line", logx=True)
     for s in schemes:
-        for w in (0, preset.warmup):
+        for w in (warmups or (0, preset.warmup)):
             gs = [group(records, model__scheme=s, train__lr=lr, train__warmup_steps=w, model__n_layer=preset.depth)
                   for lr in preset.lrs]
             fig.series.append(Series(f"{s}, warmup {w}", list(preset.lrs), [g.mean for g in gs], [g.sd for g in gs]))
@@ -48,6 +53,8 @@ class WarmupC1(Claim):
     statement = ("Pre-LN trains stably without learning-rate warmup; Post-LN needs warmup and, without it, "
                  "diverges or ends clearly worse at the same learning rate.")
     sources = "000, 001, 002, 003"
+    paper = ("Xiong et al. 2020 (arXiv 2002.04745) §3.2 and Fig. 2: Post-LN without warmup ends worse or "
+             "diverges; Pre-LN trains without it (§4)")
 
     def runs(self, preset):
         return lr_sweep(preset, ("pre", "post"))
@@ -93,6 +100,7 @@ class LearningRateC11(Claim):
     id, title = "C11", "Pre-LN tolerates larger learning rates"
     statement = "Pre-LN tolerates larger learning rates than Post-LN."
     sources = "000, 002"
+    paper = "Xiong et al. 2020 (arXiv 2002.04745) §4: Pre-LN trains at larger learning rates than Post-LN"
 
     def runs(self, preset):
         return lr_sweep(preset, ("pre", "post"))
@@ -146,6 +154,8 @@ class DepthC4(Claim):
     id, title = "C4", "Post-LN gets harder to train with depth"
     statement = "Post-LN gets harder to train as depth grows (beyond roughly 10–20 layers); Pre-LN trains 100+ layers."
     sources = "000, 001"
+    paper = ("Wang et al. 2022 (DeepNet, arXiv 2203.00555) §3 and Fig. 3: Post-LN's training breaks down as "
+             "depth grows; Liu et al. 2020 (Admin, arXiv 2004.08249) §3")
 
     def runs(self, preset):
         return depth_sweep(preset, ("pre", "post"))
@@ -209,6 +219,8 @@ class DeepNormC8(Claim):
     statement = ("DeepNorm trains extremely deep models (1,000 layers) stably, where Post-LN fails, and beats "
                  "Pre-LN at the same depth.")
     sources = "001, 003"
+    paper = ("Wang et al. 2022 (DeepNet, arXiv 2203.00555) §4–5: 1,000-layer DeepNorm trains where Post-LN "
+             "diverges, and beats Pre-LN")
 
     def runs(self, preset):
         return [{**preset.deep_base, **r} for r in
@@ -223,12 +235,15 @@ class DeepNormC8(Claim):
                      **_deep(preset))
         deep, post, pre = (group(records, model__scheme=s, **where) for s in ("deepnorm", "post", "pre"))
         cmp, info = compare(deep, pre)
-        stable = deep.n_runs > 0 and deep.n_failed == 0
         post_fails = post.n_failed > 0 or compare(post, deep)[0] == "worse"
         if not deep.n_runs:
             verdict = INCONCLUSIVE
-        elif not stable:
+        elif deep.n_diverged:
             verdict = FAILS  # DeepNorm itself diverged
+        elif deep.n_failed_to_train:
+            # where Pre-LN trained at this depth and budget, DeepNorm's plateau is DeepNorm's; where Pre-LN did
+            # not train either, the budget is too short to say
+            verdict = FAILS if pre.n_runs and not pre.n_failed else INCONCLUSIVE
         elif cmp == "too-few-seeds":
             verdict = INCONCLUSIVE
         elif post_fails and cmp == "better":
@@ -239,7 +254,8 @@ class DeepNormC8(Claim):
             verdict = INCONCLUSIVE
         summary = (f"at {deepest} layers: DeepNorm {failures(deep)}, val {_fmt(deep.mean)}; "
                    f"Post-LN {failures(post)}, val {_fmt(post.mean)}; Pre-LN val "
-                   f"{_fmt(pre.mean)}. 1,000 layers are beyond this preset.")
+                   f"{_fmt(pre.mean)} ({failures(pre)}); DeepNorm − Pre-LN {_fmt(info.get('diff'))} ({cmp}). "
+                   f"1,000 layers are beyond this preset.")
         settings = {"depths": preset.deep_depths, **{k.split(".")[-1]: v for k, v in preset.deep_base.items()},
                     "lr": preset.lr_fixed, "warmup_steps": preset.warmup}
         rows = {str(d): {s: describe(group(records, model__scheme=s, model__n_layer=d, train__lr=preset.lr_fixed,
@@ -260,9 +276,13 @@ class PeriC14(Claim):
     id, title = "C14", "Peri-LN is a further stabilizer"
     statement = "Peri-LN (normalize both the input and the output of each sub-layer) is a further stabilizer."
     sources = "002"
+    paper = ("Kim et al. 2025 (Peri-LN, arXiv 2502.02732) §4: fewer divergences and larger usable learning rates "
+             "than Pre-LN")
 
     def runs(self, preset):
-        return lr_sweep(preset, ("peri", "pre", "post")) + depth_sweep(preset, ("peri", "pre", "post"))
+        # the lr sweep without warmup (where stability is tested) and the depth sweep
+        return [r for r in lr_sweep(preset, ("peri", "pre", "post")) if not r["train.warmup_steps"]] + \
+            depth_sweep(preset, ("peri", "pre", "post"))
 
     def verdict(self, records, measurement, preset):
         rates = {}
@@ -285,11 +305,13 @@ class PeriC14(Claim):
                    f"{_fmt(rates['pre'])}, Post-LN {_fmt(rates['post'])}; highest converging lr without warmup: "
                    f"{ {k: v for k, v in lr_best.items()} }")
         return self.make(verdict, "Peri-LN rate of runs that did not train", rates["peri"], seeds,
-                         {"lrs": preset.lrs, "depths": preset.depths}, summary, did_not_train_rate=rates,
-                         max_stable_lr_no_warmup=lr_best, sweep=sweep_table(records, preset, ("peri", "pre", "post")))
+                         {"lrs": preset.lrs, "lr_sweep_warmup_steps": 0, "depths": preset.depths,
+                          "depth_sweep": f"lr {preset.lr_fixed:g}, warmup {preset.warmup}"}, summary, did_not_train_rate=rates,
+                         max_stable_lr_no_warmup=lr_best, sweep=sweep_table(records, preset, ("peri", "pre", "post"), (0,)))
 
     def figures(self, records, measurement, preset):
-        return [sweep_figure(records, preset, ("peri", "pre", "post"), "Learning-rate sweep with Peri-LN"),
+        return [sweep_figure(records, preset, ("peri", "pre", "post"), "Learning-rate sweep with Peri-LN, no warmup",
+                             (0,)),
                 depth_figure(records, preset, ("peri", "pre", "post"))]
 
 

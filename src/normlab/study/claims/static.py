@@ -27,6 +27,7 @@ class DeepNormConstantsC9(Claim):
                  "α=(2M)^¼, β=(8M)^-¼; encoder-decoder: encoder α=0.81(N⁴M)^1/16, β=0.87(N⁴M)^-1/16, decoder "
                  "α=(3M)^¼, β=(12M)^-¼. Seed 001 prints fixed numbers instead.")
     sources = "001"
+    paper = 'Wang et al. 2022 (DeepNet, arXiv 2203.00555) Table 1 and §2.3'
 
     def measure(self, preset):
         rows = []
@@ -95,6 +96,7 @@ class MemoryC12(Claim):
     id, title = "C12", "Pre-LN lowers peak training memory by 5–10 %"
     statement = "Pre-LN lowers peak training memory by 5–10 %."
     sources = "002"
+    paper = "seed 002 only (no paper measures it); normlab bench's accounting"
 
     def measure(self, preset):
         rows = bench_steps(rounds=3, configs=(STEP_CONFIG,), schemes=("pre", "post"), norms=("layernorm",),
@@ -127,25 +129,52 @@ class CausalityC16(Claim):
     id, title = "C16", "Every scheme stays causal"
     statement = "Norm placement does not change the causal mask: autoregressive models stay causal in every scheme."
     sources = "002"
+    paper = "seed 002; a property of the attention mask (Vaswani et al. 2017 §3.2.3), tested on built models"
 
     def measure(self, preset):
+        """Every scheme × every normalizer, at init and after training (a combination that cannot be built is
+        listed with its reason, never dropped silently)."""
+        from normlab.nn.norms import NORMS
         from normlab.nn.schemes import SCHEMES
-        return {s: measure.causality(s) for s in SCHEMES.names()}
+
+        cases, skipped = [], []
+        for scheme in SCHEMES.names():
+            for norm in NORMS.names():
+                for when, steps in (("init", 0), ("trained", measure.TRAIN_STEPS)):
+                    try:
+                        cases.append({"scheme": scheme, "norm": norm, "when": when,
+                                      **measure.causality(scheme, norm, steps)})
+                    except ValueError as e:
+                        skipped.append({"scheme": scheme, "norm": norm, "when": when, "reason": str(e)})
+        return {"cases": cases, "skipped": skipped}
 
     def verdict(self, records, measurement, preset):
-        leaks = {s: m["max_change_before_t"] for s, m in measurement.items()}
-        reach = {s: m["min_change_at_t"] for s, m in measurement.items()}
-        causal = all(v == 0.0 for v in leaks.values())
-        live = all(v > 0 for v in reach.values())  # the perturbation does reach position t: the test can fail
-        verdict = HOLDS if causal and live else FAILS if not causal else INCONCLUSIVE
-        summary = (f"replacing tokens from position t on changed earlier logits by at most "
-                   f"{max(leaks.values()):.1e} in all {len(leaks)} schemes (position t itself changed by ≥ "
-                   f"{min(reach.values()):.1e})")
-        return self.make(verdict, "max |Δ logits| before the perturbed position", max(leaks.values()), 1,
-                         {"schemes": list(leaks), "positions": [1, 5, 9, 15]}, summary, per_scheme=measurement)
+        cases = (measurement or {}).get("cases") or []
+        settings = {"positions": list(measure.CAUSAL_POSITIONS),
+                    "trained": f"{measure.TRAIN_STEPS} AdamW steps at lr {measure.TRAIN_LR:g} on random tokens",
+                    "schemes": sorted({c["scheme"] for c in cases}), "norms": sorted({c["norm"] for c in cases})}
+        if not cases:
+            return self.make(INCONCLUSIVE, "not measured", None, 0, settings, "no model was built")
+        leak = max(c["max_change_before_t"] for c in cases)
+        reach = min(c["min_change_at_t"] for c in cases)
+        leaking = [f"{c['scheme']}+{c['norm']} ({c['when']})" for c in cases if c["max_change_before_t"] != 0.0]
+        dead = [f"{c['scheme']}+{c['norm']} ({c['when']})" for c in cases if not c["min_change_at_t"] > 0]
+        # the perturbation must reach position t itself, or the check could not have failed
+        verdict = FAILS if leaking else INCONCLUSIVE if dead else HOLDS
+        n_trained = sum(c["when"] == "trained" for c in cases)
+        summary = (f"replacing tokens from position t on changed earlier logits by at most {leak:.1e} over "
+                   f"{len(cases)} models ({len(settings['schemes'])} schemes × {len(settings['norms'])} normalizers, "
+                   f"{len(cases) - n_trained} at init and {n_trained} trained); position t itself changed by ≥ "
+                   f"{reach:.1e}" + (f"; leaking: {', '.join(leaking)}" if leaking else "")
+                   + (f"; the perturbation did not reach position t in {', '.join(dead)}" if dead else "")
+                   + (f"; not buildable: {len(measurement['skipped'])}" if measurement.get("skipped") else ""))
+        return self.make(verdict, "max |Δ logits| before the perturbed position", leak, 1, settings, summary,
+                         leaking=leaking, not_reached=dead, skipped=measurement.get("skipped", []))
 
     def figures(self, records, measurement, preset):
-        return [Figure("Change of earlier logits when future tokens change", "scheme", "max |Δ logits|", kind="bar",
-                       series=[Series("before t", list(measurement), [m["max_change_before_t"] for m in measurement.values()]),
-                               Series("at t", list(measurement), [m["min_change_at_t"] for m in measurement.values()])])]
-
+        cases = (measurement or {}).get("cases") or []
+        labels = [f"{c['scheme']}+{c['norm']} ({c['when']})" for c in cases]
+        return [Figure("Change of earlier logits when future tokens change", "scheme + normalizer",
+                       "max |Δ logits|", kind="bar",
+                       series=[Series("before t", labels, [c["max_change_before_t"] for c in cases]),
+                               Series("at t", labels, [c["min_change_at_t"] for c in cases])])]
