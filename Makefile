@@ -1,5 +1,5 @@
 # Two commands do everything on a fresh machine:
-#   make run    set up .venv (idempotent) and run the main job: normlab study (quick preset)
+#   make run    set up .venv (idempotent) and run the main job: normlab study (standard preset, all 16 claims)
 #   make test   set up .venv with test deps (idempotent) and run the default test suite
 PYTHON ?= python3
 VENV   := .venv
@@ -22,7 +22,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 setup: $(VENV)/.installed
 
 run: setup
-	$(BIN)/normlab study --out normlab-study
+	$(BIN)/normlab study --preset standard --out normlab-study
 
 # The report's browser test drives Debian's Chromium; install it when missing (needs root, as in CI).
 browser:

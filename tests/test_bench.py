@@ -8,9 +8,13 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
+import torch
 from typer.testing import CliRunner
 
+from normlab.bench.norms import candidates, eager_formula
 from normlab.cli import app
+from normlab.nn.norms import make_norm
 
 NORM_KEYS = {"norm": str, "impl": str, "shape": list, "dtype": str, "median_s": float}
 STEP_KEYS = {"config": str, "impl": str, "scheme": str, "norm": str, "precision": str,
@@ -33,7 +37,7 @@ def test_bench_quick_json():
         assert math.isfinite(row["median_s"]) and row["median_s"] > 0
     impls = {(r["norm"], r["impl"]) for r in out["norms"]}
     assert impls == {(n, i) for n in ("rmsnorm", "layernorm")
-                     for i in ("normlab-fast", "normlab-reference", "torch.nn")}
+                     for i in ("normlab-fast", "normlab-reference", "eager-formula", "torch.nn")}
     assert {r["dtype"] for r in out["norms"]} == {"fp32", "bf16"}
     baseline = [r for r in out["norms"] if (r["norm"], r["impl"]) == ("layernorm", "torch.nn")]
     assert all(r["ratio"] == 1.0 for r in baseline)
@@ -51,3 +55,32 @@ def test_bench_quick_json():
 def test_bench_rejects_bad_options():
     result = CliRunner().invoke(app, ["bench", "--quick", "--only", "everything"])
     assert result.exit_code == 2 and "valid: norms, steps" in result.output
+
+
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+def test_eager_formula_matches_the_reference_norms(norm):
+    """bench's eager-formula (the textbook formula as plain torch ops, C10's matched "eager" algorithm)
+    computes the same function as normlab's reference norms, forward and backward, in fp32."""
+    gen = torch.Generator().manual_seed(0)
+    d = 32
+    module = make_norm(norm, d, bias=norm == "layernorm")
+    with torch.no_grad():
+        for p in module.parameters():  # not the init's ones and zeros: the affine part must be applied too
+            p.copy_(torch.randn(p.shape, generator=gen))
+    params = list(module.parameters())
+    assert len(params) == (2 if norm == "layernorm" else 1)
+    x = (3.0 * torch.randn(4, 7, d, generator=gen) + 0.5).requires_grad_()
+    dy = torch.randn(4, 7, d, generator=gen)
+
+    def run(forward):
+        y = forward(x)
+        grads = torch.autograd.grad(y, [x, *params], dy)
+        return y.detach(), grads
+
+    y, grads = run(eager_formula(norm, module))
+    y_ref, grads_ref = run(module.reference_forward)
+    assert y.dtype == torch.float32
+    torch.testing.assert_close(y, y_ref, rtol=1e-5, atol=1e-5)
+    for name, g, g_ref in zip(["x", "weight", "bias"], grads, grads_ref):
+        torch.testing.assert_close(g, g_ref, rtol=1e-5, atol=1e-5, msg=lambda m: f"grad {name}: {m}")
+    assert "eager-formula" in candidates(norm, d, torch.float32, compile=False)

@@ -74,3 +74,14 @@ def test_toml_round_trip_and_hash(tmp_path):
     again = load_config(path)
     assert again == cfg and again.hash() == cfg.hash()
     assert load_config(None, ["train.seed=2"]).hash() != RunConfig().hash()
+
+
+def test_run_ids_of_decoder_runs_survive_the_arch_field():
+    """Adding model.arch changed every decoder run's id (and re-queued a whole study's runs) until the hash left
+    it out at its old value; these ids were computed by normlab before arch existed."""
+    from normlab.config import RunConfig, validate_config
+
+    assert RunConfig().hash() == "cfd5bd20c792"
+    assert validate_config({"model": {"scheme": "post", "n_layer": 3}}).hash() == "3cfc109dfeef"
+    assert validate_config({"model": {"arch": "decoder"}}).hash() == RunConfig().hash()
+    assert validate_config({"model": {"arch": "encoder"}}).hash() != RunConfig().hash()

@@ -125,9 +125,20 @@ class RunConfig(BaseModel):
         return tomli_w.dumps(self.to_dict())
 
     def hash(self) -> str:
-        """A short stable id of the resolved config."""
-        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
+        """A short stable id of the resolved config. A field added after runs were first hashed is left out
+        while it holds the value every earlier run had (`HASH_NEUTRAL`), so their ids and directories stay
+        valid; fields whose default is None are left out by `to_dict` already."""
+        data = self.to_dict()
+        for dotted, value in HASH_NEUTRAL.items():
+            section, key = dotted.split(".")
+            if data.get(section, {}).get(key) == value:
+                del data[section][key]
+        blob = json.dumps(data, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
+
+
+# fields added after runs were first hashed, and the value all those runs had
+HASH_NEUTRAL = {"model.arch": "decoder"}
 
 
 class ConfigError(ValueError):

@@ -3,7 +3,10 @@
 For each (normalizer, shape, dtype) one round times, interleaved:
 
     normlab-fast       normlab's module with NORMLAB_NORM_IMPL=fast (the fused C++ kernel)
-    normlab-reference  normlab's module, `reference_forward` (plain torch ops, fp32 statistics)
+    normlab-reference  normlab's module, `reference_forward` (RMSNorm: plain torch ops; LayerNorm: torch's
+                       native F.layer_norm kernel; fp32 statistics)
+    eager-formula      both written as the same chain of plain torch ops (mean, rsqrt, multiply): the
+                       algorithms compared with neither one's hand-fused kernel
     torch.nn           torch.nn.RMSNorm / torch.nn.LayerNorm, parameters in the input dtype
     torch.compile      torch.compile of that torch.nn module
 
@@ -51,13 +54,30 @@ def default_impl(norm: str, dtype_name: str) -> str:
     return "normlab-fast" if DTYPES[dtype_name] in kernels.AUTO_FAST.get(norm, ()) else "normlab-reference"
 
 
+def eager_formula(norm: str, module: torch.nn.Module, eps: float = 1e-5) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The normalizer's textbook formula as plain torch ops, in the input dtype (no fused kernel anywhere):
+    LayerNorm (x − μ)/√(σ² + ε)·w + b, RMSNorm x/√(mean x² + ε)·w."""
+    w, b = module.weight, getattr(module, "bias", None)
+
+    def layer_norm(x):
+        centred = x - x.mean(-1, keepdim=True)
+        y = centred * torch.rsqrt(centred.pow(2).mean(-1, keepdim=True) + eps) * w
+        return y if b is None else y + b
+
+    def rms_norm(x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+    return layer_norm if norm == "layernorm" else rms_norm
+
+
 def candidates(norm: str, d: int, dtype: torch.dtype, compile: bool) -> dict[str, tuple]:
     """impl -> (forward, parameters) for one normalizer of width d."""
     ours = make_norm(norm, d, bias=norm == "layernorm")
     theirs = (torch.nn.LayerNorm(d) if norm == "layernorm" else torch.nn.RMSNorm(d, eps=1e-5)).to(dtype)
+    plain = make_norm(norm, d, bias=norm == "layernorm").to(dtype)
     out = {
         "normlab-fast": (with_impl("fast", ours), list(ours.parameters())),
         "normlab-reference": (ours.reference_forward, list(ours.parameters())),
+        "eager-formula": (eager_formula(norm, plain), list(plain.parameters())),
         "torch.nn": (theirs, list(theirs.parameters())),
     }
     if compile:

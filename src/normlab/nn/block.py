@@ -6,7 +6,7 @@ import functools
 import torch
 from torch import nn
 
-from normlab.nn.attention import CausalSelfAttention
+from normlab.nn.attention import CausalSelfAttention, CrossAttention
 from normlab.nn.config import ModelConfig
 from normlab.nn.mlp import MLPS
 from normlab.nn.norms import make_norm
@@ -20,21 +20,33 @@ def norm_factory(cfg: ModelConfig, d: int):
 
 
 class Block(nn.Module):
-    """x → attn-residual → mlp-residual; where the norms go is the scheme's business.
+    """x → attn-residual [→ cross-attn-residual] → mlp-residual; where the norms go is the scheme's business.
 
-        x ─► Residual(attention) ─► Residual(MLP) ─► x'
+        x ─► Residual(attention) ─► [Residual(cross-attention to m)] ─► Residual(MLP) ─► x'
+
+    `causal=False`: bidirectional self-attention (an encoder). `cross=True`: a decoder block of an
+    encoder–decoder, whose second sub-layer attends to the encoder's output m.
     """
 
-    def __init__(self, cfg: ModelConfig, layer: int, scheme: Scheme):
+    def __init__(self, cfg: ModelConfig, layer: int, scheme: Scheme, causal: bool = True, cross: bool = False):
         super().__init__()
         self.layer = layer
         d_ff = cfg.resolved_d_ff()
-        attn_inner = norm_factory(cfg, cfg.d_model)() if scheme.inner_norms else None
+        inner = norm_factory(cfg, cfg.d_model) if scheme.inner_norms else lambda: None
         mlp_inner = norm_factory(cfg, d_ff)() if scheme.inner_norms else None
-        attention = CausalSelfAttention(cfg.d_model, cfg.n_head, cfg.bias, cfg.dropout, attn_inner)
+        attention = CausalSelfAttention(cfg.d_model, cfg.n_head, cfg.bias, cfg.dropout, inner(), causal=causal)
         mlp = MLPS.get(cfg.mlp)(cfg.d_model, d_ff, cfg.bias, cfg.dropout, mlp_inner)
         self.attn = scheme.residual(attention, layer, norm_factory(cfg, cfg.d_model))
+        self.cross = (scheme.residual(CrossAttention(cfg.d_model, cfg.n_head, cfg.bias, cfg.dropout, inner()),
+                                      layer, norm_factory(cfg, cfg.d_model)) if cross else None)
         self.mlp = scheme.residual(mlp, layer, norm_factory(cfg, cfg.d_model))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.mlp(self.attn(x))  # (B, T, C)
+    def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.attn(x)  # (B, T, C)
+        if self.cross is not None:
+            x = self.cross(x, memory)
+        return self.mlp(x)
+
+    def sublayers(self) -> list[nn.Module]:
+        """The sub-layers' residual wrappers, in order (attention, cross-attention if any, MLP)."""
+        return [r for r in (self.attn, self.cross, self.mlp) if r is not None]

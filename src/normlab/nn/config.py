@@ -6,12 +6,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from normlab.nn.norms import NORMS
-from normlab.nn.schemes import SCHEMES, build_scheme
+from normlab.nn.schemes import ARCHITECTURES, SCHEMES, Stack, build_scheme
 from normlab.registry import check_options
 
 
 class ModelConfig(BaseModel):
-    """A decoder-only (GPT-style) causal language model."""
+    """A Transformer: decoder-only (GPT-style, the default), encoder-only (BERT-style) or encoder–decoder."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_assignment=True)
 
@@ -19,8 +19,13 @@ class ModelConfig(BaseModel):
     """Tokens in the vocabulary; left unset, the run takes it from the tokenizer."""
     block_size: int = Field(default=256, ge=1)
     """Context length T (learned absolute positions up to this)."""
+    arch: Literal["decoder", "encoder", "encoder-decoder"] = "decoder"
+    """decoder: causal LM; encoder: bidirectional, masked-LM objective (BERT); encoder-decoder: an encoder and a
+    decoder with cross-attention, trained to reconstruct span-masked text (BART-style denoising)."""
     n_layer: int = Field(default=6, ge=1)
-    """Number of Transformer blocks L."""
+    """Number of Transformer blocks L (an encoder–decoder's encoder)."""
+    n_dec_layer: int | None = Field(default=None, ge=1)
+    """Decoder blocks of an encoder–decoder; unset: n_layer."""
     n_head: int = Field(default=6, ge=1)
     """Attention heads per block; d_model must be divisible by it."""
     d_model: int = Field(default=384, ge=1)
@@ -67,6 +72,9 @@ class ModelConfig(BaseModel):
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
         scheme_cls = SCHEMES.get(self.scheme)
         norm_cls = NORMS.get(self.norm)
+        if self.n_dec_layer is not None and self.arch != "encoder-decoder":
+            raise ValueError(f"n_dec_layer ({self.n_dec_layer}) is for arch = 'encoder-decoder'; this model is "
+                             f"arch = {self.arch!r}")
         build_scheme(self.scheme, self.n_layer, self.scheme_options)  # checks the options' names and values
         check_options("normalizer", self.norm, self.norm_options, norm_cls.OPTIONS)
         reason = scheme_cls.incompatible_norms.get(self.norm)
@@ -81,6 +89,19 @@ class ModelConfig(BaseModel):
     @property
     def head_dim(self) -> int:
         return self.d_model // self.n_head
+
+    def stacks(self) -> dict[str, "Stack"]:
+        """The model's stacks ("encoder", "decoder") and what each scheme instance needs to know of them."""
+        arch = ARCHITECTURES[self.arch]
+        if self.arch == "decoder":
+            return {"decoder": Stack(arch, "decoder", 0, self.n_layer)}
+        if self.arch == "encoder":
+            return {"encoder": Stack(arch, "encoder", self.n_layer, 0)}
+        n_dec = self.resolved_n_dec_layer()
+        return {"encoder": Stack(arch, "encoder", self.n_layer, n_dec), "decoder": Stack(arch, "decoder", self.n_layer, n_dec)}
+
+    def resolved_n_dec_layer(self) -> int:
+        return self.n_dec_layer if self.n_dec_layer is not None else self.n_layer
 
     def resolved_norm_bias(self) -> bool:
         if self.norm_bias is not None:

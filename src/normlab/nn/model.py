@@ -1,6 +1,9 @@
-"""A decoder-only GPT whose normalization placement and normalizer come from its config.
+"""The models: a single-stack language model (decoder-only GPT, or a BERT-style encoder) and an
+encoder–decoder, whose normalization placement and normalizer come from the config.
 
-    tokens ─► wte + wpe ─► dropout ─► [embed Norm] ─► Block × L ─► [final Norm] ─► head ─► logits
+    GPT / encoder:    tokens ─► wte + wpe ─► dropout ─► [embed Norm] ─► Block × L ─► [final Norm] ─► head
+    encoder–decoder:  source ─► (as above, bidirectional, no head) ─► m
+                      target ─► wte + dec_wpe ─► [embed Norm] ─► DecoderBlock(m) × M ─► [final Norm] ─► head
 """
 from __future__ import annotations
 
@@ -15,22 +18,36 @@ from normlab.nn.config import ModelConfig
 from normlab.nn.init import init_weights
 from normlab.nn.schemes import build_scheme
 
+IGNORE = -100  # a target that is not scored (a masked LM scores only the masked positions)
+
+
+def _check_vocab(cfg: ModelConfig) -> None:
+    if cfg.vocab_size is None:
+        raise ValueError("ModelConfig.vocab_size is unset; take it from the tokenizer (tokenizer.vocab_size)")
+
+
+def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over the scored targets (those ≠ IGNORE), in fp32."""
+    return F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.reshape(-1), ignore_index=IGNORE)
+
 
 class GPT(nn.Module):
-    """GPT-style causal language model (token + learned absolute position embeddings)."""
+    """One stack with token + learned absolute position embeddings: a causal LM (arch = decoder, GPT) or,
+    with arch = encoder, a bidirectional masked LM (BERT-style; targets IGNORE where not masked)."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        if cfg.vocab_size is None:
-            raise ValueError("ModelConfig.vocab_size is unset; take it from the tokenizer (tokenizer.vocab_size)")
+        _check_vocab(cfg)
         self.cfg = cfg
-        self.scheme = build_scheme(cfg.scheme, cfg.n_layer, cfg.scheme_options)
+        part = "encoder" if cfg.arch == "encoder" else "decoder"
+        self.scheme = build_scheme(cfg.scheme, cfg.n_layer, cfg.scheme_options, cfg.stacks()[part])
         make = norm_factory(cfg, cfg.d_model)
         self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.wpe = nn.Embedding(cfg.block_size, cfg.d_model)
         self.drop = nn.Dropout(cfg.dropout)
         self.embed_norm = make() if self.scheme.embed_norm else nn.Identity()
-        self.blocks = nn.ModuleList(Block(cfg, layer, self.scheme) for layer in range(cfg.n_layer))
+        self.blocks = nn.ModuleList(Block(cfg, layer, self.scheme, causal=cfg.arch == "decoder")
+                                    for layer in range(cfg.n_layer))
         self.final_norm = make() if cfg.resolved_final_norm() else nn.Identity()
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         if cfg.tie_weights:
@@ -48,16 +65,17 @@ class GPT(nn.Module):
         for block in self.blocks:
             x = block(x)
         logits = self.lm_head(self.final_norm(x))  # (B, T, vocab)
-        if targets is None:
-            return logits, None
-        loss = F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.reshape(-1))
-        return logits, loss
+        return logits, (None if targets is None else cross_entropy(logits, targets))
 
     def projections(self) -> Iterator[tuple[str, torch.Tensor]]:
         """(role, weight) of every block projection: q, k, v, out, ffn_in, ffn_out."""
         for block in self.blocks:
-            yield from block.attn.sublayer.projections()
-            yield from block.mlp.sublayer.projections()
+            for residual in block.sublayers():
+                yield from residual.sublayer.projections()
+
+    def stack_of(self, layer: int) -> str:
+        """Which stack block `layer` of `blocks` belongs to (diagnostics label layers with it)."""
+        return "encoder" if self.cfg.arch == "encoder" else "decoder"
 
     def num_params(self, non_embedding: bool = True) -> int:
         """Parameter count; by default without the position embedding (as nanoGPT)."""
@@ -65,8 +83,95 @@ class GPT(nn.Module):
         return n - self.wpe.weight.numel() if non_embedding else n
 
 
-def build_model(cfg: ModelConfig | dict) -> GPT:
-    """Build a GPT from a `ModelConfig` (or a dict of its fields)."""
+class EncoderDecoder(nn.Module):
+    """An encoder (bidirectional, N = n_layer blocks) and a decoder (causal self-attention, cross-attention to
+    the encoder's output, M = n_dec_layer blocks), sharing the token embedding with the head (as T5 and BART).
+
+    `forward(source, targets)` trains with teacher forcing: the decoder reads BOS + targets[:-1] and predicts
+    targets. The scheme is built once per stack: DeepNorm's α and β differ between the two (DeepNet Table 1).
+    """
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        _check_vocab(cfg)
+        self.cfg = cfg
+        stacks = cfg.stacks()
+        self.enc_scheme = build_scheme(cfg.scheme, cfg.n_layer, cfg.scheme_options, stacks["encoder"])
+        self.scheme = build_scheme(cfg.scheme, cfg.resolved_n_dec_layer(), cfg.scheme_options, stacks["decoder"])
+        make = norm_factory(cfg, cfg.d_model)
+        self.bos = cfg.vocab_size - 1  # the objective's last special token starts every decoder input
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.wpe = nn.Embedding(cfg.block_size, cfg.d_model)  # encoder positions
+        self.dec_wpe = nn.Embedding(cfg.block_size, cfg.d_model)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.enc_embed_norm = make() if self.enc_scheme.embed_norm else nn.Identity()
+        self.embed_norm = make() if self.scheme.embed_norm else nn.Identity()
+        self.encoder = nn.ModuleList(Block(cfg, layer, self.enc_scheme, causal=False) for layer in range(cfg.n_layer))
+        self.enc_final_norm = make() if cfg.resolved_final_norm() else nn.Identity()
+        self.decoder = nn.ModuleList(Block(cfg, layer, self.scheme, causal=True, cross=True)
+                                     for layer in range(cfg.resolved_n_dec_layer()))
+        self.final_norm = make() if cfg.resolved_final_norm() else nn.Identity()
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        if cfg.tie_weights:
+            self.lm_head.weight = self.wte.weight
+        self.init_record = init_weights(self, cfg, self.scheme, self.enc_scheme)
+
+    @property
+    def blocks(self) -> list[Block]:
+        """Encoder blocks, then decoder blocks (diagnostics and the layer-skip ablation walk them in order)."""
+        return [*self.encoder, *self.decoder]
+
+    def stack_of(self, layer: int) -> str:
+        return "encoder" if layer < len(self.encoder) else "decoder"
+
+    def encode(self, source: torch.Tensor) -> torch.Tensor:
+        S = source.size(1)
+        if S > self.cfg.block_size:
+            raise ValueError(f"source length {S} exceeds block_size {self.cfg.block_size}")
+        m = self.drop(self.wte(source) + self.wpe(torch.arange(S, device=source.device)))  # (B, S, C)
+        m = self.enc_embed_norm(m)
+        for block in self.encoder:
+            m = block(m)
+        return self.enc_final_norm(m)
+
+    def decode(self, inputs: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
+        T = inputs.size(1)
+        if T > self.cfg.block_size:
+            raise ValueError(f"target length {T} exceeds block_size {self.cfg.block_size}")
+        x = self.drop(self.wte(inputs) + self.dec_wpe(torch.arange(T, device=inputs.device)))  # (B, T, C)
+        x = self.embed_norm(x)
+        for block in self.decoder:
+            x = block(x, memory)
+        return self.lm_head(self.final_norm(x))  # (B, T, vocab)
+
+    def forward(self, source: torch.Tensor, targets: torch.Tensor | None = None):
+        """Logits of every target position and, given targets, the mean cross-entropy. Without targets the
+        decoder reads BOS + source[:-1] (the reconstruction of an uncorrupted source: a shape check)."""
+        given = source if targets is None else targets
+        inputs = torch.cat([torch.full_like(given[:, :1], self.bos), given[:, :-1]], dim=1)  # shift right
+        inputs = inputs.masked_fill(inputs == IGNORE, self.bos)
+        logits = self.decode(inputs, self.encode(source))
+        return logits, (None if targets is None else cross_entropy(logits, targets))
+
+    def projections(self) -> Iterator[tuple[str, torch.Tensor]]:
+        """Decoder projections (the scheme's init gains are the decoder's)."""
+        for block in self.decoder:
+            for residual in block.sublayers():
+                yield from residual.sublayer.projections()
+
+    def encoder_projections(self) -> Iterator[tuple[str, torch.Tensor]]:
+        for block in self.encoder:
+            for residual in block.sublayers():
+                yield from residual.sublayer.projections()
+
+    def num_params(self, non_embedding: bool = True) -> int:
+        n = sum(p.numel() for p in self.parameters())
+        return n - self.wpe.weight.numel() - self.dec_wpe.weight.numel() if non_embedding else n
+
+
+def build_model(cfg: ModelConfig | dict) -> nn.Module:
+    """Build a model from a `ModelConfig` (or a dict of its fields): GPT for decoder and encoder,
+    EncoderDecoder for encoder-decoder."""
     if isinstance(cfg, dict):
         cfg = ModelConfig(**cfg)
-    return GPT(cfg)
+    return EncoderDecoder(cfg) if cfg.arch == "encoder-decoder" else GPT(cfg)

@@ -46,11 +46,12 @@ class Residual(nn.Module):
         self.post_norm = post_norm if post_norm is not None else nn.Identity()
         self.alpha, self.in_scale = float(alpha), float(in_scale)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, *context: torch.Tensor) -> torch.Tensor:
+        """`context`: what the sub-layer reads besides the stream (cross-attention: the encoder's output)."""
         h = self.in_norm(x)
         if self.in_scale != 1.0:
             h = h * self.in_scale
-        h = self.out_norm(self.sublayer(h))  # the branch F's contribution, (B, T, C)
+        h = self.out_norm(self.sublayer(h, *context))  # the branch F's contribution, (B, T, C)
         if self.alpha != 1.0:
             x = self.alpha * x
         return self.post_norm(x + h)
@@ -73,6 +74,29 @@ class InitGains:
         return self.qk if role in ("q", "k") else self.v_out_ffn
 
 
+ARCHITECTURES = {"decoder": "decoder-only", "encoder": "encoder-only", "encoder-decoder": "encoder-decoder"}
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Which stack of which architecture a scheme instance normalizes (DeepNorm's constants depend on it).
+
+    `part` is "encoder" or "decoder"; `n_encoder` / `n_decoder` are both stacks' depths (N and M)."""
+
+    architecture: str = "decoder-only"  # encoder-only | decoder-only | encoder-decoder (DeepNet's names)
+    part: str = "decoder"
+    n_encoder: int = 0
+    n_decoder: int = 0
+
+    @classmethod
+    def decoder_only(cls, n_layer: int) -> "Stack":
+        return cls("decoder-only", "decoder", 0, n_layer)
+
+    def describe(self) -> dict[str, object]:
+        return {"architecture": self.architecture, "part": self.part, "n_encoder": self.n_encoder,
+                "n_decoder": self.n_decoder}
+
+
 class Scheme:
     """Base class. Subclasses set the class attributes and override `residual`."""
 
@@ -93,8 +117,9 @@ class Scheme:
     """normalizer name -> why the combination is allowed but collapses into another model (`normlab check`)"""
     OPTIONS: ClassVar[dict[str, float]] = {}
 
-    def __init__(self, n_layer: int, **options: float):
+    def __init__(self, n_layer: int, stack: Stack | None = None, **options: float):
         self.n_layer = n_layer
+        self.stack = stack or Stack.decoder_only(n_layer)
         self.options = {**self.OPTIONS, **options}
 
     def residual(self, sublayer: nn.Module, layer: int, make_norm: NormFactory) -> Residual:
@@ -206,27 +231,36 @@ class DeepNorm(Scheme):
         x ──┬────── F ─────(+)── Norm ──► x'
             └──── ×α ───────┘
 
-    Decoder-only with M layers: α = (2M)^¼, and Xavier-normal init with gain
-    β = (8M)^−¼ for the value, output and FFN weights, gain 1 for query and key.
-    No final norm (it is Post-LN with an up-weighted residual).
+    α and β depend on the architecture and the stack (DeepNet Table 1; N encoder, M decoder layers):
+    decoder-only α = (2M)^¼, β = (8M)^−¼; encoder-only α = (2N)^¼, β = (8N)^−¼; encoder–decoder:
+    encoder α = 0.81(N⁴M)^1/16, β = 0.87(N⁴M)^−1/16, decoder α = (3M)^¼, β = (12M)^−¼.
+    β is the Xavier-normal gain of the value, output and FFN weights (cross-attention's too);
+    query and key keep gain 1. No final norm (it is Post-LN with an up-weighted residual).
     """
 
-    name, formula, paper = "deepnorm", "x ← Norm(α·x + F(x)); α=(2L)^¼, init gain β=(8L)^−¼", "arXiv 2203.00555"
+    name, formula, paper = ("deepnorm", "x ← Norm(α·x + F(x)); α, β per architecture (decoder-only: α=(2L)^¼, "
+                                        "init gain β=(8L)^−¼)", "arXiv 2203.00555")
     final_norm = False
     incompatible_norms = {"none": "α > 1 multiplies the residual every sub-layer; without a norm it grows as α^(2L)"}
 
     @property
     def constants(self) -> dict[str, float]:
-        return deepnorm_constants("decoder-only", n_decoder=self.n_layer)["decoder"]
+        """α and β of the paper's Table 1 for this stack of this architecture (N, M: encoder, decoder depth)."""
+        st = self.stack
+        return deepnorm_constants(st.architecture, n_encoder=st.n_encoder, n_decoder=st.n_decoder)[st.part]
 
     def residual(self, sublayer, layer, make_norm):
         return Residual(sublayer, post_norm=make_norm(), alpha=self.constants["alpha"])
 
     def init_gains(self):
-        return InitGains(qk=1.0, v_out_ffn=self.constants["beta"], why="DeepNorm β = (8·n_layer)^-1/4")
+        st = self.stack
+        article = "an" if st.architecture.startswith("e") else "a"
+        return InitGains(qk=1.0, v_out_ffn=self.constants["beta"],
+                         why=f"DeepNorm β for the {st.part} of {article} {st.architecture} model "
+                             f"(N = {st.n_encoder}, M = {st.n_decoder}), DeepNet Table 1")
 
     def describe(self):
-        return {**super().describe(), **self.constants}
+        return {**super().describe(), **self.constants, **self.stack.describe()}
 
 
 @SCHEMES.register("mix")
@@ -242,8 +276,8 @@ class MixLN(Scheme):
     name, formula, paper = "mix", "Post-LN in blocks < ⌊ρL⌋, Pre-LN after; final Norm", "arXiv 2412.13795"
     OPTIONS = {"mix_ratio": 0.25}
 
-    def __init__(self, n_layer: int, **options: float):
-        super().__init__(n_layer, **options)
+    def __init__(self, n_layer: int, stack: Stack | None = None, **options: float):
+        super().__init__(n_layer, stack, **options)
         ratio = self.options["mix_ratio"]
         if not 0.0 <= ratio <= 1.0:
             raise ValueError(f"mix_ratio must be in [0, 1], got {ratio}")
@@ -302,7 +336,8 @@ class SubLN(PreLN):
         return {**super().describe(), "gamma": self.gamma}
 
 
-def build_scheme(name: str, n_layer: int, options: dict[str, float] | None = None) -> Scheme:
+def build_scheme(name: str, n_layer: int, options: dict[str, float] | None = None,
+                 stack: Stack | None = None) -> Scheme:
     cls = SCHEMES.get(name)
     check_options("scheme", name, options or {}, cls.OPTIONS)
-    return cls(n_layer, **(options or {}))
+    return cls(n_layer, stack, **(options or {}))

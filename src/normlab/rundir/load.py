@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
 from normlab.config import RunConfig
 from normlab.data import corpus_of
-from normlab.nn.model import GPT
+from normlab.data.objectives import objective_for
+from normlab.nn.model import build_model as build_nn_model
 from normlab.rundir import checkpoint
 from normlab.rundir.layout import RunDir
 
@@ -21,7 +23,7 @@ from normlab.rundir.layout import RunDir
 @dataclass
 class LoadedModel:
     cfg: RunConfig  # with model.vocab_size filled in
-    model: GPT
+    model: nn.Module  # GPT (decoder, encoder) or EncoderDecoder
     checkpoint: checkpoint.Checkpoint | None  # None: the model is at init (seeded by train.seed)
 
     @property
@@ -29,23 +31,27 @@ class LoadedModel:
         return self.checkpoint.step if self.checkpoint else 0
 
 
-def with_vocab(cfg: RunConfig, vocab_size: int | None = None) -> RunConfig:
-    """The config with model.vocab_size filled in from the tokenizer (checked if already set)."""
-    if vocab_size is None:
+def with_vocab(cfg: RunConfig, text_vocab: int | None = None) -> RunConfig:
+    """The config with model.vocab_size filled in (checked if already set): the tokenizer's vocabulary plus
+    the special tokens of the architecture's objective (an encoder's MASK; an encoder–decoder's MASK, BOS)."""
+    if text_vocab is None:
         if cfg.model.vocab_size is not None:
             return cfg
-        vocab_size = corpus_of(cfg).tokenizer.vocab_size
+        text_vocab = corpus_of(cfg).tokenizer.vocab_size
+    special = objective_for(cfg.model.arch, text_vocab).n_special
+    vocab_size = text_vocab + special
     given = cfg.model.vocab_size
     if given is not None and given != vocab_size:
         raise ValueError(f"model.vocab_size = {given}, but the {cfg.data.tokenizer} tokenizer of this corpus "
-                         f"has {vocab_size} tokens; leave model.vocab_size unset")
+                         f"has {text_vocab} tokens" + (f" (+ {special} special)" if special else "")
+                         + "; leave model.vocab_size unset")
     return cfg.model_copy(update={"model": cfg.model.model_copy(update={"vocab_size": vocab_size})})
 
 
-def build_model(cfg: RunConfig, device: torch.device | str = "cpu") -> GPT:
+def build_model(cfg: RunConfig, device: torch.device | str = "cpu") -> nn.Module:
     """The model of `cfg` at init, seeded by train.seed (vocab_size must be filled)."""
     torch.manual_seed(cfg.train.seed)
-    return GPT(cfg.model).to(device)
+    return build_nn_model(cfg.model).to(device)
 
 
 def load_model(target: str | Path | RunDir, device: torch.device | str = "cpu", *, cfg: RunConfig | None = None,

@@ -40,8 +40,8 @@ def group_key(cfg: RunConfig) -> str:
 
 
 def groupable(cfg: RunConfig) -> bool:
-    """torch.compile compiles one model's graph; a compiled run trains alone."""
-    return not cfg.train.compile
+    """torch.compile compiles one model's graph, and StackedGPT stacks decoder-only GPTs: others train alone."""
+    return not cfg.train.compile and cfg.model.arch == "decoder"
 
 
 @dataclass

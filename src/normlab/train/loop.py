@@ -19,6 +19,7 @@ import torch
 import normlab
 from normlab.config import RunConfig
 from normlab.data import Corpus, corpus_of
+from normlab.data.objectives import objective_for
 from normlab.diagnostics import DiagnosticsStore, LayerProbe, find_nonfinite_origin, layer_skip
 from normlab.diagnostics.probe import NO_PROBE
 from normlab.nn.kernels import get_norm_impl
@@ -105,7 +106,8 @@ class RunResult:
 TRAINED, FAILED_TO_TRAIN = "trained", "failed_to_train"
 
 
-def judge_training(val_loss: float | None, unigram_ce: float, margin: float) -> tuple[str, str | None]:
+def judge_training(val_loss: float | None, unigram_ce: float, margin: float,
+                   what: str = "corpus's unigram cross-entropy") -> tuple[str, str | None]:
     """A completed run trained, or failed to train: it ended within `margin` nats of the unigram cross-entropy
     (a model that learned token frequencies and nothing else), or with no finite val loss."""
     if margin <= 0:
@@ -113,7 +115,7 @@ def judge_training(val_loss: float | None, unigram_ce: float, margin: float) -> 
     if val_loss is None or not math.isfinite(val_loss) or val_loss > unigram_ce - margin:
         shown = "not finite" if val_loss is None or not math.isfinite(val_loss) else f"{val_loss:.4f}"
         return FAILED_TO_TRAIN, (f"failed to train: final val loss {shown} is within {margin:g} nats of the "
-                                 f"corpus's unigram cross-entropy {unigram_ce:.4f} (token frequencies, nothing more)")
+                                 f"{what} {unigram_ce:.4f} (token frequencies, nothing more)")
     return TRAINED, None
 
 
@@ -129,6 +131,7 @@ class Trainer:
         self.corpus: Corpus = corpus or corpus_of(cfg)
         self.cfg = with_vocab(cfg, self.corpus.tokenizer.vocab_size)
         self.tc = self.cfg.train
+        self.objective = objective_for(self.cfg.model.arch, self.corpus.tokenizer.vocab_size)
 
     # -- set-up ---------------------------------------------------------------------------
     def _build(self) -> dict[str, Any] | None:
@@ -275,9 +278,10 @@ class Trainer:
         """The layer-skip ablation, then `completed`, with its outcome: trained, or failed to train."""
         if self.cfg.diagnostics.layer_skip:
             self.run_dir.write_json("layer_skip.json", self.layer_skip())
-        outcome, reason = judge_training(val_loss, self.corpus.unigram_cross_entropy(), self.tc.untrained_margin)
+        plateau = self.objective.plateau(self.corpus)
+        outcome, reason = judge_training(val_loss, plateau, self.tc.untrained_margin, self.objective.plateau_what)
         self.run_dir.write_status("completed", step=self.step, val_loss=val_loss, elapsed_s=self.elapsed,
-                                  outcome=outcome, reason=reason, unigram_ce=self.corpus.unigram_cross_entropy())
+                                  outcome=outcome, reason=reason, unigram_ce=plateau)
         return RunResult("completed", self.step, val_loss, reason, outcome)
 
     def _record_failure(self, reason: str) -> None:
@@ -329,7 +333,7 @@ class Trainer:
         model.train()
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        x, y = self.corpus.batch("train", tc.batch_size, self.cfg.model.block_size, self.data_rng)
+        x, y = self.objective.batch(self.corpus, "train", tc.batch_size, self.cfg.model.block_size, self.data_rng)
         x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
         probe = self.probe.session(self.step) if self.probe else NO_PROBE
         with probe, self.autocast():
@@ -379,7 +383,7 @@ class Trainer:
         rng = torch.Generator().manual_seed(EVAL_SEED)
         losses = []
         for _ in range(self.tc.eval_batches):
-            x, y = self.corpus.batch(split, self.tc.batch_size, self.cfg.model.block_size, rng)
+            x, y = self.objective.batch(self.corpus, split, self.tc.batch_size, self.cfg.model.block_size, rng)
             with self.autocast():
                 _, loss = (self.model if eager else self.forward)(x.to(self.device), y.to(self.device))
             losses.append(loss.item())
@@ -403,6 +407,7 @@ class Trainer:
                        "vocab_size": self.corpus.tokenizer.vocab_size,
                        "train_tokens": len(self.corpus.train), "val_tokens": len(self.corpus.val),
                        "vocab_from": self.corpus.vocab_from, "dropped_chars": self.corpus.dropped},
+            "objective": self.objective.describe(),
             "init_from": self.tc.init_from,
             "model": {"n_params": self.model.num_params(), "scheme": self.model.scheme.describe(),
                       "final_norm": self.cfg.model.resolved_final_norm(), "init": self.model.init_record},
