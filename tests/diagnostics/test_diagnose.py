@@ -23,7 +23,7 @@ runner = CliRunner()
 LAYER_KEYS = {"layer", "residual_rms", "contribution_ratio", "angular_distance", "block_influence", "grad_norm",
               "skip_delta_loss"}
 EXPECTED_PLACEMENT = {"post": "post", "pre": "pre", "sandwich": "sandwich", "peri": "peri", "deepnorm": "post",
-                      "mix": "mix", "lns": "pre", "subln": "subln"}
+                      "mix": "mix", "lns": "pre", "subln": "subln", "admin": "post", "residual": "post"}
 
 
 def minilm_dir():
@@ -53,7 +53,9 @@ def test_placement_is_read_from_the_structure(scheme):
                                      scheme_options=options))
     found = detect_placement(model, lambda: model(torch.randint(11, (2, 8))))
     assert found["placement"] == EXPECTED_PLACEMENT[scheme]
-    assert found["final_norm"] == model.cfg.resolved_final_norm()
+    # ResiDual's final norm normalizes the dual stream x_d, not the last block's output: structurally it reads
+    # as Post-LN without a final norm (what `diagnose` can tell from one forward pass)
+    assert found["final_norm"] == (model.cfg.resolved_final_norm() and scheme != "residual")
     assert found["embed_norm"] == (scheme == "peri")
 
 

@@ -64,26 +64,31 @@ def test_every_scheme_and_normalizer_builds_and_trains_in_every_architecture(arc
 
 
 def _logits(model, x, y=None):
+    """Logits in eval mode (an encoder–decoder's decoder reads BOS + y[:-1])."""
     with torch.no_grad():
-        return model.eval()(x, y)[0] if y is None else model.eval()(x, y)[0]
+        return model.eval()(x, y)[0]
 
 
-@pytest.mark.parametrize("scheme", SCHEMES.names())
-def test_encoders_are_bidirectional_and_decoders_causal(scheme):
+BUILDABLE = [(s, n) for s, n in itertools.product(SCHEMES.names(), NORMS.names())
+             if n not in SCHEMES.get(s).incompatible_norms]
+
+
+@pytest.mark.parametrize("scheme, norm", BUILDABLE)
+def test_encoders_are_bidirectional_and_decoders_causal(scheme, norm):
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(1)
     x = torch.randint(TEXT_VOCAB, (2, 12), generator=g)
     late = x.clone()
     late[:, 8:] = (late[:, 8:] + 1) % TEXT_VOCAB  # change every token from position 8 on
     # encoder: positions before 8 see the change
-    enc = build_model(tiny("encoder", scheme))
-    assert (_logits(enc, late)[:, :8] - _logits(enc, x)[:, :8]).abs().max() > 1e-6
+    enc = build_model(tiny("encoder", scheme, norm))
+    assert (_logits(enc, late)[:, :8] - _logits(enc, x)[:, :8]).abs().max() > 0  # deterministic: any change is real
     # decoder: they do not (and position 8 does: the check can fail)
-    dec = build_model(tiny("decoder", scheme))
+    dec = build_model(tiny("decoder", scheme, norm))
     assert (_logits(dec, late)[:, :8] - _logits(dec, x)[:, :8]).abs().max() == 0.0
     assert (_logits(dec, late)[:, 8] - _logits(dec, x)[:, 8]).abs().max() > 1e-4
     # encoder–decoder: the decoder is causal in its targets, and reads the whole source
-    ed = build_model(tiny("encoder-decoder", scheme))
+    ed = build_model(tiny("encoder-decoder", scheme, norm))
     src = torch.randint(TEXT_VOCAB, (2, 12), generator=g)
     before, after = _logits(ed, src, x), _logits(ed, src, late)
     # target position t is predicted from targets < t: changing targets ≥ 8 moves positions ≥ 9 only
@@ -91,7 +96,7 @@ def test_encoders_are_bidirectional_and_decoders_causal(scheme):
     assert (after[:, 9] - before[:, 9]).abs().max() > 1e-4
     late_src = src.clone()
     late_src[:, 8:] = (late_src[:, 8:] + 1) % TEXT_VOCAB
-    assert (_logits(ed, late_src, x)[:, :8] - before[:, :8]).abs().max() > 1e-6  # deterministic: any change is real
+    assert (_logits(ed, late_src, x)[:, :8] - before[:, :8]).abs().max() > 0  # deterministic: any change is real
 
 
 @pytest.mark.parametrize("N, M", [(6, 6), (12, 3), (24, 100)])

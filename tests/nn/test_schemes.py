@@ -16,9 +16,9 @@ import normlab
 from normlab.nn import NORMS, SCHEMES, ModelConfig, Residual, build_scheme, deepnorm_constants
 from normlab.nn.norms import Norm
 
-ALL_SCHEMES = ["post", "pre", "sandwich", "peri", "deepnorm", "mix", "lns", "subln"]
+ALL_SCHEMES = ["post", "pre", "sandwich", "peri", "deepnorm", "mix", "lns", "subln", "admin", "residual"]
 ALL_NORMS = ["layernorm", "rmsnorm", "scalenorm", "dyt", "none"]
-INCOMPATIBLE = {("deepnorm", "none"), ("lns", "none")}
+INCOMPATIBLE = {("deepnorm", "none"), ("lns", "none"), ("admin", "none"), ("residual", "none")}
 NORM_CLASS = {name: NORMS.get(name) for name in ALL_NORMS}
 
 
@@ -303,13 +303,18 @@ def test_residual_formula():
 # ---------------------------------------------------------------------------
 
 FINAL_DEFAULT = {"post": False, "pre": True, "sandwich": True, "peri": True,
-                 "deepnorm": False, "mix": True, "lns": True, "subln": True}
+                 "deepnorm": False, "mix": True, "lns": True, "subln": True, "admin": False, "residual": True}
 
 
 @pytest.mark.parametrize("scheme", ALL_SCHEMES)
 def test_final_norm_default_and_override(scheme):
     default = normlab.build_model(tiny(scheme=scheme))
     assert ModelConfig(**tiny(scheme=scheme)).resolved_final_norm() is FINAL_DEFAULT[scheme]
+    if scheme == "residual":  # its final module merges the two streams: y = x_a + Norm(x_d); it cannot go
+        assert isinstance(default.final_norm.norm, Norm)
+        with pytest.raises(ValueError, match="needs its final module"):
+            tiny_cfg = ModelConfig(**tiny(scheme=scheme, final_norm=False))  # noqa: F841
+        return
     assert kind(default.final_norm) == ("norm" if FINAL_DEFAULT[scheme] else "id")
     off = normlab.build_model(tiny(scheme=scheme, final_norm=False))
     assert type(off.final_norm) is nn.Identity

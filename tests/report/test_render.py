@@ -80,10 +80,11 @@ def test_markdown_has_the_study_info_table_and_summaries(report):
     lines = text.splitlines()
     assert lines[0].startswith("# ") and "preset: quick" in text.split("## Verdicts")[0]
     rows = [line for line in lines if line.startswith("| C")]
-    assert len(rows) == 16 and all(line.count(" | ") == 3 for line in rows)  # "a | pipe" in details is not here
-    assert "| claim | verdict | key number | seeds |" in lines
+    assert len(rows) == 16 and all(line.count(" | ") == 4 for line in rows)  # "a | pipe" in details is not here
+    assert "| claim | verdict | key number | seeds | robustness |" in lines
     assert "statistic of C3 = 0.1263" in text
-    assert sum(line.startswith("- **C") for line in lines) == 16
+    assert sum(line.startswith("### C") for line in lines) == 16  # a section per claim: summary, paper, failures
+    assert sum(line.startswith("- robustness: ") for line in lines) == 16
 
 
 def test_html_has_one_verdict_row_per_claim_and_a_section_each(page):

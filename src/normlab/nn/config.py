@@ -77,6 +77,9 @@ class ModelConfig(BaseModel):
                              f"arch = {self.arch!r}")
         build_scheme(self.scheme, self.n_layer, self.scheme_options)  # checks the options' names and values
         check_options("normalizer", self.norm, self.norm_options, norm_cls.OPTIONS)
+        if self.final_norm is False and scheme_cls.final_norm_required:
+            raise ValueError(f"scheme {self.scheme!r} needs its final module (final_norm = false is refused): "
+                             f"{scheme_cls.final_norm_required}")
         reason = scheme_cls.incompatible_norms.get(self.norm)
         if reason:
             raise ValueError(f"scheme {self.scheme!r} cannot be used with normalizer {self.norm!r}: {reason}")

@@ -48,7 +48,7 @@ class GPT(nn.Module):
         self.embed_norm = make() if self.scheme.embed_norm else nn.Identity()
         self.blocks = nn.ModuleList(Block(cfg, layer, self.scheme, causal=cfg.arch == "decoder")
                                     for layer in range(cfg.n_layer))
-        self.final_norm = make() if cfg.resolved_final_norm() else nn.Identity()
+        self.final_norm = self.scheme.final(make) if cfg.resolved_final_norm() else nn.Identity()
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         if cfg.tie_weights:
             self.lm_head.weight = self.wte.weight  # Press & Wolf 2017, arXiv 1608.05859
@@ -107,10 +107,10 @@ class EncoderDecoder(nn.Module):
         self.enc_embed_norm = make() if self.enc_scheme.embed_norm else nn.Identity()
         self.embed_norm = make() if self.scheme.embed_norm else nn.Identity()
         self.encoder = nn.ModuleList(Block(cfg, layer, self.enc_scheme, causal=False) for layer in range(cfg.n_layer))
-        self.enc_final_norm = make() if cfg.resolved_final_norm() else nn.Identity()
+        self.enc_final_norm = self.enc_scheme.final(make) if cfg.resolved_final_norm() else nn.Identity()
         self.decoder = nn.ModuleList(Block(cfg, layer, self.scheme, causal=True, cross=True)
                                      for layer in range(cfg.resolved_n_dec_layer()))
-        self.final_norm = make() if cfg.resolved_final_norm() else nn.Identity()
+        self.final_norm = self.scheme.final(make) if cfg.resolved_final_norm() else nn.Identity()
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         if cfg.tie_weights:
             self.lm_head.weight = self.wte.weight

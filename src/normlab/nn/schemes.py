@@ -116,6 +116,11 @@ class Scheme:
                 "is the un-normalized control under another name"}
     """normalizer name -> why the combination is allowed but collapses into another model (`normlab check`)"""
     OPTIONS: ClassVar[dict[str, float]] = {}
+    stackable: ClassVar[bool] = True
+    """Whether normlab.nn.stacked can train many of its models as one (its parameters live in Linear,
+    Embedding and Norm leaves only)."""
+    final_norm_required: ClassVar[str | None] = None
+    """Why `final_norm = false` is refused, if it is (the final module is part of the scheme's formula)."""
 
     def __init__(self, n_layer: int, stack: Stack | None = None, **options: float):
         self.n_layer = n_layer
@@ -129,6 +134,10 @@ class Scheme:
     def init_gains(self) -> InitGains | None:
         """Xavier-normal gains that replace the base init, or None to keep it."""
         return None
+
+    def final(self, make_norm: NormFactory) -> nn.Module:
+        """The module between the last block and the head (where `final_norm` is on): a norm."""
+        return make_norm()
 
     def describe(self) -> dict[str, object]:
         """What this instance actually uses (recorded in the run directory)."""
@@ -334,6 +343,145 @@ class SubLN(PreLN):
 
     def describe(self):
         return {**super().describe(), "gamma": self.gamma}
+
+
+class AdminResidual(Residual):
+    """Admin's sub-layer: x ← Norm(ω ⊙ x + F(x)), ω a learnable vector set by `profile_model` before training."""
+
+    def __init__(self, sublayer: nn.Module, post_norm: nn.Module, d: int, stack: str):
+        super().__init__(sublayer, post_norm=post_norm)
+        self.omega = nn.Parameter(torch.ones(d))
+        self.stack = stack  # ω accumulates the branch variances of one stack (encoder, decoder) at a time
+
+    def forward(self, x: torch.Tensor, *context: torch.Tensor) -> torch.Tensor:
+        return self.post_norm(self.omega * x + self.sublayer(x, *context))
+
+
+@SCHEMES.register("admin")
+class Admin(Scheme):
+    """Admin (Liu et al. 2020, "Understanding the Difficulty of Training Transformers", arXiv 2004.08249, §4.3):
+    Post-LN whose residual input is re-weighted by ω, x ← Norm(ω ⊙ x + F(x)), no final norm.
+
+        x ──┬──────── F ───────(+)── Norm ──► x'
+            └──── ⊙ω ───────────┘
+
+    ω_i ∈ R^d is learnable and starts at √(Σ_{j<i} Var f_j): a profiling pass (`profile_model`, one training
+    batch with ω = 1) measures every branch output's variance, so sub-layer i's input is weighted like the
+    stream a Pre-LN network would carry there. normlab counts the embedding x₀ as the 0-th term (Var x₀), so
+    ω₁ = √Var x₀ rather than 0. Not stackable by normlab.nn.stacked (ω lives on the residual).
+    """
+
+    name, formula, paper = "admin", "x ← Norm(ω⊙x + F(x)); ω_i = √(Var x₀ + Σ_{j<i} Var F_j) from a profiling pass", \
+        "arXiv 2004.08249"
+    final_norm = False
+    stackable = False
+    incompatible_norms = {"none": "Admin re-weights a Post-LN residual; without the norm ω only rescales an "
+                                  "unnormalized sum, which is no longer Admin"}
+
+    def residual(self, sublayer, layer, make_norm):
+        norm = make_norm()
+        return AdminResidual(sublayer, norm, norm.d, self.stack.part)
+
+
+class DualStream:
+    """ResiDual's second stream x_d for one forward pass, shared by a stack's residuals and its final module."""
+
+    def __init__(self):
+        self.x: torch.Tensor | None = None
+
+
+class ResiDualResidual(Residual):
+    """A ResiDual sub-layer: x_a ← Norm(x_a + F(x_a)) and x_d ← x_d + F(x_a) (x_d starts as the stack's input)."""
+
+    def __init__(self, sublayer: nn.Module, post_norm: nn.Module, stream: DualStream, first: bool):
+        super().__init__(sublayer, post_norm=post_norm)
+        self.stream, self.first = stream, first
+
+    def forward(self, x: torch.Tensor, *context: torch.Tensor) -> torch.Tensor:
+        h = self.sublayer(x, *context)
+        dual = x if self.first else self.stream.x
+        self.stream.x = dual + h
+        return self.post_norm(x + h)
+
+    def extra_repr(self) -> str:
+        return f"first={self.first}"
+
+
+class DualFinal(nn.Module):
+    """ResiDual's output: y = x_a + Norm(x_d), where the two streams merge before the head."""
+
+    def __init__(self, norm: nn.Module, stream: DualStream):
+        super().__init__()
+        self.norm, self.stream = norm, stream
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dual, self.stream.x = self.stream.x, None  # read once: the next forward starts a new stream
+        return x + self.norm(dual)
+
+
+@SCHEMES.register("residual")
+class ResiDual(Scheme):
+    """ResiDual (Xie et al. 2023, arXiv 2304.14802, §3): a Post-LN stream and a Pre-LN-like stream of the raw
+    sub-layer outputs, merged at the end.
+
+        x_a ──┬── F ──(+)── Norm ──► x_a'         x_d' = x_d + F(x_a)   (x_d starts as the input x)
+              └───────┘                            y = x_a + Norm(x_d)  before the head
+
+    The Post-LN stream keeps every layer's representation distinct; the dual stream gives the gradient a
+    path that no norm divides (the paper's lower bound). In the layer-skip ablation a skipped block still
+    adds to x_d: only its Post-LN path is removed. Not stackable by normlab.nn.stacked.
+    """
+
+    name, formula, paper = "residual", "x_a ← Norm(x_a + F(x_a)); x_d ← x_d + F(x_a); y = x_a + Norm(x_d)", \
+        "arXiv 2304.14802"
+    stackable = False
+    final_norm_required = "ResiDual's output x_a + Norm(x_d) is its final module; without it the dual stream is lost"
+    incompatible_norms = {"none": "ResiDual is defined by where its two norms sit; with no normalizer both streams are "
+                                  "the same un-normalized sum"}
+
+    def __init__(self, n_layer: int, stack: Stack | None = None, **options: float):
+        super().__init__(n_layer, stack, **options)
+        self.stream = DualStream()
+        self._built = 0
+
+    def residual(self, sublayer, layer, make_norm):
+        first = self._built == 0  # the stack's first sub-layer starts x_d from its input
+        self._built += 1
+        return ResiDualResidual(sublayer, make_norm(), self.stream, first)
+
+    def final(self, make_norm):
+        return DualFinal(make_norm(), self.stream)
+
+
+@torch.no_grad()
+def profile_model(model: nn.Module, forward: Callable[[], object]) -> dict[str, list[float]]:
+    """Admin's profiling pass: with every ω = 1, run `forward` once, recording each sub-layer's input variance
+    and its branch F's output variance; then set each stack's ω_i to √(Var x₀ + Σ_{j<i} Var F_j) in the order
+    the sub-layers ran. Returns {stack: [ω_i]} ({} for a model without Admin)."""
+    residuals = [m for m in model.modules() if isinstance(m, AdminResidual)]
+    if not residuals:
+        return {}
+    seen: list[list] = []  # [residual, Var input, Var F], in execution order
+    handles = []
+    for r in residuals:
+        r.omega.fill_(1.0)
+        handles.append(r.register_forward_pre_hook(
+            lambda m, args: seen.append([m, args[0].float().var().item(), None])))
+        handles.append(r.sublayer.register_forward_hook(
+            lambda m, args, out: seen[-1].__setitem__(2, out.float().var().item())))
+    try:
+        forward()
+    finally:
+        for h in handles:
+            h.remove()
+    out: dict[str, list[float]] = {}
+    totals: dict[str, float] = {}
+    for r, var_in, var_branch in seen:
+        totals.setdefault(r.stack, var_in)  # the stack's first sub-layer: Var x₀
+        r.omega.fill_(math.sqrt(totals[r.stack]))
+        out.setdefault(r.stack, []).append(math.sqrt(totals[r.stack]))
+        totals[r.stack] += var_branch
+    return out
 
 
 def build_scheme(name: str, n_layer: int, options: dict[str, float] | None = None,

@@ -22,6 +22,7 @@ import torch
 
 from normlab.config import RunConfig
 from normlab.data import corpus_of
+from normlab.nn.schemes import SCHEMES
 from normlab.diagnostics.probe import NO_PROBE
 from normlab.nn.stacked import StackedGPT
 from normlab.train.loop import EVAL_SEED, Diverged, RunError, RunResult, Trainer, run_threads
@@ -40,8 +41,9 @@ def group_key(cfg: RunConfig) -> str:
 
 
 def groupable(cfg: RunConfig) -> bool:
-    """torch.compile compiles one model's graph, and StackedGPT stacks decoder-only GPTs: others train alone."""
-    return not cfg.train.compile and cfg.model.arch == "decoder"
+    """torch.compile compiles one model's graph, and StackedGPT stacks decoder-only GPTs of schemes whose
+    parameters all live in Linear/Embedding/Norm leaves: others train alone."""
+    return not cfg.train.compile and cfg.model.arch == "decoder" and SCHEMES.get(cfg.model.scheme).stackable
 
 
 @dataclass

@@ -23,6 +23,7 @@ from normlab.data.objectives import objective_for
 from normlab.diagnostics import DiagnosticsStore, LayerProbe, find_nonfinite_origin, layer_skip
 from normlab.diagnostics.probe import NO_PROBE
 from normlab.nn.kernels import get_norm_impl
+from normlab.nn.schemes import profile_model
 from normlab.rundir import RunDir, RunDirError, RunLock, RunLockedError, load_model, with_vocab
 from normlab.train.optim import build_optimizer, learning_rate
 
@@ -140,6 +141,10 @@ class Trainer:
         self.model = loaded.model
         if loaded.checkpoint is None and self.tc.init_from:  # a fine-tune's first start: the source's weights
             self.model.load_state_dict(self._source_weights())
+        elif loaded.checkpoint is None:  # Admin's profiling pass on one batch of its own generator (ω)
+            rng = torch.Generator().manual_seed(self.tc.seed)
+            batch = self.objective.batch(self.corpus, "train", self.tc.batch_size, self.cfg.model.block_size, rng)
+            self.profile = profile_model(self.model, lambda: self.model(*(t.to(self.device) for t in batch)))
         self.forward = torch.compile(self.model) if self.tc.compile else self.model
         self.optimizer = build_optimizer(self.model, self.tc, self.device.type)
         self.data_rng = torch.Generator().manual_seed(self.tc.seed)
@@ -410,10 +415,20 @@ class Trainer:
             "objective": self.objective.describe(),
             "init_from": self.tc.init_from,
             "model": {"n_params": self.model.num_params(), "scheme": self.model.scheme.describe(),
-                      "final_norm": self.cfg.model.resolved_final_norm(), "init": self.model.init_record},
+                      "final_norm": self.cfg.model.resolved_final_norm(), "init": self.model.init_record,
+                      **({"admin_omega": self.profile} if getattr(self, "profile", None) else {}),
+                      # which stack each diagnostics layer index belongs to (encoder blocks come first)
+                      "stacks": _stacks(self.model)},
             "resumed_from_step": resumed_from,
             "notes": self.notes,
         }
+
+
+def _stacks(model) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for layer in range(len(model.blocks)):
+        out.setdefault(model.stack_of(layer), []).append(layer)
+    return out
 
 
 def _os_message(e: OSError, run_path) -> str:
