@@ -123,3 +123,12 @@ def test_find_layers_picks_the_stack():
     model = normlab.build_model(dict(vocab_size=11, block_size=8, n_layer=3, n_head=2, d_model=16))
     name, layers = find_layers(model)
     assert name == "blocks" and len(layers) == 3
+
+
+@pytest.mark.parametrize("arch, objective", [("encoder", "masked-lm"), ("encoder-decoder", "denoising")])
+def test_diagnose_scores_an_encoder_run_by_its_own_objective(tmp_path, arch, objective):
+    """Not next-token loss: an encoder is diagnosed on masked LM, an encoder–decoder on denoising."""
+    train(tiny_config(model={"arch": arch}, train={"steps": 3}), tmp_path / "run")
+    data = diagnose_json(tmp_path / "run")
+    assert objective in data["objective"] and math.isfinite(data["loss"])
+    assert data["architecture"] == arch

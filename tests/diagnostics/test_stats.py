@@ -136,6 +136,38 @@ def test_zero_queries_give_uniform_causal_rows():
     assert max_logit.tolist() == [0.0] * nh
 
 
+def test_zero_queries_give_uniform_bidirectional_rows():
+    """An encoder's attention has no mask: every row is uniform over all T keys (entropy log T)."""
+    B, nh, T, hs = 2, 3, 5, 4
+    q = torch.zeros(B, nh, T, hs)
+    k = torch.randn(B, nh, T, hs, generator=torch.Generator().manual_seed(0))
+    entropy, _ = stats.attention_stats(q, k, causal_mask=False)
+    assert entropy.tolist() == pytest.approx([math.log(T)] * nh, rel=1e-6)
+
+
+def test_an_encoders_probe_measures_unmasked_attention(tmp_path):
+    """The probe passes each attention's own mask choice: an encoder's entropy at init is near log T."""
+    import normlab
+    from normlab.diagnostics.probe import LayerProbe
+    from normlab.diagnostics.store import DiagnosticsStore
+
+    torch.manual_seed(0)
+    model = normlab.build_model(dict(vocab_size=12, block_size=16, n_layer=1, n_head=2, d_model=16, arch="encoder",
+                                     init_std=1e-4))  # tiny weights: near-uniform attention
+    store = DiagnosticsStore(tmp_path)
+    probe = LayerProbe(model, store, 1)
+    x = torch.randint(11, (2, 16))
+    session = probe.session(0)
+    with session:
+        _, loss = model(x, x)
+    loss.backward()
+    session.after_backward()
+    session.before_update()
+    session.after_update()  # writes the step's rows
+    rows = store.query("attn_entropy", "attn", 0)[0]
+    assert rows and all(abs(v - math.log(16)) < 0.05 for v in rows if v is not None)
+
+
 def test_attention_stats_hand_logits_per_head():
     # B=1, nh=2, T=2, hs=4: √hs = 2
     q = torch.zeros(1, 2, 2, 4)

@@ -59,6 +59,10 @@ class MaskedLM(Objective):
 
     def batch(self, corpus, split, batch_size, block_size, generator):
         window, _ = corpus.batch(split, batch_size, block_size, generator)  # (B, T)
+        return self.corrupt(window, generator)
+
+    def corrupt(self, window: torch.Tensor, generator: torch.Generator):
+        """(input with the chosen positions masked, targets: the original there, IGNORE elsewhere)."""
         chosen = torch.rand(window.shape, generator=generator) < self.RATE
         chosen[:, 0] |= ~chosen.any(dim=1)  # every row scores at least one position
         roll = torch.rand(window.shape, generator=generator)
@@ -90,6 +94,10 @@ class Denoising(Objective):
 
     def batch(self, corpus, split, batch_size, block_size, generator):
         window, _ = corpus.batch(split, batch_size, block_size, generator)  # (B, T)
+        return self.corrupt(window, generator)
+
+    def corrupt(self, window: torch.Tensor, generator: torch.Generator):
+        """(the window with its spans masked: the source, the window: the target)."""
         source = torch.where(self.masked(window.shape, generator), self.mask_id, window)
         return source, window
 

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from normlab.data import corpus_of
+from normlab.data.objectives import objective_for
 from normlab.data.corpus import read_text
 from normlab.diagnostics import stats
 from normlab.diagnostics.skip import layer_skip
@@ -71,12 +72,15 @@ def _normlab_subject(path: Path, text: str | None, init: bool) -> Subject:
     corpus = corpus_of(cfg)
     ids = corpus.val if text is None else torch.tensor(corpus.tokenizer.encode(read_text(text)[1]), dtype=torch.long)
     x, y = _windows(ids, cfg.model.block_size + 1)
+    objective = objective_for(cfg.model.arch, corpus.tokenizer.vocab_size)
+    if cfg.model.arch != "decoder":  # the run's own objective on the same windows (masks from a fixed seed)
+        x, y = objective.corrupt(x, torch.Generator().manual_seed(0))
     known = {"placement": cfg.model.scheme, "normalizer": cfg.model.norm, "final_norm": cfg.model.resolved_final_norm(),
-             "step": loaded.step,
+             "architecture": cfg.model.arch, "step": loaded.step,
              "weights": f"{loaded.checkpoint.path.name} (step {loaded.step})" if loaded.checkpoint
              else f"untrained: the init of seed {cfg.train.seed} (--init)"}
-    return Subject(str(path), "normlab", model, lambda: model(x), lambda: model(x, y)[1], "next-token cross-entropy",
-                   known=known)
+    what = "next-token cross-entropy" if cfg.model.arch == "decoder" else f"{objective.name} cross-entropy"
+    return Subject(str(path), "normlab", model, lambda: model(x), lambda: model(x, y)[1], what, known=known)
 
 
 def _windows(ids: torch.Tensor, length: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -117,7 +117,7 @@ class ProbeSession:
         def tap(module, args, out):
             with torch.no_grad():
                 q, k, _ = module.heads(args[0])  # (B, nh, T, hs) each
-            entropy, max_logit = stats.attention_stats(q, k)
+            entropy, max_logit = stats.attention_stats(q, k, getattr(module, "causal", True))
             for head in range(module.n_head):
                 self._add(layer, "attn", "attn_entropy", entropy[head].item(), head)
                 self._add(layer, "attn", "attn_max_logit", max_logit[head].item(), head)

@@ -50,16 +50,18 @@ def block_influence(block_in: torch.Tensor, block_out: torch.Tensor, mask: torch
     return 1.0 - mean_cosine(block_in, block_out, mask)
 
 
-def attention_stats(q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-head mean entropy (nats) of the causal attention rows, and per-head max pre-softmax logit.
+def attention_stats(q: torch.Tensor, k: torch.Tensor, causal_mask: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-head mean entropy (nats) of the attention rows, and per-head max pre-softmax logit.
 
-    q, k: (B, nh, T, hs). The logits are q·k/√hs with the causal mask; entropy is averaged
-    over batch and query positions.
+    q, k: (B, nh, T, hs). The logits are q·k/√hs, with the causal mask unless `causal_mask` is False
+    (an encoder's bidirectional attention); entropy is averaged over batch and query positions.
     """
     q, k = q.detach().float(), k.detach().float()
     T, hs = q.shape[-2], q.shape[-1]
     logits = q @ k.transpose(-2, -1) / math.sqrt(hs)  # (B, nh, T, T)
-    causal = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
+    causal = torch.ones(T, T, dtype=torch.bool, device=q.device)
+    if causal_mask:
+        causal = causal.tril()
     max_logit = logits.masked_fill(~causal, float("-inf")).amax(dim=(0, 2, 3))  # (nh,)
     logp = torch.log_softmax(logits.masked_fill(~causal, float("-inf")), dim=-1)
     p_logp = torch.where(causal, logp.exp() * logp, torch.zeros((), device=q.device))
