@@ -132,3 +132,36 @@ def test_diagnose_scores_an_encoder_run_by_its_own_objective(tmp_path, arch, obj
     data = diagnose_json(tmp_path / "run")
     assert objective in data["objective"] and math.isfinite(data["loss"])
     assert data["architecture"] == arch
+
+
+@pytest.mark.parametrize("family", ["t5", "bart"])
+def test_random_init_t5_and_bart_read_per_stack(tmp_path, family):
+    """Encoder–decoders: each stack's placement on its own. T5 is Pre-LN with RMSNorm (T5LayerNorm) and a final
+    norm per stack; BART is Post-LN with LayerNorm, a norm on the embeddings and no final norm."""
+    if family == "t5":
+        config = transformers.T5Config(vocab_size=300, d_model=32, d_kv=16, d_ff=64, num_layers=2,
+                                       num_decoder_layers=3, num_heads=2, decoder_start_token_id=0)
+        model = transformers.T5ForConditionalGeneration(config)
+        expected = {"encoder.block": ("pre", "rmsnorm", True, 2), "decoder.block": ("pre", "rmsnorm", True, 3)}
+    else:
+        config = transformers.BartConfig(vocab_size=300, d_model=32, encoder_layers=2, decoder_layers=3,
+                                         encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+                                         decoder_ffn_dim=64, max_position_embeddings=64)
+        model = transformers.BartForConditionalGeneration(config)
+        expected = {"model.encoder.layers": ("post", "layernorm", False, 2),
+                    "model.decoder.layers": ("post", "layernorm", False, 3)}
+    model.save_pretrained(tmp_path)
+    data = diagnose_json(tmp_path)
+    assert data["objective"].startswith("cross-entropy of reconstructing")
+    got = {name: (s["placement"], s["normalizer"], s["final_norm"], s["n_layer"]) for name, s in data["stacks"].items()}
+    assert got == expected
+    if family == "bart":
+        assert all(s["embed_norm"] for s in data["stacks"].values())  # layernorm_embedding in both stacks
+
+
+def test_normlab_encoder_decoder_reads_per_stack(tmp_path):
+    train(tiny_config(model={"arch": "encoder-decoder", "scheme": "post", "n_dec_layer": 3}, train={"steps": 2}),
+          tmp_path / "run")
+    data = diagnose_json(tmp_path / "run")
+    assert {n: (s["placement"], s["n_layer"]) for n, s in data["stacks"].items()} == {
+        "encoder": ("post", 2), "decoder": ("post", 3)}

@@ -27,7 +27,7 @@ from normlab.data.objectives import objective_for
 from normlab.data.corpus import read_text
 from normlab.diagnostics import stats
 from normlab.diagnostics.skip import layer_skip
-from normlab.diagnostics.structure import first_tensor, detect_placement, find_layers, layer_input
+from normlab.diagnostics.structure import detect_placement, find_layers, find_stacks, first_tensor, layer_input
 from normlab.rundir import load_model
 
 BATCH, WINDOW, MAX_CHARS = 8, 128, 200_000
@@ -105,6 +105,8 @@ def _hf_subject(path: Path, text: str | None) -> Subject:
         auto, objective = transformers.AutoModelForCausalLM, "causal"
     elif arch.endswith("ForMaskedLM"):
         auto, objective = transformers.AutoModelForMaskedLM, "masked"
+    elif arch.endswith("ForConditionalGeneration"):  # T5, BART: an encoder–decoder
+        auto, objective = transformers.AutoModelForSeq2SeqLM, "seq2seq"
     else:
         auto, objective = transformers.AutoModel, "infonce"
     model = auto.from_pretrained(path, local_files_only=True, trust_remote_code=False).float().eval()
@@ -113,10 +115,13 @@ def _hf_subject(path: Path, text: str | None) -> Subject:
     inputs, _ = _windows(ids, length - len(special) + 1)
     if special:  # e.g. [CLS] … [SEP] for BERT
         inputs = torch.cat([torch.full((BATCH, 1), special[0]), inputs, torch.full((BATCH, 1), special[-1])], 1)
+    inputs = inputs.contiguous()  # a slice of the windows; HF's seq2seq loss views its labels flat
     mask = torch.ones_like(inputs)
-    forward = lambda: model(input_ids=inputs, attention_mask=mask)
+    forward = ((lambda: model(input_ids=inputs, attention_mask=mask, labels=inputs)) if objective == "seq2seq" else
+               (lambda: model(input_ids=inputs, attention_mask=mask)))
     loss = _hf_objective(model, objective, inputs, mask, config)
     described = {"causal": "next-token cross-entropy", "masked": "masked-token cross-entropy (15 %)",
+                 "seq2seq": "cross-entropy of reconstructing each window from itself (source = target)",
                  "infonce": "in-batch InfoNCE between mean-pooled halves of each window (scale 20)"}[objective]
     return Subject(str(path), "hf", model, forward, loss, described, mask=mask,
                    known={"architecture": arch or type(model).__name__, "model_type": config.model_type})
@@ -139,6 +144,8 @@ def _hf_ids(path: Path, config, text: str | None) -> tuple[torch.Tensor, list[in
 
 
 def _hf_objective(model, objective: str, inputs, mask, config) -> Callable[[], torch.Tensor]:
+    if objective == "seq2seq":  # the decoder reads the labels shifted right (the model's own decoder_start_token)
+        return lambda: model(input_ids=inputs, attention_mask=mask, labels=inputs).loss
     if objective == "causal":
         return lambda: model(input_ids=inputs, attention_mask=mask, labels=inputs).loss
     if objective == "masked":
@@ -198,6 +205,11 @@ def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
         "final_stream_rms": stats.rms(io[len(layers) - 1][1], m),
         "layers": rows,
     }
+    stacks = find_stacks(model)
+    if len(stacks) > 1:  # an encoder–decoder: each stack's placement on its own (the rows above are the longest's)
+        result["stacks"] = {name: {k: v for k, v in detect_placement(model, subject.forward, (name, layers)).items()
+                                   if k in ("placement", "normalizer", "final_norm", "embed_norm", "n_layer")}
+                            for name, layers in stacks}
     if skip:
         with torch.no_grad():
             ablation = layer_skip(layers, lambda: subject.loss().item())

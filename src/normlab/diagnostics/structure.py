@@ -37,6 +37,17 @@ def find_layers(model: nn.Module) -> tuple[str, nn.ModuleList]:
     return best
 
 
+def find_stacks(model: nn.Module) -> list[tuple[str, nn.ModuleList]]:
+    """Every stack of identical layers, outermost only, in module order: one for a decoder or an encoder,
+    two for an encoder–decoder (normlab's `encoder`/`decoder`, T5's `encoder.block`/`decoder.block`, ...)."""
+    found: list[tuple[str, nn.ModuleList]] = []
+    for name, module in model.named_modules():
+        if isinstance(module, nn.ModuleList) and len(module) > 0 and len({type(m) for m in module}) == 1:
+            if not any(name.startswith(other + ".") for other, _ in found):
+                found.append((name, module))
+    return found
+
+
 def is_norm(module: nn.Module) -> bool:
     if isinstance(module, NoNorm):
         return False
@@ -89,9 +100,11 @@ def layer_input(args, kwargs) -> torch.Tensor:
 
 
 @torch.no_grad()
-def detect_placement(model: nn.Module, run_forward: Callable[[], object]) -> dict[str, object]:
-    """Placement, normalizer, final/embedding norm, and norms per layer, from one forward pass."""
-    layers_name, layers = find_layers(model)
+def detect_placement(model: nn.Module, run_forward: Callable[[], object],
+                     stack: tuple[str, nn.ModuleList] | None = None) -> dict[str, object]:
+    """Placement, normalizer, final/embedding norm, and norms per layer, from one forward pass, of `stack`
+    (name, layers), by default the model's longest stack of identical layers."""
+    layers_name, layers = stack or find_layers(model)
     norms = norm_modules(model)
     layer_of = {}
     for name in norms:
