@@ -165,3 +165,28 @@ def test_normlab_encoder_decoder_reads_per_stack(tmp_path):
     data = diagnose_json(tmp_path / "run")
     assert {n: (s["placement"], s["n_layer"]) for n, s in data["stacks"].items()} == {
         "encoder": ("post", 2), "decoder": ("post", 3)}
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta"])
+def test_random_init_bert_and_roberta_masked_lm(tmp_path, family):
+    """BERT-style encoders (one stack): Post-LN LayerNorm with a norm on the embeddings, no final norm."""
+    common = dict(vocab_size=300, hidden_size=32, num_hidden_layers=3, num_attention_heads=2, intermediate_size=64,
+                  max_position_embeddings=80)
+    if family == "bert":
+        model = transformers.BertForMaskedLM(transformers.BertConfig(**common))
+    else:
+        model = transformers.RobertaForMaskedLM(transformers.RobertaConfig(**common, pad_token_id=1))
+    model.save_pretrained(tmp_path)
+    data = diagnose_json(tmp_path)
+    assert (data["placement"], data["normalizer"], data["final_norm"]) == ("post", "layernorm", False)
+    assert data["detected"]["embed_norm"] is True and "stacks" not in data
+    assert data["objective"] == "masked-token cross-entropy (15 %)"
+    check_layers(data, 3)
+
+
+@pytest.mark.parametrize("arch", ["encoder", "encoder-decoder"])
+def test_check_runs_on_encoder_and_encoder_decoder_runs(tmp_path, arch):
+    train(tiny_config(model={"arch": arch, "scheme": "deepnorm"}, train={"steps": 2}), tmp_path / "run")
+    result = runner.invoke(app, ["check", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    assert "no findings" in result.output

@@ -66,28 +66,40 @@ def _degenerate(model: GPT) -> list[Finding]:
     return []
 
 
+def _scheme_of(model: nn.Module, layer: int):
+    """The scheme instance of the stack block `layer` belongs to (an encoder–decoder has one per stack)."""
+    return model.enc_scheme if model.stack_of(layer) == "encoder" and hasattr(model, "enc_scheme") else model.scheme
+
+
 def _deepnorm(model: GPT, at_init: bool) -> list[Finding]:
+    """α on every residual and the init gains of every projection, against the constants of the block's own
+    stack (DeepNet Table 1: encoder-only, decoder-only, and each half of an encoder–decoder differ)."""
     findings = []
-    expected_alpha = model.scheme.describe().get("alpha")
-    if expected_alpha is not None:
-        for name, module in model.named_modules():
-            if isinstance(module, Residual) and not math.isclose(module.alpha, expected_alpha, rel_tol=1e-6):
-                findings.append(Finding("error", "deepnorm-constants", name,
-                                        f"residual α = {module.alpha:.4g}, the paper's (2L)^¼ for L = "
-                                        f"{model.cfg.n_layer} is {expected_alpha:.4g}",
-                                        f"use α = (2·n_layer)^0.25 = {expected_alpha:.4g} on the residual, not on F"))
-    gains = model.scheme.init_gains()
-    if gains is not None and at_init:
-        for layer, block in enumerate(model.blocks):
-            for role, w in [*block.attn.sublayer.projections(), *block.mlp.sublayer.projections()]:
-                fan_out, fan_in = w.shape
-                expected = gains.gain(role) * math.sqrt(2.0 / (fan_in + fan_out))
-                measured = w.detach().float().std().item()
-                if abs(measured / expected - 1) > INIT_STD_TOLERANCE:
-                    findings.append(Finding("error", "init-gains", f"blocks.{layer} {role}",
-                                            f"init std {measured:.4g}, expected {expected:.4g} "
-                                            f"(xavier_normal gain {gains.gain(role):.4g}: {gains.why})",
-                                            f"re-initialise {role} with xavier_normal_(w, gain={gains.gain(role):.4g})"))
+    names = {id(m): n for n, m in model.named_modules()}
+    for layer, block in enumerate(model.blocks):
+        scheme = _scheme_of(model, layer)
+        expected_alpha = scheme.describe().get("alpha")
+        for residual in block.sublayers() if expected_alpha is not None else []:
+            if not math.isclose(residual.alpha, expected_alpha, rel_tol=1e-6):
+                findings.append(Finding("error", "deepnorm-constants", names[id(residual)],
+                                        f"residual α = {residual.alpha:.4g}; DeepNet's α for the "
+                                        f"{scheme.stack.part} of a {scheme.stack.architecture} model with "
+                                        f"N = {scheme.stack.n_encoder}, M = {scheme.stack.n_decoder} is "
+                                        f"{expected_alpha:.4g}",
+                                        f"use α = {expected_alpha:.4g} on the residual, not on F "
+                                        "(normlab.deepnorm_constants gives it)"))
+        gains = scheme.init_gains()
+        if gains is None or not at_init:
+            continue
+        for role, w in [p for r in block.sublayers() for p in r.sublayer.projections()]:
+            fan_out, fan_in = w.shape
+            expected = gains.gain(role) * math.sqrt(2.0 / (fan_in + fan_out))
+            measured = w.detach().float().std().item()
+            if abs(measured / expected - 1) > INIT_STD_TOLERANCE:
+                findings.append(Finding("error", "init-gains", f"{names[id(block)]} {role}",
+                                        f"init std {measured:.4g}, expected {expected:.4g} "
+                                        f"(xavier_normal gain {gains.gain(role):.4g}: {gains.why})",
+                                        f"re-initialise {role} with xavier_normal_(w, gain={gains.gain(role):.4g})"))
     return findings
 
 

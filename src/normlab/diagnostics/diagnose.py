@@ -32,6 +32,7 @@ from normlab.rundir import load_model
 
 BATCH, WINDOW, MAX_CHARS = 8, 128, 200_000
 MLM_FRACTION, INFONCE_SCALE = 0.15, 20.0
+OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert", "longformer")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model")
 
 
@@ -112,6 +113,8 @@ def _hf_subject(path: Path, text: str | None) -> Subject:
     model = auto.from_pretrained(path, local_files_only=True, trust_remote_code=False).float().eval()
     ids, special = _hf_ids(path, config, text)
     length = min(WINDOW, getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", WINDOW))
+    if config.model_type in OFFSET_POSITIONS:  # positions start after the padding index (RoBERTa: 514 = 512 + 2)
+        length = min(length, config.max_position_embeddings - config.pad_token_id - 1)
     inputs, _ = _windows(ids, length - len(special) + 1)
     if special:  # e.g. [CLS] … [SEP] for BERT
         inputs = torch.cat([torch.full((BATCH, 1), special[0]), inputs, torch.full((BATCH, 1), special[-1])], 1)
@@ -153,7 +156,8 @@ def _hf_objective(model, objective: str, inputs, mask, config) -> Callable[[], t
         chosen = torch.rand(inputs.shape, generator=g) < MLM_FRACTION
         chosen[:, 0] = chosen[:, -1] = False
         labels = torch.where(chosen, inputs, torch.full_like(inputs, -100))
-        masked = torch.where(chosen, torch.full_like(inputs, config.mask_token_id or 0), inputs)
+        mask_id = getattr(config, "mask_token_id", None) or 0  # a config without a tokenizer may name none
+        masked = torch.where(chosen, torch.full_like(inputs, mask_id), inputs)
         return lambda: model(input_ids=masked, attention_mask=mask, labels=labels).loss
 
     def infonce() -> torch.Tensor:
