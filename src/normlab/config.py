@@ -83,6 +83,10 @@ class TrainConfig(BaseModel):
     split over 2 threads rounds differently from 1 (a study's robustness pass reruns runs with another count)."""
     diverge_loss: float = Field(default=20.0, gt=0)
     """A train loss above this (or non-finite) ends the run as `diverged`."""
+    activation_checkpointing: bool = False
+    """Keep only each block's input during the forward pass and recompute the block in the backward pass
+    (torch.utils.checkpoint): activation memory O(L·B·T·C) instead of O(L·B·T·C·k), for about one extra
+    forward of compute. Same numerics (dropout's RNG is replayed). Measured steps (diagnostics) run without."""
     init_from: str | None = None
     """A run directory whose trained weights start this run (fine-tuning). Loaded with weights_only; its model
     config must be this run's. The optimizer, schedule and step start fresh."""
@@ -118,6 +122,15 @@ class RunConfig(BaseModel):
     train: TrainConfig = TrainConfig()
     diagnostics: DiagnosticsConfig = DiagnosticsConfig()
 
+    @model_validator(mode="after")
+    def _check_sections(self) -> "RunConfig":
+        from normlab.nn.schemes import SCHEMES
+
+        if self.train.activation_checkpointing and not SCHEMES.get(self.model.scheme).checkpointable:
+            raise ValueError(f"scheme {self.model.scheme!r} cannot use train.activation_checkpointing: its blocks "
+                             "share state across the forward pass, which a recomputed block would overwrite")
+        return self
+
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
 
@@ -138,7 +151,7 @@ class RunConfig(BaseModel):
 
 
 # fields added after runs were first hashed, and the value all those runs had
-HASH_NEUTRAL = {"model.arch": "decoder"}
+HASH_NEUTRAL = {"model.arch": "decoder", "train.activation_checkpointing": False}
 
 
 class ConfigError(ValueError):

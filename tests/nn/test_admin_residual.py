@@ -100,3 +100,19 @@ def test_a_fresh_admin_run_is_profiled_and_records_omega(tmp_path):
     assert train(cfg, str(tmp_path / "a")).status == "completed"
     omega = RunDir(tmp_path / "a").read_meta()["model"]["admin_omega"]["decoder"]
     assert len(omega) == 4 and omega[0] < omega[-1]
+
+
+@pytest.mark.parametrize("scheme", ["admin", "residual"])
+def test_diagnostics_see_admin_and_residual_branches(tmp_path, scheme):
+    """The probe taps each branch at out_norm; a residual that bypassed it crashed every measured step."""
+    from normlab.config import validate_config
+    from normlab.diagnostics.store import DiagnosticsStore
+    from normlab.train.loop import train
+
+    cfg = validate_config({"model": {"n_layer": 2, "d_model": 16, "n_head": 2, "block_size": 16, "scheme": scheme},
+                           "train": {"steps": 2, "eval_interval": 2, "eval_batches": 1, "batch_size": 2,
+                                     "device": "cpu", "warmup_steps": 0},
+                           "diagnostics": {"interval": 1, "layer_skip": True}})
+    assert train(cfg, str(tmp_path / "a")).status == "completed"
+    ratios = DiagnosticsStore(tmp_path / "a").query("contribution_ratio", "attn", 0)[0]
+    assert len(ratios) == 2 and all(r > 0 for r in ratios)

@@ -12,6 +12,7 @@ from typing import Iterator
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from normlab.nn.block import Block, norm_factory
 from normlab.nn.config import ModelConfig
@@ -24,6 +25,13 @@ IGNORE = -100  # a target that is not scored (a masked LM scores only the masked
 def _check_vocab(cfg: ModelConfig) -> None:
     if cfg.vocab_size is None:
         raise ValueError("ModelConfig.vocab_size is unset; take it from the tokenizer (tokenizer.vocab_size)")
+
+
+def run_block(model: nn.Module, block: nn.Module, *args: torch.Tensor) -> torch.Tensor:
+    """block(*args), recomputed in the backward pass when the model checkpoints activations (training only)."""
+    if getattr(model, "checkpoint_blocks", False) and model.training and torch.is_grad_enabled():
+        return checkpoint(block, *args, use_reentrant=False)  # dropout's RNG state is saved and replayed
+    return block(*args)
 
 
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -63,7 +71,7 @@ class GPT(nn.Module):
         x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)
         x = self.embed_norm(x)
         for block in self.blocks:
-            x = block(x)
+            x = run_block(self, block, x)
         logits = self.lm_head(self.final_norm(x))  # (B, T, vocab)
         return logits, (None if targets is None else cross_entropy(logits, targets))
 
@@ -131,7 +139,7 @@ class EncoderDecoder(nn.Module):
         m = self.drop(self.wte(source) + self.wpe(torch.arange(S, device=source.device)))  # (B, S, C)
         m = self.enc_embed_norm(m)
         for block in self.encoder:
-            m = block(m)
+            m = run_block(self, block, m)
         return self.enc_final_norm(m)
 
     def decode(self, inputs: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
@@ -141,7 +149,7 @@ class EncoderDecoder(nn.Module):
         x = self.drop(self.wte(inputs) + self.dec_wpe(torch.arange(T, device=inputs.device)))  # (B, T, C)
         x = self.embed_norm(x)
         for block in self.decoder:
-            x = block(x, memory)
+            x = run_block(self, block, x, memory)
         return self.lm_head(self.final_norm(x))  # (B, T, vocab)
 
     def forward(self, source: torch.Tensor, targets: torch.Tensor | None = None):

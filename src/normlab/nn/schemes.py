@@ -119,6 +119,9 @@ class Scheme:
     stackable: ClassVar[bool] = True
     """Whether normlab.nn.stacked can train many of its models as one (its parameters live in Linear,
     Embedding and Norm leaves only)."""
+    checkpointable: ClassVar[bool] = True
+    """Whether a block can be recomputed in the backward pass (activation checkpointing): no state shared
+    between blocks within a forward pass."""
     final_norm_required: ClassVar[str | None] = None
     """Why `final_norm = false` is refused, if it is (the final module is part of the scheme's formula)."""
 
@@ -354,7 +357,8 @@ class AdminResidual(Residual):
         self.stack = stack  # ω accumulates the branch variances of one stack (encoder, decoder) at a time
 
     def forward(self, x: torch.Tensor, *context: torch.Tensor) -> torch.Tensor:
-        return self.post_norm(self.omega * x + self.sublayer(x, *context))
+        h = self.out_norm(self.sublayer(x, *context))  # out_norm is an Identity: the probe taps the branch there
+        return self.post_norm(self.omega * x + h)
 
 
 @SCHEMES.register("admin")
@@ -398,7 +402,7 @@ class ResiDualResidual(Residual):
         self.stream, self.first = stream, first
 
     def forward(self, x: torch.Tensor, *context: torch.Tensor) -> torch.Tensor:
-        h = self.sublayer(x, *context)
+        h = self.out_norm(self.sublayer(x, *context))  # out_norm is an Identity: the probe taps the branch there
         dual = x if self.first else self.stream.x
         self.stream.x = dual + h
         return self.post_norm(x + h)
@@ -434,7 +438,7 @@ class ResiDual(Scheme):
 
     name, formula, paper = "residual", "x_a ← Norm(x_a + F(x_a)); x_d ← x_d + F(x_a); y = x_a + Norm(x_d)", \
         "arXiv 2304.14802"
-    stackable = False
+    stackable = checkpointable = False
     final_norm_required = "ResiDual's output x_a + Norm(x_d) is its final module; without it the dual stream is lost"
     incompatible_norms = {"none": "ResiDual is defined by where its two norms sit; with no normalizer both streams are "
                                   "the same un-normalized sum"}

@@ -43,7 +43,8 @@ def group_key(cfg: RunConfig) -> str:
 def groupable(cfg: RunConfig) -> bool:
     """torch.compile compiles one model's graph, and StackedGPT stacks decoder-only GPTs of schemes whose
     parameters all live in Linear/Embedding/Norm leaves: others train alone."""
-    return not cfg.train.compile and cfg.model.arch == "decoder" and SCHEMES.get(cfg.model.scheme).stackable
+    return (not cfg.train.compile and not cfg.train.activation_checkpointing and cfg.model.arch == "decoder"
+            and SCHEMES.get(cfg.model.scheme).stackable)
 
 
 @dataclass

@@ -341,6 +341,8 @@ class Trainer:
         x, y = self.objective.batch(self.corpus, "train", tc.batch_size, self.cfg.model.block_size, self.data_rng)
         x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
         probe = self.probe.session(self.step) if self.probe else NO_PROBE
+        # a measured step runs without recomputation: the probe's hooks must see each block once
+        model.checkpoint_blocks = tc.activation_checkpointing and probe is NO_PROBE
         with probe, self.autocast():
             # measured steps run eagerly (compiled code would not see the probe's hooks); under
             # compile = true their numerics may differ from the compiled steps' in the last bits
