@@ -258,3 +258,16 @@ def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
     again = spec_from_meta(registry.meta())  # with the preset as it ran (lrs, warmup, fine-tune budget)
     ids = study_ids(again, registry, registry.meta()["study"]["run_ids"])
     assert sorted(ids) == sorted(records) and completion(again, registry, ids).final
+
+
+def test_claims_run_on_the_encoder_decoder_through_the_study_base():
+    """Xiong et al.'s own architecture: C1 and C2 expand to encoder–decoder runs when the base says so, and the
+    depth sweep scales both stacks (n_dec_layer follows n_layer)."""
+    from normlab.nn.model import EncoderDecoder, build_model
+
+    spec = load_study("standard", claims=["C1", "C2"], overrides=['model.arch="encoder-decoder"'])
+    runs = spec.expand(CLAIMS)
+    assert runs and all(r.config.model.arch == "encoder-decoder" for r in runs)
+    deepest = max(runs, key=lambda r: r.config.model.n_layer).config.model
+    model = build_model(deepest.model_copy(update={"vocab_size": 67}))
+    assert isinstance(model, EncoderDecoder) and len(model.encoder) == len(model.decoder) == deepest.n_layer
