@@ -34,6 +34,16 @@ def run_block(model: nn.Module, block: nn.Module, *args: torch.Tensor) -> torch.
     return block(*args)
 
 
+def embed(model: nn.Module, tokens: torch.Tensor, wpe: nn.Embedding, embed_norm: nn.Module,
+          what: str = "sequence") -> torch.Tensor:
+    """Token + learned position embeddings, dropout, and the scheme's embedding norm (if any): (B, T, C)."""
+    T = tokens.size(1)
+    if T > model.cfg.block_size:
+        raise ValueError(f"{what} length {T} exceeds block_size {model.cfg.block_size}")
+    x = model.drop(model.wte(tokens) + wpe(torch.arange(T, device=tokens.device)))
+    return embed_norm(x)
+
+
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy over the scored targets (those ≠ IGNORE), in fp32."""
     return F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.reshape(-1), ignore_index=IGNORE)
@@ -64,12 +74,7 @@ class GPT(nn.Module):
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
         """Logits (B, T, vocab) and, given targets, the mean cross-entropy."""
-        B, T = idx.shape
-        if T > self.cfg.block_size:
-            raise ValueError(f"sequence length {T} exceeds block_size {self.cfg.block_size}")
-        pos = torch.arange(T, device=idx.device)
-        x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)
-        x = self.embed_norm(x)
+        x = embed(self, idx, self.wpe, self.embed_norm)  # (B, T, C)
         for block in self.blocks:
             x = run_block(self, block, x)
         logits = self.lm_head(self.final_norm(x))  # (B, T, vocab)
@@ -133,21 +138,13 @@ class EncoderDecoder(nn.Module):
         return "encoder" if layer < len(self.encoder) else "decoder"
 
     def encode(self, source: torch.Tensor) -> torch.Tensor:
-        S = source.size(1)
-        if S > self.cfg.block_size:
-            raise ValueError(f"source length {S} exceeds block_size {self.cfg.block_size}")
-        m = self.drop(self.wte(source) + self.wpe(torch.arange(S, device=source.device)))  # (B, S, C)
-        m = self.enc_embed_norm(m)
+        m = embed(self, source, self.wpe, self.enc_embed_norm, "source")  # (B, S, C)
         for block in self.encoder:
             m = run_block(self, block, m)
         return self.enc_final_norm(m)
 
     def decode(self, inputs: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
-        T = inputs.size(1)
-        if T > self.cfg.block_size:
-            raise ValueError(f"target length {T} exceeds block_size {self.cfg.block_size}")
-        x = self.drop(self.wte(inputs) + self.dec_wpe(torch.arange(T, device=inputs.device)))  # (B, T, C)
-        x = self.embed_norm(x)
+        x = embed(self, inputs, self.dec_wpe, self.embed_norm, "target")  # (B, T, C)
         for block in self.decoder:
             x = run_block(self, block, x, memory)
         return self.lm_head(self.final_norm(x))  # (B, T, vocab)

@@ -141,10 +141,8 @@ class Trainer:
         self.model = loaded.model
         if loaded.checkpoint is None and self.tc.init_from:  # a fine-tune's first start: the source's weights
             self.model.load_state_dict(self._source_weights())
-        elif loaded.checkpoint is None:  # Admin's profiling pass on one batch of its own generator (ω)
-            rng = torch.Generator().manual_seed(self.tc.seed)
-            batch = self.objective.batch(self.corpus, "train", self.tc.batch_size, self.cfg.model.block_size, rng)
-            self.profile = profile_model(self.model, lambda: self.model(*(t.to(self.device) for t in batch)))
+        elif loaded.checkpoint is None:  # Admin's profiling pass (ω), on one batch of its own generator
+            self.profile = profile_model(self.model, self._profiling_forward)
         self.forward = torch.compile(self.model) if self.tc.compile else self.model
         self.optimizer = build_optimizer(self.model, self.tc, self.device.type)
         self.data_rng = torch.Generator().manual_seed(self.tc.seed)
@@ -154,6 +152,12 @@ class Trainer:
         if loaded.checkpoint is not None and loaded.checkpoint.note():
             self._note(loaded.checkpoint.note())
         return loaded.checkpoint.state if loaded.checkpoint else None
+
+    def _profiling_forward(self) -> None:
+        """One forward on a batch drawn from its own generator (the run's data order is left untouched)."""
+        rng = torch.Generator().manual_seed(self.tc.seed)
+        x, y = self.objective.batch(self.corpus, "train", self.tc.batch_size, self.cfg.model.block_size, rng)
+        self.model(x.to(self.device), y.to(self.device))
 
     def _source_weights(self) -> dict[str, torch.Tensor]:
         """The trained weights of `train.init_from` (weights_only, digest-checked), for this very model."""
