@@ -119,7 +119,7 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
 def study(
     preset: str = typer.Option("standard", "--preset",
                                help="standard (all 16 claims, ~24 min on 2 CPU cores), quick (its 14-claim subset) "
-                                    "or full (for a GPU); README lists their cost."),
+                                    "deep (C8 at 100-1,000 layers) or full (both for a GPU); README lists their cost."),
     study_file: Optional[Path] = typer.Option(None, "--study", help="A study TOML (preset, claims, seeds, base, axes)."),
     out: Path = typer.Option(Path("normlab-study"), "--out", "-o", help="Study directory (created, or resumed)."),
     claims: Optional[str] = typer.Option(None, "--claims", help="Comma-separated claim ids, e.g. C1,C11."),

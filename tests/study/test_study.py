@@ -46,7 +46,7 @@ def test_expansion_dedups_shared_runs_by_config_hash():
 
 
 def test_bad_study_input_is_a_clear_error(tmp_path):
-    with pytest.raises(ConfigError, match="unknown preset 'fast'.*quick, standard, full"):
+    with pytest.raises(ConfigError, match="unknown preset 'fast'.*quick, standard, deep, full"):
         load_study("fast")
     with pytest.raises(ValueError, match="unknown claim 'C99'"):
         load_study("quick", claims=["C99"])
@@ -271,3 +271,12 @@ def test_claims_run_on_the_encoder_decoder_through_the_study_base():
     deepest = max(runs, key=lambda r: r.config.model.n_layer).config.model
     model = build_model(deepest.model_copy(update={"vocab_size": 67}))
     assert isinstance(model, EncoderDecoder) and len(model.encoder) == len(model.decoder) == deepest.n_layer
+
+
+def test_deep_preset_runs_c8_at_deepnets_depths_with_checkpointing():
+    spec = load_study("deep")
+    runs = spec.expand(CLAIMS)
+    assert spec.claims == ["C8"] and len(runs) == 3 * 3 * 5
+    assert {(r.config.model.n_layer, r.config.model.scheme) for r in runs} == {
+        (d, s) for d in (100, 300, 1000) for s in ("deepnorm", "post", "pre")}
+    assert all(r.config.train.activation_checkpointing for r in runs)

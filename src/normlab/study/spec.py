@@ -79,6 +79,19 @@ PRESETS: dict[str, Preset] = {
         lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
         deep_depths=[100], deep_base=DEEP_CPU,
     ),
+    "deep": Preset(
+        name="deep",
+        description="C8 alone at DeepNet's depths: DeepNorm, Post-LN and Pre-LN at 100, 300 and 1,000 layers, "
+                    "64 wide, 300 steps, activation checkpointing, 5 seeds; 0.43 / about 1.4 / 4.73 s per step "
+                    "at 100 / 300 / 1,000 layers on 2 CPU cores (benchmarks/deep_checkpointing.py; 300 "
+                    "interpolated), so about 8 hours of training on this machine by extrapolation: for a GPU",
+        base=QUICK_BASE, seeds=[0, 1, 2, 3, 4], claims=["C8"],
+        lrs=LRS, warmup=50, lr_fixed=1e-3, depths=[2, 4, 8, 16],
+        deep_depths=[100, 300, 1000],
+        deep_base={"model.d_model": 64, "model.n_head": 2, "train.batch_size": 8, "train.steps": 300,
+                   "train.activation_checkpointing": True, "diagnostics.layer_skip": False,
+                   "diagnostics.interval": 300},
+    ),
     "full": Preset(
         name="full",
         description="all 16 claims for a GPU: 6-layer, 128-wide models, 2,000 steps, 5 seeds, depths to 32, "
