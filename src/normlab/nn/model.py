@@ -154,7 +154,6 @@ class EncoderDecoder(nn.Module):
         decoder reads BOS + source[:-1] (the reconstruction of an uncorrupted source: a shape check)."""
         given = source if targets is None else targets
         inputs = torch.cat([torch.full_like(given[:, :1], self.bos), given[:, :-1]], dim=1)  # shift right
-        inputs = inputs.masked_fill(inputs == IGNORE, self.bos)
         logits = self.decode(inputs, self.encode(source))
         return logits, (None if targets is None else cross_entropy(logits, targets))
 

@@ -38,6 +38,18 @@ def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def unflatten(flat: dict[str, Any]) -> dict[str, Any]:
+    """{"model.n_layer": 4} -> {"model": {"n_layer": 4}} (the inverse of `flatten`)."""
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        *parents, leaf = key.split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out
+
+
 @dataclass
 class RunRecord:
     id: str

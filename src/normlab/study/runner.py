@@ -26,7 +26,7 @@ from typing import Any, Callable
 from normlab.bench.timing import steady_allocator
 from normlab.study.claims import CLAIMS, INCONCLUSIVE, ORDER, Claim, Figure, Verdict
 from normlab.study.claims.base import init_text
-from normlab.study.records import UNPINNED, flatten, record_from_run_dir
+from normlab.study.records import UNPINNED, flatten, record_from_run_dir, unflatten
 from normlab.study.registry import Registry, settled
 
 MAX_GROUP = 16  # runs one worker stacks at most (benchmarks/multirun.py: the gain is flat from K = 8 on)
@@ -223,14 +223,8 @@ def followup_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list:
         judged = [dataclasses.replace(r, base=pass_base) for r in records]
         for claim_id in spec.claims:
             for source, overrides in CLAIMS.get(claim_id)().followups(judged, spec.preset):
-                raw: dict[str, Any] = {}
-                for key, value in {**flatten(source.config), **overrides,
-                                   "train.init_from": str(registry.run_dir(source.id).resolve())}.items():
-                    holder = raw
-                    *parents, leaf = key.split(".")
-                    for part in parents:
-                        holder = holder.setdefault(part, {})
-                    holder[leaf] = value
+                raw = unflatten({**flatten(source.config), **overrides,
+                                 "train.init_from": str(registry.run_dir(source.id).resolve())})
                 raw["model"].pop("vocab_size", None)  # filled from the corpus, as for every run
                 cfg = validate_config(raw)
                 out.setdefault(cfg.hash(), RunSpec(cfg.hash(), cfg))
@@ -239,7 +233,8 @@ def followup_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list:
 
 def study_ids(spec: StudySpec, registry: Registry, ids: list[str]) -> list[str]:
     """A study's runs: those its claims and axes expand to (`ids`), then the follow-ups chosen from them."""
-    return list(ids) + [r.id for r in followup_runs(spec, registry, ids) if r.id not in set(ids)]
+    known = set(ids)
+    return list(ids) + [r.id for r in followup_runs(spec, registry, ids) if r.id not in known]
 
 
 def phases(runs: list, workers: int, threads: int) -> list[tuple[list[str], int]]:
@@ -331,10 +326,10 @@ def compute_verdicts(spec: StudySpec, registry: Registry, ids: list[str] | None 
             verdict = Verdict(claim_id, INCONCLUSIVE, "could not be computed", None, 0, {},
                               {"error": f"{type(e).__name__}: {e}"}, f"error while computing: {e}")
             figures[claim_id] = []
-        if claim.runs(spec.preset):  # the init every scheme of the claim started from, in words
+        if claim.runs(spec.preset):  # a claim that trains: the init its schemes started from, and robustness
             verdict.settings.setdefault("init", init_text(spec.preset))
-        if reruns and claim.runs(spec.preset):
-            mark_fragile(verdict, claim, reruns, measurements.get(claim_id), spec)
+            if reruns:
+                mark_fragile(verdict, claim, reruns, measurements.get(claim_id), spec)
         verdicts.append(verdict)
     return verdicts, figures
 

@@ -107,16 +107,16 @@ class RunResult:
 TRAINED, FAILED_TO_TRAIN = "trained", "failed_to_train"
 
 
-def judge_training(val_loss: float | None, unigram_ce: float, margin: float,
+def judge_training(val_loss: float | None, plateau: float, margin: float,
                    what: str = "corpus's unigram cross-entropy") -> tuple[str, str | None]:
     """A completed run trained, or failed to train: it ended within `margin` nats of the unigram cross-entropy
     (a model that learned token frequencies and nothing else), or with no finite val loss."""
     if margin <= 0:
         return TRAINED, None
-    if val_loss is None or not math.isfinite(val_loss) or val_loss > unigram_ce - margin:
+    if val_loss is None or not math.isfinite(val_loss) or val_loss > plateau - margin:
         shown = "not finite" if val_loss is None or not math.isfinite(val_loss) else f"{val_loss:.4f}"
         return FAILED_TO_TRAIN, (f"failed to train: final val loss {shown} is within {margin:g} nats of the "
-                                 f"{what} {unigram_ce:.4f} (token frequencies, nothing more)")
+                                 f"{what} {plateau:.4f} (token frequencies, nothing more)")
     return TRAINED, None
 
 
@@ -139,6 +139,7 @@ class Trainer:
         """The model (with the checkpoint's weights, if any) and optimizer; returns the checkpoint's state."""
         loaded = load_model(self.run_dir, self.device, cfg=self.cfg, require_checkpoint=False)
         self.model = loaded.model
+        self.profile: dict[str, list[float]] = {}  # Admin's ω per stack, when this start profiled them
         if loaded.checkpoint is None and self.tc.init_from:  # a fine-tune's first start: the source's weights
             self.model.load_state_dict(self._source_weights())
         elif loaded.checkpoint is None:  # Admin's profiling pass (ω), on one batch of its own generator
@@ -422,7 +423,7 @@ class Trainer:
             "init_from": self.tc.init_from,
             "model": {"n_params": self.model.num_params(), "scheme": self.model.scheme.describe(),
                       "final_norm": self.cfg.model.resolved_final_norm(), "init": self.model.init_record,
-                      **({"admin_omega": self.profile} if getattr(self, "profile", None) else {}),
+                      **({"admin_omega": self.profile} if self.profile else {}),
                       # which stack each diagnostics layer index belongs to (encoder blocks come first)
                       "stacks": _stacks(self.model)},
             "resumed_from_step": resumed_from,

@@ -11,7 +11,7 @@ from normlab.bench.norms import bench_norm_group
 from normlab.bench.steps import bench_steps
 from normlab.data import DEFAULT_CORPUS
 from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, Claim, Figure, Series,
-                                       compare, failures, group, init_text, n_seeds, select)
+                                       compare, failures, group, n_seeds, select)
 from normlab.study.claims.stability import describe, lr_sweep, sweep_figure
 
 TIMING_SHAPES = [(4096, 768)]
@@ -56,12 +56,16 @@ class PostLNCeilingC7(Claim):
     def runs(self, preset):
         return [r for r in lr_sweep(preset, ("pre", "post")) if r["train.warmup_steps"]]
 
+    @staticmethod
+    def _at(preset, scheme, lr) -> dict[str, Any]:
+        """`select` keywords of one cell of C7's sweep: a scheme at an lr, with warmup, at the base depth."""
+        return dict(model__scheme=scheme, train__lr=lr, train__warmup_steps=preset.warmup, model__n_layer=preset.depth)
+
     def _best(self, records, preset) -> dict[str, tuple[float, Any] | None]:
         """Per scheme, the lr (with warmup) of the lowest mean val loss among lrs where every seed trained."""
         best = {}
         for s in ("pre", "post"):
-            gs = {lr: group(records, model__scheme=s, train__lr=lr, train__warmup_steps=preset.warmup,
-                            model__n_layer=preset.depth) for lr in preset.lrs}
+            gs = {lr: group(records, **self._at(preset, s, lr)) for lr in preset.lrs}
             ok = {lr: g for lr, g in gs.items() if g.mean is not None and g.n_failed == 0}
             best[s] = min(ok.items(), key=lambda kv: kv[1].mean) if ok else None
         return best
@@ -72,8 +76,7 @@ class PostLNCeilingC7(Claim):
         for s, chosen in self._best(records, preset).items():
             if chosen is None:
                 continue
-            for r in select(records, model__scheme=s, train__lr=chosen[0], train__warmup_steps=preset.warmup,
-                            model__n_layer=preset.depth):
+            for r in select(records, **self._at(preset, s, chosen[0])):
                 if r.status == "completed":
                     out.append((r, finetune_overrides(r, preset)))
         return out
@@ -81,13 +84,12 @@ class PostLNCeilingC7(Claim):
     def verdict(self, records, measurement, preset):
         best = self._best(records, preset)
         settings = {"lrs": preset.lrs, "warmup_steps": preset.warmup, "n_layer": preset.depth,
-                    "steps": preset.base["train.steps"], "init": init_text(preset), "margin_nats": LOSS_MARGIN,
+                    "steps": preset.base["train.steps"], "margin_nats": LOSS_MARGIN,
                     "selection": "per scheme, the lr with the lowest mean val loss among lrs where every seed "
                                  "trained (same budget); a best lr at the grid's edge is not tuned",
                     "converged": f"both selected runs' val loss fell < {CONVERGED_DELTA} nats over the last "
                                  "quarter of training",
-                    "fine_tune": {"corpus": FINETUNE_CORPUS, **preset.finetune},
-}
+                    "fine_tune": {"corpus": FINETUNE_CORPUS, **preset.finetune}}
         if not best["pre"] or not best["post"]:
             return self.make(INCONCLUSIVE, "no converged runs", None, 0, settings,
                              "one scheme has no lr where every seed trained: nothing to compare")
@@ -125,8 +127,7 @@ class PostLNCeilingC7(Claim):
     def _last_quarter_drop(self, records, preset, scheme, lr) -> float | None:
         """Mean over seeds of the val-loss drop from the last eval at or before 75 % of training to the end."""
         drops = []
-        for r in select(records, model__scheme=scheme, train__lr=lr, train__warmup_steps=preset.warmup,
-                        model__n_layer=preset.depth):
+        for r in select(records, **self._at(preset, scheme, lr)):
             curve = [(s, v) for s, v in r.val_curve if v is not None]
             if r.status != "completed" or len(curve) < 2:
                 continue
@@ -138,8 +139,7 @@ class PostLNCeilingC7(Claim):
 
     def _finetuned(self, records, preset, scheme, lr):
         """The fine-tuned runs of this scheme's best-lr runs (found by the source run's directory name)."""
-        sources = {r.id for r in select(records, model__scheme=scheme, train__lr=lr, train__warmup_steps=preset.warmup,
-                                        model__n_layer=preset.depth)}
+        sources = {r.id for r in select(records, **self._at(preset, scheme, lr))}
         tuned = [r for r in records if r.get("train.init_from") and Path(r.get("train.init_from")).name in sources
                  and r.get("data.path") == FINETUNE_CORPUS]
         return group(tuned, strict=False)
