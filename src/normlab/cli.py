@@ -133,6 +133,10 @@ def study(
     batch: Optional[bool] = typer.Option(None, "--batch/--no-batch", help="Train runs of one shape as one stacked "
                                          "model, or each run alone; default: stacked on a GPU, alone on a CPU "
                                          "(measured slower there, see README)."),
+    executor: str = typer.Option("local", "--executor", help="local (worker processes on this machine) or ray "
+                                 "(one Ray task per run or stack; pip install 'normlab[ray]')."),
+    address: Optional[str] = typer.Option(None, "--address", help="With --executor ray: the cluster's address "
+                                          "(HOST:PORT, or auto); unset: a local Ray started for this study."),
 ) -> None:
     """Turn the claims C1–C16 into verdicts: train the runs they need, measure, write the report.
 
@@ -151,7 +155,7 @@ def study(
     console.print(f"normlab study: preset [bold]{spec.preset.name}[/], claims {', '.join(spec.claims)}, "
                   f"seeds {spec.preset.seeds} → {out}", highlight=False)
     try:
-        outcome = _run_with_bar(spec, out, workers, batch)
+        outcome = _run_with_bar(spec, out, workers, batch, executor, address)
         if tensorboard:
             from normlab.study.tensorboard import write_events
             write_events(out)
@@ -165,7 +169,8 @@ def study(
     raise typer.Exit(_study_exit_code(status))
 
 
-def _run_with_bar(spec, out: Path, workers: Optional[int], batch: Optional[bool]):
+def _run_with_bar(spec, out: Path, workers: Optional[int], batch: Optional[bool], executor: str = "local",
+                  address: Optional[str] = None):
     from normlab.study.runner import run_study
 
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
@@ -177,7 +182,8 @@ def _run_with_bar(spec, out: Path, workers: Optional[int], batch: Optional[bool]
             status = "  ".join(f"{k} {v}" for k, v in sorted(counts.items()))
             bar.update(task, total=total, completed=done, status=status)
 
-        return run_study(spec, out, workers, on_progress, batch=batch)
+        return run_study(spec, out, workers, on_progress, batch=batch, executor=executor, address=address,
+                         say=lambda line: bar.console.print(line, highlight=False))
 
 
 def _study_exit_code(status) -> int:

@@ -214,10 +214,10 @@ def test_runs_that_pin_more_threads_get_fewer_workers(monkeypatch):
     runs = spec.expand(CLAIMS)
     monkeypatch.setattr(runner.os, "cpu_count", lambda: 2)
     phases = runner.phases(runs, workers=2, threads=1)
-    assert [(len(ids), workers) for ids, workers in phases] == [(4, 2), (4, 1)]
+    assert [(len(ids), workers, threads) for ids, workers, threads in phases] == [(4, 2, 1), (4, 1, 2)]
     assert {r.config.train.threads for r in runs if r.id in phases[1][0]} == {2}
     monkeypatch.setattr(runner.os, "cpu_count", lambda: 16)
-    assert [w for _, w in runner.phases(runs, workers=8, threads=2)] == [8, 8]
+    assert [w for _, w, _ in runner.phases(runs, workers=8, threads=2)] == [8, 8]
 
 
 def test_records_from_an_older_registry_get_new_config_fields_by_default():

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from normlab.bench.timing import steady_allocator
+from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS, INCONCLUSIVE, ORDER, Claim, Figure, Verdict
 from normlab.study.claims.base import init_text
 from normlab.study.records import UNPINNED, flatten, record_from_run_dir, unflatten
@@ -77,6 +78,28 @@ def group_limit(config: dict[str, Any], budget_bytes: float = GROUP_MEMORY_BYTES
     return int(max(1, min(cap, budget_bytes // per_member)))
 
 
+def group_of(config: dict[str, Any], batch: bool) -> str:
+    """The key runs share when one worker may train them as one stack; a run's own hash (a group of one) else."""
+    from normlab.config import validate_config
+    from normlab.train.group import group_key, groupable
+
+    cfg = validate_config(config)
+    return group_key(cfg) if batch and groupable(cfg) else cfg.hash()
+
+
+def is_stacked(jobs: list[tuple[str, dict[str, Any]]], batch: bool) -> bool:
+    from normlab.config import validate_config
+    from normlab.train.group import groupable
+
+    return batch and groupable(validate_config(jobs[0][1]))
+
+
+def claim_jobs(registry: Registry, owner: int, ids: list[str], batch: bool) -> list[tuple[str, dict[str, Any]]]:
+    """The next runs to train together (up to `group_limit`), claimed for process `owner`; [] when none is left."""
+    return registry.claim_group(owner, set(ids), lambda config: group_of(config, batch),
+                                limit_of=lambda config: group_limit(config) if batch else 1)
+
+
 def worker_main(study_dir: str, ids: list[str], threads: int, batch: bool = True) -> None:
     """Claim runs until none is left. With `batch`, a claim takes runs of one shape together (up to
     `group_limit`) and trains them as one stack, even a stack of one: a run's numerics then never
@@ -84,23 +107,15 @@ def worker_main(study_dir: str, ids: list[str], threads: int, batch: bool = True
     _die_with_parent()
     import torch
 
-    from normlab.config import validate_config
-    from normlab.train.group import group_key, groupable
-
-    def group_of(config: dict[str, Any]) -> str:
-        cfg = validate_config(config)
-        return group_key(cfg) if batch and groupable(cfg) else cfg.hash()  # a hash: a group of one
-
     torch.set_num_threads(threads)
     parent = os.getppid()
     registry = Registry(study_dir)
     while os.getppid() == parent:
-        jobs = registry.claim_group(os.getpid(), set(ids), group_of,
-                                    limit_of=lambda config: group_limit(config) if batch else 1)
+        jobs = claim_jobs(registry, os.getpid(), ids, batch)
         if not jobs:
             return
         with registry.holding([rid for rid, _ in jobs], os.getpid()):  # a live worker's runs are never taken over
-            _train_group(registry, jobs, stacked=batch and groupable(validate_config(jobs[0][1])))
+            _train_group(registry, jobs, stacked=is_stacked(jobs, batch))
 
 
 def _train_alone(cfg, out: str):
@@ -114,18 +129,28 @@ def _train_alone(cfg, out: str):
 
 def _train_group(registry: Registry, jobs: list[tuple[str, dict[str, Any]]], stacked: bool) -> None:
     """Train the claimed runs (as one stack, or the one run alone); each is finished or failed on its own."""
+    runs = [(cfg, str(registry.run_dir(rid))) for rid, cfg in jobs]
+    record_results(registry, jobs, train_jobs(runs, stacked))
+
+
+def train_jobs(runs: list[tuple[dict[str, Any], str]], stacked: bool) -> list:
+    """Train (config, run directory) pairs as one stack, or the one run alone: a `RunResult` each. What the
+    local workers and the Ray tasks both run; it touches the run directories, never the registry."""
     from normlab.config import validate_config
     from normlab.train.group import GroupTrainer
+    from normlab.train.loop import RunResult
 
-    runs = [(validate_config(cfg), str(registry.run_dir(rid))) for rid, cfg in jobs]
     try:
-        results = GroupTrainer(runs).run() if stacked else [_train_alone(*runs[0])]
+        runs = [(validate_config(cfg), out) for cfg, out in runs]
+        return GroupTrainer(runs).run() if stacked else [_train_alone(*runs[0])]
     except Exception as e:  # the group itself could not run: every member failed for that reason
         reason = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
-        for rid, _ in jobs:
-            registry.fail(rid, reason)
-        return
-    for (rid, _), result in zip(jobs, results):  # a RunResult, or an exception's reason
+        return [RunResult("failed", 0, None, reason) for _ in runs]
+
+
+def record_results(registry: Registry, jobs: list[tuple[str, dict[str, Any]]], results: list) -> None:
+    """Each run finished (its record summarized from its run directory) or failed, with its reason."""
+    for (rid, _), result in zip(jobs, results):
         try:
             if result.status == "failed":
                 registry.fail(rid, result.reason or "failed")
@@ -172,9 +197,18 @@ class StudyOutcome:
     failed: list[dict[str, Any]]  # `failed_runs`
 
 
+EXECUTORS = ("local", "ray")
+
+
 def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None,
-              progress: ProgressCallback | None = None, batch: bool | None = None) -> StudyOutcome:
-    """Train what the claims need, measure, judge. `batch`: stack runs of one shape (None: `default_batch`)."""
+              progress: ProgressCallback | None = None, batch: bool | None = None, executor: str = "local",
+              address: str | None = None, say: Callable[[str], None] = print) -> StudyOutcome:
+    """Train what the claims need, measure, judge. `batch`: stack runs of one shape (None: `default_batch`).
+    `executor`: `local` worker processes, or `ray` tasks on the cluster at `address` (ray_executor.py)."""
+    if executor not in EXECUTORS:
+        raise ConfigError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
+    if executor == "local" and address is not None:
+        raise ConfigError(f"--address {address!r} is for --executor ray; valid with local: no --address")
     start = time.perf_counter()
     runs = spec.expand(CLAIMS)  # before the registry: an invalid study leaves nothing on disk
     registry = Registry(study_dir)
@@ -183,10 +217,20 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
     ids = [r.id for r in runs]
     costs = {r.id: run_cost(r.config.to_dict()) for r in runs}
     workers = workers or default_workers()
-    threads = max(1, (os.cpu_count() or 1) // workers)
+    # a Ray task gets one CPU (what one small run trains fastest on, benchmarks/study_workers.py) unless pinned
+    threads = 1 if executor == "ray" else max(1, (os.cpu_count() or 1) // workers)
     batch = default_batch(spec) if batch is None else batch
-    for phase_ids, phase_workers in phases(runs, workers, threads):
-        _train_all(registry, phase_ids, costs, phase_workers, threads, progress, batch)
+
+    def train_phases(phase_runs: list) -> None:
+        for phase_ids, phase_workers, phase_threads in phases(phase_runs, workers, threads):
+            if executor == "ray":
+                from normlab.study.ray_executor import train_all_ray
+
+                train_all_ray(registry, phase_ids, costs, phase_threads, progress, batch, address, say)
+            else:
+                _train_all(registry, phase_ids, costs, phase_workers, threads, progress, batch)
+
+    train_phases(runs)
     # runs that start from trained ones (C7's fine-tunes), once those are settled
     follow = followup_runs(spec, registry, ids)
     if follow:
@@ -194,8 +238,7 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
         costs.update({r.id: run_cost(r.config.to_dict()) for r in follow})
         ids += [r.id for r in follow]
         registry.set_meta("study", describe(spec, ids))
-        for phase_ids, phase_workers in phases(follow, workers, threads):
-            _train_all(registry, phase_ids, costs, phase_workers, threads, progress, batch)
+        train_phases(follow)
     done, total = registry.progress(set(ids))
     if done == total:  # not while another process still trains here: timings want a quiet machine
         measure_claims(spec, registry)
@@ -237,15 +280,15 @@ def study_ids(spec: StudySpec, registry: Registry, ids: list[str]) -> list[str]:
     return list(ids) + [r.id for r in followup_runs(spec, registry, ids) if r.id not in known]
 
 
-def phases(runs: list, workers: int, threads: int) -> list[tuple[list[str], int]]:
-    """Runs grouped by the thread count they pin (train.threads; 0: the worker's), each group with as many
-    workers as the cores allow. Why: 2 workers × 2 threads on 2 cores made each 7 s run take minutes
+def phases(runs: list, workers: int, threads: int) -> list[tuple[list[str], int, int]]:
+    """Runs grouped by the thread count they pin (train.threads; 0: the worker's): (ids, as many workers as the
+    cores allow, threads). Why: 2 workers × 2 threads on 2 cores made each 7 s run take minutes
     (OpenMP threads spinning against each other), so runs that pin more threads get fewer workers."""
     cores = os.cpu_count() or 1
     by_threads: dict[int, list[str]] = {}
     for r in runs:
         by_threads.setdefault(r.config.train.threads or threads, []).append(r.id)
-    return [(ids, max(1, min(workers, cores // t))) for t, ids in sorted(by_threads.items())]
+    return [(ids, max(1, min(workers, cores // t)), t) for t, ids in sorted(by_threads.items())]
 
 
 def completion(spec: StudySpec, registry: Registry, ids: list[str]) -> Completion:

@@ -1,0 +1,202 @@
+"""`normlab study --executor ray` on a real local Ray cluster: a head node and a second worker node on the
+loopback address, started by `ray start --block` here (stopping them stops only their own processes).
+
+What must hold: the same per-run results as the local executor; a worker killed mid-run is retried by Ray
+and its run resumes from its checkpoint, nothing lost or trained twice; run directories shipped to and from
+tasks when a node does not see the study directory.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from normlab.study import ray_executor  # noqa: E402
+from normlab.study.registry import Registry  # noqa: E402
+from normlab.study.runner import run_study  # noqa: E402
+from normlab.study.spec import load_study  # noqa: E402
+from normlab.train import RunDir  # noqa: E402
+
+TINY = ["model.d_model=16", "model.n_head=2", "model.block_size=16", "train.batch_size=4", "train.steps=150",
+        "train.eval_interval=50", "train.eval_batches=2", "train.ckpt_interval=10", "diagnostics.interval=50"]
+CLAIMS, SEEDS = "C13", "0,1"
+RAY = str(Path(sys.executable).parent / "ray")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A head node and one worker node, 1 CPU each, on 127.0.0.1; yields the head's address."""
+    port, temp = _free_port(), tempfile.mkdtemp(prefix="nlray")  # short: Ray's socket paths must fit 107 bytes
+    common = ["--block", "--node-ip-address=127.0.0.1", "--num-cpus=1", "--object-store-memory=80000000",
+              "--disable-usage-stats"]
+    env = {**os.environ, "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
+    nodes = [subprocess.Popen([RAY, "start", "--head", f"--port={port}", "--include-dashboard=false",
+                               f"--temp-dir={temp}", *common], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)]
+    address = f"127.0.0.1:{port}"
+    try:
+        _wait_for(lambda: _nodes(address) >= 1, "the head node")
+        nodes.append(subprocess.Popen([RAY, "start", f"--address={address}", *common], env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+        _wait_for(lambda: _nodes(address) >= 2, "the worker node")
+        yield address
+    finally:
+        for node in reversed(nodes):  # `ray start --block` stops its node's processes on SIGTERM
+            node.send_signal(signal.SIGTERM)
+        for node in nodes:
+            try:
+                node.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(node.pid, signal.SIGKILL)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _nodes(address: str) -> int:
+    out = subprocess.run([sys.executable, "-c", "import ray, sys; ray.init(address=sys.argv[1], "
+                          "log_to_driver=False); print(sum(n['Alive'] for n in ray.nodes()))", address],
+                         capture_output=True, text=True, timeout=60)
+    return int(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 and out.stdout.strip() else 0
+
+
+def _wait_for(ready, what: str, timeout: float = 90) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if ready():
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"{what} of the Ray test cluster did not come up in {timeout:.0f} s")
+
+
+def _curves(study_dir: Path) -> dict[str, tuple]:
+    """Per run: status, final val loss, and every logged loss (train and val) by step."""
+    registry = Registry(study_dir)
+    out = {}
+    for record in registry.records():
+        rows = RunDir(registry.run_dir(record.id)).metrics()
+        out[record.id] = (record.status, record.val_loss,
+                          [(r["step"], r.get("train_loss"), r.get("val_loss")) for r in rows])
+    return out
+
+
+@pytest.fixture(scope="module")
+def local_study(tmp_path_factory):
+    """The same study with the local executor: 2 worker processes × 1 thread, the reference."""
+    out = tmp_path_factory.mktemp("local")
+    spec = load_study("standard", claims=CLAIMS.split(","), seeds=[0, 1], overrides=TINY)
+    outcome = run_study(spec, out, workers=2, batch=False)
+    assert outcome.final
+    return _curves(out)
+
+
+def _ray_trainers() -> list[int]:
+    """PIDs of Ray workers executing a training task (Ray titles them ray::ray_train)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if (proc / "cmdline").read_bytes().startswith(b"ray::ray_train"):
+                    pids.append(int(proc.name))
+            except OSError:
+                pass
+    return pids
+
+
+def test_a_study_on_ray_survives_a_killed_worker_and_matches_the_local_executor(cluster, local_study, tmp_path):
+    out = tmp_path / "ray"
+    cmd = [sys.executable, "-m", "normlab", "study", "--out", str(out), "--claims", CLAIMS, "--seeds", SEEDS,
+           "--executor", "ray", "--address", cluster, "--no-batch"]
+    for item in TINY:
+        cmd += ["--set", item]
+    study = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    killed = []
+    deadline = time.time() + 120
+    while not killed and time.time() < deadline and study.poll() is None:
+        checkpointed = list((out / "runs").glob("*/checkpoint*")) if (out / "runs").is_dir() else []
+        if checkpointed:  # a run is past its first checkpoint: kill every worker training one, mid-run
+            for pid in _ray_trainers():
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+        time.sleep(0.05)
+    output, _ = study.communicate(timeout=300)
+    assert killed, f"no Ray training worker was found to kill; the study said:\n{output}"
+    assert study.returncode == 0, output
+    assert "every node sees the study directory: runs train in place" in output
+    registry = Registry(out)
+    rows = registry.rows()
+    assert {r["status"] for r in rows} <= {"completed", "failed_to_train"} and len(rows) == 4  # all trained to the end
+    assert all(r["attempts"] == 1 for r in rows)  # Ray retried the task; the registry claimed each run once
+    resumed = [json.loads((registry.run_dir(r["id"]) / "run.json").read_text())["resumed_from_step"] for r in rows]
+    assert any(step for step in resumed), "no run resumed from a checkpoint after its worker was killed"
+    # the resumed curves are the uninterrupted ones (1 thread in both executors): nothing lost, nothing twice
+    assert _curves(out) == local_study
+
+
+def test_run_directories_are_shipped_when_a_node_does_not_see_the_study(cluster, local_study, tmp_path,
+                                                                        monkeypatch):
+    """A cluster without shared storage: each run trains in a task's temporary copy and comes back whole."""
+    out = tmp_path / "shipped"
+    monkeypatch.setattr(ray_executor, "nodes_seeing", lambda ray_, study_dir: ([], ["a", "b"]))
+    said = []
+    spec = load_study("standard", claims=CLAIMS.split(","), seeds=[0, 1], overrides=TINY)
+    try:
+        outcome = run_study(spec, out, batch=False, executor="ray", address=cluster, say=said.append)
+    finally:
+        ray.shutdown()
+    assert outcome.final and sum(outcome.counts.values()) == 4 and not outcome.failed
+    assert "run directories are shipped to and from the tasks" in said[0]
+    assert _curves(out) == local_study
+    run = Registry(out).run_dir(next(iter(local_study)))
+    assert (run / "config.toml").is_file() and list(run.glob("checkpoint*"))
+    assert not (run / ".lock").exists()  # the task's lock stayed in its temporary directory
+
+
+def test_pack_refuses_nothing_of_its_own_and_unpack_stays_inside(tmp_path):
+    run = tmp_path / "run"
+    (run / "sub").mkdir(parents=True)
+    (run / "metrics.jsonl").write_text("{}\n")
+    (run / "sub" / "x").write_text("y")
+    (run / ".lock").write_text("pid")
+    data = ray_executor.pack(run)
+    ray_executor.unpack(data, tmp_path / "copy")
+    assert (tmp_path / "copy" / "metrics.jsonl").read_text() == "{}\n"
+    assert (tmp_path / "copy" / "sub" / "x").read_text() == "y" and not (tmp_path / "copy" / ".lock").exists()
+    assert ray_executor.pack(tmp_path / "missing") is None
+    import io
+    import tarfile
+
+    evil = io.BytesIO()
+    with tarfile.open(fileobj=evil, mode="w") as tar:
+        info = tarfile.TarInfo("../escaped")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    with pytest.raises(tarfile.OutsideDestinationError):
+        ray_executor.unpack(evil.getvalue(), tmp_path / "inside")
+    assert not (tmp_path / "escaped").exists()
+
+
+def test_bad_executor_and_address_are_clear_errors(tmp_path):
+    from normlab.config import ConfigError
+
+    spec = load_study("standard", claims=["C13"], seeds=[0], overrides=TINY)
+    with pytest.raises(ConfigError, match="unknown executor 'dask'; valid: local, ray"):
+        run_study(spec, tmp_path / "a", executor="dask")
+    with pytest.raises(ConfigError, match="--address '1.2.3.4:6379' is for --executor ray"):
+        run_study(spec, tmp_path / "b", address="1.2.3.4:6379")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
