@@ -35,28 +35,55 @@ def train(
     out: Path = typer.Option(..., "--out", "-o", help="Run directory to create, or to resume."),
     fresh: bool = typer.Option(False, "--fresh", help="Start over: delete what normlab wrote in OUT (refused if OUT "
                                "is not a normlab run directory or holds other files)."),
+    parallel: str = typer.Option("ddp", "--parallel", help="Under torchrun: ddp (DistributedDataParallel) or fsdp "
+                                 "(FSDP2, each block sharded); train.batch_size is the global batch."),
 ) -> None:
-    """Train one model; resumes OUT if it holds this run, interrupted."""
+    """Train one model; resumes OUT if it holds this run, interrupted.
+
+    Data-parallel: torchrun --nproc_per_node N -m normlab train [CONFIG] --out OUT (gloo on CPU, NCCL on CUDA);
+    only rank 0 writes OUT, and its checkpoints resume on any number of processes.
+    """
+    from normlab.train.distributed import SINGLE, close, from_env
     from normlab.train.loop import RunError, Trainer
 
+    dist = SINGLE
     try:
         cfg = load_config(config, set_)
-        trainer = Trainer(cfg, str(out), fresh=fresh, on_note=_note)
+        dist = from_env(cfg.train.device, parallel)
+        trainer = Trainer(cfg, str(out), fresh=fresh, on_note=_note if dist.main else None, dist=dist)
     except (ConfigError, CorpusError, ValueError) as e:
-        fail(str(e))
-    steps = trainer.tc.steps
+        close(dist)
+        fail(str(e)) if dist.main else _exit_quietly(2)
+    try:
+        result = _train_with_bar(trainer) if dist.main else trainer.run()
+    except RunError as e:
+        fail(str(e)) if dist.main else _exit_quietly(2)
+    finally:
+        close(dist)
+    if dist.main:
+        _print_result(result, out)
+    if result.status == "diverged":
+        raise typer.Exit(3)
+
+
+def _exit_quietly(code: int) -> None:
+    """Ranks other than 0 under torchrun: rank 0 has said why."""
+    raise typer.Exit(code)
+
+
+def _train_with_bar(trainer):
+    from normlab.train.loop import RunError
+
     with _progress() as progress:
-        task = progress.add_task("train", total=steps, status="")
+        task = progress.add_task("train", total=trainer.tc.steps, status="")
         trainer.on_log = lambda row: progress.update(task, completed=row["step"], status=_status_line(row))
         try:
             result = trainer.run()
-        except RunError as e:
+        except RunError:
             progress.stop()
-            fail(str(e))
+            raise
         progress.update(task, completed=result.step)
-    _print_result(result, out)
-    if result.status == "diverged":
-        raise typer.Exit(3)
+    return result
 
 
 def _note(message: str) -> None:

@@ -24,7 +24,9 @@ from normlab.diagnostics import DiagnosticsStore, LayerProbe, find_nonfinite_ori
 from normlab.diagnostics.probe import NO_PROBE
 from normlab.nn.kernels import get_norm_impl
 from normlab.nn.schemes import profile_model
+from normlab.nn.model import IGNORE
 from normlab.rundir import RunDir, RunDirError, RunLock, RunLockedError, load_model, with_vocab
+from normlab.train.distributed import SINGLE, Dist, wrap
 from normlab.train.optim import build_optimizer, learning_rate
 
 EVAL_SEED = 0x5EED_0E7A  # val batches are the same at every evaluation and in every run
@@ -60,12 +62,12 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
-def environment(device: torch.device) -> dict[str, Any]:
-    """What decides a run's numerics beyond its config: versions, CPU, threads, norm kernels."""
+def environment(device: torch.device, dist: Dist = SINGLE) -> dict[str, Any]:
+    """What decides a run's numerics beyond its config: versions, CPU, threads, norm kernels, processes."""
     env = {
         "normlab": normlab.__version__, "torch": torch.__version__, "python": sys.version.split()[0],
         "platform": platform.platform(), "device": str(device), "torch_threads": torch.get_num_threads(),
-        "cpu": cpu_model(), "norm_impl": get_norm_impl(),
+        "cpu": cpu_model(), "norm_impl": get_norm_impl(), **dist.describe(),
     }
     if device.type == "cuda":
         env["device_name"] = torch.cuda.get_device_name(device)
@@ -124,11 +126,18 @@ class Trainer:
     """Trains one `RunConfig` into one run directory, resuming it if it was interrupted."""
 
     def __init__(self, cfg: RunConfig, out: str, on_log: StepCallback | None = None, fresh: bool = False,
-                 on_note: NoteCallback | None = None, corpus: Corpus | None = None):
+                 on_note: NoteCallback | None = None, corpus: Corpus | None = None, dist: Dist = SINGLE):
         self.run_dir = RunDir(out)
         self.on_log, self.on_note, self.fresh = on_log, on_note, fresh
         self.notes: list[str] = []  # what the user should be told (e.g. a damaged checkpoint passed over)
-        self.device = resolve_device(cfg.train.device)
+        self.dist = dist  # one of torchrun's processes (distributed.py), or the only one
+        if dist.active and cfg.train.batch_size % dist.world:
+            raise ValueError(f"train.batch_size = {cfg.train.batch_size} does not split over {dist.world} processes; "
+                             f"valid: a multiple of {dist.world} (it is the global batch)")
+        if dist.active and fresh:
+            raise ValueError("--fresh is refused under torchrun (one process would clear what the others read); "
+                             "run it once without torchrun, or choose another --out")
+        self.device = dist.device or resolve_device(cfg.train.device)
         self.corpus: Corpus = corpus or corpus_of(cfg)
         self.cfg = with_vocab(cfg, self.corpus.tokenizer.vocab_size)
         self.tc = self.cfg.train
@@ -144,11 +153,13 @@ class Trainer:
             self.model.load_state_dict(self._source_weights())
         elif loaded.checkpoint is None:  # Admin's profiling pass (ω), on one batch of its own generator
             self.profile = profile_model(self.model, self._profiling_forward)
-        self.forward = torch.compile(self.model) if self.tc.compile else self.model
+        self.eager = wrap(self.model, self.dist)  # what a step calls: the model, or its DDP / FSDP form
+        self.forward = torch.compile(self.eager) if self.tc.compile else self.eager
         self.optimizer = build_optimizer(self.model, self.tc, self.device.type)
         self.data_rng = torch.Generator().manual_seed(self.tc.seed)
         self.step, self.elapsed = 0, 0.0
-        self.store = DiagnosticsStore(self.run_dir.path) if self.cfg.diagnostics.interval else None
+        # rank 0 alone records diagnostics, of its own slice of the batch (the gradients are the global ones)
+        self.store = DiagnosticsStore(self.run_dir.path) if self.cfg.diagnostics.interval and self.dist.main else None
         self.probe = LayerProbe(self.model, self.store, self.cfg.diagnostics.interval) if self.store else None
         if loaded.checkpoint is not None and loaded.checkpoint.note():
             self._note(loaded.checkpoint.note())
@@ -184,6 +195,8 @@ class Trainer:
         self.step, self.elapsed = ckpt["step"], ckpt["elapsed"]
 
     def _checkpoint(self) -> None:
+        if not self.dist.main:
+            return
         self.run_dir.save_checkpoint({
             "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
             "data_rng": self.data_rng.get_state(), "torch_rng": torch.get_rng_state(),
@@ -212,13 +225,23 @@ class Trainer:
 
     # -- the run: lock, start, loop, finish ------------------------------------------------
     def run(self) -> RunResult:
-        """Train (or resume) under the directory's lock; a reason the user can act on raises `RunError`."""
-        lock = self.acquire()
+        """Train (or resume) under the directory's lock; a reason the user can act on raises `RunError`.
+        Under torchrun, rank 0 takes the lock and every rank learns whether it could."""
+        lock, refused = None, None
+        if self.dist.main:
+            try:
+                lock = self.acquire()
+            except RunError as e:
+                refused = str(e)
+        refused = self.dist.from_main(refused)
+        if refused is not None:
+            raise RunError(refused)
         try:
             with run_threads(self.tc.threads):
                 return self.guarded(self._run_locked)
         finally:
-            lock.release()
+            if lock is not None:
+                lock.release()
 
     def acquire(self) -> RunLock:
         """Make (or adopt) the run directory and lock it; with `fresh`, clear what normlab wrote there."""
@@ -264,38 +287,66 @@ class Trainer:
         return self.finish(val_loss)
 
     def start(self) -> RunResult | None:
-        """Ready the model, optimizer and data position (resuming a checkpoint); a finished run's result."""
+        """Ready the model, optimizer and data position (resuming a checkpoint); a finished run's result.
+        Under torchrun, rank 0 checks and prepares the directory, then every rank reads the checkpoint."""
         rd = self.run_dir
         get_norm_impl()  # a bad NORMLAB_NORM_IMPL fails the run now, not at the first norm's forward
+        done, problem = None, None
+        if self.dist.main:
+            try:
+                done = self._finished()
+                if done is None:
+                    self._prepare_dir()
+            except (ValueError, OSError) as e:
+                if not self.dist.active:
+                    raise
+                problem = _os_message(e, rd.path) if isinstance(e, OSError) else str(e)
+        done, problem = self.dist.from_main((done, problem))
+        if problem is not None:
+            raise RunError(problem)
+        if done is not None:
+            return done
+        ckpt = self._build()
+        if self.dist.main:
+            self._rewind(ckpt)
+        if ckpt is not None:
+            self._restore(ckpt)
+        if self.dist.main:
+            rd.write_meta(self._meta(resumed_from=self.step if ckpt else None))
+            rd.write_status("running", step=self.step)
+        return None
+
+    def _finished(self) -> RunResult | None:
+        """The result of a run this directory already finished (completed or diverged), else None."""
+        rd = self.run_dir
         status = rd.read_status() if rd.exists() else None
         if status and status["status"] in ("completed", "diverged") and rd.read_config().hash() == self.cfg.hash():
             return RunResult(status["status"], status["step"], status.get("val_loss"), status.get("reason"),
                              status.get("outcome"))
-        self._prepare_dir()
-        ckpt = self._build()
-        self._rewind(ckpt)
-        if ckpt is not None:
-            self._restore(ckpt)
-        rd.write_meta(self._meta(resumed_from=self.step if ckpt else None))
-        rd.write_status("running", step=self.step)
         return None
 
     def record_diverged(self, d: Diverged) -> RunResult:
-        self.run_dir.write_status("diverged", step=d.step, reason=d.reason, val_loss=None, nan_origin=d.origin)
+        if self.dist.main:
+            self.run_dir.write_status("diverged", step=d.step, reason=d.reason, val_loss=None, nan_origin=d.origin)
         return RunResult("diverged", d.step, None, d.reason)
 
     def finish(self, val_loss: float) -> RunResult:
         """The layer-skip ablation, then `completed`, with its outcome: trained, or failed to train."""
-        if self.cfg.diagnostics.layer_skip:
-            self.run_dir.write_json("layer_skip.json", self.layer_skip())
+        skip = self.layer_skip() if self.cfg.diagnostics.layer_skip else None  # every rank: FSDP gathers weights
         plateau = self.objective.plateau(self.corpus)
         outcome, reason = judge_training(val_loss, plateau, self.tc.untrained_margin, self.objective.plateau_what)
+        if not self.dist.main:
+            return RunResult("completed", self.step, val_loss, reason, outcome)
+        if skip is not None:
+            self.run_dir.write_json("layer_skip.json", skip)
         self.run_dir.write_status("completed", step=self.step, val_loss=val_loss, elapsed_s=self.elapsed,
                                   outcome=outcome, reason=reason, unigram_ce=plateau)
         return RunResult("completed", self.step, val_loss, reason, outcome)
 
     def _record_failure(self, reason: str) -> None:
-        """status.json says `failed` and why; best effort (the disk may be what failed)."""
+        """status.json says `failed` and why (rank 0's); best effort (the disk may be what failed)."""
+        if not self.dist.main:
+            return
         try:
             if self.run_dir.path.is_dir():
                 self.run_dir.write_status("failed", step=getattr(self, "step", 0), reason=reason)
@@ -343,16 +394,20 @@ class Trainer:
         model.train()
         for group in self.optimizer.param_groups:
             group["lr"] = lr
+        # the global batch, drawn alike on every rank (so the data order is the world size's no matter); this rank's slice
         x, y = self.objective.batch(self.corpus, "train", tc.batch_size, self.cfg.model.block_size, self.data_rng)
+        x, y = self.dist.shard(x), self.dist.shard(y)
         x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
         probe = self.probe.session(self.step) if self.probe else NO_PROBE
+        interval = self.cfg.diagnostics.interval
+        measured = interval > 0 and self.step % interval == 0  # alike on every rank; rank 0 alone has the probe
         # a measured step runs without recomputation: the probe's hooks must see each block once
-        model.checkpoint_blocks = tc.activation_checkpointing and probe is NO_PROBE
+        model.checkpoint_blocks = tc.activation_checkpointing and not measured
         with probe, self.autocast():
             # measured steps run eagerly (compiled code would not see the probe's hooks); under
             # compile = true their numerics may differ from the compiled steps' in the last bits
-            _, loss = (model if probe is not NO_PROBE else self.forward)(x, y)
-        loss_value = loss.item()
+            _, loss = (self.eager if measured else self.forward)(x, y)
+        loss, loss_value = self._global_loss(loss, y)
         if not math.isfinite(loss_value) or loss_value > tc.diverge_loss:
             what = "non-finite" if not math.isfinite(loss_value) else f"above diverge_loss {tc.diverge_loss:g}"
             self._diverged(f"train loss {loss_value:.4g} at step {self.step + 1} ({what})",
@@ -370,12 +425,23 @@ class Trainer:
         probe.after_update()
         return loss_value, grad_norm
 
+    def _global_loss(self, loss: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """(the loss to differentiate, the global batch's mean loss). Alone: the loss itself. Under torchrun:
+        weighted by this rank's share of the target tokens, so the gradients DDP averages are the global
+        mean's; every rank gets the same logged value, so all agree on divergence."""
+        if not self.dist.active:
+            return loss, loss.item()
+        count = (y != IGNORE).sum().to(loss.dtype)
+        total = self.dist.sum(count)
+        value = (self.dist.sum(loss.detach() * count) / total).item()
+        return loss * (count * self.dist.world / total), value
+
     def _diverged(self, reason: str, row: dict[str, Any], x: torch.Tensor, y: torch.Tensor, trace: bool):
         """Record the diverging step, find the module where a NaN/inf started, and stop the run."""
         step = self.step + 1
         self._log({"step": step, **row, "elapsed_s": self.elapsed})
         origin = None
-        if trace:
+        if trace and self.dist.main and self.dist.parallel != "fsdp":  # a local re-run; FSDP's would need every rank
             self.model.zero_grad(set_to_none=True)
             with self.autocast():
                 origin = find_nonfinite_origin(self.model, lambda: self.model(x, y)[1])
@@ -407,6 +473,8 @@ class Trainer:
         return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.tc.precision == "bf16")
 
     def _log(self, row: dict[str, Any]) -> None:
+        if not self.dist.main:
+            return
         self.run_dir.append_metrics(row)
         if self.on_log is not None:
             self.on_log(row)
@@ -414,7 +482,7 @@ class Trainer:
     def _meta(self, resumed_from: int | None) -> dict[str, Any]:
         return {
             "config_hash": self.cfg.hash(),
-            "environment": environment(self.device),
+            "environment": environment(self.device, self.dist),
             "corpus": {"name": self.corpus.name, "tokenizer": self.corpus.tokenizer.kind,
                        "vocab_size": self.corpus.tokenizer.vocab_size,
                        "train_tokens": len(self.corpus.train), "val_tokens": len(self.corpus.val),
@@ -444,6 +512,7 @@ def _os_message(e: OSError, run_path) -> str:
     return f"cannot write {where}: {e.strerror or e}" if e.strerror else f"{where}: {e}"
 
 
-def train(cfg: RunConfig, out: str, on_log: StepCallback | None = None, fresh: bool = False) -> RunResult:
+def train(cfg: RunConfig, out: str, on_log: StepCallback | None = None, fresh: bool = False,
+          dist: Dist = SINGLE) -> RunResult:
     """Train `cfg` into the run directory `out` (resuming it if it holds this run, interrupted)."""
-    return Trainer(cfg, out, on_log, fresh=fresh).run()
+    return Trainer(cfg, out, on_log, fresh=fresh, dist=dist).run()

@@ -1,0 +1,121 @@
+"""Data-parallel training on PyTorch's own engine: `torchrun --nproc_per_node N -m normlab train ...`.
+
+torchrun starts N processes and sets RANK, WORLD_SIZE, LOCAL_RANK and the rendezvous; each
+process joins the group (NCCL on CUDA, one GPU per local rank; gloo on CPU) and the trainer
+wraps its model in DistributedDataParallel, or shards it with FSDP (`--fsdp`).
+
+How a run stays the run it would be in one process:
+- every rank draws the *global* batch (`train.batch_size`) from the same data generator and
+  trains on its slice, so the data order, and the checkpoint's generator state, do not depend
+  on the world size: a checkpoint resumes on any number of processes;
+- each rank's loss is weighted by its share of the batch's target tokens, so the averaged
+  gradient is the global batch's mean-loss gradient even when the ranks' shares differ (masked
+  LM); the logged loss is the global mean;
+- only rank 0 writes the run directory (lock, config, metrics, checkpoints, diagnostics) and
+  evaluates; the other ranks read its checkpoint to resume.
+What differs: the order of floating-point sums (the gradients are reduced across ranks), and
+dropout masks, which each rank draws for its own slice.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+PARALLEL = ("ddp", "fsdp")
+
+
+@dataclass
+class Dist:
+    """This process's place in the group; the default is a single process (no group)."""
+
+    rank: int = 0
+    world: int = 1
+    device: torch.device | None = None  # the device torchrun's local rank owns (CUDA), else None
+    backend: str | None = None
+    parallel: str = "ddp"
+    _group: Any = field(default=None, repr=False)
+
+    @property
+    def active(self) -> bool:
+        return self.world > 1
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def shard(self, batch: torch.Tensor) -> torch.Tensor:
+        """This rank's slice of a global batch (dimension 0)."""
+        if not self.active:
+            return batch
+        size = batch.shape[0] // self.world
+        return batch[self.rank * size:(self.rank + 1) * size]
+
+    def sum(self, value: torch.Tensor) -> torch.Tensor:
+        """The sum of `value` over the ranks (a new tensor; the input is left as it is)."""
+        out = value.detach().clone()
+        if self.active:
+            torch.distributed.all_reduce(out)
+        return out
+
+    def from_main(self, value: Any) -> Any:
+        """Rank 0's `value`, on every rank (any picklable object)."""
+        if not self.active:
+            return value
+        box = [value]
+        torch.distributed.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def describe(self) -> dict[str, Any]:
+        return {"world_size": self.world, "backend": self.backend, "parallel": self.parallel if self.active else None}
+
+
+SINGLE = Dist()
+
+
+def from_env(device: str, parallel: str = "ddp") -> Dist:
+    """Join the process group torchrun set up (WORLD_SIZE > 1); a single process otherwise."""
+    if parallel not in PARALLEL:
+        raise ValueError(f"unknown data-parallel engine {parallel!r}; valid: {', '.join(PARALLEL)}")
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return SINGLE
+    from normlab.train.loop import resolve_device
+
+    rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+    dev = resolve_device(device)
+    if dev.type == "cuda":
+        if local >= torch.cuda.device_count():
+            raise ValueError(f"local rank {local} has no GPU: torch sees {torch.cuda.device_count()}; "
+                             "run torchrun with --nproc_per_node at most the GPU count")
+        dev = torch.device("cuda", local)
+        torch.cuda.set_device(dev)
+    backend = "nccl" if dev.type == "cuda" else "gloo"
+    if not torch.distributed.is_initialized():
+        torch.distributed.init_process_group(backend)
+    return Dist(rank, world, dev, backend, parallel)
+
+
+def wrap(model: torch.nn.Module, dist: Dist) -> torch.nn.Module:
+    """The module the training step calls: the model itself, its DDP wrapper, or the model sharded by FSDP
+    (FSDP2's `fully_shard`, each block a unit, in place)."""
+    if not dist.active:
+        return model
+    if dist.parallel == "fsdp":
+        from torch.distributed.fsdp import fully_shard
+
+        for block in model.blocks:
+            fully_shard(block)
+        fully_shard(model)
+        return model
+    from torch.nn.parallel import DistributedDataParallel
+
+    ids = [dist.device] if dist.device is not None and dist.device.type == "cuda" else None
+    return DistributedDataParallel(model, device_ids=ids)
+
+
+def close(dist: Dist) -> None:
+    if dist.active and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
