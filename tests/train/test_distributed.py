@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from normlab.config import load_config
+from normlab.rundir import load_model
 from normlab.train import RunDir
 from normlab.train.distributed import Dist
 from normlab.train.loop import Trainer, train
@@ -48,33 +50,44 @@ def assert_same_curve(a: list[dict], b: list[dict]) -> float:
     return worst
 
 
+ENGINES = {"ddp": SETS, "fsdp": SETS[:-1] + ["diagnostics.interval=0"]}  # FSDP's shards: no weight probe
+
+
 @pytest.fixture(scope="module")
 def single(tmp_path_factory):
-    out = tmp_path_factory.mktemp("single") / "run"
-    result = train(load_config(None, SETS), str(out))
-    assert result.status == "completed"
-    return out
+    """The 1-process reference run of each engine's settings."""
+    runs = {}
+    for engine, sets in ENGINES.items():
+        out = tmp_path_factory.mktemp(f"single-{engine}") / "run"
+        assert train(load_config(None, sets), str(out)).status == "completed"
+        runs[engine] = out
+    return runs
 
 
-def test_two_processes_train_the_one_process_curve(single, tmp_path):
-    out = tmp_path / "ddp"
-    done = torchrun(out, SETS)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_two_processes_train_the_one_process_curve(engine, single, tmp_path):
+    out = tmp_path / engine
+    done = torchrun(out, ENGINES[engine], 2, "--parallel", engine)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("completed 60 steps") == 1  # rank 0 alone reports
-    assert assert_same_curve(curve(out), curve(single)) < TOLERANCE
+    assert assert_same_curve(curve(out), curve(single[engine])) < TOLERANCE
     env = RunDir(out).read_meta()["environment"]
-    assert (env["world_size"], env["backend"], env["parallel"]) == (2, "gloo", "ddp")
-    assert RunDir(single).read_meta()["environment"]["world_size"] == 1
-    # rank 0 alone wrote: one row per logged step, one diagnostics store
+    assert (env["world_size"], env["backend"], env["parallel"]) == (2, "gloo", engine)
+    assert RunDir(single[engine]).read_meta()["environment"]["world_size"] == 1
     steps = [r["step"] for r in curve(out)]
-    assert len(steps) == len(set(steps))
-    assert (out / "diagnostics.sqlite").is_file()
+    assert len(steps) == len(set(steps))  # rank 0 alone wrote: one row per logged step
+    # the checkpoint is one process's: whole weights, loadable alone, the reference's within fp tolerance
+    ours, theirs = load_model(out).model.state_dict(), load_model(single[engine]).model.state_dict()
+    assert ours.keys() == theirs.keys()
+    for name in ours:
+        torch.testing.assert_close(ours[name], theirs[name], atol=TOLERANCE, rtol=0, msg=name)
 
 
-def test_a_checkpoint_resumes_on_another_world_size(single, tmp_path):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_checkpoint_resumes_on_another_world_size(engine, single, tmp_path):
     """Interrupted after its step-20 checkpoint in one process, resumed by two: the uninterrupted curve."""
     out = tmp_path / "resumed"
-    cfg = load_config(None, SETS)
+    cfg = load_config(None, ENGINES[engine])
 
     def stop_at_30(row):
         if row["step"] == 30:
@@ -82,10 +95,10 @@ def test_a_checkpoint_resumes_on_another_world_size(single, tmp_path):
 
     with pytest.raises(KeyboardInterrupt):
         Trainer(cfg, str(out), on_log=stop_at_30).run()
-    done = torchrun(out, SETS)
+    done = torchrun(out, ENGINES[engine], 2, "--parallel", engine)
     assert done.returncode == 0, done.stdout + done.stderr
     assert RunDir(out).read_meta()["resumed_from_step"] == 20
-    assert_same_curve(curve(out), curve(single))
+    assert_same_curve(curve(out), curve(single[engine]))
 
 
 def test_masked_lm_weights_each_rank_by_its_masked_tokens(tmp_path):
@@ -102,6 +115,8 @@ def test_a_global_batch_that_does_not_split_is_a_clear_error(tmp_path):
     cfg = load_config(None, SETS + ["train.batch_size=7"])
     with pytest.raises(ValueError, match="train.batch_size = 7 does not split over 2 processes; valid: a multiple of 2"):
         Trainer(cfg, str(tmp_path / "x"), dist=Dist(rank=0, world=2))
+    with pytest.raises(ValueError, match="diagnostics.interval = 20 under --parallel fsdp.*valid: diagnostics.interval = 0"):
+        Trainer(load_config(None, SETS), str(tmp_path / "x"), dist=Dist(rank=0, world=2, parallel="fsdp"))
     with pytest.raises(ValueError, match="--fresh is refused under torchrun"):
         Trainer(load_config(None, SETS), str(tmp_path / "x"), fresh=True, dist=Dist(rank=0, world=2))
     assert not (tmp_path / "x").exists()

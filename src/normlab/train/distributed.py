@@ -116,6 +116,46 @@ def wrap(model: torch.nn.Module, dist: Dist) -> torch.nn.Module:
     return DistributedDataParallel(model, device_ids=ids)
 
 
+def sharded(dist: Dist) -> bool:
+    return dist.active and dist.parallel == "fsdp"
+
+
+def full_state(state: dict[str, Any], dist: Dist) -> dict[str, Any]:
+    """A state dict (model's or optimizer's) with FSDP's sharded tensors gathered whole, on CPU, in the format one
+    process writes, so that a checkpoint resumes on any world size and engine. A collective under FSDP: every
+    rank calls it, in the same order."""
+    if not sharded(dist):
+        return state
+    from torch.distributed.tensor import DTensor
+
+    def whole(value: Any) -> Any:
+        if isinstance(value, DTensor):
+            return value.full_tensor().cpu()
+        if isinstance(value, dict):
+            return {k: whole(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [whole(v) for v in value]
+        return value
+
+    return whole(state)
+
+
+def shard_optimizer_state(optimizer: torch.optim.Optimizer, dist: Dist) -> None:
+    """After `load_state_dict` of a whole (one-process) optimizer state: each moment tensor cut to its
+    parameter's FSDP shard (locally: every rank holds the whole state)."""
+    if not sharded(dist):
+        return
+    from torch.distributed.tensor import DTensor, distribute_tensor
+
+    for param, state in optimizer.state.items():
+        if not isinstance(param, DTensor):
+            continue
+        for key, value in state.items():
+            if torch.is_tensor(value) and not isinstance(value, DTensor) and value.shape == param.shape:
+                state[key] = distribute_tensor(value.to(param.device), param.device_mesh, param.placements,
+                                               src_data_rank=None)
+
+
 def close(dist: Dist) -> None:
     if dist.active and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()

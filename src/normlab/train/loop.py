@@ -26,7 +26,7 @@ from normlab.nn.kernels import get_norm_impl
 from normlab.nn.schemes import profile_model
 from normlab.nn.model import IGNORE
 from normlab.rundir import RunDir, RunDirError, RunLock, RunLockedError, load_model, with_vocab
-from normlab.train.distributed import SINGLE, Dist, wrap
+from normlab.train.distributed import SINGLE, Dist, full_state, shard_optimizer_state, sharded, wrap
 from normlab.train.optim import build_optimizer, learning_rate
 
 EVAL_SEED = 0x5EED_0E7A  # val batches are the same at every evaluation and in every run
@@ -134,6 +134,9 @@ class Trainer:
         if dist.active and cfg.train.batch_size % dist.world:
             raise ValueError(f"train.batch_size = {cfg.train.batch_size} does not split over {dist.world} processes; "
                              f"valid: a multiple of {dist.world} (it is the global batch)")
+        if sharded(dist) and cfg.diagnostics.interval:
+            raise ValueError(f"diagnostics.interval = {cfg.diagnostics.interval} under --parallel fsdp: the probe reads "
+                             "whole weights and FSDP holds shards; valid: diagnostics.interval = 0, or --parallel ddp")
         if dist.active and fresh:
             raise ValueError("--fresh is refused under torchrun (one process would clear what the others read); "
                              "run it once without torchrun, or choose another --out")
@@ -187,6 +190,7 @@ class Trainer:
 
     def _restore(self, ckpt: dict[str, Any]) -> None:
         self.optimizer.load_state_dict(ckpt["optimizer"])
+        shard_optimizer_state(self.optimizer, self.dist)
         # RNG states are CPU byte tensors, whatever map_location moved them to
         self.data_rng.set_state(ckpt["data_rng"].cpu())
         torch.set_rng_state(ckpt["torch_rng"].cpu())
@@ -195,10 +199,12 @@ class Trainer:
         self.step, self.elapsed = ckpt["step"], ckpt["elapsed"]
 
     def _checkpoint(self) -> None:
+        # one process's format whatever the engine (FSDP's shards gathered by every rank); rank 0 writes
+        model, optimizer = full_state(self.model.state_dict(), self.dist), full_state(self.optimizer.state_dict(), self.dist)
         if not self.dist.main:
             return
         self.run_dir.save_checkpoint({
-            "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "model": model, "optimizer": optimizer,
             "data_rng": self.data_rng.get_state(), "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
             "step": self.step, "elapsed": self.elapsed, "config_hash": self.cfg.hash(),
