@@ -200,3 +200,31 @@ def test_bad_executor_and_address_are_clear_errors(tmp_path):
     with pytest.raises(ConfigError, match="--address '1.2.3.4:6379' is for --executor ray"):
         run_study(spec, tmp_path / "b", address="1.2.3.4:6379")
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+
+def test_a_shipped_fine_tune_trains_in_place_on_the_drivers_node(cluster, tmp_path, monkeypatch):
+    """A run that starts from a trained one needs its source: with shipping on, it is pinned to the driver's node
+    and trains in its own directory there (which keeps the lock file that a shipped copy never brings back)."""
+    from normlab.config import load_config
+    from normlab.train.loop import train
+
+    registry = Registry(tmp_path / "study")
+    short = [item for item in TINY if not item.startswith("train.steps")] + ["train.steps=20"]
+    source = tmp_path / "source"
+    train(load_config(None, short), str(source))
+    tune = load_config(None, short + [f'train.init_from="{source}"', 'data.path="paradise_lost"',
+                                      'data.vocab_from="tinyshakespeare"'])
+    plain = load_config(None, short + ["train.seed=7"])
+    registry.add_runs([(tune.hash(), tune.to_dict()), (plain.hash(), plain.to_dict())])
+    monkeypatch.setattr(ray_executor, "nodes_seeing", lambda ray_, study_dir: ([], ["a", "b"]))
+    ray_executor.connect(cluster)
+    try:
+        ray_executor.train_all_ray(registry, [tune.hash(), plain.hash()], {tune.hash(): 1.0, plain.hash(): 1.0},
+                                   threads=1, progress=None, batch=False, address=cluster, say=lambda line: None)
+    finally:
+        ray.shutdown()
+    assert {r["status"] for r in registry.rows()} <= {"completed", "failed_to_train"}
+    assert (registry.run_dir(tune.hash()) / ".lock").exists()  # trained in place, on the driver's node
+    assert not (registry.run_dir(plain.hash()) / ".lock").exists()  # shipped out and back
+    assert json.loads((registry.run_dir(tune.hash()) / "run.json").read_text())["init_from"] == str(source)

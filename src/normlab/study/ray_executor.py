@@ -148,8 +148,10 @@ def train_all_ray(registry: Registry, ids: list[str], costs: dict[str, float], t
             f"GPUs; {threads} CPU{'s' * (threads > 1)}{' + 1 GPU' if gpus else ''} a task; " +
             (f"{len(blind)} nodes do not see {registry.dir}: run directories are shipped to and from the tasks"
              if shipped else "every node sees the study directory: runs train in place"))
-        task = ray.remote(ray_train).options(num_cpus=threads, num_gpus=gpus, max_retries=MAX_RETRIES)
-        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        task = ray.remote(ray_train)
+        anywhere = {"num_cpus": threads, "num_gpus": gpus, "max_retries": MAX_RETRIES}
+        here = {**anywhere, "scheduling_strategy":  # the driver's node: it sees the study directory
+                NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)}
         owner, inflight = os.getpid(), {}
         total = sum(costs.values())
         try:
@@ -163,8 +165,7 @@ def train_all_ray(registry: Registry, ids: list[str], costs: dict[str, float], t
                     dirs = [registry.run_dir(rid) for rid, _ in jobs]
                     local = shipped and any(cfg["train"].get("init_from") for _, cfg in jobs)
                     packed = [pack(d) for d in dirs] if shipped and not local else None
-                    submit = task.options(scheduling_strategy=here) if local else task
-                    ref = submit.remote(jobs, [str(d.resolve()) for d in dirs], threads, is_stacked(jobs, batch),
+                    ref = task.options(**(here if local else anywhere)).remote(jobs, [str(d.resolve()) for d in dirs], threads, is_stacked(jobs, batch),
                                         packed)
                     inflight[ref] = (jobs, dirs, hold)
                 if progress is not None:
