@@ -54,7 +54,9 @@ def test_bench_quick_json():
 
 def test_bench_rejects_bad_options():
     result = CliRunner().invoke(app, ["bench", "--quick", "--only", "everything"])
-    assert result.exit_code == 2 and "valid: norms, steps" in result.output
+    assert result.exit_code == 2 and "'everything' is not one of 'norms', 'steps'" in result.output
+    result = CliRunner().invoke(app, ["bench", "--quick", "--scheme", "prenorm"])
+    assert result.exit_code == 2 and "'prenorm' is not one of 'post', 'pre'" in result.output
 
 
 @pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])

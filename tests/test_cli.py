@@ -28,10 +28,46 @@ def test_schemes_table():
     assert result.exit_code == 0 and "deepnorm" in result.output and "rmsnorm" in result.output
 
 
-@pytest.mark.parametrize("command", [[], ["train"], ["schemes"]])
-def test_help_on_every_command(command):
-    result = runner.invoke(app, [*command, "--help"])
+COMMANDS = [[], ["train"], ["schemes"], ["study"], ["report"], ["check"], ["diagnose"], ["bench"]]
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_on_every_command_names_values_not_python_types(command, flag):
+    result = runner.invoke(app, [*command, flag])
     assert result.exit_code == 0 and "Usage" in result.output
+    for label in ("<bool>", "<str>", "<int", "<path>", "<list[str]>", "<float>"):
+        assert label not in result.output, (command, label)
+
+
+def test_choices_are_listed_as_choices_and_a_bad_one_is_named_with_the_valid_ones():
+    from normlab.cli import Preset
+    from normlab.study.spec import PRESETS
+
+    assert {p.value for p in Preset} == set(PRESETS)
+    help_text = runner.invoke(app, ["study", "-h"], terminal_width=200).output
+    assert "--preset <standard|quick|deep|full>" in help_text and "--executor <local|ray>" in help_text
+    assert "'normlab[ray]'" in help_text  # printed as written, not read as markup
+    assert "--parallel <ddp|fsdp>" in runner.invoke(app, ["train", "-h"], terminal_width=200).output
+    bad = runner.invoke(app, ["study", "--preset", "fast"])
+    assert bad.exit_code == 2 and "'fast' is not one of 'standard', 'quick', 'deep', 'full'" in bad.output
+
+
+def test_version_and_shell_completion():
+    import normlab
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.strip() == f"normlab {normlab.__version__}"
+    top = runner.invoke(app, ["-h"]).output
+    assert "--install-completion" in top and "--show-completion" in top
+
+
+def test_bench_ratios_keep_three_significant_figures_and_the_environment_is_one_line():
+    from normlab.bench.report import _ratio, environment_line
+
+    assert _ratio(0.00213) == "0.00213×" and _ratio(1.0) == "1×" and _ratio(0.9183) == "0.918×" and _ratio(None) == "n/a"
+    line = environment_line({"torch": "2.13.0", "threads": 2, "fused_kernels": "built", "device_name": None})
+    assert line == "torch: 2.13.0; threads: 2; fused kernels: built" and "{" not in line
 
 
 def test_train_runs_and_writes_a_run_directory(tmp_path):

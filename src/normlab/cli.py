@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from enum import Enum
 from pathlib import Path
 from typing import Optional
 
@@ -16,10 +17,44 @@ from normlab.data import CorpusError
 from normlab.nn.norms import NORMS
 from normlab.nn.schemes import SCHEMES
 
+def _choices(name: str, values) -> type[Enum]:
+    """An option's valid values, which --help lists and a bad value is told (click names both)."""
+    return Enum(name, {v: v for v in values}, type=str)
+
+
+Preset = _choices("Preset", ("standard", "quick", "deep", "full"))
+Executor = _choices("Executor", ("local", "ray"))
+Parallel = _choices("Parallel", ("ddp", "fsdp"))
+Only = _choices("Only", ("norms", "steps"))
+Clock = _choices("Clock", ("wall", "cpu"))
+Precision = _choices("Precision", ("fp32", "bf16"))
+BenchScheme = _choices("BenchScheme", (*SCHEMES, "all"))
+BenchNorm = _choices("BenchNorm", tuple(NORMS))
+BenchConfig = _choices("BenchConfig", ("nanogpt-cpu", "baby-gpt"))
+
+# typer ≥ 0.2x writes a positional argument's Python type beside it in --help (`CONFIG <path>`); the name and the
+# help text say it better
+typer.core.TyperArgument.display_type_rich = lambda self, ctx: None
+
 app = typer.Typer(help="normlab: where does the normalization go, and which one?",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+                  no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
+                  context_settings={"help_option_names": ["-h", "--help"]})
 console = Console(soft_wrap=True)  # messages with long paths stay on one line
 err_console = Console(stderr=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        import normlab
+
+        console.print(f"normlab {normlab.__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Show normlab's version and exit.")) -> None:
+    """normlab: where does the normalization go, and which one?"""
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -30,12 +65,12 @@ def fail(message: str, code: int = 2) -> None:
 
 @app.command()
 def train(
-    config: Optional[Path] = typer.Argument(None, help="TOML config (see configs/); unset: the defaults."),
-    set_: list[str] = typer.Option([], "--set", help="Override a key, e.g. --set model.n_layer=6 (repeatable)."),
-    out: Path = typer.Option(..., "--out", "-o", help="Run directory to create, or to resume."),
+    config: Optional[Path] = typer.Argument(None, metavar="CONFIG", help="TOML config (see configs/); unset: the defaults."),
+    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="Override a key, e.g. --set model.n_layer=6 (repeatable)."),
+    out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="Run directory to create, or to resume."),
     fresh: bool = typer.Option(False, "--fresh", help="Start over: delete what normlab wrote in OUT (refused if OUT "
                                "is not a normlab run directory or holds other files)."),
-    parallel: str = typer.Option("ddp", "--parallel", help="Under torchrun: ddp (DistributedDataParallel) or fsdp "
+    parallel: Parallel = typer.Option("ddp", "--parallel", help="Under torchrun: ddp (DistributedDataParallel) or fsdp "
                                  "(FSDP2, each block sharded); train.batch_size is the global batch."),
 ) -> None:
     """Train one model; resumes OUT if it holds this run, interrupted.
@@ -49,7 +84,7 @@ def train(
     dist = SINGLE
     try:
         cfg = load_config(config, set_)
-        dist = from_env(cfg.train.device, parallel)
+        dist = from_env(cfg.train.device, parallel.value)
         trainer = Trainer(cfg, str(out), fresh=fresh, on_note=_note if dist.main else None, dist=dist)
     except (ConfigError, CorpusError, ValueError) as e:
         close(dist)
@@ -144,15 +179,15 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
 
 @app.command()
 def study(
-    preset: str = typer.Option("standard", "--preset",
-                               help="standard (all 16 claims, ~24 min on 2 CPU cores), quick (its 14-claim subset) "
-                                    "deep (C8 at 100-1,000 layers) or full (both for a GPU); README lists their cost."),
-    study_file: Optional[Path] = typer.Option(None, "--study", help="A study TOML (preset, claims, seeds, base, axes)."),
-    out: Path = typer.Option(Path("normlab-study"), "--out", "-o", help="Study directory (created, or resumed)."),
-    claims: Optional[str] = typer.Option(None, "--claims", help="Comma-separated claim ids, e.g. C1,C11."),
-    seeds: Optional[str] = typer.Option(None, "--seeds", help="Comma-separated seeds, e.g. 0,1,2."),
-    set_: list[str] = typer.Option([], "--set", help="Override the preset's base config, e.g. train.steps=100."),
-    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Parallel training processes."),
+    preset: Preset = typer.Option("standard", "--preset",
+                                  help="standard: all 16 claims, ~24 min on 2 CPU cores; quick: its 14-claim subset; "
+                                       "deep: C8 at 100-1,000 layers; full: all 16, for a GPU. README lists their cost."),
+    study_file: Optional[Path] = typer.Option(None, "--study", metavar="FILE", help="A study TOML (preset, claims, seeds, base, axes)."),
+    out: Path = typer.Option(Path("normlab-study"), "--out", "-o", metavar="DIR", help="Study directory (created, or resumed)."),
+    claims: Optional[str] = typer.Option(None, "--claims", metavar="IDS", help="Comma-separated claim ids, e.g. C1,C11."),
+    seeds: Optional[str] = typer.Option(None, "--seeds", metavar="SEEDS", help="Comma-separated seeds, e.g. 0,1,2."),
+    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="Override the preset's base config, e.g. train.steps=100."),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1, metavar="N", help="Parallel training processes."),
     tensorboard: bool = typer.Option(False, "--tensorboard", help="Also write TensorBoard events per run."),
     robustness: bool = typer.Option(False, "--robustness", help="Also rerun every claim's runs at another "
                                     "thread count (a one-bit change of numerics) and mark verdicts that change "
@@ -160,13 +195,14 @@ def study(
     batch: Optional[bool] = typer.Option(None, "--batch/--no-batch", help="Train runs of one shape as one stacked "
                                          "model, or each run alone; default: stacked on a GPU, alone on a CPU "
                                          "(measured slower there, see README)."),
-    executor: str = typer.Option("local", "--executor", help="local (worker processes on this machine) or ray "
+    executor: Executor = typer.Option("local", "--executor", help="local (worker processes on this machine) or ray "
                                  "(one Ray task per run or stack; pip install 'normlab[ray]')."),
-    address: Optional[str] = typer.Option(None, "--address", help="With --executor ray: the cluster's address "
+    address: Optional[str] = typer.Option(None, "--address", metavar="HOST:PORT", help="With --executor ray: the cluster's address "
                                           "(HOST:PORT, or auto); unset: a local Ray started for this study."),
 ) -> None:
     """Turn the claims C1–C16 into verdicts: train the runs they need, measure, write the report.
 
+    \b
     Exit codes:
     0 final report: every run completed or diverged;
     2 bad input: the study, or an OUT/study.sqlite that is not a study registry;
@@ -176,13 +212,13 @@ def study(
     from normlab.study.spec import load_study
 
     try:
-        spec = load_study(preset, study_file, _csv(claims), _seeds(seeds), set_, robustness=robustness)
+        spec = load_study(preset.value, study_file, _csv(claims), _seeds(seeds), set_, robustness=robustness)
     except (ConfigError, ValueError) as e:
         fail(str(e))
     console.print(f"normlab study: preset [bold]{spec.preset.name}[/], claims {', '.join(spec.claims)}, "
                   f"seeds {spec.preset.seeds} → {out}", highlight=False)
     try:
-        outcome = _run_with_bar(spec, out, workers, batch, executor, address)
+        outcome = _run_with_bar(spec, out, workers, batch, executor.value, address)
         if tensorboard:
             from normlab.study.tensorboard import write_events
             write_events(out)
@@ -221,7 +257,7 @@ def _study_exit_code(status) -> int:
 
 
 @app.command()
-def report(out: Path = typer.Argument(Path("normlab-study"), help="A study directory.")) -> None:
+def report(out: Path = typer.Argument(Path("normlab-study"), metavar="OUT", help="A study directory.")) -> None:
     """Re-render a study's report from its registry, without re-running anything.
 
     A study not yet finished gets a report that says "partial" (exit 0: it was written).
@@ -317,7 +353,7 @@ def _counts(counts: dict[str, int]) -> str:
 
 @app.command()
 def check(
-    target: Path = typer.Argument(..., help="A config TOML, a run directory, or a checkpoint.pt."),
+    target: Path = typer.Argument(..., metavar="TARGET", help="A config TOML, a run directory, or a checkpoint.pt."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     init: bool = typer.Option(False, "--init", help="A run without a checkpoint: check its untrained model."),
 ) -> None:
@@ -346,8 +382,8 @@ def check(
 
 @app.command()
 def diagnose(
-    target: Path = typer.Argument(..., help="A normlab run directory or checkpoint, or a Hugging Face model directory."),
-    text: Optional[Path] = typer.Option(None, "--text", help="UTF-8 text to measure on; default: tiny Shakespeare."),
+    target: Path = typer.Argument(..., metavar="TARGET", help="A normlab run directory or checkpoint, or a Hugging Face model directory."),
+    text: Optional[Path] = typer.Option(None, "--text", metavar="FILE", help="UTF-8 text to measure on; default: tiny Shakespeare."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     no_skip: bool = typer.Option(False, "--no-skip", help="Skip the layer-skip ablation."),
     init: bool = typer.Option(False, "--init", help="A normlab run without a checkpoint: measure its untrained "
@@ -392,30 +428,29 @@ def _fmt(value) -> str:
 def bench(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     quick: bool = typer.Option(False, "--quick", help="A tiny subset (seconds): one small shape, a tiny model."),
-    only: Optional[str] = typer.Option(None, "--only", help="norms or steps (default: both)."),
-    rounds: Optional[int] = typer.Option(None, "--rounds", min=1, help="Interleaved timing rounds (default 7)."),
-    steps: int = typer.Option(2, "--steps", min=1, help="Training steps per timing sample."),
+    only: Optional[Only] = typer.Option(None, "--only", help="Only the norm or the step benchmark (default: both)."),
+    rounds: Optional[int] = typer.Option(None, "--rounds", min=1, metavar="N", help="Interleaved timing rounds (default 7)."),
+    steps: int = typer.Option(2, "--steps", min=1, metavar="N", help="Training steps per timing sample."),
     compile_: bool = typer.Option(True, "--compile/--no-compile",
                                   help="Include torch.compile (norms, and normlab-compile steps); minutes on CPU."),
-    scheme: list[str] = typer.Option(["pre"], "--scheme", help="Placement scheme(s) of the step bench; all: every one."),
-    norm: list[str] = typer.Option([], "--norm", help="Normalizer(s) of the step bench (default layernorm, rmsnorm)."),
-    config: list[str] = typer.Option([], "--config", help="Step-bench model(s): nanogpt-cpu, baby-gpt (default both)."),
-    precision: list[str] = typer.Option(["fp32", "bf16"], "--precision", help="Step-bench precision(s): fp32, bf16."),
-    threads: Optional[int] = typer.Option(None, "--threads", min=1, help="torch.set_num_threads for the run."),
-    clock: str = typer.Option("wall", "--clock", help="wall, or cpu (process CPU time: with --threads 1, "
+    scheme: list[BenchScheme] = typer.Option(["pre"], "--scheme", help="Placement scheme(s) of the step bench "
+                                             "(repeatable); all: every one."),
+    norm: list[BenchNorm] = typer.Option([], "--norm", help="Normalizer(s) of the step bench (repeatable; default "
+                                         "layernorm, rmsnorm)."),
+    config: list[BenchConfig] = typer.Option([], "--config", help="Step-bench model(s) (repeatable; default both)."),
+    precision: list[Precision] = typer.Option(["fp32", "bf16"], "--precision", help="Step-bench precision(s): fp32, bf16."),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, metavar="N", help="torch.set_num_threads for the run."),
+    clock: Clock = typer.Option("wall", "--clock", help="wall, or cpu (process CPU time: with --threads 1, "
                               "steadier on a shared machine; tokens/s then are per CPU-second)."),
 ) -> None:
     """Time normalizer forward+backward and training steps against torch.nn and a nanoGPT-style reference."""
     import torch
 
     from normlab.bench import run_bench, tables
+    from normlab.bench.report import environment_line
 
-    if only not in (None, "norms", "steps"):
-        fail(f"--only {only!r}: valid: norms, steps")
-    if clock not in ("wall", "cpu"):
-        fail(f"--clock {clock!r}: valid: wall, cpu")
-    if set(precision) - {"fp32", "bf16"}:
-        fail(f"--precision {precision}: valid: fp32, bf16")
+    only, clock, precision = only and only.value, clock.value, [p.value for p in precision]
+    scheme, norm, config = [s.value for s in scheme], [n.value for n in norm], [c.value for c in config]
     schemes = tuple(SCHEMES) if "all" in scheme else tuple(scheme)
     options = {"schemes": schemes, "configs": tuple(config), "precisions": tuple(precision)}
     options |= {"norms": tuple(norm)} if norm else {}
@@ -433,7 +468,7 @@ def bench(
         return
     for table in tables(result):
         console.print(table)
-    console.print(f"[dim]{result['environment']}[/]", highlight=False)
+    console.print(f"[dim]{escape(environment_line(result['environment']))}[/]", highlight=False)
 
 
 def main() -> None:

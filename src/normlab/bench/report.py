@@ -50,5 +50,11 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f} ms" if seconds < 0.1 else f"{seconds * 1e3:,.0f} ms"
 
 
-def _ratio(x: float) -> str:
-    return f"{x:.2f}x"
+def _ratio(x: float | None) -> str:
+    """3 significant figures, so a ratio far from 1 never prints as 0.00×."""
+    return "n/a" if x is None else f"{x:.3g}×"
+
+
+def environment_line(env: dict) -> str:
+    """The benchmark's environment as one readable line (torch, threads, CPU, ...)."""
+    return "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in env.items() if v not in (None, ""))
