@@ -65,8 +65,10 @@ def fail(message: str, code: int = 2) -> None:
 
 @app.command()
 def train(
-    config: Optional[Path] = typer.Argument(None, metavar="CONFIG", help="TOML config (see configs/); unset: the defaults."),
-    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="Override a key, e.g. --set model.n_layer=6 (repeatable)."),
+    config: Optional[Path] = typer.Argument(None, metavar="CONFIG",
+                                            help="TOML config (see configs/); unset: the defaults."),
+    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE",
+                                   help="Override a key, e.g. --set model.n_layer=6 (repeatable)."),
     out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="Run directory to create, or to resume."),
     fresh: bool = typer.Option(False, "--fresh", help="Start over: delete what normlab wrote in OUT (refused if OUT "
                                "is not a normlab run directory or holds other files)."),
@@ -93,6 +95,11 @@ def train(
         result = _train_with_bar(trainer) if dist.main else trainer.run()
     except RunError as e:
         fail(str(e)) if dist.main else _exit_quietly(2)
+    except KeyboardInterrupt:
+        if dist.main:
+            err_console.print(f"[yellow]interrupted[/] at step {getattr(trainer, 'step', 0)}; run the same command "
+                              "again to resume from the last checkpoint", highlight=False)
+        raise typer.Exit(130)
     finally:
         close(dist)
     if dist.main:
@@ -114,7 +121,7 @@ def _train_with_bar(trainer):
         trainer.on_log = lambda row: progress.update(task, completed=row["step"], status=_status_line(row))
         try:
             result = trainer.run()
-        except RunError:
+        except (RunError, KeyboardInterrupt):
             progress.stop()
             raise
         progress.update(task, completed=result.step)
@@ -181,12 +188,17 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
 def study(
     preset: Preset = typer.Option("standard", "--preset",
                                   help="standard: all 16 claims, ~24 min on 2 CPU cores; quick: its 14-claim subset; "
-                                       "deep: C8 at 100-1,000 layers; full: all 16, for a GPU. README lists their cost."),
-    study_file: Optional[Path] = typer.Option(None, "--study", metavar="FILE", help="A study TOML (preset, claims, seeds, base, axes)."),
-    out: Path = typer.Option(Path("normlab-study"), "--out", "-o", metavar="DIR", help="Study directory (created, or resumed)."),
-    claims: Optional[str] = typer.Option(None, "--claims", metavar="IDS", help="Comma-separated claim ids, e.g. C1,C11."),
+                                       "deep: C8 at 100-1,000 layers; full: all 16, for a GPU. README lists their "
+                                       "cost."),
+    study_file: Optional[Path] = typer.Option(None, "--study", metavar="FILE",
+                                              help="A study TOML (preset, claims, seeds, base, axes)."),
+    out: Path = typer.Option(Path("normlab-study"), "--out", "-o", metavar="DIR",
+                             help="Study directory (created, or resumed)."),
+    claims: Optional[str] = typer.Option(None, "--claims", metavar="IDS",
+                                         help="Comma-separated claim ids, e.g. C1,C11."),
     seeds: Optional[str] = typer.Option(None, "--seeds", metavar="SEEDS", help="Comma-separated seeds, e.g. 0,1,2."),
-    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="Override the preset's base config, e.g. train.steps=100."),
+    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE",
+                                   help="Override the preset's base config, e.g. train.steps=100."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, metavar="N", help="Parallel training processes."),
     tensorboard: bool = typer.Option(False, "--tensorboard", help="Also write TensorBoard events per run."),
     robustness: bool = typer.Option(False, "--robustness", help="Also rerun every claim's runs at another "
@@ -197,7 +209,8 @@ def study(
                                          "(measured slower there, see README)."),
     executor: Executor = typer.Option("local", "--executor", help="local (worker processes on this machine) or ray "
                                  "(one Ray task per run or stack; pip install 'normlab[ray]')."),
-    address: Optional[str] = typer.Option(None, "--address", metavar="HOST:PORT", help="With --executor ray: the cluster's address "
+    address: Optional[str] = typer.Option(None, "--address", metavar="HOST:PORT",
+                                          help="With --executor ray: the cluster's address "
                                           "(HOST:PORT, or auto); unset: a local Ray started for this study."),
 ) -> None:
     """Turn the claims C1–C16 into verdicts: train the runs they need, measure, write the report.
@@ -219,6 +232,11 @@ def study(
                   f"seeds {spec.preset.seeds} → {out}", highlight=False)
     try:
         outcome = _run_with_bar(spec, out, workers, batch, executor.value, address)
+    except KeyboardInterrupt:
+        _study_interrupted(out)
+    except ConfigError as e:  # OUT's study.sqlite is not a study registry; an executor that cannot start
+        fail(str(e))
+    try:
         if tensorboard:
             from normlab.study.tensorboard import write_events
             write_events(out)
@@ -247,6 +265,20 @@ def _run_with_bar(spec, out: Path, workers: Optional[int], batch: Optional[bool]
 
         return run_study(spec, out, workers, on_progress, batch=batch, executor=executor, address=address,
                          say=lambda line: bar.console.print(line, highlight=False))
+
+
+def _study_interrupted(out: Path) -> None:
+    """Ctrl-C: the workers have stopped and handed their runs back; one line, no traceback, exit 130."""
+    from normlab.study.registry import Registry
+
+    try:
+        done, total = Registry(out).progress()
+        where = f": {done} of {total} runs settled"
+    except ConfigError:
+        where = ""
+    err_console.print(f"[yellow]interrupted[/]{where}; run the same command again to resume (interrupted runs go on "
+                      "from their last checkpoint)", highlight=False)
+    raise typer.Exit(130)
 
 
 def _study_exit_code(status) -> int:
@@ -382,8 +414,10 @@ def check(
 
 @app.command()
 def diagnose(
-    target: Path = typer.Argument(..., metavar="TARGET", help="A normlab run directory or checkpoint, or a Hugging Face model directory."),
-    text: Optional[Path] = typer.Option(None, "--text", metavar="FILE", help="UTF-8 text to measure on; default: tiny Shakespeare."),
+    target: Path = typer.Argument(..., metavar="TARGET",
+                                  help="A normlab run directory or checkpoint, or a Hugging Face model directory."),
+    text: Optional[Path] = typer.Option(None, "--text", metavar="FILE",
+                                        help="UTF-8 text to measure on; default: tiny Shakespeare."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     no_skip: bool = typer.Option(False, "--no-skip", help="Skip the layer-skip ablation."),
     init: bool = typer.Option(False, "--init", help="A normlab run without a checkpoint: measure its untrained "
@@ -429,7 +463,8 @@ def bench(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     quick: bool = typer.Option(False, "--quick", help="A tiny subset (seconds): one small shape, a tiny model."),
     only: Optional[Only] = typer.Option(None, "--only", help="Only the norm or the step benchmark (default: both)."),
-    rounds: Optional[int] = typer.Option(None, "--rounds", min=1, metavar="N", help="Interleaved timing rounds (default 7)."),
+    rounds: Optional[int] = typer.Option(None, "--rounds", min=1, metavar="N",
+                                         help="Interleaved timing rounds (default 7)."),
     steps: int = typer.Option(2, "--steps", min=1, metavar="N", help="Training steps per timing sample."),
     compile_: bool = typer.Option(True, "--compile/--no-compile",
                                   help="Include torch.compile (norms, and normlab-compile steps); minutes on CPU."),
@@ -438,8 +473,10 @@ def bench(
     norm: list[BenchNorm] = typer.Option([], "--norm", help="Normalizer(s) of the step bench (repeatable; default "
                                          "layernorm, rmsnorm)."),
     config: list[BenchConfig] = typer.Option([], "--config", help="Step-bench model(s) (repeatable; default both)."),
-    precision: list[Precision] = typer.Option(["fp32", "bf16"], "--precision", help="Step-bench precision(s): fp32, bf16."),
-    threads: Optional[int] = typer.Option(None, "--threads", min=1, metavar="N", help="torch.set_num_threads for the run."),
+    precision: list[Precision] = typer.Option(["fp32", "bf16"], "--precision",
+                                              help="Step-bench precision(s): fp32, bf16."),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, metavar="N",
+                                          help="torch.set_num_threads for the run."),
     clock: Clock = typer.Option("wall", "--clock", help="wall, or cpu (process CPU time: with --threads 1, "
                               "steadier on a shared machine; tokens/s then are per CPU-second)."),
 ) -> None:

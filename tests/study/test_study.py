@@ -143,6 +143,34 @@ def test_sigkill_study_then_resume_loses_and_duplicates_nothing(tmp_path):
         assert RunDir(Registry(out).run_dir(run_id)).read_meta()["resumed_from_step"] is not None
 
 
+def test_ctrl_c_stops_a_study_without_a_traceback_and_hands_its_runs_back(tmp_path):
+    out = tmp_path / "study"
+    proc = subprocess.Popen(study_cmd(out, "--set", "train.steps=2000"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+    def training():
+        assert proc.poll() is None, proc.stderr.read()
+        try:
+            return any(RunDir(Registry(out).run_dir(r["id"])).metrics() for r in Registry(out).rows()
+                       if r["status"] == "running")
+        except Exception:
+            return False
+
+    wait_until(training)
+    owners = [r["owner_pid"] for r in Registry(out).rows() if r["status"] == "running"]
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole process group
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stdout + stderr and "KeyboardInterrupt" not in stdout + stderr
+    assert "interrupted: 0 of 4 runs settled; run the same command again to resume" in stderr
+    wait_until(lambda: not any(pid_alive(p) for p in owners), timeout=30)
+    rows = Registry(out).rows()
+    assert {r["status"] for r in rows} == {"pending"} and all(r["attempts"] == 0 for r in rows)  # handed back
+    statuses = {RunDir(Registry(out).run_dir(r["id"])).read_status()["status"] for r in rows
+                if (Registry(out).run_dir(r["id"]) / "status.json").is_file()}
+    assert statuses == {"interrupted"}
+
+
 def test_two_study_processes_on_one_directory(tmp_path):
     out = tmp_path / "study"
     cmd = study_cmd(out, "--set", "train.steps=60", "--workers", "1")

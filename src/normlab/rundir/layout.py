@@ -25,7 +25,7 @@ from normlab.jsonsafe import json_safe
 from normlab.rundir import checkpoint
 from normlab.rundir.lock import LOCK_NAME
 
-STATUSES = ("running", "completed", "diverged", "failed")
+STATUSES = ("running", "completed", "diverged", "failed", "interrupted")  # interrupted: Ctrl-C; resumable
 MARKER = ".normlab-run"
 # everything normlab may write into a run directory; `clear` deletes these and nothing else
 OWN_FILES = {MARKER, "config.toml", "run.json", "metrics.jsonl", "status.json", "layer_skip.json",

@@ -165,8 +165,8 @@ def train_all_ray(registry: Registry, ids: list[str], costs: dict[str, float], t
                     dirs = [registry.run_dir(rid) for rid, _ in jobs]
                     local = shipped and any(cfg["train"].get("init_from") for _, cfg in jobs)
                     packed = [pack(d) for d in dirs] if shipped and not local else None
-                    ref = task.options(**(here if local else anywhere)).remote(jobs, [str(d.resolve()) for d in dirs], threads, is_stacked(jobs, batch),
-                                        packed)
+                    ref = task.options(**(here if local else anywhere)).remote(
+                        jobs, [str(d.resolve()) for d in dirs], threads, is_stacked(jobs, batch), packed)
                     inflight[ref] = (jobs, dirs, hold)
                 if progress is not None:
                     progress(_done_cost(registry, costs), total, registry.counts(set(costs)))

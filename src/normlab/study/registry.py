@@ -248,6 +248,13 @@ class Registry:
                 except sqlite3.Error:  # a busy database: the lease outlasts three missed beats
                     pass
 
+    def release(self, run_ids: list[str], pid: int) -> None:
+        """Hand back runs `pid` holds, interrupted (Ctrl-C): pending again, the attempt not counted."""
+        with self._tx() as db:
+            db.executemany("UPDATE runs SET status = 'pending', attempts = MAX(attempts - 1, 0), owner_pid = NULL, "
+                           "heartbeat = NULL WHERE id = ? AND status = 'running' AND owner_pid = ? AND owner_host = ?",
+                           [(rid, pid, socket.gethostname()) for rid in run_ids])
+
     def finish(self, run_id: str, record: RunRecord) -> None:
         with self._tx() as db:
             db.execute("UPDATE runs SET status = ?, finished = ?, result = ?, owner_pid = NULL, heartbeat = NULL "

@@ -105,6 +105,10 @@ def worker_main(study_dir: str, ids: list[str], threads: int, batch: bool = True
     `group_limit`) and trains them as one stack, even a stack of one: a run's numerics then never
     depend on which runs it happened to be claimed with. Without it, each run trains alone."""
     _die_with_parent()
+    # Ctrl-C reaches every process of the terminal's group: the study process alone answers it, and stops its
+    # workers with SIGTERM, which each turns into KeyboardInterrupt (its runs: `interrupted`, handed back)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
     import torch
 
     torch.set_num_threads(threads)
@@ -114,8 +118,16 @@ def worker_main(study_dir: str, ids: list[str], threads: int, batch: bool = True
         jobs = claim_jobs(registry, os.getpid(), ids, batch)
         if not jobs:
             return
-        with registry.holding([rid for rid, _ in jobs], os.getpid()):  # a live worker's runs are never taken over
-            _train_group(registry, jobs, stacked=is_stacked(jobs, batch))
+        try:
+            with registry.holding([rid for rid, _ in jobs], os.getpid()):  # a live worker's runs are never taken over
+                _train_group(registry, jobs, stacked=is_stacked(jobs, batch))
+        except KeyboardInterrupt:
+            registry.release([rid for rid, _ in jobs], os.getpid())
+            return
+
+
+def _raise_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def _train_alone(cfg, out: str):
@@ -323,13 +335,21 @@ def _train_all(registry: Registry, ids: list[str], costs: dict[str, float], work
     for p in procs:
         p.start()
     total = sum(costs.values())
-    while True:
-        alive = any(p.is_alive() for p in procs)
-        if progress is not None:
-            progress(_done_cost(registry, costs), total, registry.counts(set(costs)))  # the whole study
-        if not alive:
-            break
-        time.sleep(0.5)
+    try:
+        while True:
+            alive = any(p.is_alive() for p in procs)
+            if progress is not None:
+                progress(_done_cost(registry, costs), total, registry.counts(set(costs)))  # the whole study
+            if not alive:
+                break
+            time.sleep(0.5)
+    except KeyboardInterrupt:  # stop the workers: each marks its runs interrupted and hands them back
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join(timeout=60)
+        raise
     for p in procs:
         p.join()
 

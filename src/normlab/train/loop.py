@@ -135,8 +135,9 @@ class Trainer:
             raise ValueError(f"train.batch_size = {cfg.train.batch_size} does not split over {dist.world} processes; "
                              f"valid: a multiple of {dist.world} (it is the global batch)")
         if sharded(dist) and cfg.diagnostics.interval:
-            raise ValueError(f"diagnostics.interval = {cfg.diagnostics.interval} under --parallel fsdp: the probe reads "
-                             "whole weights and FSDP holds shards; valid: diagnostics.interval = 0, or --parallel ddp")
+            raise ValueError(f"diagnostics.interval = {cfg.diagnostics.interval} under --parallel fsdp: the probe "
+                             "reads whole weights and FSDP holds shards; valid: diagnostics.interval = 0, "
+                             "or --parallel ddp")
         if dist.active and fresh:
             raise ValueError("--fresh is refused under torchrun (one process would clear what the others read); "
                              "run it once without torchrun, or choose another --out")
@@ -200,7 +201,8 @@ class Trainer:
 
     def _checkpoint(self) -> None:
         # one process's format whatever the engine (FSDP's shards gathered by every rank); rank 0 writes
-        model, optimizer = full_state(self.model.state_dict(), self.dist), full_state(self.optimizer.state_dict(), self.dist)
+        model = full_state(self.model.state_dict(), self.dist)
+        optimizer = full_state(self.optimizer.state_dict(), self.dist)
         if not self.dist.main:
             return
         self.run_dir.save_checkpoint({
@@ -278,6 +280,9 @@ class Trainer:
             message = _os_message(e, self.run_dir.path) if isinstance(e, OSError) else str(e)
             self._record_failure(message)
             raise RunError(message) from None
+        except KeyboardInterrupt:  # Ctrl-C (or a study stopping its workers): resumable, not a failure
+            self._record_interrupted()
+            raise
         except BaseException as e:
             self._record_failure(f"{type(e).__name__}: {e}")
             raise
@@ -317,6 +322,8 @@ class Trainer:
             self._rewind(ckpt)
         if ckpt is not None:
             self._restore(ckpt)
+            if self.dist.main:
+                self._note(f"resuming from step {self.step} (its last checkpoint)")
         if self.dist.main:
             rd.write_meta(self._meta(resumed_from=self.step if ckpt else None))
             rd.write_status("running", step=self.step)
@@ -356,6 +363,17 @@ class Trainer:
         try:
             if self.run_dir.path.is_dir():
                 self.run_dir.write_status("failed", step=getattr(self, "step", 0), reason=reason)
+        except OSError:
+            pass
+
+    def _record_interrupted(self) -> None:
+        """status.json says `interrupted` at the step reached; the next start resumes from the last checkpoint."""
+        if not self.dist.main:
+            return
+        try:
+            if self.run_dir.path.is_dir():
+                self.run_dir.write_status("interrupted", step=getattr(self, "step", 0),
+                                          reason="interrupted (Ctrl-C); run again to resume from the last checkpoint")
         except OSError:
             pass
 
@@ -400,7 +418,7 @@ class Trainer:
         model.train()
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        # the global batch, drawn alike on every rank (so the data order is the world size's no matter); this rank's slice
+        # the global batch, drawn alike on every rank (the data order does not depend on the world size); our slice
         x, y = self.objective.batch(self.corpus, "train", tc.batch_size, self.cfg.model.block_size, self.data_rng)
         x, y = self.dist.shard(x), self.dist.shard(y)
         x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
