@@ -72,6 +72,8 @@ def train(
     out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="Run directory to create, or to resume."),
     fresh: bool = typer.Option(False, "--fresh", help="Start over: delete what normlab wrote in OUT (refused if OUT "
                                "is not a normlab run directory or holds other files)."),
+    tensorboard: bool = typer.Option(False, "--tensorboard", help="Write TensorBoard events live to OUT/tensorboard "
+                                     "(scalars, per-layer metrics, hparams): tensorboard --logdir OUT."),
     parallel: Parallel = typer.Option("ddp", "--parallel", help="Under torchrun: ddp (DistributedDataParallel) or fsdp "
                                  "(FSDP2, each block sharded); train.batch_size is the global batch."),
 ) -> None:
@@ -87,7 +89,8 @@ def train(
     try:
         cfg = load_config(config, set_)
         dist = from_env(cfg.train.device, parallel.value)
-        trainer = Trainer(cfg, str(out), fresh=fresh, on_note=_note if dist.main else None, dist=dist)
+        trainer = Trainer(cfg, str(out), fresh=fresh, on_note=_note if dist.main else None, dist=dist,
+                          events=out / "tensorboard" if tensorboard else None)
     except (ConfigError, CorpusError, ValueError) as e:
         close(dist)
         fail(str(e)) if dist.main else _exit_quietly(2)
@@ -200,7 +203,9 @@ def study(
     set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE",
                                    help="Override the preset's base config, e.g. train.steps=100."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, metavar="N", help="Parallel training processes."),
-    tensorboard: bool = typer.Option(False, "--tensorboard", help="Also write TensorBoard events per run."),
+    tensorboard: bool = typer.Option(False, "--tensorboard", help="Each run writes TensorBoard events live to "
+                                     "OUT/tensorboard/<scheme-norm-depth-lr-warmup-seed-id>: tensorboard --logdir "
+                                     "OUT/tensorboard."),
     robustness: bool = typer.Option(False, "--robustness", help="Also rerun every claim's runs at another "
                                     "thread count (a one-bit change of numerics) and mark verdicts that change "
                                     "`fragile`; doubles the training."),
@@ -231,13 +236,13 @@ def study(
     console.print(f"normlab study: preset [bold]{spec.preset.name}[/], claims {', '.join(spec.claims)}, "
                   f"seeds {spec.preset.seeds} → {out}", highlight=False)
     try:
-        outcome = _run_with_bar(spec, out, workers, batch, executor.value, address)
+        outcome = _run_with_bar(spec, out, workers, batch, executor.value, address, tensorboard)
     except KeyboardInterrupt:
         _study_interrupted(out)
     except ConfigError as e:  # OUT's study.sqlite is not a study registry; an executor that cannot start
         fail(str(e))
     try:
-        if tensorboard:
+        if tensorboard:  # runs trained before the flag was given (or shipped to Ray nodes) get theirs now
             from normlab.study.tensorboard import write_events
             write_events(out)
         paths, verdicts, status = _render(out)  # the state as the report has it, so the two never disagree
@@ -251,7 +256,7 @@ def study(
 
 
 def _run_with_bar(spec, out: Path, workers: Optional[int], batch: Optional[bool], executor: str = "local",
-                  address: Optional[str] = None):
+                  address: Optional[str] = None, tensorboard: bool = False):
     from normlab.study.runner import run_study
 
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
@@ -264,7 +269,7 @@ def _run_with_bar(spec, out: Path, workers: Optional[int], batch: Optional[bool]
             bar.update(task, total=total, completed=done, status=status)
 
         return run_study(spec, out, workers, on_progress, batch=batch, executor=executor, address=address,
-                         say=lambda line: bar.console.print(line, highlight=False))
+                         say=lambda line: bar.console.print(line, highlight=False), tensorboard=tensorboard)
 
 
 def _study_interrupted(out: Path) -> None:

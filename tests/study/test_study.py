@@ -182,17 +182,6 @@ def test_two_study_processes_on_one_directory(tmp_path):
     assert all(r["attempts"] == 1 for r in rows)  # nobody trained a run the other had
 
 
-def test_tensorboard_events_per_run(tmp_path):
-    from tests.conftest import tiny_config
-    from normlab.study.tensorboard import write_events
-    from normlab.train import train
-
-    train(tiny_config(train={"steps": 5}), tmp_path / "runs" / "abc")
-    assert write_events(tmp_path) == 1
-    events = list((tmp_path / "tensorboard" / "abc").glob("events.out.tfevents.*"))
-    assert events and events[0].stat().st_size > 0
-
-
 def test_claim_group_takes_runs_of_one_shape_together(tmp_path):
     reg = Registry(tmp_path)
     reg.add_runs([("a1", {"k": "a"}), ("b1", {"k": "b"}), ("a2", {"k": "a"}), ("a3", {"k": "a"})])

@@ -55,6 +55,7 @@ class DiagnosticsStore:
 
     def __init__(self, run_dir: str | Path):
         self.path = Path(run_dir) / self.FILENAME
+        self.on_write = None  # called with each measured step's rows once stored (live TensorBoard events)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.executescript(SCHEMA)
@@ -67,6 +68,13 @@ class DiagnosticsStore:
                  for s, l, site, m, h, v in rows]
         with self._connect() as db:  # one transaction per measured step
             db.executemany("INSERT INTO layer_metrics VALUES (?, ?, ?, ?, ?, ?)", clean)
+        if self.on_write is not None:
+            self.on_write(clean)
+
+    def rows(self) -> list[Row]:
+        """Every stored row (step, layer, site, metric, head, value), in step order."""
+        with self._connect() as db:
+            return db.execute("SELECT * FROM layer_metrics ORDER BY step, rowid").fetchall()
 
     def truncate(self, after_step: int) -> None:
         with self._connect() as db:

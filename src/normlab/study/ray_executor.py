@@ -107,7 +107,7 @@ def unpack(data: bytes, directory: Path) -> None:
 
 
 def ray_train(jobs: list[tuple[str, dict[str, Any]]], run_dirs: list[str], threads: int, stacked: bool,
-              packed: list[bytes | None] | None) -> tuple[list, list[bytes] | None]:
+              packed: list[bytes | None] | None, events: list[str] | None = None) -> tuple[list, list[bytes] | None]:
     """A Ray task: train the claimed runs in place (`packed` None) or in a temporary copy of their directories;
     returns their results, and with a copy, the trained directories as tar bytes."""
     import torch
@@ -116,7 +116,7 @@ def ray_train(jobs: list[tuple[str, dict[str, Any]]], run_dirs: list[str], threa
 
     torch.set_num_threads(threads)
     if packed is None:
-        return train_jobs([(cfg, out) for (_, cfg), out in zip(jobs, run_dirs)], stacked), None
+        return train_jobs([(cfg, out) for (_, cfg), out in zip(jobs, run_dirs)], stacked, events), None
     scratch = Path(tempfile.mkdtemp(prefix="normlab-ray-"))
     try:
         dirs = [scratch / rid for rid, _ in jobs]
@@ -130,9 +130,9 @@ def ray_train(jobs: list[tuple[str, dict[str, Any]]], run_dirs: list[str], threa
 
 
 def train_all_ray(registry: Registry, ids: list[str], costs: dict[str, float], threads: int, progress,
-                  batch: bool, address: str | None, say=print) -> None:
+                  batch: bool, address: str | None, say=print, tensorboard: bool = False) -> None:
     """Train `ids` on the Ray cluster until each is settled or claimed by another process (see the module doc)."""
-    from normlab.study.runner import _done_cost, claim_jobs, is_stacked, record_results
+    from normlab.study.runner import _done_cost, claim_jobs, events_dir, is_stacked, record_results
     from normlab.train.loop import RunResult
 
     ray, started = connect(address)
@@ -165,8 +165,11 @@ def train_all_ray(registry: Registry, ids: list[str], costs: dict[str, float], t
                     dirs = [registry.run_dir(rid) for rid, _ in jobs]
                     local = shipped and any(cfg["train"].get("init_from") for _, cfg in jobs)
                     packed = [pack(d) for d in dirs] if shipped and not local else None
+                    # live TensorBoard events where the run trains in place; shipped runs get theirs afterwards
+                    events = ([str(events_dir(registry.dir.resolve(), rid, cfg)) for rid, cfg in jobs]
+                              if tensorboard and packed is None else None)
                     ref = task.options(**(here if local else anywhere)).remote(
-                        jobs, [str(d.resolve()) for d in dirs], threads, is_stacked(jobs, batch), packed)
+                        jobs, [str(d.resolve()) for d in dirs], threads, is_stacked(jobs, batch), packed, events)
                     inflight[ref] = (jobs, dirs, hold)
                 if progress is not None:
                     progress(_done_cost(registry, costs), total, registry.counts(set(costs)))

@@ -100,7 +100,7 @@ def claim_jobs(registry: Registry, owner: int, ids: list[str], batch: bool) -> l
                                 limit_of=lambda config: group_limit(config) if batch else 1)
 
 
-def worker_main(study_dir: str, ids: list[str], threads: int, batch: bool = True) -> None:
+def worker_main(study_dir: str, ids: list[str], threads: int, batch: bool = True, tensorboard: bool = False) -> None:
     """Claim runs until none is left. With `batch`, a claim takes runs of one shape together (up to
     `group_limit`) and trains them as one stack, even a stack of one: a run's numerics then never
     depend on which runs it happened to be claimed with. Without it, each run trains alone."""
@@ -120,7 +120,7 @@ def worker_main(study_dir: str, ids: list[str], threads: int, batch: bool = True
             return
         try:
             with registry.holding([rid for rid, _ in jobs], os.getpid()):  # a live worker's runs are never taken over
-                _train_group(registry, jobs, stacked=is_stacked(jobs, batch))
+                _train_group(registry, jobs, is_stacked(jobs, batch), tensorboard)
         except KeyboardInterrupt:
             registry.release([rid for rid, _ in jobs], os.getpid())
             return
@@ -130,31 +130,42 @@ def _raise_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def _train_alone(cfg, out: str):
+def _train_alone(cfg, out: str, events: str | None = None):
     from normlab.train.loop import RunError, RunResult, train
 
     try:
-        return train(cfg, out)
+        return train(cfg, out, events=events)
     except RunError as e:  # as GroupTrainer reports a member that could not run
         return RunResult("failed", 0, None, str(e))
 
 
-def _train_group(registry: Registry, jobs: list[tuple[str, dict[str, Any]]], stacked: bool) -> None:
+def _train_group(registry: Registry, jobs: list[tuple[str, dict[str, Any]]], stacked: bool,
+                 tensorboard: bool = False) -> None:
     """Train the claimed runs (as one stack, or the one run alone); each is finished or failed on its own."""
     runs = [(cfg, str(registry.run_dir(rid))) for rid, cfg in jobs]
-    record_results(registry, jobs, train_jobs(runs, stacked))
+    events = [str(events_dir(registry.dir, rid, cfg)) for rid, cfg in jobs] if tensorboard else None
+    record_results(registry, jobs, train_jobs(runs, stacked, events))
 
 
-def train_jobs(runs: list[tuple[dict[str, Any], str]], stacked: bool) -> list:
+def events_dir(study_dir: Path, run_id: str, config: dict[str, Any]) -> Path:
+    """A run's live TensorBoard directory: STUDY/tensorboard/<scheme-norm-depth-lr-warmup-seed-id>."""
+    from normlab.rundir.events import run_name
+
+    return Path(study_dir) / "tensorboard" / run_name(config, run_id)
+
+
+def train_jobs(runs: list[tuple[dict[str, Any], str]], stacked: bool, events: list[str | None] | None = None) -> list:
     """Train (config, run directory) pairs as one stack, or the one run alone: a `RunResult` each. What the
-    local workers and the Ray tasks both run; it touches the run directories, never the registry."""
+    local workers and the Ray tasks both run; it touches the run directories (and `events`, each run's live
+    TensorBoard directory), never the registry."""
     from normlab.config import validate_config
     from normlab.train.group import GroupTrainer
     from normlab.train.loop import RunResult
 
+    events = events or [None] * len(runs)
     try:
         runs = [(validate_config(cfg), out) for cfg, out in runs]
-        return GroupTrainer(runs).run() if stacked else [_train_alone(*runs[0])]
+        return GroupTrainer(runs, events=events).run() if stacked else [_train_alone(*runs[0], events[0])]
     except Exception as e:  # the group itself could not run: every member failed for that reason
         reason = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
         return [RunResult("failed", 0, None, reason) for _ in runs]
@@ -214,9 +225,11 @@ EXECUTORS = ("local", "ray")
 
 def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None,
               progress: ProgressCallback | None = None, batch: bool | None = None, executor: str = "local",
-              address: str | None = None, say: Callable[[str], None] = print) -> StudyOutcome:
+              address: str | None = None, say: Callable[[str], None] = print, tensorboard: bool = False
+              ) -> StudyOutcome:
     """Train what the claims need, measure, judge. `batch`: stack runs of one shape (None: `default_batch`).
-    `executor`: `local` worker processes, or `ray` tasks on the cluster at `address` (ray_executor.py)."""
+    `executor`: `local` worker processes, or `ray` tasks on the cluster at `address` (ray_executor.py).
+    `tensorboard`: each run writes live events to STUDY/tensorboard/<run name> as it trains."""
     if executor not in EXECUTORS:
         raise ConfigError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
     if executor == "local" and address is not None:
@@ -238,9 +251,9 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
             if executor == "ray":
                 from normlab.study.ray_executor import train_all_ray
 
-                train_all_ray(registry, phase_ids, costs, phase_threads, progress, batch, address, say)
+                train_all_ray(registry, phase_ids, costs, phase_threads, progress, batch, address, say, tensorboard)
             else:
-                _train_all(registry, phase_ids, costs, phase_workers, threads, progress, batch)
+                _train_all(registry, phase_ids, costs, phase_workers, threads, progress, batch, tensorboard)
 
     train_phases(runs)
     # runs that start from trained ones (C7's fine-tunes), once those are settled
@@ -328,9 +341,9 @@ def failed_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list[dic
 
 
 def _train_all(registry: Registry, ids: list[str], costs: dict[str, float], workers: int, threads: int,
-               progress: ProgressCallback | None, batch: bool = True) -> None:
+               progress: ProgressCallback | None, batch: bool = True, tensorboard: bool = False) -> None:
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=worker_main, args=(str(registry.dir), ids, threads, batch), daemon=True)
+    procs = [ctx.Process(target=worker_main, args=(str(registry.dir), ids, threads, batch, tensorboard), daemon=True)
              for _ in range(workers)]
     for p in procs:
         p.start()

@@ -1,23 +1,27 @@
-"""`normlab study --tensorboard`: TensorBoard event files per run, from the run directories' metrics."""
+"""`normlab study --tensorboard`: events of runs that trained without live ones (runs trained before the flag
+was given, or shipped to Ray nodes that do not see the study directory), from their run directories. Runs
+trained with the flag wrote theirs live (rundir/events.py) and are left as they are."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from normlab.rundir import RunDir
+from normlab.rundir.events import EVENT_GLOB, EventLog
+from normlab.study.registry import Registry
 
 
 def write_events(study_dir: str | Path) -> int:
-    """Write DIR/tensorboard/<run id>/ events (train/val loss, lr, grad norm, tokens/s); returns the run count."""
-    try:
-        from torch.utils.tensorboard import SummaryWriter
-    except ImportError as e:
-        raise RuntimeError("--tensorboard needs the tensorboard package: pip install tensorboard") from e
-    runs = sorted(p for p in (Path(study_dir) / "runs").glob("*") if (p / "metrics.jsonl").is_file())
-    for path in runs:
-        with SummaryWriter(str(Path(study_dir) / "tensorboard" / path.name)) as writer:
-            for row in RunDir(path).metrics():
-                for key in ("train_loss", "val_loss", "lr", "grad_norm", "tokens_per_s"):
-                    if row.get(key) is not None:
-                        writer.add_scalar(key.replace("_", "/", 1) if key.endswith("loss") else key,
-                                          row[key], row["step"])
-    return len(runs)
+    """Write STUDY/tensorboard/<run name>/ for each finished run that has none; returns how many were written."""
+    from normlab.study.runner import events_dir
+
+    registry = Registry(study_dir)
+    written = 0
+    for record in registry.records():
+        logdir = events_dir(registry.dir, record.id, record.config)
+        run = RunDir(registry.run_dir(record.id))
+        if any(logdir.glob(EVENT_GLOB)) or not run.metrics_path.is_file():
+            continue
+        events = EventLog(logdir, run, record.config)
+        events.close(record.status, record.val_loss)
+        written += 1
+    return written

@@ -64,7 +64,8 @@ class _Slot:
 class GroupTrainer:
     """Train the runs `[(config, run directory), ...]` as one stack (or as few stacks as resuming needs)."""
 
-    def __init__(self, runs: list[tuple[RunConfig, str]], on_log: Callable[[int, dict], None] | None = None):
+    def __init__(self, runs: list[tuple[RunConfig, str]], on_log: Callable[[int, dict], None] | None = None,
+                 events: list[str | None] | None = None):
         if not runs:
             raise ValueError("a group needs at least one run")
         keys = {group_key(cfg) for cfg, _ in runs}
@@ -73,7 +74,8 @@ class GroupTrainer:
                              f"train.{', train.'.join(MEMBER_KEYS)}, and not compile")
         first = runs[0][0]
         corpus = corpus_of(first)
-        self.trainers = [Trainer(cfg, out, corpus=corpus) for cfg, out in runs]
+        events = events or [None] * len(runs)  # each member's live TensorBoard directory, if any
+        self.trainers = [Trainer(cfg, out, corpus=corpus, events=ev) for (cfg, out), ev in zip(runs, events)]
         for i, t in enumerate(self.trainers):
             t.on_log = (lambda row, i=i: on_log(i, row)) if on_log else None
         self.results: dict[int, RunResult] = {}
@@ -85,6 +87,7 @@ class GroupTrainer:
             for i, t in enumerate(self.trainers):
                 try:
                     locks.callback(t.acquire().release)
+                    locks.callback(t.close_events)  # a member that ended early (interrupted) still flushes
                     done = t.guarded(t.start)
                 except RunError as e:
                     self.results[i] = RunResult("failed", getattr(t, "step", 0), None, str(e))

@@ -12,6 +12,7 @@ import platform
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -23,8 +24,8 @@ from normlab.data.objectives import objective_for
 from normlab.diagnostics import DiagnosticsStore, LayerProbe, find_nonfinite_origin, layer_skip
 from normlab.diagnostics.probe import NO_PROBE
 from normlab.nn.kernels import get_norm_impl
-from normlab.nn.schemes import profile_model
 from normlab.nn.model import IGNORE
+from normlab.nn.schemes import profile_model
 from normlab.rundir import RunDir, RunDirError, RunLock, RunLockedError, load_model, with_vocab
 from normlab.train.distributed import SINGLE, Dist, full_state, shard_optimizer_state, sharded, wrap
 from normlab.train.optim import build_optimizer, learning_rate
@@ -126,8 +127,10 @@ class Trainer:
     """Trains one `RunConfig` into one run directory, resuming it if it was interrupted."""
 
     def __init__(self, cfg: RunConfig, out: str, on_log: StepCallback | None = None, fresh: bool = False,
-                 on_note: NoteCallback | None = None, corpus: Corpus | None = None, dist: Dist = SINGLE):
+                 on_note: NoteCallback | None = None, corpus: Corpus | None = None, dist: Dist = SINGLE,
+                 events: str | Path | None = None):
         self.run_dir = RunDir(out)
+        self.events_dir, self.events = events, None  # live TensorBoard events (rundir/events.py), when asked
         self.on_log, self.on_note, self.fresh = on_log, on_note, fresh
         self.notes: list[str] = []  # what the user should be told (e.g. a damaged checkpoint passed over)
         self.dist = dist  # one of torchrun's processes (distributed.py), or the only one
@@ -248,6 +251,7 @@ class Trainer:
             with run_threads(self.tc.threads):
                 return self.guarded(self._run_locked)
         finally:
+            self.close_events()  # still open: the run stopped early (interrupted, failed)
             if lock is not None:
                 lock.release()
 
@@ -327,7 +331,23 @@ class Trainer:
         if self.dist.main:
             rd.write_meta(self._meta(resumed_from=self.step if ckpt else None))
             rd.write_status("running", step=self.step)
+            self._open_events()
         return None
+
+    def _open_events(self) -> None:
+        """TensorBoard events from what the run kept (rewound to its checkpoint), then live from the loop."""
+        if self.events_dir is None:
+            return
+        from normlab.rundir.events import EventLog
+
+        self.events = EventLog(self.events_dir, self.run_dir, self.cfg.to_dict())
+        if self.store is not None:
+            self.store.on_write = self.events.layers
+
+    def close_events(self, status: str | None = None, val_loss: float | None = None) -> None:
+        if self.events is not None:
+            self.events.close(status, val_loss)
+            self.events = None
 
     def _finished(self) -> RunResult | None:
         """The result of a run this directory already finished (completed or diverged), else None."""
@@ -339,6 +359,7 @@ class Trainer:
         return None
 
     def record_diverged(self, d: Diverged) -> RunResult:
+        self.close_events("diverged")
         if self.dist.main:
             self.run_dir.write_status("diverged", step=d.step, reason=d.reason, val_loss=None, nan_origin=d.origin)
         return RunResult("diverged", d.step, None, d.reason)
@@ -350,6 +371,7 @@ class Trainer:
         outcome, reason = judge_training(val_loss, plateau, self.tc.untrained_margin, self.objective.plateau_what)
         if not self.dist.main:
             return RunResult("completed", self.step, val_loss, reason, outcome)
+        self.close_events(outcome if outcome == FAILED_TO_TRAIN else "completed", val_loss)
         if skip is not None:
             self.run_dir.write_json("layer_skip.json", skip)
         self.run_dir.write_status("completed", step=self.step, val_loss=val_loss, elapsed_s=self.elapsed,
@@ -500,6 +522,8 @@ class Trainer:
         if not self.dist.main:
             return
         self.run_dir.append_metrics(row)
+        if self.events is not None:
+            self.events.scalars(row)
         if self.on_log is not None:
             self.on_log(row)
 
@@ -537,6 +561,7 @@ def _os_message(e: OSError, run_path) -> str:
 
 
 def train(cfg: RunConfig, out: str, on_log: StepCallback | None = None, fresh: bool = False,
-          dist: Dist = SINGLE) -> RunResult:
-    """Train `cfg` into the run directory `out` (resuming it if it holds this run, interrupted)."""
-    return Trainer(cfg, out, on_log, fresh=fresh, dist=dist).run()
+          dist: Dist = SINGLE, events: str | Path | None = None) -> RunResult:
+    """Train `cfg` into the run directory `out` (resuming it if it holds this run, interrupted); `events`: a
+    directory for live TensorBoard events."""
+    return Trainer(cfg, out, on_log, fresh=fresh, dist=dist, events=events).run()
