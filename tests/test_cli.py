@@ -102,3 +102,45 @@ def test_diverged_run_exits_3_with_its_step(tmp_path):
     config.write_text(tiny_config(train={"diverge_loss": 3.0}).to_toml())
     result = runner.invoke(app, ["train", str(config), "--out", str(tmp_path / "r")])
     assert result.exit_code == 3 and "diverged at step 1" in result.output
+
+
+def test_study_prints_each_active_runs_step_and_loss_when_output_is_not_a_terminal(tmp_path, monkeypatch):
+    import re
+
+    from normlab import cli
+    from tests.study.test_study import TINY
+
+    monkeypatch.setattr(cli, "PRINT_EVERY_S", 0.0)
+    args = ["study", "--out", str(tmp_path / "s"), "--claims", "C13", "--seeds", "0", "--workers", "2"]
+    for item in TINY + ["train.steps=400"]:
+        args += ["--set", item]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert re.search(r"^study \d+% \(", result.output, re.M)
+    lines = re.findall(r"^  (pre-layernorm-L\d+-d16\S*) step (\d+)/400 loss (\d+\.\d{4})$", result.output, re.M)
+    assert lines and {int(step) for _, step, _ in lines} - {0}, result.output  # steps seen while training
+    assert not re.search(r"^study\s+━", result.output, re.M)  # no bar drawn into a log
+
+
+def test_train_prints_a_line_per_evaluation_when_output_is_not_a_terminal(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text(tiny_config().to_toml())
+    result = runner.invoke(app, ["train", str(config), "--set", "train.steps=20", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    assert "step 0/20  val " in result.output and "step 10/20  loss " in result.output
+    assert "step 20/20  loss " in result.output and "train ━" not in result.output
+
+
+def test_one_progress_line_per_active_run_comes_and_goes():
+    from rich.progress import Progress
+
+    from normlab.cli import _sync_run_lines
+    from normlab.study.runner import ActiveRun
+
+    bar, lines = Progress(disable=True), {}
+    a, b = ActiveRun("a", "pre-a", 10, 100, 3.2), ActiveRun("b", "post-b", 0, 100, None)
+    _sync_run_lines(bar, lines, [a, b])
+    assert set(lines) == {"a", "b"} and bar.tasks[0].completed == 10 and bar.tasks[0].fields["status"] == "loss 3.2000"
+    _sync_run_lines(bar, lines, [ActiveRun("b", "post-b", 50, 100, 2.9)])
+    assert set(lines) == {"b"} and [t.completed for t in bar.tasks] == [50]
+    assert a.describe() == "pre-a step 10/100 loss 3.2000" and b.describe() == "post-b step 0/100"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import time
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -9,7 +10,8 @@ from typing import Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 from rich.table import Table
 
 from normlab.config import ConfigError, load_config
@@ -119,9 +121,17 @@ def _exit_quietly(code: int) -> None:
 def _train_with_bar(trainer):
     from normlab.train.loop import RunError
 
-    with _progress() as progress:
+    live, printed = console.is_terminal, [0.0]  # not a terminal: a line at each evaluation, and every 30 s
+
+    def on_log(row: dict) -> None:
+        progress.update(task, completed=row["step"], status=_status_line(row))
+        if not live and ("val_loss" in row or time.monotonic() - printed[0] >= PRINT_EVERY_S):
+            printed[0] = time.monotonic()
+            console.print(f"step {row['step']}/{trainer.tc.steps}  {_status_line(row)}", highlight=False)
+
+    with _progress(disable=not live) as progress:
         task = progress.add_task("train", total=trainer.tc.steps, status="")
-        trainer.on_log = lambda row: progress.update(task, completed=row["step"], status=_status_line(row))
+        trainer.on_log = on_log
         try:
             result = trainer.run()
         except (RunError, KeyboardInterrupt):
@@ -135,10 +145,10 @@ def _note(message: str) -> None:
     err_console.print(f"[bold yellow]note:[/] {message}", highlight=False, soft_wrap=True)
 
 
-def _progress() -> Progress:
+def _progress(disable: bool = False) -> Progress:
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[status]}"),
-                    console=console, transient=False)
+                    console=console, transient=False, disable=disable)
 
 
 def _status_line(row: dict) -> str:
@@ -259,17 +269,45 @@ def _run_with_bar(spec, out: Path, workers: Optional[int], batch: Optional[bool]
                   address: Optional[str] = None, tensorboard: bool = False):
     from normlab.study.runner import run_study
 
+    from normlab.study.registry import Registry
+    from normlab.study.runner import active_runs
+
+    live = console.is_terminal  # a terminal: a bar, and a line per active run; a log file: a line now and then
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                   TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[status]}"),
-                  console=console) as bar:
+                  console=console, disable=not live) as bar:
         task = bar.add_task("study", total=1.0, status="")
+        lines: dict[str, TaskID] = {}  # run id → its progress line
+        printed = [0.0, -1.0]  # when, and at what done cost, a line was last printed
 
         def on_progress(done: float, total: float, counts: dict[str, int]) -> None:
             status = "  ".join(f"{k} {v}" for k, v in sorted(counts.items()))
             bar.update(task, total=total, completed=done, status=status)
+            active = active_runs(Registry(out))
+            if live:
+                _sync_run_lines(bar, lines, active)
+            elif time.monotonic() - printed[0] >= PRINT_EVERY_S or (done >= total and done != printed[1]):
+                printed[0], printed[1] = time.monotonic(), done
+                console.print(f"study {100 * done / max(total, 1e-12):.0f}% ({status})"
+                              + "".join(f"\n  {run.describe()}" for run in active), highlight=False)
 
         return run_study(spec, out, workers, on_progress, batch=batch, executor=executor, address=address,
                          say=lambda line: bar.console.print(line, highlight=False), tensorboard=tensorboard)
+
+
+PRINT_EVERY_S = 30.0  # progress lines when the output is not a terminal (a log file, CI)
+
+
+def _sync_run_lines(bar: Progress, lines: dict, active: list) -> None:
+    """One bar line per run being trained: added when it starts, removed when it is done."""
+    now = {run.id: run for run in active}
+    for rid in [r for r in lines if r not in now]:
+        bar.remove_task(lines.pop(rid))
+    for rid, run in now.items():
+        loss = "" if run.loss is None else f"loss {run.loss:.4f}"
+        if rid not in lines:
+            lines[rid] = bar.add_task(f"  {run.name}", total=run.steps, status=loss)
+        bar.update(lines[rid], completed=run.step, total=run.steps, status=loss)
 
 
 def _study_interrupted(out: Path) -> None:

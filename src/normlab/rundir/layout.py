@@ -152,6 +152,22 @@ class RunDir:
                 break
         return rows
 
+    def last_metrics(self) -> dict[str, Any] | None:
+        """The newest logged row, read from the file's end (progress displays poll it while the run trains)."""
+        try:
+            with self.metrics_path.open("rb") as f:
+                f.seek(0, 2)
+                f.seek(max(0, f.tell() - 4096))
+                lines = f.read().decode("utf-8", "replace").splitlines()
+        except OSError:
+            return None
+        for line in reversed(lines):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:  # cut at the start of the window, or being written
+                continue
+        return None
+
     def truncate_metrics(self, after_step: int) -> None:
         """Drop rows logged after `after_step` (the checkpoint a resume starts from)."""
         keep = [r for r in self.metrics() if r["step"] <= after_step]

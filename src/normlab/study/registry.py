@@ -280,6 +280,12 @@ class Registry:
         rows = [r for r in self.rows() if ids is None or r["id"] in ids]
         return sum(settled(r["status"], r["attempts"]) for r in rows), len(rows) if ids is None else len(ids)
 
+    def running(self) -> list[tuple[str, dict[str, Any]]]:
+        """(id, config) of the runs being trained now (progress displays)."""
+        with self._tx() as db:
+            rows = db.execute("SELECT id, config FROM runs WHERE status = 'running' ORDER BY rowid").fetchall()
+        return [(rid, json.loads(config)) for rid, config in rows]
+
     def failed(self, ids: set[str] | None = None) -> list[dict[str, Any]]:
         """The failed runs: id, config, attempts, and the reason their last attempt raised."""
         with self._tx() as db:

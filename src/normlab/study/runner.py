@@ -367,6 +367,36 @@ def _train_all(registry: Registry, ids: list[str], costs: dict[str, float], work
         p.join()
 
 
+@dataclass
+class ActiveRun:
+    """A run being trained now, as a progress display shows it."""
+
+    id: str
+    name: str  # rundir/events.py's run_name: scheme, norm, depth, width, lr, warmup, seed, id
+    step: int
+    steps: int
+    loss: float | None
+
+    def describe(self) -> str:
+        loss = "" if self.loss is None else f" loss {self.loss:.4f}"
+        return f"{self.name} step {self.step}/{self.steps}{loss}"
+
+
+def active_runs(registry: Registry, ids: set[str] | None = None) -> list[ActiveRun]:
+    """The runs training now, each with its newest logged step and train loss (read from its metrics' tail)."""
+    from normlab.rundir import RunDir
+    from normlab.rundir.events import run_name
+
+    out = []
+    for rid, config in registry.running():
+        if ids is not None and rid not in ids:
+            continue
+        row = RunDir(registry.run_dir(rid)).last_metrics() or {}
+        out.append(ActiveRun(rid, run_name(config, rid), row.get("step", 0), config["train"]["steps"],
+                             row.get("train_loss")))
+    return out
+
+
 def _done_cost(registry: Registry, costs: dict[str, float]) -> float:
     return sum(costs[row["id"]] for row in registry.rows()
                if row["id"] in costs and settled(row["status"], row["attempts"]))
