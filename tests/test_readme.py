@@ -1,0 +1,115 @@
+"""Every command in the README's code blocks: parsed by the CLI exactly as written, the quick ones run verbatim
+in a fresh directory (with the repository's configs/ beside them, as on a clone)."""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import typer
+
+from normlab.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text("utf-8")
+# run verbatim, in this order (later ones read what earlier ones wrote); every other command is parsed only
+RUN = [
+    "normlab schemes --json",
+    "normlab study --study configs/study_example.toml --out example-study",
+    "normlab report example-study",
+    "normlab train configs/nanogpt_cpu.toml --set train.steps=100 --out runs/nanogpt_cpu",
+    "sqlite3 runs/nanogpt_cpu/diagnostics.sqlite "
+    "\"SELECT layer, value FROM layer_metrics WHERE step = 0 AND site = 'block' AND metric = 'grad_norm'\"",
+]
+
+
+def blocks(lang: str) -> list[str]:
+    return [m.group(1) for m in re.finditer(rf"^```{lang}\n(.*?)^```", README, re.M | re.S)]
+
+
+def commands() -> list[str]:
+    """Each shell command of the README's bash blocks: continuation lines joined, comments dropped."""
+    out = []
+    for block in blocks("bash"):
+        for command in block.replace("\\\n", " ").splitlines():
+            command = re.sub(r"\s+#.*$", "", command).strip()
+            if command and not command.startswith("#"):
+                out.append(re.sub(r"\s+", " ", command))
+    return out
+
+
+def normlab_args(command: str) -> list[str] | None:
+    """The arguments `normlab` receives, for `normlab ...` and `torchrun ... -m normlab ...`; else None."""
+    words = shlex.split(command)
+    if words[0] == "normlab":
+        return words[1:]
+    if words[0] == "torchrun" and "-m" in words and words[words.index("-m") + 1] == "normlab":
+        return words[words.index("-m") + 2:]
+    return None
+
+
+def test_the_readme_has_commands_and_every_one_to_run_is_still_in_it():
+    found = commands()
+    assert len(found) >= 20
+    for command in RUN:
+        assert command in found, f"the README no longer says {command!r}: update RUN"
+
+
+@pytest.mark.parametrize("command", [c for c in commands() if normlab_args(c) is not None])
+def test_every_normlab_command_parses_as_written(command):
+    """Click parses it as the shell would pass it: a wrong option, choice or value fails here."""
+    args = normlab_args(command)
+    group = typer.main.get_command(app)
+    assert args and args[0] in group.commands, f"{command!r}: no such normlab command"
+    group.commands[args[0]].make_context(args[0], list(args[1:]))  # raises on anything the command would refuse
+    for word in args:  # the files it names exist in a clone
+        if word.startswith("configs/"):
+            assert (ROOT / word).is_file(), f"{command!r} names {word}, which is not in the repository"
+
+
+def test_other_commands_name_what_exists():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    targets = set(re.findall(r"^([\w-]+):", (ROOT / "Makefile").read_text(), re.M))
+    for command in commands():
+        words = shlex.split(command)
+        if words[0] == "make":
+            assert set(words[1:]) <= targets, command
+        elif words[:2] == ["pip", "install"]:
+            for spec in words[2:]:
+                extra = re.fullmatch(r"normlab\[(\w+)\]", spec)
+                assert extra and extra.group(1) in extras, command
+        elif words[0] in ("ray", "source", "sqlite3", "torchrun", "normlab"):
+            pass
+        else:
+            raise AssertionError(f"a README command this test does not know how to check: {command!r}")
+
+
+def test_the_quick_commands_run_verbatim_on_a_fresh_directory(tmp_path):
+    shutil.copytree(ROOT / "configs", tmp_path / "configs")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "COLUMNS": "120"}
+    for command in RUN:
+        if command.startswith("sqlite3") and shutil.which("sqlite3") is None:
+            command = command.replace("sqlite3 ", f"{sys.executable} -c 'import sqlite3, sys; "
+                                      "print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchall())' ", 1)
+        done = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
+        if command.startswith("normlab schemes"):
+            assert '"schemes"' in done.stdout
+        if "layer_metrics" in command:
+            assert done.stdout.strip(), "the diagnostics query returned nothing"
+    assert (tmp_path / "example-study" / "report.html").is_file()
+
+
+def test_the_python_example_runs_verbatim(tmp_path):
+    (example,) = blocks("python")
+    shutil.copytree(ROOT / "configs", tmp_path / "configs")
+    done = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "runs" / "deepnorm" / "status.json").is_file()
