@@ -30,6 +30,7 @@ Parallel = _choices("Parallel", ("ddp", "fsdp"))
 Only = _choices("Only", ("norms", "steps"))
 Clock = _choices("Clock", ("wall", "cpu"))
 Precision = _choices("Precision", ("fp32", "bf16"))
+Dtype = _choices("Dtype", ("float32", "bfloat16", "float16"))
 BenchScheme = _choices("BenchScheme", (*SCHEMES, "all"))
 BenchNorm = _choices("BenchNorm", tuple(NORMS))
 BenchConfig = _choices("BenchConfig", ("nanogpt-cpu", "baby-gpt"))
@@ -465,18 +466,31 @@ def diagnose(
     no_skip: bool = typer.Option(False, "--no-skip", help="Skip the layer-skip ablation."),
     init: bool = typer.Option(False, "--init", help="A normlab run without a checkpoint: measure its untrained "
                               "model (the output says so)."),
+    device: str = typer.Option("cpu", "--device", metavar="DEVICE", help="cpu, cuda, cuda:N, or auto (CUDA when "
+                               "present)."),
+    dtype: Dtype = typer.Option("float32", "--dtype", help="The model's dtype while measured (statistics are taken "
+                                "in fp32)."),
+    html: Optional[Path] = typer.Option(None, "--html", metavar="FILE", help="Also write a one-page report with "
+                                        "per-layer plots to FILE."),
 ) -> None:
     """Per-layer residual RMS, contribution, angular distance, block influence, gradients and layer-skip ΔL."""
     from normlab.diagnostics.diagnose import diagnose as run_diagnose, load_subject
 
     try:
-        result = run_diagnose(load_subject(target, str(text) if text else None, init=init), skip=not no_skip)
+        subject = load_subject(target, str(text) if text else None, init=init, device=device, dtype=dtype.value)
+        result = run_diagnose(subject, skip=not no_skip)
     except (ConfigError, CorpusError, ValueError, OSError) as e:
         fail(str(e))
+    if html is not None:
+        from normlab.diagnostics.page import write
+
+        written = write(result, html)
+        (err_console if as_json else console).print(f"wrote {written}", highlight=False)
     if as_json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return
-    console.print(f"[bold]{result['target']}[/]: placement [cyan]{result['placement']}[/], normalizer "
+    qk = " + QK-norm" if result.get("qk_norm") else ""
+    console.print(f"[bold]{result['target']}[/]: placement [cyan]{result['placement']}{qk}[/], normalizer "
                   f"[cyan]{result['normalizer']}[/], final norm {result['final_norm']}, {result['n_layer']} layers; "
                   f"{result['objective']} = {result['loss']:.4f}", highlight=False)
     if "weights" in result:
@@ -491,8 +505,11 @@ def diagnose(
     console.print(table)
     if "effective_depth" in result:
         e = result["effective_depth"]
-        console.print(f"effective depth: {e['effective_depth']} of {result['n_layer']} layers raise the loss by "
-                      f"more than {e['threshold']:.0%} when skipped")
+        if e["effective_depth"] is None:
+            console.print(f"effective depth: {e['judged']}", highlight=False)
+        else:
+            console.print(f"effective depth: {e['effective_depth']} of {result['n_layer']} layers raise the loss by "
+                          f"more than {e['threshold']:.0%} of {e['relative_to']} when skipped", highlight=False)
 
 
 def _fmt(value) -> str:

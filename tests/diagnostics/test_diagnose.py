@@ -190,3 +190,71 @@ def test_check_runs_on_encoder_and_encoder_decoder_runs(tmp_path, arch):
     result = runner.invoke(app, ["check", str(tmp_path / "run")])
     assert result.exit_code == 0, result.output
     assert "no findings" in result.output
+
+
+@pytest.mark.parametrize("family, expected", [("gemma3", "sandwich"), ("qwen3", "pre"), ("olmo2", "post-sublayer")])
+def test_qk_norm_is_named_apart_from_the_placement(tmp_path, family, expected):
+    """Norms on queries and keys are QK-norm, not Sub-LN: Gemma 3 is sandwich + QK-norm, Qwen3 Pre-LN + QK-norm,
+    OLMo 2 normalizes each sub-layer's output before the residual add (+ QK-norm)."""
+    common = dict(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=2,
+                  num_key_value_heads=1, max_position_embeddings=64, bos_token_id=0, eos_token_id=0, pad_token_id=0)
+    model = {
+        "gemma3": lambda: transformers.Gemma3ForCausalLM(transformers.Gemma3TextConfig(**common, head_dim=16,
+                                                                                       sliding_window=16)),
+        "qwen3": lambda: transformers.Qwen3ForCausalLM(transformers.Qwen3Config(**common, head_dim=16)),
+        "olmo2": lambda: transformers.Olmo2ForCausalLM(transformers.Olmo2Config(**common)),
+    }[family]()
+    model.save_pretrained(tmp_path)
+    data = diagnose_json(tmp_path, "--no-skip")
+    assert (data["placement"], data["qk_norm"], data["normalizer"], data["final_norm"]) == (expected, True, "rmsnorm",
+                                                                                           True)
+    text = runner.invoke(app, ["diagnose", str(tmp_path), "--no-skip"], terminal_width=200).output
+    assert f"placement {expected} + QK-norm" in text
+
+
+def test_a_model_without_qk_norm_says_so():
+    assert diagnose_json(minilm_dir(), "--no-skip")["qk_norm"] is False
+
+
+def test_layer_skip_is_scaled_by_the_gap_to_chance_and_a_near_zero_loss_without_one_is_not_judged():
+    from torch import nn
+
+    from normlab.diagnostics.skip import layer_skip
+
+    layers = [nn.Identity(), nn.Identity()]
+    losses = iter([0.0006, 0.0012, 0.0007])  # full, then each layer skipped: +0.0006 and +0.0001 nats
+    judged = layer_skip(layers, lambda: next(losses), chance=(2.079, "one right pair of 8"))
+    assert judged["effective_depth"] == 0 and "gap to chance" in judged["relative_to"]  # 0.03 % and 0.005 % of 2.08
+    losses = iter([0.0006, 0.0012, 0.0007])
+    blind = layer_skip(layers, lambda: next(losses))  # relative to 0.0006 itself this would call both essential
+    assert blind["effective_depth"] is None and blind["judged"].startswith("cannot judge: the loss 0.0006 is near 0")
+    losses = iter([2.0, 2.5, 2.01])
+    assert layer_skip(layers, lambda: next(losses))["effective_depth"] == 1  # an ordinary loss is its own scale
+
+
+def test_minilm_effective_depth_is_relative_to_chance_not_to_its_near_zero_loss():
+    data = diagnose_json(minilm_dir())
+    assert data["loss"] < 0.01
+    depth = data["effective_depth"]
+    assert depth["relative_to"].startswith("its gap to chance (one right pair of 8")
+    assert 1 <= depth["effective_depth"] < 6  # relative to 0.0006 nats, every layer looked essential
+
+
+def test_diagnose_device_dtype_html_and_a_quiet_output(tmp_path):
+    config = transformers.LlamaConfig(num_hidden_layers=2, hidden_size=32, intermediate_size=64, num_attention_heads=2,
+                                      num_key_value_heads=1, vocab_size=300, max_position_embeddings=64,
+                                      bos_token_id=0, eos_token_id=0)
+    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path / "llama")
+    result = runner.invoke(app, ["diagnose", str(tmp_path / "llama"), "--dtype", "bfloat16", "--device", "cpu",
+                                 "--html", str(tmp_path / "page.html")], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "placement pre, normalizer rmsnorm" in result.output  # classified in bf16 too
+    for noise in ("Loading", "it/s]", "Warning", "warn"):  # transformers' bars and notices stay out
+        assert noise not in result.output
+    page = (tmp_path / "page.html").read_text()
+    assert "<img src=\"data:image/png;base64," in page and "<th>residual rms</th>" in page and "<script" not in page
+    assert "pre" in page and "effective depth" in page
+    data = diagnose_json(tmp_path / "llama", "--dtype", "float16", "--no-skip")
+    assert (data["dtype"], data["device"]) == ("float16", "cpu")
+    bad = runner.invoke(app, ["diagnose", str(tmp_path / "llama"), "--dtype", "int8"])
+    assert bad.exit_code == 2 and "'int8' is not one of 'float32', 'bfloat16', 'float16'" in bad.output

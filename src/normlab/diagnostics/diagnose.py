@@ -12,6 +12,7 @@ text with its own objective:
 """
 from __future__ import annotations
 
+import math
 import os
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -48,40 +49,57 @@ class Subject:
     objective: str
     mask: torch.Tensor | None = None  # (B, T) real tokens
     known: dict[str, Any] = field(default_factory=dict)  # facts read from a config, not detected
+    chance: tuple[float, str] | None = None  # the loss of a model that knows nothing: layer-skip's scale
 
 
-def load_subject(target: str | Path, text: str | None = None, init: bool = False) -> Subject:
-    """The model TARGET names: a normlab run directory or checkpoint file, or a Hugging Face directory.
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def load_subject(target: str | Path, text: str | None = None, init: bool = False, device: str = "cpu",
+                 dtype: str = "float32") -> Subject:
+    """The model TARGET names: a normlab run directory or checkpoint file, or a Hugging Face directory, on
+    `device` (auto: CUDA when present) in `dtype` (float32, bfloat16, float16; statistics are taken in fp32).
 
     A normlab run without a checkpoint is refused unless `init` asks for its untrained model.
     """
-    path = Path(target)
+    from normlab.train.loop import resolve_device
+
+    if dtype not in DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
+    dev, path = resolve_device(device), Path(target)
     if not path.exists():
         raise ValueError(f"{str(target)!r} does not exist")
     run_dir = path.parent if path.is_file() else path
+    subject = None
     if (run_dir / "config.toml").is_file():
-        return _normlab_subject(path, text, init)
-    if path.is_dir() and (path / "config.json").is_file():
-        return _hf_subject(path, text)
+        subject = _normlab_subject(path, text, init, dev, DTYPES[dtype])
+    elif path.is_dir() and (path / "config.json").is_file():
+        subject = _hf_subject(path, text, dev, DTYPES[dtype])
+    if subject is not None:
+        subject.known["device"], subject.known["dtype"] = str(dev), dtype
+        return subject
     raise ValueError(f"{str(target)!r} is neither a normlab run directory (config.toml), a checkpoint file "
                      "inside one, nor a Hugging Face model directory (config.json)")
 
 
-def _normlab_subject(path: Path, text: str | None, init: bool) -> Subject:
-    loaded = load_model(path, require_checkpoint=not init)
-    cfg, model = loaded.cfg, loaded.model.eval()
+def _normlab_subject(path: Path, text: str | None, init: bool, device: torch.device, dtype: torch.dtype) -> Subject:
+    loaded = load_model(path, device, require_checkpoint=not init)
+    cfg, model = loaded.cfg, loaded.model.to(dtype=dtype).eval()
     corpus = corpus_of(cfg)
     ids = corpus.val if text is None else torch.tensor(corpus.tokenizer.encode(read_text(text)[1]), dtype=torch.long)
     x, y = _windows(ids, cfg.model.block_size + 1)
     objective = objective_for(cfg.model.arch, corpus.tokenizer.vocab_size)
     if cfg.model.arch != "decoder":  # the run's own objective on the same windows (masks from a fixed seed)
         x, y = objective.corrupt(x, torch.Generator().manual_seed(0))
+    x, y = x.to(device), y.to(device)
     known = {"placement": cfg.model.scheme, "normalizer": cfg.model.norm, "final_norm": cfg.model.resolved_final_norm(),
              "architecture": cfg.model.arch, "step": loaded.step,
              "weights": f"{loaded.checkpoint.path.name} (step {loaded.step})" if loaded.checkpoint
              else f"untrained: the init of seed {cfg.train.seed} (--init)"}
     what = "next-token cross-entropy" if cfg.model.arch == "decoder" else f"{objective.name} cross-entropy"
-    return Subject(str(path), "normlab", model, lambda: model(x), lambda: model(x, y)[1], what, known=known)
+    vocab = corpus.tokenizer.vocab_size
+    return Subject(str(path), "normlab", model, lambda: model(x), lambda: model(x, y)[1], what, known=known,
+                   chance=(math.log(vocab), f"uniform over {vocab} tokens"))
 
 
 def _windows(ids: torch.Tensor, length: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -93,12 +111,16 @@ def _windows(ids: torch.Tensor, length: int) -> tuple[torch.Tensor, torch.Tensor
     return w[:, :-1], w[:, 1:]
 
 
-def _hf_subject(path: Path, text: str | None) -> Subject:
+def _hf_subject(path: Path, text: str | None, device: torch.device, dtype: torch.dtype) -> Subject:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
         import transformers
     except ImportError:
         raise ValueError("diagnosing a Hugging Face model needs `transformers`: pip install 'normlab[hf]'") from None
+    # transformers' own progress bars, notices and tokenizer warnings stay out of normlab's output
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
     # never run code from a directory a user points at: no remote code, even where transformers would ask
     config = transformers.AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=False)
     arch = (config.architectures or [""])[0]
@@ -110,7 +132,7 @@ def _hf_subject(path: Path, text: str | None) -> Subject:
         auto, objective = transformers.AutoModelForSeq2SeqLM, "seq2seq"
     else:
         auto, objective = transformers.AutoModel, "infonce"
-    model = auto.from_pretrained(path, local_files_only=True, trust_remote_code=False).float().eval()
+    model = auto.from_pretrained(path, local_files_only=True, trust_remote_code=False).to(device, dtype).eval()
     ids, special = _hf_ids(path, config, text)
     length = min(WINDOW, getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", WINDOW))
     if config.model_type in OFFSET_POSITIONS:  # positions start after the padding index (RoBERTa: 514 = 512 + 2)
@@ -118,7 +140,7 @@ def _hf_subject(path: Path, text: str | None) -> Subject:
     inputs, _ = _windows(ids, length - len(special) + 1)
     if special:  # e.g. [CLS] … [SEP] for BERT
         inputs = torch.cat([torch.full((BATCH, 1), special[0]), inputs, torch.full((BATCH, 1), special[-1])], 1)
-    inputs = inputs.contiguous()  # a slice of the windows; HF's seq2seq loss views its labels flat
+    inputs = inputs.contiguous().to(device)  # a slice of the windows; HF's seq2seq loss views its labels flat
     mask = torch.ones_like(inputs)
     forward = ((lambda: model(input_ids=inputs, attention_mask=mask, labels=inputs)) if objective == "seq2seq" else
                (lambda: model(input_ids=inputs, attention_mask=mask)))
@@ -126,8 +148,11 @@ def _hf_subject(path: Path, text: str | None) -> Subject:
     described = {"causal": "next-token cross-entropy", "masked": "masked-token cross-entropy (15 %)",
                  "seq2seq": "cross-entropy of reconstructing each window from itself (source = target)",
                  "infonce": "in-batch InfoNCE between mean-pooled halves of each window (scale 20)"}[objective]
+    chance = ((math.log(BATCH), f"one right pair of {BATCH}") if objective == "infonce" else
+              (math.log(config.vocab_size), f"uniform over {config.vocab_size} tokens"))
     return Subject(str(path), "hf", model, forward, loss, described, mask=mask,
-                   known={"architecture": arch or type(model).__name__, "model_type": config.model_type})
+                   known={"architecture": arch or type(model).__name__, "model_type": config.model_type},
+                   chance=chance)
 
 
 def _hf_ids(path: Path, config, text: str | None) -> tuple[torch.Tensor, list[int]]:
@@ -153,7 +178,7 @@ def _hf_objective(model, objective: str, inputs, mask, config) -> Callable[[], t
         return lambda: model(input_ids=inputs, attention_mask=mask, labels=inputs).loss
     if objective == "masked":
         g = torch.Generator().manual_seed(0)
-        chosen = torch.rand(inputs.shape, generator=g) < MLM_FRACTION
+        chosen = (torch.rand(inputs.shape, generator=g) < MLM_FRACTION).to(inputs.device)
         chosen[:, 0] = chosen[:, -1] = False
         labels = torch.where(chosen, inputs, torch.full_like(inputs, -100))
         mask_id = getattr(config, "mask_token_id", None) or 0  # a config without a tokenizer may name none
@@ -165,7 +190,7 @@ def _hf_objective(model, objective: str, inputs, mask, config) -> Callable[[], t
         half = hidden.shape[1] // 2
         a = F.normalize(hidden[:, :half].mean(1), dim=-1)
         b = F.normalize(hidden[:, half:].mean(1), dim=-1)
-        return F.cross_entropy(INFONCE_SCALE * a @ b.T, torch.arange(len(a)))
+        return F.cross_entropy(INFONCE_SCALE * a.float() @ b.float().T, torch.arange(len(a), device=a.device))
     return infonce
 
 
@@ -203,7 +228,8 @@ def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
         "placement": subject.known.get("placement", structure["placement"]),
         "normalizer": subject.known.get("normalizer", structure["normalizer"]),
         "final_norm": subject.known.get("final_norm", structure["final_norm"]),
-        "detected": {k: structure[k] for k in ("placement", "normalizer", "final_norm", "embed_norm")},
+        "qk_norm": structure["qk_norm"],
+        "detected": {k: structure[k] for k in ("placement", "normalizer", "final_norm", "embed_norm", "qk_norm")},
         "n_layer": len(layers), "layers_module": layers_name,
         "objective": subject.objective, "loss": loss.item(),
         "final_stream_rms": stats.rms(io[len(layers) - 1][1], m),
@@ -212,12 +238,14 @@ def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
     stacks = find_stacks(model)
     if len(stacks) > 1:  # an encoder–decoder: each stack's placement on its own (the rows above are the longest's)
         result["stacks"] = {name: {k: v for k, v in detect_placement(model, subject.forward, (name, layers)).items()
-                                   if k in ("placement", "normalizer", "final_norm", "embed_norm", "n_layer")}
+                                   if k in ("placement", "normalizer", "final_norm", "embed_norm", "qk_norm",
+                                            "n_layer")}
                             for name, layers in stacks}
     if skip:
         with torch.no_grad():
-            ablation = layer_skip(layers, lambda: subject.loss().item())
+            ablation = layer_skip(layers, lambda: subject.loss().item(), chance=subject.chance)
         for row, delta in zip(rows, ablation["delta_loss"]):
             row["skip_delta_loss"] = delta
-        result["effective_depth"] = {k: ablation[k] for k in ("effective_depth", "effective_depth_fraction", "threshold")}
+        result["effective_depth"] = {k: ablation[k] for k in ("effective_depth", "effective_depth_fraction",
+                                                               "threshold", "relative_to", "judged")}
     return result

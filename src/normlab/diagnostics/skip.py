@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 from torch import nn
 
 SKIP_THRESHOLD = 0.01  # a layer counts as essential if skipping it raises the loss by > 1 %
+NEAR_ZERO = 0.01  # nats: a loss this small gives no scale of its own to be 1 % of (MiniLM's InfoNCE: 0.0006)
 
 
 @contextmanager
@@ -28,18 +29,32 @@ def skipped(layer: nn.Module):
 
 
 def layer_skip(layers: Sequence[nn.Module], compute_loss: Callable[[], float],
-               threshold: float = SKIP_THRESHOLD) -> dict[str, object]:
+               threshold: float = SKIP_THRESHOLD, chance: tuple[float, str] | None = None) -> dict[str, object]:
     """ΔL(l) = loss with layer l skipped − full loss, for every l, and the effective-depth summary.
 
     `effective_depth` is the number of layers whose removal raises the loss by more than
-    `threshold` (relative); `effective_depth_fraction` divides it by the depth.
+    `threshold` of a scale: with `chance` = (loss, what) — the loss of a model that knows nothing,
+    e.g. log V — the gap from the model's loss up to it (how much of what it learned is lost);
+    without, the loss itself. A loss under NEAR_ZERO with no chance level gives no scale: the
+    depth is then None and `judged` says why. `effective_depth_fraction` divides it by the depth.
     """
     base = compute_loss()
     deltas = []
     for layer in layers:
         with skipped(layer):
             deltas.append(compute_loss() - base)
-    relative = [d / base for d in deltas]
+    if chance is not None and chance[0] > base:
+        scale, relative_to = chance[0] - base, f"its gap to chance ({chance[1]} = {chance[0]:.4g} nats)"
+    elif base >= NEAR_ZERO:
+        scale, relative_to = base, "the model's loss"
+    else:
+        scale, relative_to = None, None
+    out = {"base_loss": base, "delta_loss": deltas, "threshold": threshold, "relative_to": relative_to}
+    if scale is None:
+        return {**out, "relative_delta": [None] * len(deltas), "effective_depth": None,
+                "effective_depth_fraction": None,
+                "judged": f"cannot judge: the loss {base:.2g} is near 0 and no chance level was given to scale ΔL by"}
+    relative = [d / scale for d in deltas]
     essential = sum(r > threshold for r in relative)
-    return {"base_loss": base, "delta_loss": deltas, "relative_delta": relative, "threshold": threshold,
-            "effective_depth": essential, "effective_depth_fraction": essential / max(len(deltas), 1)}
+    return {**out, "relative_delta": relative, "effective_depth": essential,
+            "effective_depth_fraction": essential / max(len(deltas), 1), "judged": "judged"}
