@@ -408,7 +408,8 @@ def _print_verdicts(verdicts, status: str = "final") -> None:
     for v in verdicts:
         value = "n/a" if v.value is None else f"{v.value:.4g}"
         mark = " [bold magenta](fragile)[/]" if v.fragile else ""
-        table.add_row(v.id, f"[{colour[v.verdict]}]{v.verdict}[/]{mark}", f"{v.statistic} = {value}", str(v.n_seeds))
+        table.add_row(v.id, f"[{colour[v.verdict]}]{v.verdict}[/]{mark}", escape(v.reading or f"{v.statistic} = {value}"),
+                      str(v.n_seeds))
     console.print(table)
 
 

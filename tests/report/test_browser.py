@@ -21,7 +21,27 @@ def page(report, tmp_path_factory):
         scripts = driver.execute_script("return document.scripts.length;")
         title = driver.title
         log = driver.get_log("browser")
-    return {"images": images, "rows": rows, "scripts": scripts, "title": title, "log": log}
+        views = {}
+        for width in (1400, 700):  # what a reader sees at a desktop and a narrow window's width
+            driver.set_window_size(width, 1200)
+            driver.get(report["html"].resolve().as_uri())
+            text = driver.execute_script("return document.body.innerText;")
+            shot = tmp_path_factory.mktemp(f"shot-{width}") / "report.png"
+            driver.save_screenshot(str(shot))
+            # jump to a claim below the fold, as its link in the contents bar does; where is the heading then?
+            driver.get(report["html"].resolve().as_uri() + "#C5")
+            jump = driver.execute_script(
+                "const h = document.getElementById('C5').querySelector('h3, h2') || document.getElementById('C5');"
+                "const bar = document.querySelector('nav.toc').getBoundingClientRect();"
+                "const sticky = getComputedStyle(document.querySelector('nav.toc')).position === 'sticky';"
+                "return [h.getBoundingClientRect().top, sticky && bar.top <= 0 ? bar.bottom : 0];")
+            views[width] = {"text": text, "shot": shot, "heading_top": jump[0], "bar_bottom": jump[1],
+                            "overflow": driver.execute_script(
+                                "return Array.from(document.querySelectorAll('article.claim table')).filter(t => {"
+                                " const card = t.closest('article').getBoundingClientRect();"
+                                " const box = t.closest('.scroll') || t;"
+                                " return box.getBoundingClientRect().right > card.right + 1; }).length;")}
+    return {"images": images, "rows": rows, "scripts": scripts, "title": title, "log": log, "views": views}
 
 
 def test_no_console_errors(page):
@@ -39,3 +59,25 @@ def test_one_verdict_row_per_claim_and_escaped_title(page):
     assert page["rows"] == [f"C{i}" for i in range(1, 17)]
     assert page["scripts"] == 0  # the "<script>" in a claim title stayed text
     assert page["title"] == "normlab study: quick"
+
+
+@pytest.mark.parametrize("width", [1400, 700])
+def test_no_raw_python_dicts_or_unnamed_sides_on_the_page(page, width):
+    import re
+
+    text = page["views"][width]["text"]
+    assert not re.search(r"\{['\"]?\w+['\"]?: ", text), "a raw dict is printed"
+    for raw in ("mean_a", "mean a", "mean b", "Sources:", "seed 00"):
+        assert raw not in text, raw
+    assert page["views"][width]["shot"].stat().st_size > 10_000  # the screenshot was taken and has content
+
+
+@pytest.mark.parametrize("width", [1400, 700])
+def test_the_sticky_contents_bar_never_covers_the_heading_jumped_to(page, width):
+    view = page["views"][width]
+    assert view["heading_top"] >= view["bar_bottom"], view
+
+
+@pytest.mark.parametrize("width", [1400, 700])
+def test_claim_tables_stay_inside_their_card(page, width):
+    assert page["views"][width]["overflow"] == 0

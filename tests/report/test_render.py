@@ -66,7 +66,8 @@ def test_verdicts_json_round_trips(report):
     assert (doc["final"], doc["status"], doc["failed_runs"]) == (True, "final", [])  # not told otherwise: final
     rows = doc["verdicts"]
     assert [r["id"] for r in rows] == CLAIMS
-    keys = {"id", "verdict", "statistic", "value", "n_seeds", "settings", "details", "summary", "fragile", "robustness"}
+    keys = {"id", "verdict", "statistic", "value", "reading", "n_seeds", "settings", "details", "summary", "fragile",
+            "robustness"}
     assert all(set(r) == keys for r in rows)
     for row, original in zip(rows, verdicts()):
         assert Verdict(**row).to_dict() == row
@@ -186,3 +187,46 @@ def test_a_partial_report_says_so_first_and_lists_failed_runs(tmp_path):
     assert "Traceback" not in section and "<script" not in html
     doc = json.loads(paths["json"].read_text())
     assert {k: doc[k] for k in status} == status and doc["failed_runs"] == FAILED
+
+
+def test_a_sweeps_x_values_are_its_ticks():
+    """Learning rates on a log axis and depths on a linear one are labelled at the swept values."""
+    from matplotlib.figure import Figure as MplFigure
+
+    from normlab.report import plots
+    from normlab.study.claims.base import Figure, Series
+
+    lrs, depths = [3e-4, 1e-3, 3e-3, 1e-2, 3e-2], [2, 4, 8, 16]
+    for xs, logx in ((lrs, True), (depths, False)):
+        spec = Figure("t", "x", "y", [Series("pre", xs, [2.5 + 0.01 * i for i in range(len(xs))])], logx=logx)
+        ax = MplFigure().add_subplot()
+        plots._draw_on(ax, spec, plots.colors_for(spec), wrap=40)
+        ax.figure.canvas = plots.FigureCanvasAgg(ax.figure)
+        ax.figure.canvas.draw()
+        assert list(ax.get_xticks()) == pytest.approx(xs)
+        assert [t.get_text() for t in ax.get_xticklabels()] == [plots.fmt_value(float(x)) for x in xs]
+
+
+def test_key_numbers_read_in_the_claims_direction_and_a_missing_one_says_n_a():
+    from normlab.report.format import key_number
+    from normlab.study.claims import CLAIMS
+
+    assert CLAIMS.get("C12")().reading(-0.01084) == "Pre-LN uses 1.1 % more peak memory than Post-LN"
+    assert CLAIMS.get("C10")().reading(0.92).startswith("RMSNorm takes 0.92× LayerNorm's time")
+    assert CLAIMS.get("C1")().reading(-0.05) == "dropping warmup helped Post-LN by 0.050 nats"
+    assert key_number("Post-LN − Pre-LN val loss at 16 layers (nats)", None) == (
+        "Post-LN − Pre-LN val loss at 16 layers (nats) = n/a")
+    assert key_number("x", 1.5, "a reading") == "a reading"
+
+
+def test_comparison_details_are_a_table_with_named_sides():
+    from normlab.report.html import kv_cell
+    from normlab.study.claims.base import Group, compare
+
+    a = Group([2.50, 2.52, 2.51], 3, 0, 0)
+    b = Group([2.60, 2.61, 2.59], 3, 0, 0)
+    _, info = compare(a, b, sides=("RMSNorm", "LayerNorm"))
+    cell = kv_cell("comparison", info, 0, False)
+    assert "(RMSNorm)" in cell and "(LayerNorm)" in cell and "<table" in cell and "mean_a" not in cell
+    rows = kv_cell("by_scheme", {"pre": {"mean": 2.5, "n": 5}, "post": {"mean": 2.6, "n": 5}}, 2, False)
+    assert "<table" in rows and "{" not in rows

@@ -20,8 +20,8 @@ def fmt_value(value: Any) -> str:
         return fmt_float(value)
     if isinstance(value, (list, tuple)):
         return fmt_list(value)
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {fmt_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, dict):  # never Python's braces: "pre 0.03, post 0.003"
+        return "; ".join(f"{key_label(str(k))} {fmt_value(v)}" for k, v in value.items())
     return str(value)
 
 
@@ -97,11 +97,14 @@ def natural_key(text: str) -> list:
     return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", str(text))]
 
 
-def key_number(statistic: str | None, value: Any) -> str:
-    """`statistic = value`, or whichever of the two there is."""
+def key_number(statistic: str | None, value: Any, reading: str | None = None) -> str:
+    """The claim's reading of its number ("Pre-LN uses 1.1 % more peak memory than Post-LN"), else `statistic =
+    value`; a number that could not be computed reads `= n/a`, never as a bare statistic."""
+    if reading:
+        return reading
     statistic = (statistic or "").strip()
     if value is None:
-        return statistic or "—"
+        return f"{statistic} = n/a" if statistic else "n/a"
     return f"{statistic} = {fmt_value(value)}" if statistic else fmt_value(value)
 
 

@@ -95,7 +95,7 @@ def verdict_row(verdict: dict, info: dict) -> str:
             f'data-verdict="{esc(verdict.get("verdict"))}">'
             f'<td class="cid"><a href="#{cid}">{cid}</a></td><td>{esc(info.get("title", ""))}</td>'
             f'<td>{badge(verdict.get("verdict"))}{fragile_mark(verdict)}</td>'
-            f'<td class="key">{esc(key_number(verdict.get("statistic"), verdict.get("value")))}</td>'
+            f'<td class="key">{esc(key_number(verdict.get("statistic"), verdict.get("value"), verdict.get("reading")))}</td>'
             f'<td class="num">{esc(fmt_value(verdict.get("n_seeds")))}</td></tr>')
 
 
@@ -128,8 +128,6 @@ def claim_article(cid: str, verdict: dict | None, info: dict, figures: list) -> 
              f'{badge(verdict.get("verdict"))}</div>']
     if info.get("statement"):
         parts.append(f'<blockquote class="statement">{esc(info["statement"])}</blockquote>')
-    if info.get("sources"):
-        parts.append(f'<p class="sources">Sources: {esc(info["sources"])}</p>')
     if verdict.get("summary"):
         parts.append(f'<p class="summary">{esc(verdict["summary"])}</p>')
     if verdict:
@@ -160,8 +158,13 @@ def evidence_block(verdict: dict) -> str:
 
 
 def key_block(verdict: dict) -> str:
-    value = verdict.get("value")
-    number = f'<span class="value">{esc(fmt_value(value))}</span>' if value is not None else ""
+    """The claim's reading of its number, with the statistic it comes from; or the statistic and its value."""
+    value, reading = verdict.get("value"), verdict.get("reading")
+    if reading:
+        source = f'<span class="source">{esc(key_number(verdict.get("statistic"), value))}</span>'
+        return (f'<p class="keynum"><span class="stat reading">{esc(reading)}</span>{source}'
+                f'<span class="seeds">{esc(fmt_value(verdict.get("n_seeds")))} seeds</span></p>')
+    number = f'<span class="value">{esc(fmt_value(value))}</span>' if value is not None else '<span class="value">n/a</span>'
     return (f'<p class="keynum"><span class="stat">{esc(verdict.get("statistic") or "")}</span>{number}'
             f'<span class="seeds">{esc(fmt_value(verdict.get("n_seeds")))} seeds</span></p>')
 
@@ -199,12 +202,59 @@ def kv_table(data: dict, caption: str, depth: int = 0, info: bool = False) -> st
 
 
 def kv_cell(key: Any, value: Any, depth: int, info: bool) -> str:
+    if is_comparison(value):
+        return _scroll(comparison_table([("", value)]))
+    if isinstance(value, dict) and value and all(is_comparison(v) for v in value.values()):
+        return _scroll(comparison_table(list(value.items())))
+    if _is_keyed_rows(value):
+        return _scroll(keyed_table(value))
     if isinstance(value, dict) and value and depth < MAX_NESTING:
         return kv_table(value, "", depth + 1, info)
-    if _is_records(value) and depth < MAX_NESTING:
-        return records_table(value)
+    if _is_records(value):
+        return _scroll(records_table(value))
     text = fmt_info_value(str(key), value) if info else fmt_value(value)
     return f'<span class="v">{esc(text)}</span>'
+
+
+def _scroll(table: str) -> str:
+    """A wide table scrolls inside the card instead of running past its edge."""
+    return f'<div class="scroll">{table}</div>'
+
+
+def is_comparison(value: Any) -> bool:
+    """A `compare` result: two means, their difference, its 95 % interval."""
+    return isinstance(value, dict) and {"diff", "mean_a", "mean_b", "ci95"} <= set(value)
+
+
+def comparison_table(rows: list[tuple[str, dict]]) -> str:
+    """One row per comparison, the sides named (`compare(..., sides=...)`): no "mean a / mean b" to decode."""
+    body = []
+    for name, c in rows:
+        a, b = (c.get("sides") or ["first", "second"])[:2]
+        lo, hi = c["ci95"]
+        cells = [f"{fmt_value(c['mean_a'])} ({a})", f"{fmt_value(c['mean_b'])} ({b})",
+                 f"{fmt_value(c['diff'])}", f"{fmt_value(lo)} to {fmt_value(hi)}", fmt_value(c["bar"])]
+        label_cell = f"<th>{esc(key_label(str(name)))}</th>" if name else ""
+        body.append("<tr>" + label_cell + "".join(f"<td>{esc(x)}</td>" for x in cells) + "</tr>")
+    head = ("<th></th>" if any(n for n, _ in rows) else "") + "".join(
+        f"<th>{esc(h)}</th>" for h in ("mean val loss, first", "mean val loss, second", "first − second (nats)",
+                                       "95 % CI of the difference", "needed to call it (nats)"))
+    return f'<table class="rows"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _is_keyed_rows(value: Any) -> bool:
+    """A dict of flat dicts (per scheme, per depth, ...): a table with a row per key, a column per inner key."""
+    return (isinstance(value, dict) and 1 < len(value) <= 40 and all(isinstance(v, dict) and v for v in value.values())
+            and all(not isinstance(x, dict) for v in value.values() for x in v.values()))
+
+
+def keyed_table(value: dict) -> str:
+    columns = list(dict.fromkeys(k for row in value.values() for k in row))
+    head = "<th></th>" + "".join(f"<th>{esc(key_label(str(c)))}</th>" for c in columns)
+    body = "".join(f"<tr><th>{esc(key_label(str(k)))}</th>"
+                   + "".join(f"<td>{esc(fmt_value(row.get(c)))}</td>" for c in columns) + "</tr>"
+                   for k, row in value.items())
+    return f'<table class="rows"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def _is_records(value: Any) -> bool:
@@ -304,6 +354,11 @@ article.claim.inconclusive { border-left-color: #d4a017; }
 .keynum { display: flex; flex-wrap: wrap; gap: 6px 14px; align-items: baseline; margin: 8px 0 12px;
   padding: 8px 12px; background: #f3f6fa; border-radius: 8px; }
 .keynum .stat { color: #333d47; }
+.keynum .reading { font-size: 17px; font-weight: 650; color: #1d2530; }
+.keynum .source { color: var(--muted); font-size: 13px; }
+/* a heading jumped to lands below the sticky contents bar; on a narrow screen the bar does not stick */
+[id] { scroll-margin-top: 110px; }
+@media (max-width: 900px) { .toc { position: static; } [id] { scroll-margin-top: 8px; } }
 .keynum .value { font-size: 20px; font-weight: 700; }
 .keynum .seeds { color: var(--muted); font-size: 13px; margin-left: auto; }
 .kv-grid { display: flex; flex-wrap: wrap; gap: 12px 28px; align-items: flex-start; margin: 4px 0 8px; }

@@ -33,7 +33,7 @@ def markdown(title: str, study_info: dict, verdicts: list[dict], claim_info: dic
         mark = VERDICT_MARK.get(v.get("verdict"), "·")
         fragile = " (fragile)" if v.get("fragile") else ""
         lines.append(f"| {cell(name)} | {mark} {cell(v.get('verdict'))}{fragile} | "
-                     f"{cell(key_number(v.get('statistic'), v.get('value')))} | {cell(fmt_value(v.get('n_seeds')))} | "
+                     f"{cell(key_number(v.get('statistic'), v.get('value'), v.get('reading')))} | {cell(fmt_value(v.get('n_seeds')))} | "
                      f"{cell(_robust_cell(v))} |")
     lines += failed_lines(failed_runs or [])
     lines += ["", "## Claims", ""]

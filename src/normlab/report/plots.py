@@ -19,7 +19,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure as MplFigure
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
 from normlab.report.format import fmt_value
 
@@ -140,8 +140,24 @@ def _line(ax, spec: Any, colors: dict[str, str], *, linestyles: dict[str, Any] |
     elif series and all(isinstance(x, int) for s in series for x in s.x):
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
     _scales(ax, spec, numeric)
+    if numeric:
+        _swept_ticks(ax, sorted({_num(x) for s in series for x in s.x if _num(x) == _num(x)}))
     if ylim:
         ax.set_ylim(*ylim)
+
+
+MAX_SWEPT_TICKS = 8
+
+
+def _swept_ticks(ax, values: list[float]) -> None:
+    """A sweep's x values (learning rates, depths) as the axis's ticks, labelled plainly, when there are few:
+    a reader reads off 3e-4 … 3e-2 or 2, 4, 8, 16 rather than the powers of ten between them."""
+    if not 1 < len(values) <= MAX_SWEPT_TICKS:
+        return
+    ax.xaxis.set_major_locator(FixedLocator(values))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_value(float(v))))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.xaxis.set_minor_locator(NullLocator())
 
 
 def _bar(ax, spec: Any, colors: dict[str, str], **_: Any) -> None:

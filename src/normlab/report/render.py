@@ -49,7 +49,7 @@ def render_report(out_dir: Path, *, title: str, verdicts: list, claim_info: dict
 
 def _as_dict(verdict: Any) -> dict[str, Any]:
     data = verdict.to_dict() if hasattr(verdict, "to_dict") else dict(verdict)
-    keys = ("id", "verdict", "statistic", "value", "n_seeds", "settings", "details", "summary", "fragile",
+    keys = ("id", "verdict", "statistic", "value", "reading", "n_seeds", "settings", "details", "summary", "fragile",
             "robustness")
     return {k: data.get(k, {} if k in ("settings", "details") else None) for k in keys}
 

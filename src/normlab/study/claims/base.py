@@ -37,6 +37,7 @@ class Verdict:
     summary: str = ""
     fragile: bool | None = None  # None: not checked; True: the robustness rerun gave another verdict
     robustness: dict[str, Any] = field(default_factory=dict)  # what the rerun changed and what it gave
+    reading: str = ""  # the key number in the claim's direction, in words ("Pre-LN uses 1.1 % more peak memory")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -101,7 +102,15 @@ class Claim:
     def make(self, verdict: str, statistic: str, value: float | None, n_seeds: int, settings: dict[str, Any],
              summary: str, **details: Any) -> Verdict:
         settings = {**settings, "paper": settings.get("paper") or self.paper} if self.paper else settings
-        return Verdict(self.id, verdict, statistic, json_safe(value), n_seeds, settings, json_safe(details), summary)
+        value = json_safe(value)
+        reading = self.reading(value) if isinstance(value, (int, float)) and math.isfinite(value) else ""
+        return Verdict(self.id, verdict, statistic, value, n_seeds, settings, json_safe(details), summary,
+                       reading=reading or "")
+
+    def reading(self, value: float) -> str | None:
+        """The key number said in the claim's direction (which side is better, by how much); None: `statistic =
+        value` says it well enough."""
+        return None
 
 
 # -- statistics shared by the claims ------------------------------------------------------
@@ -195,12 +204,14 @@ def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float] | No
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def compare(a: Group, b: Group, margin: float = LOSS_MARGIN) -> tuple[str, dict[str, Any]]:
+def compare(a: Group, b: Group, margin: float = LOSS_MARGIN, sides: tuple[str, str] = ("a", "b")
+            ) -> tuple[str, dict[str, Any]]:
     """How a's mean val loss stands to b's: worse | better | same | unclear | too-few-seeds.
 
     worse/better: the difference exceeds both `margin` and the half-width of its 95 % Welch t interval
     (at 2 seeds a side that is 4.3 standard errors: two seeds prove little);
     same: |difference| ≤ margin and the half-width ≤ margin; otherwise unclear.
+    `sides` names a and b for a reader (the report's comparison tables: "mean Post-LN", "mean Pre-LN").
     """
     if a.n < MIN_SEEDS or b.n < MIN_SEEDS:
         return "too-few-seeds", {"n_a": a.n, "n_b": b.n}
@@ -212,7 +223,7 @@ def compare(a: Group, b: Group, margin: float = LOSS_MARGIN) -> tuple[str, dict[
     half = float(student_t.ppf(0.5 + CONFIDENCE / 2, df)) * se
     bar = max(margin, half)
     info = {"diff": diff, "se": se, "bar": bar, "mean_a": a.mean, "mean_b": b.mean, "df": df,
-            "ci95": [diff - half, diff + half]}
+            "ci95": [diff - half, diff + half], "sides": list(sides)}
     if diff > bar:
         return "worse", info
     if diff < -bar:

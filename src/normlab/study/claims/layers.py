@@ -153,7 +153,9 @@ class ResidualGrowthC5(Claim):
     id, title = "C5", "Pre-LN's residual stream grows like O(l)"
     statement = "In Pre-LN the residual stream grows with depth: ‖x_l‖ grows like O(l)."
     sources = "000, 003, 004"
-    paper = 'seeds 000/003/004; Xiong et al. 2020 (arXiv 2002.04745) Lemma 1 gives E‖x_l‖² ∝ l at init, i.e. ‖x_l‖ ∝ √l, so O(l) is the stronger claim'
+    paper = ("the claim as three source articles make it (a Q&A on norm placement; \"Is Pre-Norm perfect?\"; "
+             "Su Jianlin, spaces.ac.cn/archives/9009); Xiong et al. 2020 (arXiv 2002.04745) Lemma 1 gives "
+             "E‖x_l‖² ∝ l at init, i.e. ‖x_l‖ ∝ √l, so O(l) is the stronger claim")
 
     def runs(self, preset):
         return depth_sweep(preset, ("pre",))
@@ -198,7 +200,9 @@ class WateredDownDepthC6(Claim):
                  "become nearly parallel, so an L-layer Pre-LN net behaves like a shallower one; Post-LN layers "
                  "stay full weight.")
     sources = "003, 004"
-    paper = "seeds 003/004 (Su Jianlin's analysis of Pre-LN's effective depth); Liu et al. 2020 (Admin, arXiv 2004.08249) §4.2 on Pre-LN's shallower dependency"
+    paper = ("Su Jianlin's analysis of Pre-LN's effective depth (spaces.ac.cn/archives/9009, and the article "
+             "\"Is Pre-Norm perfect?\"); Liu et al. 2020 (Admin, arXiv 2004.08249) §4.2 on Pre-LN's shallower "
+             "dependency")
 
     def runs(self, preset):
         return depth_sweep(preset, ("pre", "post"))
@@ -223,7 +227,8 @@ class WateredDownDepthC6(Claim):
         # beat the shallowest one (at bigram level every layer is dispensable, whatever the architecture)
         shallowest = min(preset.depths)
         uses_depth, depth_info = compare(group(records, model__scheme="pre", **at),
-                                         group(records, model__scheme="pre", **{**at, "model__n_layer": shallowest}))
+                                         group(records, model__scheme="pre", **{**at, "model__n_layer": shallowest}),
+                                         sides=(f"Pre-LN, {deepest} layers", f"Pre-LN, {shallowest} layers"))
         if uses_depth != "better":
             verdict = INCONCLUSIVE
         elif (trend or 0) >= 0 or eff["pre"] > SHALLOW or (contrast and eff["post"] <= eff["pre"]):

@@ -51,7 +51,11 @@ class PostLNCeilingC7(Claim):
                  "the same depth (and transfers/fine-tunes better).")
     sources = "000, 004"
     paper = ("Liu et al. 2020 (Admin, arXiv 2004.08249) §1 and Fig. 1: Post-LN, when it trains, ends better than "
-             "Pre-LN; seed 004 adds that it transfers and fine-tunes better")
+             "Pre-LN; Su Jianlin (spaces.ac.cn/archives/9009) adds that it transfers and fine-tunes better")
+
+
+    def reading(self, value):
+        return f"best-tuned Post-LN ends {abs(value):.3f} nats {'better' if value < 0 else 'worse'} than Pre-LN"
 
     def runs(self, preset):
         return [r for r in lr_sweep(preset, ("pre", "post")) if r["train.warmup_steps"]]
@@ -93,12 +97,12 @@ class PostLNCeilingC7(Claim):
         if not best["pre"] or not best["post"]:
             return self.make(INCONCLUSIVE, "no converged runs", None, 0, settings,
                              "one scheme has no lr where every seed trained: nothing to compare")
-        cmp, info = compare(best["post"][1], best["pre"][1])
+        cmp, info = compare(best["post"][1], best["pre"][1], sides=("best-tuned Post-LN", "best-tuned Pre-LN"))
         fell = {s: self._last_quarter_drop(records, preset, s, best[s][0]) for s in ("pre", "post")}
         converged = all(v is not None and v < CONVERGED_DELTA for v in fell.values())
         edge = [s for s in ("pre", "post") if best[s][0] in (min(preset.lrs), max(preset.lrs))]
         ft = {s: self._finetuned(records, preset, s, best[s][0]) for s in ("pre", "post")}
-        ft_cmp, ft_info = compare(ft["post"], ft["pre"])
+        ft_cmp, ft_info = compare(ft["post"], ft["pre"], sides=("fine-tuned Post-LN", "fine-tuned Pre-LN"))
         if not converged or edge:
             verdict = INCONCLUSIVE  # a comparison of untuned or unfinished runs says nothing about the ceiling
         elif cmp in ("worse", "same"):
@@ -180,6 +184,10 @@ class RMSNormC10(Claim):
     sources = "001, 002, 003"
     paper = 'Zhang & Sennrich 2019 (RMSNorm, arXiv 1910.07467) §5–6: 7–64 % less time'
 
+
+    def reading(self, value):
+        return f"RMSNorm takes {value:.2f}× LayerNorm's time (the largest ratio over matched algorithms)"
+
     def runs(self, preset):
         return [_fixed(preset, **{"model.scheme": "pre", "model.norm": n}) for n in ("layernorm", "rmsnorm")]
 
@@ -191,7 +199,7 @@ class RMSNormC10(Claim):
 
     def verdict(self, records, measurement, preset):
         ln, rms = (group(records, model__scheme="pre", model__norm=n, **_at(preset)) for n in ("layernorm", "rmsnorm"))
-        cmp, info = compare(rms, ln)
+        cmp, info = compare(rms, ln, sides=("RMSNorm", "LayerNorm"))
         if not measurement:
             return self.make(INCONCLUSIVE, "not measured", None, 0, {"norm_shape": TIMING_SHAPES[0]},
                              "the norm and step timings were not measured")
@@ -246,6 +254,10 @@ class FinalNormC13(Claim):
     sources = "000, 002"
     paper = 'Radford et al. 2019 (GPT-2) §2.3: a final layer norm after the last block'
 
+
+    def reading(self, value):
+        return f"without its final norm the stack ends {abs(value):.3f} nats {'better' if value < 0 else 'worse'}"
+
     def runs(self, preset):
         # "with" is the default (final_norm unset), so it is the same run as C1's and C10's Pre-LN
         return [_fixed(preset, **{"model.scheme": "pre"}), _fixed(preset, **{"model.scheme": "pre", "model.final_norm": False})]
@@ -255,7 +267,7 @@ class FinalNormC13(Claim):
         without = group(records, model__scheme="pre", model__final_norm=False, **_at(preset))
         base = select(records, model__scheme="pre", **_at(preset)) + select(records, model__scheme="pre",
                                                                              model__final_norm=False, **_at(preset))
-        cmp, info = compare(without, with_norm)
+        cmp, info = compare(without, with_norm, sides=("without final norm", "with final norm"))
         if without.n_failed > with_norm.n_failed or cmp == "worse":
             verdict = HOLDS
         elif cmp in ("same", "better"):
@@ -286,6 +298,10 @@ class LlamaRecipeC15(Claim):
     RECIPES = {"llama": {"model.norm": "rmsnorm", "model.mlp": "swiglu", "model.bias": False},
                "classic": {"model.norm": "layernorm", "model.mlp": "gelu", "model.bias": True}}
 
+
+    def reading(self, value):
+        return f"the LLaMA recipe ends {abs(value):.3f} nats {'better' if value < 0 else 'worse'} than the classic one"
+
     def runs(self, preset):
         return [_fixed(preset, **{"model.scheme": "pre", **r}) for r in self.RECIPES.values()]
 
@@ -295,7 +311,7 @@ class LlamaRecipeC15(Claim):
 
     def verdict(self, records, measurement, preset):
         llama, classic = (group(records, **self._where(preset, r)) for r in ("llama", "classic"))
-        cmp, info = compare(llama, classic)
+        cmp, info = compare(llama, classic, sides=("LLaMA recipe", "classic"))
         speeds = {r: [x.tokens_per_s for x in select(records, **self._where(preset, r)) if x.tokens_per_s]
                   for r in ("llama", "classic")}
         verdict = {"better": HOLDS, "same": HOLDS, "worse": FAILS}.get(cmp, INCONCLUSIVE)

@@ -56,6 +56,11 @@ class WarmupC1(Claim):
     paper = ("Xiong et al. 2020 (arXiv 2002.04745) §3.2 and Fig. 2: Post-LN without warmup ends worse or "
              "diverges; Pre-LN trains without it (§4)")
 
+
+    def reading(self, value):
+        return (f"dropping warmup costs Post-LN {value:.3f} nats" if value > 0 else
+                f"dropping warmup helped Post-LN by {-value:.3f} nats")
+
     def runs(self, preset):
         return lr_sweep(preset, ("pre", "post"))
 
@@ -65,8 +70,9 @@ class WarmupC1(Claim):
             group(records, model__scheme="pre", train__warmup_steps=preset.warmup, **at)
         post0, postW = group(records, model__scheme="post", train__warmup_steps=0, **at), \
             group(records, model__scheme="post", train__warmup_steps=preset.warmup, **at)
-        pre_cmp, pre_info = compare(pre0, preW)
-        post_cmp, post_info = compare(post0, postW)
+        pre_cmp, pre_info = compare(pre0, preW, sides=("Pre-LN without warmup", f"Pre-LN, warmup {preset.warmup}"))
+        post_cmp, post_info = compare(post0, postW,
+                                      sides=("Post-LN without warmup", f"Post-LN, warmup {preset.warmup}"))
         pre_fine = pre0.n_failed == 0 and pre_cmp in ("same", "better")
         post_hurt = (post0.n_failed > postW.n_failed) or post_cmp == "worse"
         settings = {"lr": preset.lr_fixed, "warmup_steps": preset.warmup, "n_layer": preset.depth,
@@ -101,6 +107,10 @@ class LearningRateC11(Claim):
     statement = "Pre-LN tolerates larger learning rates than Post-LN."
     sources = "000, 002"
     paper = "Xiong et al. 2020 (arXiv 2002.04745) §4: Pre-LN trains at larger learning rates than Post-LN"
+
+
+    def reading(self, value):
+        return f"Pre-LN's highest converging lr is {value:.3g}× Post-LN's"
 
     def runs(self, preset):
         return lr_sweep(preset, ("pre", "post"))
@@ -157,6 +167,10 @@ class DepthC4(Claim):
     paper = ("Wang et al. 2022 (DeepNet, arXiv 2203.00555) §3 and Fig. 3: Post-LN's training breaks down as "
              "depth grows; Liu et al. 2020 (Admin, arXiv 2004.08249) §3")
 
+
+    def reading(self, value):
+        return f"at the deepest depth Post-LN ends {abs(value):.3f} nats {'worse' if value > 0 else 'better'} than Pre-LN"
+
     def runs(self, preset):
         return depth_sweep(preset, ("pre", "post"))
 
@@ -165,7 +179,7 @@ class DepthC4(Claim):
         deepest = max(preset.depths)
         at = dict(model__n_layer=deepest, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup)
         pre_d, post_d = group(records, model__scheme="pre", **at), group(records, model__scheme="post", **at)
-        cmp, info = compare(post_d, pre_d)
+        cmp, info = compare(post_d, pre_d, sides=("Post-LN", "Pre-LN"))
         trend = spearman(list(preset.depths), gaps)
         seeds = n_seeds(select(records, False, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup))
         worse_deep = cmp == "worse" or post_d.n_failed > pre_d.n_failed
@@ -222,6 +236,10 @@ class DeepNormC8(Claim):
     paper = ("Wang et al. 2022 (DeepNet, arXiv 2203.00555) §4–5: 1,000-layer DeepNorm trains where Post-LN "
              "diverges, and beats Pre-LN")
 
+
+    def reading(self, value):
+        return f"DeepNorm ends {abs(value):.3f} nats {'worse' if value > 0 else 'better'} than Pre-LN at the deepest depth"
+
     def runs(self, preset):
         return [{**preset.deep_base, **r} for r in
                 depth_sweep(preset, ("pre", "post", "deepnorm"), preset.deep_depths)]
@@ -234,7 +252,7 @@ class DeepNormC8(Claim):
         where = dict(model__n_layer=deepest, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup,
                      **_deep(preset))
         deep, post, pre = (group(records, model__scheme=s, **where) for s in ("deepnorm", "post", "pre"))
-        cmp, info = compare(deep, pre)
+        cmp, info = compare(deep, pre, sides=("DeepNorm", "Pre-LN"))
         post_fails = post.n_failed > 0 or compare(post, deep)[0] == "worse"
         if not deep.n_runs:
             verdict = INCONCLUSIVE
@@ -278,6 +296,10 @@ class PeriC14(Claim):
     sources = "002"
     paper = ("Kim et al. 2025 (Peri-LN, arXiv 2502.02732) §4: fewer divergences and larger usable learning rates "
              "than Pre-LN")
+
+
+    def reading(self, value):
+        return f"{100 * value:.0f} % of Peri-LN's runs did not train"
 
     def runs(self, preset):
         # the lr sweep without warmup (where stability is tested) and the depth sweep
