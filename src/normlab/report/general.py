@@ -343,13 +343,36 @@ def runs_section(records: list) -> Section | None:
     ordered = sorted(records, key=lambda r: (_scheme_rank(r), natural_key(str(r.get("model.norm"))),
                                              r.get("model.n_layer") or 0, r.get("train.lr") or 0,
                                              r.get("train.warmup_steps") or 0, r.seed or 0))
-    rows = [[fmt_value(get(r)) for _, get in RUN_COLUMNS] for r in ordered]
+    columns = RUN_COLUMNS[:-5] + [(key.split(".", 1)[1], _getter(key)) for key in differing_keys(records)] \
+        + RUN_COLUMNS[-5:]  # every setting that tells two runs apart, before the outcome
+    rows = [[fmt_value(get(r)) for _, get in columns] for r in ordered]
     counts = defaultdict(int)
     for r in records:
         counts[r.status] += 1
-    intro = "; ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    table = Table([name for name, _ in RUN_COLUMNS], rows, [f"status-{r.status}" for r in ordered])
+    intro = ("; ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+             + ". Runs that diverged or failed to train are in red.")
+    table = Table([name for name, _ in columns], rows, [f"status-{r.status}" for r in ordered])
     return Section("runs", f"All runs ({len(records)})", intro, table=table, collapsed=True)
+
+
+SHOWN = {"model.scheme", "model.norm", "model.n_layer", "model.d_model", "train.lr", "train.warmup_steps",
+         "train.seed", "model.vocab_size"}  # the run table's own columns (and what the data decides)
+
+
+def differing_keys(records: list) -> list[str]:
+    """Config keys with more than one value among the runs, beyond the run table's own columns."""
+    flats = [_flat(r.config) for r in records]
+    keys = set().union(*flats) - SHOWN if flats else set()
+    return sorted(k for k in keys if len({repr(f.get(k)) for f in flats}) > 1)
+
+
+def _getter(key: str) -> Callable[[Any], Any]:
+    def get(record) -> Any:
+        value = record.get(key)
+        if key == "train.init_from" and value:  # a source run's directory: its name tells it apart
+            return str(value).rstrip("/").rsplit("/", 1)[-1]
+        return value
+    return get
 
 
 # -- helpers ----------------------------------------------------------------------------
