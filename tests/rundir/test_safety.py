@@ -318,7 +318,7 @@ def test_bench_scheme_all_lists_every_scheme(monkeypatch):
 
     def fake_bench(**kwargs):
         seen.update(kwargs)
-        return {"environment": "test"}
+        return {"environment": {"torch": "test"}}
 
     monkeypatch.setattr("normlab.bench.run_bench", fake_bench)
     monkeypatch.setattr("normlab.bench.tables", lambda result: [])
