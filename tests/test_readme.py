@@ -23,7 +23,7 @@ RUN = [
     "normlab schemes --json",
     "normlab study --study configs/study_example.toml --out example-study",
     "normlab report example-study",
-    "normlab train configs/nanogpt_cpu.toml --set train.steps=100 --out runs/nanogpt_cpu",
+    "normlab train configs/nanogpt_cpu.toml --set train.steps=50 --out runs/nanogpt_cpu",
     "sqlite3 runs/nanogpt_cpu/diagnostics.sqlite "
     "\"SELECT layer, value FROM layer_metrics WHERE step = 0 AND site = 'block' AND metric = 'grad_norm'\"",
 ]
