@@ -250,3 +250,25 @@ def test_the_run_table_shows_every_setting_that_differs_and_marks_runs_that_did_
     assert {"final_norm", "threads"} <= set(section.table.headers)
     assert section.table.classes == ["status-completed", "status-failed_to_train", "status-diverged"]
     assert "red" in section.intro
+
+
+def test_two_processes_rendering_one_report_at_once_never_collide(tmp_path):
+    """Two `normlab study` on one directory both render at the end: each renames its own temporary file."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_write_many, args=(tmp_path / "report.html", i)) for i in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0]
+    assert (tmp_path / "report.html").read_text().startswith("writer ")
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def _write_many(path, i):
+    from normlab.report.render import _write
+
+    for k in range(300):
+        _write(path, f"writer {i} round {k}\n" * 200)

@@ -55,7 +55,11 @@ def _as_dict(verdict: Any) -> dict[str, Any]:
 
 
 def _write(path: Path, text: str) -> None:
-    """Write via a temporary file, so a reader never sees half a report."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    """Write via a temporary file of this process's own, so a reader never sees half a report and two processes
+    rendering one study at once (two `normlab study` on one directory) never rename each other's file."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
