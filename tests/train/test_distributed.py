@@ -3,6 +3,7 @@ batch, within fp tolerance; only rank 0 writes the run directory; a checkpoint r
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -120,3 +121,15 @@ def test_a_global_batch_that_does_not_split_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="--fresh is refused under torchrun"):
         Trainer(load_config(None, SETS), str(tmp_path / "x"), fresh=True, dist=Dist(rank=0, world=2))
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_diverging_run_ends_on_every_rank_and_is_recorded_once(engine, tmp_path):
+    """All ranks see the same (global) loss, so all stop at the same step; no rank waits on a collective."""
+    out = tmp_path / "diverged"
+    done = torchrun(out, ENGINES[engine] + ["train.diverge_loss=3.0"], 2, "--parallel", engine)
+    # the ranks exit 3, the CLI's code for a diverged run (torchrun reports a non-zero child as its own failure)
+    assert done.returncode != 0 and re.search(r"exitcode\s*:\s*3\b", done.stderr), done.stdout + done.stderr
+    assert "diverged at step 1" in done.stdout and "Timeout" not in done.stderr
+    status = RunDir(out).read_status()
+    assert status["status"] == "diverged" and status["step"] == 1 and "above diverge_loss 3" in status["reason"]

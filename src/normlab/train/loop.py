@@ -487,7 +487,9 @@ class Trainer:
         step = self.step + 1
         self._log({"step": step, **row, "elapsed_s": self.elapsed})
         origin = None
-        if trace and self.dist.main and self.dist.parallel != "fsdp":  # a local re-run; FSDP's would need every rank
+        # the origin is found by a local forward and backward: alone only (under DDP the backward would set off the
+        # gradient all-reduce on this rank alone, under FSDP the forward would gather shards without the others)
+        if trace and not self.dist.active:
             self.model.zero_grad(set_to_none=True)
             with self.autocast():
                 origin = find_nonfinite_origin(self.model, lambda: self.model(x, y)[1])
