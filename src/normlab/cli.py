@@ -90,6 +90,9 @@ def train(
 
     dist = SINGLE
     try:
+        if tensorboard:
+            from normlab.rundir.events import require_tensorboard
+            require_tensorboard()
         cfg = load_config(config, set_)
         dist = from_env(cfg.train.device, parallel.value)
         trainer = Trainer(cfg, str(out), fresh=fresh, on_note=_note if dist.main else None, dist=dist,
@@ -242,6 +245,9 @@ def study(
 
     try:
         spec = load_study(preset.value, study_file, _csv(claims), _seeds(seeds), set_, robustness=robustness)
+        if tensorboard:  # before any run starts: each would fail on it, and spend its retries
+            from normlab.rundir.events import require_tensorboard
+            require_tensorboard()
     except (ConfigError, ValueError) as e:
         fail(str(e))
     console.print(f"normlab study: preset [bold]{spec.preset.name}[/], claims {', '.join(spec.claims)}, "

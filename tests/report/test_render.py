@@ -249,7 +249,8 @@ def test_the_run_table_shows_every_setting_that_differs_and_marks_runs_that_did_
                             record("c", "diverged", train__threads=2)])
     assert {"final_norm", "threads"} <= set(section.table.headers)
     assert section.table.classes == ["status-completed", "status-failed_to_train", "status-diverged"]
-    assert "red" in section.intro
+    from normlab.report.html import CSS
+    assert "tr.status-diverged td, table.data tr.status-failed_to_train td { color: var(--fails)" in CSS
 
 
 def test_two_processes_rendering_one_report_at_once_never_collide(tmp_path):

@@ -32,6 +32,7 @@ TINY = ["model.d_model=16", "model.n_head=2", "model.block_size=16", "train.batc
         "train.eval_interval=50", "train.eval_batches=2", "train.ckpt_interval=10", "diagnostics.interval=50"]
 CLAIMS, SEEDS = "C13", "0,1"
 RAY = str(Path(sys.executable).parent / "ray")
+SESSIONS: set[int] = set()  # the test cluster's process sessions: only its workers are ever killed
 
 
 def _free_port() -> int:
@@ -56,6 +57,7 @@ def cluster():
         nodes.append(subprocess.Popen([RAY, "start", f"--address={address}", *common], env=env,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         _wait_for(lambda: _nodes(address) >= 2, "the worker node")
+        SESSIONS.update(node.pid for node in nodes)  # start_new_session: each node leads its own session
         yield address
     finally:
         for node in reversed(nodes):  # `ray start --block` stops its node's processes on SIGTERM
@@ -106,12 +108,14 @@ def local_study(tmp_path_factory):
 
 
 def _ray_trainers() -> list[int]:
-    """PIDs of Ray workers executing a training task (Ray titles them ray::ray_train)."""
+    """PIDs of the test cluster's Ray workers executing a training task (Ray titles them ray::ray_train); another
+    Ray on this machine is never touched."""
     pids = []
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
             try:
-                if (proc / "cmdline").read_bytes().startswith(b"ray::ray_train"):
+                if (proc / "cmdline").read_bytes().startswith(b"ray::ray_train") and \
+                        os.getsid(int(proc.name)) in SESSIONS:
                     pids.append(int(proc.name))
             except OSError:
                 pass
@@ -167,7 +171,7 @@ def test_run_directories_are_shipped_when_a_node_does_not_see_the_study(cluster,
     assert not (run / ".lock").exists()  # the task's lock stayed in its temporary directory
 
 
-def test_pack_refuses_nothing_of_its_own_and_unpack_stays_inside(tmp_path):
+def test_pack_leaves_the_lock_out_and_unpack_refuses_paths_that_leave_the_directory(tmp_path):
     run = tmp_path / "run"
     (run / "sub").mkdir(parents=True)
     (run / "metrics.jsonl").write_text("{}\n")

@@ -2,7 +2,6 @@
 batch, within fp tolerance; only rank 0 writes the run directory; a checkpoint resumes on another world size."""
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys

@@ -141,8 +141,9 @@ def detect_placement(model: nn.Module, run_forward: Callable[[], object],
     for i in range(len(layers)):
         x_in, x_out = layer_io[i]
         inside = [(n, a, o) for n, a, o in calls if layer_of.get(n) == i]
-        qk = [c for c in inside if is_qk_norm(c[0], c[1])]
-        inside = [c for c in inside if c not in qk]  # the placement is about the residual stream's norms
+        flags = [is_qk_norm(n, a) for n, a, _ in inside]  # (tuples of tensors: never compared with `in`)
+        qk = [c for c, f in zip(inside, flags) if f]
+        inside = [c for c, f in zip(inside, flags) if not f]  # the placement is about the residual stream's norms
         pre = any(a is x_in for _, a, _ in inside)
         post = any(o is x_out for _, _, o in inside)
         kind = "none" if not inside else "post" if post and not pre else "pre" if pre and not post else "mixed"

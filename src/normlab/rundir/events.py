@@ -34,15 +34,21 @@ def scalar_tag(key: str) -> str:
     return f"loss/{key[:-5]}" if key.endswith("_loss") else key
 
 
+def require_tensorboard():
+    """torch's SummaryWriter, or a ValueError saying what to install (asked once, before any run starts)."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        raise ValueError("--tensorboard needs the tensorboard package, which is not installed: "
+                         "pip install tensorboard") from None
+    return SummaryWriter
+
+
 class EventLog:
     """One run's TensorBoard event files in `logdir` (see the module doc)."""
 
     def __init__(self, logdir: str | Path, run_dir: RunDir, config: dict[str, Any]):
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:
-            raise ValueError("--tensorboard needs the tensorboard package, which is not installed: "
-                             "pip install tensorboard") from None
+        SummaryWriter = require_tensorboard()
         self.logdir = Path(logdir)
         self.logdir.mkdir(parents=True, exist_ok=True)
         for old in self.logdir.glob(EVENT_GLOB):  # this run's own events, rewritten below from what it kept

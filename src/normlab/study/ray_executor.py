@@ -26,6 +26,7 @@ import secrets
 import shutil
 import tarfile
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -129,11 +130,40 @@ def ray_train(jobs: list[tuple[str, dict[str, Any]]], run_dirs: list[str], threa
         shutil.rmtree(scratch, ignore_errors=True)  # the task's own temporary directory
 
 
+def _submit(task, jobs, dirs, registry: Registry, threads: int, batch: bool, shipped: bool, tensorboard: bool,
+            anywhere: dict, here: dict):
+    """One Ray task for one claim: in place, or shipped (fine-tunes then pinned to the driver's node)."""
+    from normlab.study.runner import events_dir, is_stacked
+
+    local = shipped and any(cfg["train"].get("init_from") for _, cfg in jobs)
+    packed = [pack(d) for d in dirs] if shipped and not local else None
+    # live TensorBoard events where the run trains in place; shipped runs get theirs afterwards
+    events = ([str(events_dir(registry.dir.resolve(), rid, cfg)) for rid, cfg in jobs]
+              if tensorboard and packed is None else None)
+    return task.options(**(here if local else anywhere)).remote(
+        jobs, [str(d.resolve()) for d in dirs], threads, is_stacked(jobs, batch), packed, events)
+
+
+def _collect(ray, ref, jobs, dirs, registry: Registry) -> None:
+    """A finished task's results into the registry (and a shipped task's directories into the study)."""
+    from normlab.study.runner import record_results
+    from normlab.train.loop import RunResult
+
+    try:
+        results, trained = ray.get(ref)
+        for data, directory in zip(trained or [], dirs):
+            if data is not None:
+                unpack(data, directory)
+    except Exception as e:  # the task's worker or node died more than MAX_RETRIES times, or its tar did not unpack
+        reason = f"Ray task lost: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        results = [RunResult("failed", 0, None, reason) for _ in jobs]
+    record_results(registry, jobs, results)
+
+
 def train_all_ray(registry: Registry, ids: list[str], costs: dict[str, float], threads: int, progress,
                   batch: bool, address: str | None, say=print, tensorboard: bool = False) -> None:
     """Train `ids` on the Ray cluster until each is settled or claimed by another process (see the module doc)."""
-    from normlab.study.runner import _done_cost, claim_jobs, events_dir, is_stacked, record_results
-    from normlab.train.loop import RunResult
+    from normlab.study.runner import _done_cost, claim_jobs
 
     ray, started = connect(address)
     try:
@@ -160,17 +190,17 @@ def train_all_ray(registry: Registry, ids: list[str], costs: dict[str, float], t
                     jobs = claim_jobs(registry, owner, ids, batch)
                     if not jobs:
                         break
-                    hold = registry.holding([rid for rid, _ in jobs], owner)
-                    hold.__enter__()
-                    dirs = [registry.run_dir(rid) for rid, _ in jobs]
-                    local = shipped and any(cfg["train"].get("init_from") for _, cfg in jobs)
-                    packed = [pack(d) for d in dirs] if shipped and not local else None
-                    # live TensorBoard events where the run trains in place; shipped runs get theirs afterwards
-                    events = ([str(events_dir(registry.dir.resolve(), rid, cfg)) for rid, cfg in jobs]
-                              if tensorboard and packed is None else None)
-                    ref = task.options(**(here if local else anywhere)).remote(
-                        jobs, [str(d.resolve()) for d in dirs], threads, is_stacked(jobs, batch), packed, events)
-                    inflight[ref] = (jobs, dirs, hold)
+                    hold = ExitStack()  # the claim's lease, released on every path out (results, errors, Ctrl-C)
+                    inflight_jobs = (jobs, [registry.run_dir(rid) for rid, _ in jobs], hold)
+                    hold.enter_context(registry.holding([rid for rid, _ in jobs], owner))
+                    try:
+                        ref = _submit(task, jobs, inflight_jobs[1], registry, threads, batch, shipped, tensorboard,
+                                      anywhere, here)
+                    except BaseException:
+                        hold.close()
+                        registry.release([rid for rid, _ in jobs], owner)
+                        raise
+                    inflight[ref] = inflight_jobs
                 if progress is not None:
                     progress(_done_cost(registry, costs), total, registry.counts(set(costs)))
                 if not inflight:
@@ -178,20 +208,13 @@ def train_all_ray(registry: Registry, ids: list[str], costs: dict[str, float], t
                 ready, _ = ray.wait(list(inflight), num_returns=1, timeout=0.5)
                 for ref in ready:
                     jobs, dirs, hold = inflight.pop(ref)
-                    try:
-                        results, trained = ray.get(ref)
-                    except Exception as e:  # the task's worker or node died more than MAX_RETRIES times
-                        reason = f"Ray task lost: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-                        results, trained = [RunResult("failed", 0, None, reason) for _ in jobs], None
-                    for data, directory in zip(trained or [], dirs):
-                        if data is not None:
-                            unpack(data, directory)
-                    record_results(registry, jobs, results)
-                    hold.__exit__(None, None, None)
-        finally:  # interrupted: stop the heartbeats; the runs are taken over by the next study on the directory
-            for ref, (_, _, hold) in inflight.items():
+                    with hold:
+                        _collect(ray, ref, jobs, dirs, registry)
+        finally:  # interrupted: the tasks are cancelled and their runs handed back (pending, attempt not counted)
+            for ref, (jobs, _, hold) in inflight.items():
                 ray.cancel(ref, force=True)
-                hold.__exit__(None, None, None)
+                hold.close()
+                registry.release([rid for rid, _ in jobs], owner)
     finally:
         if started:
             ray.shutdown()

@@ -114,16 +114,17 @@ def worker_main(study_dir: str, ids: list[str], threads: int, batch: bool = True
     torch.set_num_threads(threads)
     parent = os.getppid()
     registry = Registry(study_dir)
-    while os.getppid() == parent:
-        jobs = claim_jobs(registry, os.getpid(), ids, batch)
-        if not jobs:
-            return
-        try:
+    jobs: list = []
+    try:  # SIGTERM may land anywhere in the loop: the runs held then are handed back, quietly
+        while os.getppid() == parent:
+            jobs = claim_jobs(registry, os.getpid(), ids, batch)
+            if not jobs:
+                return
             with registry.holding([rid for rid, _ in jobs], os.getpid()):  # a live worker's runs are never taken over
                 _train_group(registry, jobs, is_stacked(jobs, batch), tensorboard)
-        except KeyboardInterrupt:
-            registry.release([rid for rid, _ in jobs], os.getpid())
-            return
+            jobs = []
+    except KeyboardInterrupt:
+        registry.release([rid for rid, _ in jobs], os.getpid())
 
 
 def _raise_interrupt(signum, frame) -> None:

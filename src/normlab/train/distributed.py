@@ -11,15 +11,16 @@ How a run stays the run it would be in one process:
 - each rank's loss is weighted by its share of the batch's target tokens, so the averaged
   gradient is the global batch's mean-loss gradient even when the ranks' shares differ (masked
   LM); the logged loss is the global mean;
-- only rank 0 writes the run directory (lock, config, metrics, checkpoints, diagnostics) and
-  evaluates; the other ranks read its checkpoint to resume.
+- only rank 0 writes the run directory (lock, config, metrics, checkpoints, diagnostics); every
+  rank evaluates the same fixed val batches (under FSDP the forward needs all of them), and the
+  other ranks read rank 0's checkpoint to resume (a rank that sees another step stops the run).
 What differs: the order of floating-point sums (the gradients are reduced across ranks), and
 dropout masks, which each rank draws for its own slice.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -36,7 +37,6 @@ class Dist:
     device: torch.device | None = None  # the device torchrun's local rank owns (CUDA), else None
     backend: str | None = None
     parallel: str = "ddp"
-    _group: Any = field(default=None, repr=False)
 
     @property
     def active(self) -> bool:
@@ -104,7 +104,11 @@ def wrap(model: torch.nn.Module, dist: Dist) -> torch.nn.Module:
     if not dist.active:
         return model
     if dist.parallel == "fsdp":
-        from torch.distributed.fsdp import fully_shard
+        try:
+            from torch.distributed.fsdp import fully_shard
+        except ImportError:
+            raise ValueError(f"--parallel fsdp needs FSDP2 (torch >= 2.6); this torch is {torch.__version__}; "
+                             "valid here: --parallel ddp") from None
 
         for block in model.blocks:
             fully_shard(block)
