@@ -326,14 +326,14 @@ class Trainer:
             self._rewind(ckpt)
         if ckpt is not None:
             self._restore(ckpt)
+            if self.dist.main:
+                self._note(f"resuming from step {self.step} (its last checkpoint)")
         if self.dist.active:  # every rank resumes from rank 0's step, or none goes on (else their collectives hang)
             apart = self.dist.from_main(self.step) != self.step
             if self.dist.sum(torch.tensor(float(apart), device=self.device)).item():
                 raise RunError(f"the ranks resume at different steps (this one, rank {self.dist.rank}, at {self.step}): "
                                f"they see different checkpoints in {self.run_dir.path}; run torchrun where every "
                                "rank sees the same run directory")
-            if self.dist.main:
-                self._note(f"resuming from step {self.step} (its last checkpoint)")
         if self.dist.main:
             rd.write_meta(self._meta(resumed_from=self.step if ckpt else None))
             rd.write_status("running", step=self.step)
