@@ -99,11 +99,11 @@ def train(
                           events=out / "tensorboard" if tensorboard else None)
     except (ConfigError, CorpusError, ValueError) as e:
         close(dist)
-        fail(str(e)) if dist.main else _exit_quietly(2)
+        fail(str(e)) if dist.main else _exit_quietly()
     try:
         result = _train_with_bar(trainer) if dist.main else trainer.run()
     except RunError as e:
-        fail(str(e)) if dist.main else _exit_quietly(2)
+        fail(str(e)) if dist.main else _exit_quietly()
     except KeyboardInterrupt:
         if dist.main:
             err_console.print(f"[yellow]interrupted[/] at step {getattr(trainer, 'step', 0)}; run the same command "
@@ -113,11 +113,13 @@ def train(
         close(dist)
     if dist.main:
         _print_result(result, out)
-    if result.status == "diverged":
+    # rank 0 alone carries the diverged exit code: torchrun stops the other ranks as soon as one exits non-zero,
+    # which could cut rank 0 off before it has recorded and reported the divergence
+    if result.status == "diverged" and dist.main:
         raise typer.Exit(3)
 
 
-def _exit_quietly(code: int) -> None:
+def _exit_quietly(code: int = 2) -> None:
     """Ranks other than 0 under torchrun: rank 0 has said why."""
     raise typer.Exit(code)
 
@@ -274,10 +276,8 @@ def study(
 
 def _run_with_bar(spec, out: Path, workers: Optional[int], batch: Optional[bool], executor: str = "local",
                   address: Optional[str] = None, tensorboard: bool = False):
-    from normlab.study.runner import run_study
-
     from normlab.study.registry import Registry
-    from normlab.study.runner import active_runs
+    from normlab.study.runner import active_runs, run_study
 
     live = console.is_terminal  # a terminal: a bar, and a line per active run; a log file: a line now and then
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
@@ -290,11 +290,11 @@ def _run_with_bar(spec, out: Path, workers: Optional[int], batch: Optional[bool]
         def on_progress(done: float, total: float, counts: dict[str, int]) -> None:
             status = "  ".join(f"{k} {v}" for k, v in sorted(counts.items()))
             bar.update(task, total=total, completed=done, status=status)
-            active = active_runs(Registry(out))
             if live:
-                _sync_run_lines(bar, lines, active)
+                _sync_run_lines(bar, lines, active_runs(Registry(out)))
             elif time.monotonic() - printed[0] >= PRINT_EVERY_S or (done >= total and done != printed[1]):
                 printed[0], printed[1] = time.monotonic(), done
+                active = active_runs(Registry(out))  # read only when a line is printed
                 console.print(f"study {100 * done / max(total, 1e-12):.0f}% ({status})"
                               + "".join(f"\n  {run.describe()}" for run in active), highlight=False)
 

@@ -328,13 +328,11 @@ def _shape_label(timing: dict) -> str:
 
 
 # -- all runs ---------------------------------------------------------------------------
-RUN_COLUMNS = [("run", lambda r: r.id), ("scheme", lambda r: r.get("model.scheme")),
-               ("norm", lambda r: r.get("model.norm")), ("L", lambda r: r.get("model.n_layer")),
-               ("d", lambda r: r.get("model.d_model")), ("lr", lambda r: r.get("train.lr")),
-               ("warmup", lambda r: r.get("train.warmup_steps")), ("seed", lambda r: r.get("train.seed")),
-               ("status", lambda r: r.status), ("step", lambda r: r.step), ("val loss", lambda r: r.val_loss),
-               ("tokens/s", lambda r: None if r.tokens_per_s is None else round(r.tokens_per_s)),
-               ("time", lambda r: fmt_duration(r.elapsed_s))]
+SETTING_COLUMNS = [("scheme", "model.scheme"), ("norm", "model.norm"), ("L", "model.n_layer"), ("d", "model.d_model"),
+                   ("lr", "train.lr"), ("warmup", "train.warmup_steps"), ("seed", "train.seed")]
+OUTCOME_COLUMNS = [("status", lambda r: r.status), ("step", lambda r: r.step), ("val loss", lambda r: r.val_loss),
+                   ("tokens/s", lambda r: None if r.tokens_per_s is None else round(r.tokens_per_s)),
+                   ("time", lambda r: fmt_duration(r.elapsed_s))]
 
 
 def runs_section(records: list) -> Section | None:
@@ -343,8 +341,9 @@ def runs_section(records: list) -> Section | None:
     ordered = sorted(records, key=lambda r: (_scheme_rank(r), natural_key(str(r.get("model.norm"))),
                                              r.get("model.n_layer") or 0, r.get("train.lr") or 0,
                                              r.get("train.warmup_steps") or 0, r.seed or 0))
-    columns = RUN_COLUMNS[:-5] + [(key.split(".", 1)[1], _getter(key)) for key in differing_keys(records)] \
-        + RUN_COLUMNS[-5:]  # every setting that tells two runs apart, before the outcome
+    # the run, its usual settings, every other setting that tells two runs apart, then the outcome
+    columns = ([("run", lambda r: r.id)] + [(name, _getter(key)) for name, key in SETTING_COLUMNS]
+               + [(key.split(".", 1)[1], _getter(key)) for key in differing_keys(records)] + OUTCOME_COLUMNS)
     rows = [[fmt_value(get(r)) for _, get in columns] for r in ordered]
     counts = defaultdict(int)
     for r in records:
@@ -355,8 +354,7 @@ def runs_section(records: list) -> Section | None:
     return Section("runs", f"All runs ({len(records)})", intro, table=table, collapsed=True)
 
 
-SHOWN = {"model.scheme", "model.norm", "model.n_layer", "model.d_model", "train.lr", "train.warmup_steps",
-         "train.seed", "model.vocab_size"}  # the run table's own columns (and what the data decides)
+SHOWN = {key for _, key in SETTING_COLUMNS} | {"model.vocab_size"}  # the table's own columns; the data's vocabulary
 
 
 def differing_keys(records: list) -> list[str]:

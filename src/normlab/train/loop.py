@@ -484,9 +484,8 @@ class Trainer:
         if not self.dist.active:
             return loss, loss.item()
         count = (y != IGNORE).sum().to(loss.dtype)
-        total = self.dist.sum(count)
-        value = (self.dist.sum(loss.detach() * count) / total).item()
-        return loss * (count * self.dist.world / total), value
+        summed, total = self.dist.sum(torch.stack([loss.detach() * count, count]))  # one all-reduce a step
+        return loss * (count * self.dist.world / total), (summed / total).item()
 
     def _diverged(self, reason: str, row: dict[str, Any], x: torch.Tensor, y: torch.Tensor, trace: bool):
         """Record the diverging step, find the module where a NaN/inf started, and stop the run."""
