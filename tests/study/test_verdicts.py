@@ -143,7 +143,7 @@ def post_diverges_without_warmup():
     # its 2 of 2 failures are a rate with a Wilson interval, not a mean
     def check(v):
         assert v.details["post_no_warmup"] == {
-            "mean_val_loss": None, "sd": None, "mean_ci95": None, "n_runs": 2, "n_trained": 0, "n_diverged": 2,
+            "setting": f"post · L 4 · lr {LR:g} · warmup 0", "mean_val_loss": None, "sd": None, "mean_ci95": None, "n_runs": 2, "n_trained": 0, "n_diverged": 2,
             "n_failed_to_train": 0, "did_not_train_rate": 1.0, "did_not_train_ci95": list(wilson_interval(2, 2)),
             "two_mode": False}
     return Case(_c1([1.903, 1.907], [1.903, 1.907], [None, None], [1.953, 1.957]), check=check)

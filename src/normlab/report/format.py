@@ -128,14 +128,19 @@ def partial_note(status: dict) -> str | None:
 
 def failure_groups(details: Any, path: str = "") -> list[tuple[str, dict]]:
     """Every per-configuration group in a verdict's details (a dict with `n_runs` and `did_not_train_rate`,
-    as `describe` writes it), with its path in the details as a label: `sweep › post › 0 › 0.003`."""
+    as `describe` writes it), labelled by its setting (`post · lr 0.003 · warmup 0 · L 4`), or where it has
+    none, by its path in the details (`sweep › post › 0 › 0.003`). A group found twice is listed once."""
+    return list(dict(_failure_groups(details, path)).items())
+
+
+def _failure_groups(details: Any, path: str) -> list[tuple[str, dict]]:
     if not isinstance(details, dict):
         return []
     if "n_runs" in details and "did_not_train_rate" in details:
-        return [(path, details)]
+        return [(details.get("setting") or path, details)]
     out = []
     for key, value in details.items():
-        out += failure_groups(value, f"{path} › {key}" if path else str(key))
+        out += _failure_groups(value, f"{path} › {key}" if path else str(key))
     return out
 
 

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 MAX_PANELS = 12  # small multiples per plot; more groups are left out (and the caption says so)
 LOG_SPAN = 20.0  # per-layer values spanning more than this ratio get a log axis
 SCHEME_ORDER = ["post", "pre", "sandwich", "peri", "deepnorm", "mix", "lns", "subln", "admin"]
+TITLE_KEYS = ("model.n_layer", "model.d_model", "train.lr", "train.warmup_steps")  # always in a panel's title
 SHORT_KEYS = {"model.n_layer": "L", "model.d_model": "d", "train.lr": "lr", "train.warmup_steps": "warmup",
               "model.norm": "norm", "model.scheme": "scheme", "train.steps": "steps"}
 
@@ -82,24 +83,48 @@ def loss_curves(records: list) -> Section | None:
         return None
     keys = varying_keys(runs, exclude={"train.seed", "model.scheme", "model.norm"})  # norm: a line style
     groups = _group(runs, lambda r: tuple(_flat(r.config).get(k) for k in keys))
+    shown = _richest(groups)
+    # a panel's title names what tells it from the other panels shown: the usual settings (L, d, lr, warmup) that
+    # vary among them, and any other setting only where the panel departs from the usual value (the caption's)
+    varies = [i for i, k in enumerate(keys) if len({repr(key[i]) for key, _ in shown}) > 1]
+    usual = {i: _mode([key[i] for key, _ in shown]) for i in range(len(keys))}
     ylim = _loss_ylim(runs)
     specs, labels = [], {}
-    for key, members in _richest(groups):
+    for key, members in shown:
         series = [_curve_series(r, labels, ylim) for r in sorted(members, key=_scheme_rank)]
-        specs.append(Figure(describe(keys, key) or "all runs", "step", "val loss", series))
-    styles = {**norm_styles(runs), **{label: ":" for label, diverged in labels.items() if diverged}}
-    markers = {label: ("x" if diverged else None) for label, diverged in labels.items()}
+        titled = [i for i in varies if keys[i] in TITLE_KEYS or repr(key[i]) != repr(usual[i])]
+        title = describe([keys[i] for i in titled], tuple(key[i] for i in titled)) or "all runs"
+        specs.append(Figure(title, "step", "val loss (nats)", series))
+    ends = {"diverged": ("x", ":"), "did not train": ("o", "-")}
+    styles = {**norm_styles(runs), **{label: ends[end][1] for label, end in labels.items() if end == "diverged"}}
+    markers = {label: (ends[end][0] if end else None) for label, end in labels.items()}
     png = plots.draw_grid(specs, ncols=plots.balanced_columns(len(specs), 3), colors=scheme_colors(labels),
-                          linestyles=styles, markers=markers, ylim=ylim, alpha=0.85)
-    caption = (f"Validation loss of every run ({len(runs)} runs), one line per run and seed, coloured by scheme; "
-               "dotted lines ending in × diverged (their curves leave the top of the plot). "
-               + _omitted(len(groups)) + _panel_note(keys))
+                          linestyles=styles, markers=markers, ylim=ylim, alpha=0.85, mark_last=True, widen=False)
+    rest = [i for i in range(len(keys)) if usual[i] is not None and (keys[i] not in TITLE_KEYS or i not in varies)]
+    common = describe([keys[i] for i in rest], tuple(usual[i] for i in rest))
+    caption = (f"Validation loss of every run ({len(runs)} runs), one line per run and seed, coloured by scheme"
+               + _norm_style_note(runs) + ". A line ending in ○ did not train (it stayed at the unigram plateau); a dotted "
+               "line ending in × diverged (it leaves the top of the plot). "
+               + (f"Unless a panel's title says otherwise: {common}. " if common else "") + _omitted(len(groups))
+               + _panel_note([keys[i] for i in varies]))
     return Section("loss-curves", "Loss curves", "", [Plot(png, caption)])
 
 
-def _curve_series(record, labels: dict[str, bool], ylim: tuple[float, float] | None) -> Series:
-    label = _line_label(record) + (" (diverged)" if record.diverged else "")
-    labels[label] = record.diverged
+STYLE_NAMES = {"--": "dashed", ":": "dotted", "-.": "dash-dot", (0, (1, 1)): "densely dotted"}
+
+
+def _norm_style_note(runs: list) -> str:
+    """` (dashed: rmsnorm)`: what the line styles of the normalizers other than LayerNorm mean."""
+    norms = sorted({str(r.get("model.norm")) for r in runs} - {"layernorm", "None"})
+    parts = [f"{STYLE_NAMES.get(NORM_STYLES.get(n, '-'), 'solid')}: {n}" for n in norms]
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _curve_series(record, labels: dict[str, str | None], ylim: tuple[float, float] | None) -> Series:
+    """One run's curve, labelled by scheme (and norm) and by how it ended: diverged, did not train, or neither."""
+    end = "diverged" if record.diverged else "did not train" if record.status == "failed_to_train" else None
+    label = _line_label(record) + (f" ({end})" if end else "")
+    labels[label] = end
     points = _finite_points(record.val_curve, keep_inf=True)
     if ylim is None:  # no completed run to scale by: leave the infinite points out
         points = [p for p in points if math.isfinite(p[1])]
@@ -174,7 +199,7 @@ def contribution_section(records: list) -> Section | None:
 
 
 def layer_skip_section(records: list) -> Section | None:
-    plot = layer_profile(records, lambda r: (r.layer_skip or {}).get("delta_loss"), "ΔL when skipped",
+    plot = layer_profile(records, lambda r: (r.layer_skip or {}).get("delta_loss"), "ΔL when skipped (nats)",
                          completed_only=True)
     if plot is None:
         return None
@@ -272,10 +297,8 @@ def divergence_section(records: list) -> Section | None:
     for warmup in warmups:
         matrix, text = _divergence_matrix([r for r in runs if (r.get("train.warmup_steps") or 0) == warmup],
                                           schemes, lrs)
-        spec = Figure(f"warmup = {warmup} steps", "learning rate", "", kind="heatmap", matrix=matrix,
-                      rows=schemes, cols=[fmt_value(lr) for lr in lrs])
-        spec.cell_text = text  # "k/n" in the cells rather than the fraction
-        specs.append(spec)
+        specs.append(Figure(f"warmup = {warmup} steps", "learning rate", "", kind="heatmap", matrix=matrix,
+                            rows=schemes, cols=[fmt_value(lr) for lr in lrs], cell_text=text))  # "k/n", not k/n
     size = (2.2 + 0.85 * len(lrs), 1.5 + 0.42 * len(schemes))
     png = plots.draw_grid(specs, ncols=max(1, min(len(specs), int(11 // size[0]))), panel_size=size, cmap="Reds",
                           vmin=0.0, vmax=1.0)
@@ -310,9 +333,9 @@ def norm_timings_section(measurements: dict[str, dict]) -> Section | None:
     series: dict[str, dict[str, float]] = defaultdict(dict)
     for t in timings:
         name = f"{t.get('norm')} ({t.get('impl')})" if several_impls else str(t.get("norm"))
-        series[name][_shape_label(t)] = t["median_s"] * 1e6
+        series[name][_shape_label(t)] = t["median_s"] * 1e3
     values = [v for s in series.values() for v in s.values() if v > 0]
-    spec = Figure("Normalizer forward + backward", "input shape, dtype", "median time (µs)",
+    spec = Figure("Normalizer forward + backward", "input shape, dtype", "median time (ms)",
                   [Series(name, list(points), list(points.values())) for name, points in series.items()],
                   kind="bar", logy=bool(values) and max(values) / min(values) > 30)
     width = min(11.0, 4.0 + 0.5 * len(timings))
@@ -458,9 +481,17 @@ def _mean_text(values: list) -> str:
     return fmt_value(statistics.fmean(values)) if values else "—"
 
 
+def _mode(values: list) -> Any:
+    """The most common value (the first of the most common, on a tie)."""
+    counts = defaultdict(int)
+    for v in values:
+        counts[repr(v)] += 1
+    return next(v for v in values if counts[repr(v)] == max(counts.values()))
+
+
 def _omitted(n_groups: int) -> str:
     return f"Showing {MAX_PANELS} of {n_groups} groups. " if n_groups > MAX_PANELS else ""
 
 
 def _panel_note(keys: list[str]) -> str:
-    return f"Panels differ in: {', '.join(SHORT_KEYS.get(k, k) for k in keys)}." if keys else ""
+    return f"Panels differ in: {', '.join(SHORT_KEYS.get(k, k.split('.')[-1]) for k in keys)}." if keys else ""

@@ -170,16 +170,18 @@ def key_block(verdict: dict) -> str:
 
 
 def figure_grid(figures: list) -> str:
-    items = [claim_figure(f) for f in figures]
+    """A claim's figures at the card's width: one alone spans it, more share it two to a row."""
+    size = plots.WIDE_SIZE if len(figures) == 1 else None
+    items = [claim_figure(f, size) for f in figures]
     return f'<div class="figs">{"".join(items)}</div>' if items else ""
 
 
-def claim_figure(spec: Any) -> str:
+def claim_figure(spec: Any, size: tuple[float, float] | None = None) -> str:
     title = getattr(spec, "title", "") or "figure"
     if not (getattr(spec, "series", None) or getattr(spec, "matrix", None)):
         return f'<p class="fig-note">{esc(title)}: no data.</p>'
     try:
-        png = plots.draw(spec)
+        png = plots.draw(spec, size=None if getattr(spec, "kind", "") == "heatmap" else size)
     except Exception as error:  # noqa: BLE001 - one bad figure must not lose the report
         log.exception("could not draw figure %r", title)
         return f'<p class="fig-error">Could not draw “{esc(title)}”: {esc(repr(error))}</p>'
@@ -375,9 +377,10 @@ table.rows td, table.data td { padding: 2px 8px; border-top: 1px solid #edf0f2; 
 table.data tr.status-diverged td, table.data tr.status-failed_to_train td { color: var(--fails); }
 .badge.fragile { background: #f3e8ff; color: #6b21a8; }
 table.data tr.status-failed td { color: var(--unk); font-style: italic; }
-.figs { display: grid; grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); gap: 10px 18px;
+.figs { display: grid; grid-template-columns: repeat(auto-fit, minmax(440px, 1fr)); gap: 10px 18px;
   margin: 12px 0 4px; }
 figure { margin: 0; text-align: center; }
+.figs figure img { width: 100%; }
 figure img { max-width: 100%; height: auto; border: 1px solid #eceff2; border-radius: 6px; background: #fff; }
 figcaption { text-align: left; font-size: 13px; color: var(--muted); margin: 4px 2px 0; }
 .back { text-align: right; font-size: 12.5px; margin: 6px 0 0; }

@@ -3,7 +3,13 @@
 pyplot is never imported: each plot is a `matplotlib.figure.Figure` on its own Agg
 canvas, so the report neither switches the caller's backend nor keeps figures alive.
 A spec is read by attribute only (title, xlabel, ylabel, series, kind, logx, logy,
-matrix, rows, cols), so any object of that shape can be drawn.
+matrix, rows, cols), so any object of that shape can be drawn. Kinds: `line`, `bar` (bars
+from 0, for quantities whose ratio matters: times), `dot` (a point and its error bar per
+category on an axis fitted to the data, for differences of a few hundredths of a nat that
+a bar from 0 would hide) and `heatmap`.
+
+Lines that lie on top of each other stay visible: every series has its own marker, and a
+series that a later one covers is drawn wider underneath it.
 """
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ from normlab.report.format import fmt_value
 DPI = 144  # PNG resolution; shown at 96 CSS px per inch, so sharp on high-density screens
 CSS_DPI = 96
 SINGLE_SIZE = (5.4, 3.3)  # inches: a claim figure (two side by side on a wide page)
+WIDE_SIZE = (10.8, 3.7)  # inches: a claim's only figure, the card's width (1,180 px page less its padding)
 PANEL_SIZE = (3.7, 2.75)  # inches: one panel of a small-multiples grid
 MAX_ANNOTATED_CELLS = 400
 
@@ -37,6 +44,10 @@ SCHEME_COLORS = {
 CYCLE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
          "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"]
 NORM_STYLES = {"layernorm": "-", "rmsnorm": "--", "scalenorm": ":", "dyt": "-.", "none": (0, (1, 1))}
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p"]  # one per series: overlaps stay visible
+WIDER = 0.55  # a covered series is drawn this much wider (and its markers larger) per series on top of it
+OVERLAP = 0.015  # two series closer than this fraction of the axis's range at every shared x count as on top
+TEXT_EM = 0.58  # DejaVu Sans' mean character width in ems: how many characters a title's width holds
 
 STYLE = {
     "font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9.5,
@@ -56,14 +67,28 @@ class Png:
     height: int
 
 
-def draw(spec: Any, *, size: tuple[float, float] = SINGLE_SIZE, **style: Any) -> Png:
-    """One spec as one plot."""
+def draw(spec: Any, *, size: tuple[float, float] | None = None, **style: Any) -> Png:
+    """One spec as one plot; a heatmap is sized to its rows and columns unless `size` is given."""
+    size = size or (heatmap_size(spec) if getattr(spec, "kind", "") == "heatmap" else SINGLE_SIZE)
     with matplotlib.rc_context(STYLE):
         fig = MplFigure(figsize=size, layout="constrained")
         ax = fig.add_subplot()
-        _draw_on(ax, spec, colors_for(spec), wrap=62, **style)
+        _draw_on(ax, spec, colors_for(spec), wrap=_chars(size[0] - 0.4, STYLE["axes.titlesize"]),
+                 ywrap=_chars(size[1] - 1.0, STYLE["axes.labelsize"]), **style)
         _legend(ax, fig, [ax], shared=False, order=_labels(spec))
         return _to_png(fig)
+
+
+def heatmap_size(spec: Any) -> tuple[float, float]:
+    """Inches for a heatmap: room for its row labels, its columns and a readable number in each cell."""
+    rows, cols = len(getattr(spec, "rows", None) or [0]), len(getattr(spec, "cols", None) or [0])
+    label = max((len(str(r)) for r in getattr(spec, "rows", None) or [""]), default=0)
+    return (min(10.8, 1.6 + 0.075 * label + 0.8 * cols), min(9.0, 1.5 + 0.3 * rows))
+
+
+def _chars(width_in: float, fontsize: float) -> int:
+    """Characters of text at `fontsize` that fit in `width_in` inches."""
+    return max(16, int(width_in * 72 / (fontsize * TEXT_EM)))
 
 
 def draw_grid(specs: Sequence[Any], *, ncols: int = 3, panel_size: tuple[float, float] = PANEL_SIZE,
@@ -76,7 +101,8 @@ def draw_grid(specs: Sequence[Any], *, ncols: int = 3, panel_size: tuple[float, 
         axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
         colors = colors or colors_for(*specs)
         for ax, spec in zip(axes, specs):
-            _draw_on(ax, spec, colors, wrap=44, **style)
+            _draw_on(ax, spec, colors, wrap=_chars(panel_size[0] - 0.5, STYLE["axes.titlesize"]),
+                     ywrap=_chars(panel_size[1] - 0.9, STYLE["axes.labelsize"]), **style)
         for ax in axes[len(specs):]:
             ax.set_visible(False)
         if title:
@@ -92,12 +118,24 @@ def balanced_columns(n: int, most: int) -> int:
 
 
 def colors_for(*specs: Any) -> dict[str, str]:
-    """Series label -> colour. Scheme colours when each label starts with a distinct scheme name."""
+    """Series label -> colour. When every label starts with a scheme name, the scheme's colour ("post" is
+    always red), in shades from light to full when one scheme has several series ("pre, L=2" … "pre, L=16")."""
     labels = _labels(*specs)
     heads = [_head(label) for label in labels]
-    if labels and all(h in SCHEME_COLORS for h in heads) and len(set(heads)) == len(heads):
-        return {label: SCHEME_COLORS[h] for label, h in zip(labels, heads)}
-    return {label: CYCLE[i % len(CYCLE)] for i, label in enumerate(labels)}
+    if not (labels and all(h in SCHEME_COLORS for h in heads)):
+        return {label: CYCLE[i % len(CYCLE)] for i, label in enumerate(labels)}
+    out = {}
+    for head in dict.fromkeys(heads):
+        mine = [label for label, h in zip(labels, heads) if h == head]
+        for k, label in enumerate(mine):
+            out[label] = _shade(SCHEME_COLORS[head], 0.6 * (len(mine) - 1 - k) / max(1, len(mine) - 1))
+    return out
+
+
+def _shade(color: str, toward_white: float) -> str:
+    """`color` mixed with white: 0 keeps it, 1 is white."""
+    r, g, b = (c + (1 - c) * toward_white for c in to_rgb(color))
+    return f"#{round(255 * r):02x}{round(255 * g):02x}{round(255 * b):02x}"
 
 
 def _labels(*specs: Any) -> list[str]:
@@ -111,26 +149,40 @@ def _head(label: str) -> str:
 
 
 # -- one axes ----------------------------------------------------------------------------
-def _draw_on(ax, spec: Any, colors: dict[str, str], *, wrap: int, **style: Any) -> None:
+def _draw_on(ax, spec: Any, colors: dict[str, str], *, wrap: int, ywrap: int = 40, **style: Any) -> None:
+    """Titles and y labels wrap to the room they have, so none is clipped at the figure's edge."""
     kind = getattr(spec, "kind", "line") or "line"
-    {"line": _line, "bar": _bar, "heatmap": _heatmap}.get(kind, _line)(ax, spec, colors, **style)
-    ax.set_title("\n".join(textwrap.wrap(spec.title or "", wrap)))
+    {"line": _line, "bar": _bar, "dot": _dot, "heatmap": _heatmap}.get(kind, _line)(ax, spec, colors, **style)
+    ax.set_title(_wrap(spec.title, wrap))
     ax.set_xlabel(spec.xlabel or "")
-    ax.set_ylabel(spec.ylabel or "")
+    ax.set_ylabel(_wrap(spec.ylabel, ywrap))
+
+
+def _wrap(text: str | None, width: int) -> str:
+    return "\n".join(textwrap.wrap(text or "", width, break_on_hyphens=False))
 
 
 def _line(ax, spec: Any, colors: dict[str, str], *, linestyles: dict[str, Any] | None = None,
           markers: dict[str, str | None] | None = None, ylim: tuple[float, float] | None = None,
-          alpha: float = 1.0, **_: Any) -> None:
+          alpha: float = 1.0, mark_last: bool = False, widen: bool = True, **_: Any) -> None:
+    """mark_last: a series' marker at its last point only (how a run ended), not at every point. widen: draw a
+    covered series wider (off where overlaps are expected, as seeds of one configuration)."""
     series = list(spec.series or [])
     numeric = all(_is_number(x) for s in series for x in s.x)
     categories = [] if numeric else list(dict.fromkeys(str(x) for s in series for x in s.x))
-    for s in series:
+    order = list(colors)
+    covered = _covered(series, log=bool(getattr(spec, "logy", False))) if widen else [0] * len(series)
+    for s, under in zip(series, covered):
         positions = s.x if numeric else [categories.index(str(v)) for v in s.x]
         x = np.array([_num(v) for v in positions], float)
         y = np.array([_num(v) for v in s.y], float)
+        rank = order.index(s.label) if s.label in order else len(order)
         style = {"color": colors.get(s.label), "label": s.label, "linestyle": (linestyles or {}).get(s.label, "-"),
-                 "marker": (markers or {}).get(s.label, "o" if len(x) <= 24 else None), "alpha": alpha}
+                 "marker": (markers or {}).get(s.label, MARKERS[rank % len(MARKERS)] if len(x) <= 24 else None),
+                 "alpha": alpha, "linewidth": STYLE["lines.linewidth"] * (1 + WIDER * min(under, 3)),
+                 "markersize": STYLE["lines.markersize"] * (1 + WIDER * min(under, 3))}
+        if mark_last and style["marker"] and len(x):
+            style.update(markevery=[len(x) - 1], markersize=7, markerfacecolor="none", markeredgewidth=1.5)
         if s.yerr is not None and any(e is not None for e in s.yerr):
             ax.errorbar(x, y, yerr=np.array([_num(e) for e in s.yerr], float), capsize=2, elinewidth=0.8, **style)
         else:
@@ -146,13 +198,68 @@ def _line(ax, spec: Any, colors: dict[str, str], *, linestyles: dict[str, Any] |
         ax.set_ylim(*ylim)
 
 
+def _covered(series: list, *, log: bool) -> list[int]:
+    """For each series, how many later series lie on top of it (at every x they share, within OVERLAP of the
+    axis's range): it is drawn that much wider, so a line hidden under another shows as its outline."""
+    points = []
+    for s in series:
+        pts = {}
+        for x, y in zip(s.x, s.y):
+            v = _num(y)
+            if v == v and (not log or v > 0):
+                pts[str(x)] = math.log10(v) if log else v
+        points.append(pts)
+    values = [v for pts in points for v in pts.values()]
+    span = (max(values) - min(values)) if values else 0.0
+    if not span:
+        return [0] * len(series)
+    out = []
+    for i, mine in enumerate(points):
+        def on_top(other: dict) -> bool:
+            shared = mine.keys() & other.keys()
+            return bool(shared) and all(abs(mine[k] - other[k]) <= OVERLAP * span for k in shared)
+        out.append(sum(on_top(other) for other in points[i + 1:]))
+    return out
+
+
+def _dot(ax, spec: Any, colors: dict[str, str], **_: Any) -> None:
+    """Categories on x; per series a point with its error bar, side by side, and its value written beside it.
+    The y axis fits the data rather than starting at 0: the differences are the point."""
+    series = list(spec.series or [])
+    categories = list(dict.fromkeys(str(x) for s in series for x in s.x))
+    step = 0.5 / max(1, len(series))
+    missing = []
+    for i, s in enumerate(series):
+        values = dict(zip((str(x) for x in s.x), s.y))
+        errors = dict(zip((str(x) for x in s.x), s.yerr)) if s.yerr is not None else {}
+        pos = np.arange(len(categories)) + (i - (len(series) - 1) / 2) * step
+        y = np.array([_num(values.get(c)) for c in categories], float)
+        err = np.array([_num(errors.get(c)) for c in categories], float) if errors else None
+        ax.errorbar(pos, y, yerr=err, fmt=MARKERS[i % len(MARKERS)], color=colors.get(s.label), label=s.label,
+                    capsize=3, markersize=6.5, elinewidth=1.0, linestyle="none")
+        for p, v in zip(pos, y):
+            if v == v:
+                ax.annotate(fmt_value(float(v)), (p, v), xytext=(7, 0), textcoords="offset points", va="center",
+                            fontsize=8.5, color="#333333")
+            else:
+                missing.append(p)
+    _category_ticks(ax, categories)
+    ax.set_xlim(-0.6, len(categories) - 0.4)
+    ax.grid(axis="x", visible=False)
+    bottom = ax.get_ylim()[0]
+    for p in missing:  # a category with no value says so rather than leaving a hole
+        ax.annotate("no value", (p, bottom), xytext=(0, 4), textcoords="offset points", ha="center",
+                    fontsize=8.5, color="#888888")
+    _scales(ax, spec, numeric=False)
+
+
 MAX_SWEPT_TICKS = 8
 
 
 def _swept_ticks(ax, values: list[float]) -> None:
     """A sweep's x values (learning rates, depths) as the axis's ticks, labelled plainly, when there are few:
     a reader reads off 3e-4 … 3e-2 or 2, 4, 8, 16 rather than the powers of ten between them."""
-    if not 1 < len(values) <= MAX_SWEPT_TICKS:
+    if not 0 < len(values) <= MAX_SWEPT_TICKS:
         return
     ax.xaxis.set_major_locator(FixedLocator(values))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_value(float(v))))
@@ -212,7 +319,8 @@ def _category_ticks(ax, categories: list[str]) -> None:
 def _scales(ax, spec: Any, numeric: bool) -> None:
     """Log axes only where the data allow them (positive values)."""
     lines = [line.get_xydata() for line in ax.get_lines()]
-    if getattr(spec, "logx", False) and numeric and any((d[:, 0] > 0).any() for d in lines if len(d)):
+    xs = {float(x) for d in lines if len(d) for x in d[:, 0] if x > 0}
+    if getattr(spec, "logx", False) and numeric and len(xs) > 1:
         ax.set_xscale("log")
         _plain_log_ticks(ax.xaxis, ax.get_xlim())
     ys = [np.asarray(p.get_height()) for p in ax.patches] + [d[:, 1] for d in lines if len(d)]
@@ -221,17 +329,29 @@ def _scales(ax, spec: Any, numeric: bool) -> None:
         _plain_log_ticks(ax.yaxis, ax.get_ylim())
 
 
+LOG_MANTISSAS = ((1,), (1, 3), (1, 2, 5), (1, 2, 3, 5), (1, 1.5, 2, 3, 4, 5, 7))
+MIN_LOG_TICKS = 4
+
+
 def _plain_log_ticks(axis, limits: tuple[float, float]) -> None:
-    """0.2 rather than 2×10⁻¹; within a narrow range also label 2 and 5 between the powers of ten."""
+    """Labelled ticks at 0.05, 0.1, 0.2 rather than 5×10⁻²: the sparsest of 1 | 1, 3 | 1, 2, 5 | … per decade
+    that labels at least MIN_LOG_TICKS values in view, so a range of less than a decade is still readable."""
     plain = FuncFormatter(lambda v, _: fmt_value(float(v)))
-    axis.set_major_formatter(plain)
     lo, hi = sorted(limits)
-    if lo > 0 and hi / lo < 30:
-        subs = (1.5, 2.0, 3.0, 4.0, 5.0, 7.0) if hi / lo < 4 else (2.0, 5.0)
-        axis.set_minor_locator(LogLocator(subs=subs))
-        axis.set_minor_formatter(plain)
-    else:
-        axis.set_minor_formatter(NullFormatter())
+    if not (lo > 0 and math.isfinite(hi)):
+        axis.set_major_formatter(plain)
+        return
+    decades = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+    for mantissas in LOG_MANTISSAS:
+        ticks = [float(f"{m}e{e}") for e in decades for m in mantissas if lo <= float(f"{m}e{e}") <= hi]
+        if len(ticks) >= MIN_LOG_TICKS:
+            break
+    if len(ticks) > 2 * MAX_SWEPT_TICKS:  # many decades: every other power of ten
+        ticks = ticks[::math.ceil(len(ticks) / MAX_SWEPT_TICKS)]
+    axis.set_major_locator(FixedLocator(ticks))
+    axis.set_major_formatter(plain)
+    axis.set_minor_locator(LogLocator(subs="auto"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def _legend(ax, fig, axes, *, shared: bool, order: list[str]) -> None:
@@ -245,13 +365,19 @@ def _legend(ax, fig, axes, *, shared: bool, order: list[str]) -> None:
     entries = dict(sorted(entries.items(), key=lambda kv: rank.get(kv[0], len(rank))))
     if len(entries) < 2 and not (shared and entries):
         return
-    if shared:
-        fig.legend(entries.values(), entries.keys(), loc="outside lower center", ncols=min(len(entries), 6),
-                   frameon=False)
+    longest = max(len(text) for text in entries)
+    if shared or longest > 24:  # long labels beside a plot would squeeze it: they go below, in columns
+        per_row = max(1, min(len(entries), 6, int(fig.get_size_inches()[0] * 72 / (9.5 * TEXT_EM) // (longest + 5))))
+        legend = fig.legend(entries.values(), entries.keys(), loc="outside lower center", ncols=per_row,
+                            frameon=False)
     elif len(entries) <= 4:
-        ax.legend(entries.values(), entries.keys(), frameon=False)
+        legend = ax.legend(entries.values(), entries.keys(), frameon=False)
     else:
-        ax.legend(entries.values(), entries.keys(), loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        legend = ax.legend(entries.values(), entries.keys(), loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                           frameon=False)
+    for line in legend.get_lines():  # a covered series' width is for the plot, not for its legend entry
+        line.set_linewidth(min(line.get_linewidth(), STYLE["lines.linewidth"]))
+        line.set_markersize(min(line.get_markersize(), 7))
 
 
 def _to_png(fig: MplFigure) -> Png:

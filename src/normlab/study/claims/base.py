@@ -53,7 +53,7 @@ class Series:
 
 @dataclass
 class Figure:
-    """A plot as data; `normlab.report` draws it. kind: line | bar | heatmap."""
+    """A plot as data; `normlab.report` draws it. kind: line | bar | dot | heatmap (see report/plots.py)."""
 
     title: str
     xlabel: str
@@ -66,6 +66,7 @@ class Figure:
     rows: list[str] | None = None
     cols: list[str] | None = None
     caption: str = ""
+    cell_text: list[list[str]] | None = None  # a heatmap's cell labels, where its numbers alone would mislead
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -123,6 +124,7 @@ class Group:
     n_runs: int
     n_diverged: int
     n_failed_to_train: int = 0
+    where: dict[str, Any] = field(default_factory=dict)  # the configuration, as `group` selected it
 
     @property
     def n_failed(self) -> int:
@@ -183,7 +185,25 @@ def group(records: Iterable[RunRecord], strict: bool = True, **where: Any) -> Gr
     chosen = select(records, strict, **where)
     losses = [r.val_loss for r in chosen if r.status == "completed" and r.val_loss is not None
               and math.isfinite(r.val_loss)]
-    return Group(losses, len(chosen), sum(r.diverged for r in chosen), sum(r.failed_to_train for r in chosen))
+    return Group(losses, len(chosen), sum(r.diverged for r in chosen), sum(r.failed_to_train for r in chosen),
+                 dict(where))
+
+
+# how a configuration's settings read: the scheme and norm by name, the rest as `L 4`, `lr 0.01`, `warmup 0`
+SETTING_NAMES = {"model__scheme": "", "model__norm": "", "model__n_layer": "L", "model__d_model": "d",
+                 "train__lr": "lr", "train__warmup_steps": "warmup", "train__steps": "steps"}
+
+
+def setting_text(where: dict[str, Any]) -> str:
+    """`post · lr 0.01 · warmup 0 · L 4`: a group's configuration as a reader names it."""
+    known = [k for k in SETTING_NAMES if k in where]
+    parts = []
+    for key in known + sorted(k for k in where if k not in SETTING_NAMES):
+        value = where[key]
+        text = f"{value:g}" if isinstance(value, float) else str(value)
+        name = SETTING_NAMES.get(key, key.split("__")[-1].replace("_", " "))
+        parts.append(f"{name} {text}" if name else text)
+    return " · ".join(parts)
 
 
 def failures(g: Group) -> str:

@@ -257,7 +257,7 @@ class WateredDownDepthC6(Claim):
                          post_vs_pre=cmp, pre_contribution=pre, post_contribution=post, pre_angular_distance=angle)
 
     def figures(self, records, measurement, preset):
-        skip = Figure("Layer-skip ΔL (trained)", "layer", "val loss increase when the layer is skipped", logy=False)
+        skip = Figure("Layer-skip ΔL (trained)", "layer", "ΔL when skipped (nats)", logy=False)
         deepest = max(preset.depths)
         for s in ("pre", "post"):
             chosen = select(records, model__scheme=s, model__n_layer=deepest, train__lr=preset.lr_fixed,

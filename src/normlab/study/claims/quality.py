@@ -33,10 +33,15 @@ def _at(preset):
     return dict(train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup, model__n_layer=preset.depth)
 
 
+SPREAD = "Mean over seeds ± one standard deviation, of the runs that trained; the axis fits the values."
+
+
 def loss_bars(records, preset, title, groups: dict[str, dict]) -> Figure:
+    """Final val loss per configuration, as points on an axis fitted to them: a difference of a few hundredths
+    of a nat is what these figures are about, and bars from 0 would hide it."""
     labels = list(groups)
     gs = [group(records, **where) for where in groups.values()]
-    return Figure(title, "", "final val loss", kind="bar",
+    return Figure(title, "", "final val loss (nats)", kind="dot", caption=SPREAD,
                   series=[Series("mean over seeds", labels, [g.mean for g in gs], [g.sd for g in gs])])
 
 
@@ -150,14 +155,14 @@ class PostLNCeilingC7(Claim):
 
     def figures(self, records, measurement, preset):
         best = self._best(records, preset)
-        bars = {}
+        stages = ["pretrained (best lr)", f"fine-tuned on {FINETUNE_CORPUS}"]
+        fig = Figure("Best-tuned Post-LN vs Pre-LN: pretraining and fine-tuning", "", "final val loss (nats)",
+                     kind="dot", caption=SPREAD)
         for s in ("pre", "post"):
             if best[s]:
-                bars[f"{s}, pretrained (lr {best[s][0]:g})"] = best[s][1]
-                bars[f"{s}, fine-tuned on {FINETUNE_CORPUS}"] = self._finetuned(records, preset, s, best[s][0])
-        fig = Figure("Best-tuned Post-LN vs Pre-LN: pretraining and fine-tuning", "", "final val loss", kind="bar",
-                     series=[Series("mean over seeds", list(bars), [g.mean for g in bars.values()],
-                                    [g.sd for g in bars.values()])])
+                gs = [best[s][1], self._finetuned(records, preset, s, best[s][0])]
+                fig.series.append(Series(f"{s} (lr {best[s][0]:g})", stages, [g.mean for g in gs],
+                                         [g.sd for g in gs]))
         return [fig, sweep_figure(records, preset, ("pre", "post"), "Final val loss vs lr (C7 uses warmup)")]
 
 
@@ -241,7 +246,7 @@ class RMSNormC10(Claim):
     def figures(self, records, measurement, preset):
         rows = measurement["norm_timings"]
         labels = [f"{r['norm']} ({r['impl']})" for r in rows]
-        timing = Figure(f"Norm forward+backward time, {TIMING_SHAPES[0]} fp32", "", "median ms", kind="bar",
+        timing = Figure(f"Norm forward+backward time, {TIMING_SHAPES[0]} fp32", "", "median time (ms)", kind="bar",
                         series=[Series("median", labels, [1000 * r["median_s"] for r in rows])])
         return [timing, loss_bars(records, preset, "Final val loss (Pre-LN)", {
             n: dict(model__scheme="pre", model__norm=n, **_at(preset)) for n in ("layernorm", "rmsnorm")})]

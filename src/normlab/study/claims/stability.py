@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, Claim, Figure, Series,
-                                       compare, failures, from_runs, group, n_seeds, select, spearman)
+                                       compare, failures, from_runs, group, n_seeds, select, setting_text,
+                                       spearman)
 
 CONVERGED_WITHIN = 1.10  # "converges": no seed diverged and mean val loss ≤ 1.10 × the sweep's best
 
@@ -24,7 +25,7 @@ def describe(g) -> dict[str, Any]:
     """One configuration over seeds: the loss of the runs that trained (mean, sd, 95 % t interval), and the
     runs that did not, as a rate with its 95 % Wilson interval; `two_mode` when some seeds trained and some not."""
     interval = g.failure_interval
-    return {"mean_val_loss": g.mean, "sd": g.sd, "mean_ci95": g.mean_interval, "n_runs": g.n_runs,
+    return {"setting": setting_text(g.where), "mean_val_loss": g.mean, "sd": g.sd, "mean_ci95": g.mean_interval, "n_runs": g.n_runs,
             "n_trained": g.n, "n_diverged": g.n_diverged, "n_failed_to_train": g.n_failed_to_train,
             "did_not_train_rate": g.failure_rate, "did_not_train_ci95": list(interval) if interval else None,
             "two_mode": g.two_mode}
@@ -37,14 +38,26 @@ def sweep_table(records, preset, schemes, warmups=None) -> dict[str, Any]:
                         for lr in preset.lrs} for w in (warmups or (0, preset.warmup))} for s in schemes}
 
 
+OMITTED = ("Mean over seeds ± one standard deviation, of the runs that trained; a point is missing where no "
+           "run did (diverged, or failed to train: see the heatmap of runs that did not train).")
+
+
 def sweep_figure(records, preset, schemes, title, warmups=None) -> Figure:
-    fig = Figure(title, "learning rate", "final val loss (runs that did not train omitted)", kind="line", logx=True)
+    fig = Figure(title, "learning rate", "final val loss (nats)", kind="line", logx=True, caption=OMITTED)
     for s in schemes:
         for w in (warmups or (0, preset.warmup)):
             gs = [group(records, model__scheme=s, train__lr=lr, train__warmup_steps=w, model__n_layer=preset.depth)
                   for lr in preset.lrs]
-            fig.series.append(Series(f"{s}, warmup {w}", list(preset.lrs), [g.mean for g in gs], [g.sd for g in gs]))
+            fig.series.append(Series(trained_label(f"{s}, warmup {w}", gs), list(preset.lrs), [g.mean for g in gs],
+                                     [g.sd for g in gs]))
     return fig
+
+
+def trained_label(label: str, groups) -> str:
+    """A series' legend label, saying so when none of its runs trained (it has no point to show)."""
+    if any(g.n_runs for g in groups) and all(g.mean is None for g in groups):
+        return f"{label}: no run trained"
+    return label
 
 
 @CLAIMS.register("C1")
@@ -219,11 +232,11 @@ def depth_rows(records, preset, schemes, **where) -> tuple[dict[str, Any], list[
 
 def depth_figure(records, preset, schemes, depths=None, **where) -> Figure:
     depths = depths or preset.depths
-    fig = Figure("Final val loss vs depth", "layers", "final val loss (diverged runs omitted)", logx=True)
+    fig = Figure("Final val loss vs depth", "layers", "final val loss (nats)", logx=True, caption=OMITTED)
     for s in schemes:
         gs = [group(records, model__scheme=s, model__n_layer=d, train__lr=preset.lr_fixed,
                     train__warmup_steps=preset.warmup, **where) for d in depths]
-        fig.series.append(Series(s, list(depths), [g.mean for g in gs], [g.sd for g in gs]))
+        fig.series.append(Series(trained_label(s, gs), list(depths), [g.mean for g in gs], [g.sd for g in gs]))
     return fig
 
 

@@ -206,9 +206,22 @@ class CausalityC16(Claim):
                          leaking=leaking, not_reached=dead, skipped=measurement.get("skipped", []))
 
     def figures(self, records, measurement, preset):
+        """Two scheme × normalizer maps: the largest change before t (0 is causal) and the smallest at t (> 0:
+        the perturbation reached the model, so the check could have failed), each over init and trained."""
         cases = (measurement or {}).get("cases") or []
-        labels = [f"{c['scheme']}+{c['norm']} ({c['when']})" for c in cases]
-        return [Figure("Change of earlier logits when future tokens change", "scheme + normalizer",
-                       "max |Δ logits|", kind="bar",
-                       series=[Series("before t", labels, [c["max_change_before_t"] for c in cases]),
-                               Series("at t", labels, [c["min_change_at_t"] for c in cases])])]
+        schemes = list(dict.fromkeys(c["scheme"] for c in cases))
+        norms = list(dict.fromkeys(c["norm"] for c in cases))
+        out = []
+        for key, pick, title in (("max_change_before_t", max, "Largest change of logits before t (0: causal)"),
+                                 ("min_change_at_t", min, "Smallest change of logits at t (> 0: the check can fail)")):
+            matrix, text = [], []
+            for scheme in schemes:
+                values = [[c[key] for c in cases if c["scheme"] == scheme and c["norm"] == n and c[key] is not None]
+                          for n in norms]
+                row = [pick(v) if v else None for v in values]
+                matrix.append(row)
+                text.append(["" if v is None else "0" if v == 0 else f"{v:.1e}" for v in row])
+            out.append(Figure(title, "normalizer", "scheme", kind="heatmap", matrix=matrix, rows=schemes, cols=norms,
+                              cell_text=text, caption="|Δ logits| over the positions tested, at init and after "
+                                                      "training; grey: the combination cannot be built."))
+        return out
