@@ -35,7 +35,11 @@ def page(report, tmp_path_factory):
                 "const bar = document.querySelector('nav.toc').getBoundingClientRect();"
                 "const sticky = getComputedStyle(document.querySelector('nav.toc')).position === 'sticky';"
                 "return [h.getBoundingClientRect().top, sticky && bar.top <= 0 ? bar.bottom : 0];")
-            views[width] = {"text": text, "shot": shot, "heading_top": jump[0], "bar_bottom": jump[1],
+            fill = driver.execute_script(  # each claim's figures: [width of each image / its row's width]
+                "return Array.from(document.querySelectorAll('article.claim .figs')).map(g => {"
+                " const row = g.getBoundingClientRect().width;"
+                " return Array.from(g.querySelectorAll('img')).map(i => i.getBoundingClientRect().width / row); });")
+            views[width] = {"text": text, "shot": shot, "heading_top": jump[0], "bar_bottom": jump[1], "fill": fill,
                             "overflow": driver.execute_script(
                                 "return Array.from(document.querySelectorAll('article.claim table')).filter(t => {"
                                 " const card = t.closest('article').getBoundingClientRect();"
@@ -81,3 +85,13 @@ def test_the_sticky_contents_bar_never_covers_the_heading_jumped_to(page, width)
 @pytest.mark.parametrize("width", [1400, 700])
 def test_claim_tables_stay_inside_their_card(page, width):
     assert page["views"][width]["overflow"] == 0
+
+
+@pytest.mark.parametrize("width", [1400, 700])
+def test_claim_figures_use_the_cards_width(page, width):
+    """A claim's only figure spans its card; two or more share it, never leaving an empty column beside them."""
+    fill = [shares for shares in page["views"][width]["fill"] if shares]  # a claim with no data has no image
+    assert fill
+    for shares in fill:
+        wanted = 0.95 if len(shares) == 1 or width == 700 else 0.45
+        assert min(shares) >= wanted, (width, shares)

@@ -24,6 +24,7 @@ from normlab.study.claims.quality import NORM_ALGORITHMS, STEP_ALGORITHMS
 from normlab.study.claims.base import (CONFIDENCE, LOSS_MARGIN, MIN_SEEDS, Group, compare, group, loglog_slope,
                                        failures, mean_over_seeds, n_seeds, spearman, wilson_interval)
 from normlab.study.records import RunRecord, flatten
+from normlab.report.format import failure_groups
 from normlab.study.spec import PRESETS
 
 # -- presets ------------------------------------------------------------------------------
@@ -272,7 +273,12 @@ def gap_grows_with_depth():
 
 @scenario("C4", HOLDS, None)
 def post_diverges_at_deepest():
-    return Case(_c4({2: [1.913, 1.917], 4: [1.953, 1.957], 8: [None, None]}))
+    def check(v):  # the verdict holds on the failure rate: its reading says so instead of a bare n/a
+        assert v.reading.startswith("at 8 layers Post-LN did not train (2 diverged of 2) where Pre-LN did")
+        assert "8 layers did not train" in v.summary and "{" not in v.summary
+        labels = [label for label, _ in failure_groups(v.details)]
+        assert "post · L 8 · lr 0.003 · warmup 50" in labels and len(labels) == len(set(labels))
+    return Case(_c4({2: [1.913, 1.917], 4: [1.953, 1.957], 8: [None, None]}), check=check)
 
 
 @scenario("C4", FAILS, 0.0)

@@ -69,14 +69,21 @@ class Png:
 
 def draw(spec: Any, *, size: tuple[float, float] | None = None, **style: Any) -> Png:
     """One spec as one plot; a heatmap is sized to its rows and columns unless `size` is given."""
+    with matplotlib.rc_context(STYLE):
+        return _to_png(build(spec, size=size, **style))
+
+
+def build(spec: Any, *, size: tuple[float, float] | None = None, **style: Any) -> MplFigure:
+    """The matplotlib figure `draw` renders (on its own Agg canvas, laid out when drawn)."""
     size = size or (heatmap_size(spec) if getattr(spec, "kind", "") == "heatmap" else SINGLE_SIZE)
     with matplotlib.rc_context(STYLE):
         fig = MplFigure(figsize=size, layout="constrained")
+        FigureCanvasAgg(fig)
         ax = fig.add_subplot()
         _draw_on(ax, spec, colors_for(spec), wrap=_chars(size[0] - 0.4, STYLE["axes.titlesize"]),
                  ywrap=_chars(size[1] - 1.0, STYLE["axes.labelsize"]), **style)
         _legend(ax, fig, [ax], shared=False, order=_labels(spec))
-        return _to_png(fig)
+        return fig
 
 
 def heatmap_size(spec: Any) -> tuple[float, float]:

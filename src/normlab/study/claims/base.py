@@ -101,10 +101,13 @@ class Claim:
         return []
 
     def make(self, verdict: str, statistic: str, value: float | None, n_seeds: int, settings: dict[str, Any],
-             summary: str, **details: Any) -> Verdict:
+             summary: str, *, missing: str | None = None, **details: Any) -> Verdict:
+        """`missing`: the reading when the key number could not be computed, saying why (Post-LN did not train
+        at 16 layers), so a verdict beside `n/a` never seems to rest on nothing."""
         settings = {**settings, "paper": settings.get("paper") or self.paper} if self.paper else settings
         value = json_safe(value)
-        reading = self.reading(value) if isinstance(value, (int, float)) and math.isfinite(value) else ""
+        finite = isinstance(value, (int, float)) and math.isfinite(value)
+        reading = self.reading(value) if finite else (missing or "")
         return Verdict(self.id, verdict, statistic, value, n_seeds, settings, json_safe(details), summary,
                        reading=reading or "")
 

@@ -8,6 +8,7 @@ from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_
                                        compare, failures, from_runs, group, n_seeds, select, setting_text,
                                        spearman)
 
+SCHEME_NAMES = {"pre": "Pre-LN", "post": "Post-LN", "peri": "Peri-LN", "deepnorm": "DeepNorm"}  # in summaries
 CONVERGED_WITHIN = 1.10  # "converges": no seed diverged and mean val loss ≤ 1.10 × the sweep's best
 
 
@@ -206,13 +207,20 @@ class DepthC4(Claim):
             verdict = FAILS
         else:
             verdict = INCONCLUSIVE
-        summary = (f"Post-LN − Pre-LN val loss by depth {dict(zip(preset.depths, [_r(g) for g in gaps]))}; "
-                   f"rank correlation with depth {_fmt(trend)}; at {deepest} layers Post-LN is {cmp} "
+        by_depth = ", ".join(f"{d} layers {_r(g) if isinstance(_r(g), str) else _fmt(_r(g))}"
+                             for d, g in zip(preset.depths, gaps))
+        summary = (f"Post-LN − Pre-LN val loss by depth: {by_depth}; "
+                   f"rank correlation with depth {_fmt(trend)}; at {deepest} layers Post-LN against Pre-LN: {cmp} "
                    f"({failures(post_d)}). 100+ layers are not tested at this preset.")
         settings = {"depths": preset.depths, "lr": preset.lr_fixed, "warmup_steps": preset.warmup,
                     "steps": preset.base["train.steps"], "d_model": preset.base["model.d_model"]}
+        missing = (f"at {deepest} layers Post-LN did not train ({failures(post_d)}) where Pre-LN did "
+                   f"({failures(pre_d)}): no loss gap to give, the failure rate is the evidence"
+                   if post_d.n_failed > pre_d.n_failed else
+                   f"no loss gap at {deepest} layers: too few runs trained to compare (Post-LN {failures(post_d)}, "
+                   f"Pre-LN {failures(pre_d)})")
         return self.make(verdict, f"Post-LN − Pre-LN val loss at {deepest} layers (nats)", info.get("diff"), seeds,
-                         settings, summary, depth_trend_spearman=trend, by_depth=rows, deepest=info)
+                         settings, summary, missing=missing, depth_trend_spearman=trend, by_depth=rows, deepest=info)
 
     def figures(self, records, measurement, preset):
         return [depth_figure(records, preset, ("pre", "post"))]
@@ -293,8 +301,11 @@ class DeepNormC8(Claim):
                                            train__warmup_steps=preset.warmup, **_deep(preset)))
                          for s in ("deepnorm", "post", "pre")}
                 for d in preset.deep_depths}
+        missing = (f"no loss gap at {deepest} layers: too few runs trained to compare (DeepNorm {failures(deep)}, "
+                   f"Pre-LN {failures(pre)})")
         return self.make(verdict, f"DeepNorm − Pre-LN val loss at {deepest} layers", info.get("diff"),
-                         n_seeds(select(records, False, model__scheme="deepnorm")), settings, summary, by_depth=rows)
+                         n_seeds(select(records, False, model__scheme="deepnorm")), settings, summary,
+                         missing=missing, by_depth=rows)
 
     def figures(self, records, measurement, preset):
         if not preset.deep_depths:
@@ -338,7 +349,7 @@ class PeriC14(Claim):
             verdict = INCONCLUSIVE  # as stable as Pre-LN here: no room to show more stability
         summary = (f"rate of runs that diverged or failed to train over the lr and depth sweeps: Peri-LN {_fmt(rates['peri'])}, Pre-LN "
                    f"{_fmt(rates['pre'])}, Post-LN {_fmt(rates['post'])}; highest converging lr without warmup: "
-                   f"{ {k: v for k, v in lr_best.items()} }")
+                   + ", ".join(f"{SCHEME_NAMES.get(k, k)} {_fmt(v, 'g')}" for k, v in lr_best.items()))
         return self.make(verdict, "Peri-LN rate of runs that did not train", rates["peri"], seeds,
                          {"lrs": preset.lrs, "lr_sweep_warmup_steps": 0, "depths": preset.depths,
                           "depth_sweep": f"lr {preset.lr_fixed:g}, warmup {preset.warmup}"}, summary, did_not_train_rate=rates,

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import math
+import re
+from typing import Any
 
 import torch
 
@@ -179,7 +181,7 @@ class CausalityC16(Claim):
                         cases.append({"scheme": scheme, "norm": norm, "when": when,
                                       **measure.causality(scheme, norm, steps)})
                     except ValueError as e:
-                        skipped.append({"scheme": scheme, "norm": norm, "when": when, "reason": str(e)})
+                        skipped.append({"scheme": scheme, "norm": norm, "when": when, "reason": plain_reason(e)})
         return {"cases": cases, "skipped": skipped}
 
     def verdict(self, records, measurement, preset):
@@ -203,7 +205,8 @@ class CausalityC16(Claim):
                    + (f"; the perturbation did not reach position t in {', '.join(dead)}" if dead else "")
                    + (f"; not buildable: {len(measurement['skipped'])}" if measurement.get("skipped") else ""))
         return self.make(verdict, "max |Δ logits| before the perturbed position", leak, 1, settings, summary,
-                         leaking=leaking, not_reached=dead, skipped=measurement.get("skipped", []))
+                         leaking=leaking, not_reached=dead,
+                         skipped=[{**c, "reason": plain_reason(c.get("reason"))} for c in measurement.get("skipped", [])])
 
     def figures(self, records, measurement, preset):
         """Two scheme × normalizer maps: the largest change before t (0 is causal) and the smallest at t (> 0:
@@ -225,3 +228,11 @@ class CausalityC16(Claim):
                               cell_text=text, caption="|Δ logits| over the positions tested, at init and after "
                                                       "training; grey: the combination cannot be built."))
         return out
+
+
+def plain_reason(error: Any) -> str:
+    """A config error as its message alone: pydantic's "1 validation error for ModelConfig / Value error, …
+    [type=value_error, input_value=…]" wrapping, and its documentation link, dropped."""
+    text = str(error or "")
+    found = re.search(r"Value error, (.*?)(?:\s*\[type=|$)", text, re.S)
+    return (found.group(1) if found else text.strip().splitlines()[-1] if text.strip() else "").strip()

@@ -1,0 +1,137 @@
+"""What a reader gets from the report's figures: readable ticks, differences that show, lines that stay
+visible, nothing clipped, one colour per scheme. Each test reads the drawn matplotlib figure, not a picture."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from normlab.report import plots
+from normlab.study.claims.base import Figure, Series
+
+
+def _drawn(spec, **kwargs):
+    fig = plots.build(spec, **kwargs)
+    fig.canvas.draw()
+    return fig, fig.axes[0]
+
+
+def _labels(axis) -> list[str]:
+    return [t.get_text() for t in axis.get_ticklabels() if t.get_text() and t.get_visible()]
+
+
+@pytest.mark.parametrize("lo, hi", [(0.035, 0.16), (0.09, 0.45), (0.02, 5.0), (0.03, 30.0)])
+def test_a_log_axis_labels_at_least_four_plain_values(lo, hi):
+    spec = Figure("g", "layer", "‖∇W‖", [Series("pre", [0, 1, 2, 3], [lo, lo * 1.5, hi / 1.5, hi])], logy=True)
+    fig, ax = _drawn(spec)
+    low, high = ax.get_ylim()
+    shown = [label for label, tick in zip(_labels(ax.yaxis), ax.get_yticks()) if low <= tick <= high]
+    assert len(shown) >= 4, shown
+    assert all(re.fullmatch(r"[0-9.]+", text) for text in shown), shown  # 0.05, not 5×10⁻²
+
+
+def test_a_loss_comparison_is_drawn_on_an_axis_fitted_to_it_with_its_values_written():
+    """0.07 nats between two schemes would vanish in bars from 0 (2.47 vs 2.54 on a 0–2.6 axis)."""
+    spec = Figure("C7", "", "final val loss (nats)", kind="dot",
+                  series=[Series("pre", ["pretrained", "fine-tuned"], [2.545, 2.503], [0.016, 0.009]),
+                          Series("post", ["pretrained", "fine-tuned"], [2.472, None], [0.015, None])])
+    fig, ax = _drawn(spec)
+    low, high = ax.get_ylim()
+    assert low > 2.3 and high < 2.7  # the axis spans the data, not 0
+    texts = [t.get_text() for t in ax.texts]
+    assert {"2.545", "2.503", "2.472"} <= set(texts) and "no value" in texts  # a missing point says so
+
+
+def test_lines_on_top_of_each_other_stay_visible():
+    """Post-LN's residual RMS is 1 at every depth: three identical lines. Each has its own marker, and the
+    ones covered are drawn wider beneath, so all three show."""
+    same = [0.03, 1.0, 1.0, 1.0]
+    spec = Figure("rms", "layer", "RMS", [Series(f"post, L={d}", [0, 1, 2, 3], same) for d in (2, 4, 8)]
+                  + [Series("pre, L=8", [0, 1, 2, 3], [0.03, 0.6, 1.1, 1.4])], logy=True)
+    fig, ax = _drawn(spec)
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    widths = [lines[f"post, L={d}"].get_linewidth() for d in (2, 4, 8)]
+    assert widths[0] > widths[1] > widths[2]
+    assert lines["pre, L=8"].get_linewidth() == widths[2]  # not covered: the usual width
+    assert len({line.get_marker() for line in lines.values()}) == 4
+
+
+def test_one_colour_per_scheme_shaded_by_its_series():
+    colors = plots.colors_for(Figure("x", "", "", [Series(s, [0], [1]) for s in
+                                                   ("pre, L=2", "pre, L=16", "post, L=2", "post, L=16")]))
+    assert colors["pre, L=16"] == plots.SCHEME_COLORS["pre"] and colors["post, L=16"] == plots.SCHEME_COLORS["post"]
+    assert colors["pre, L=2"] != colors["pre, L=16"]
+    r, g, b = plots.to_rgb(colors["post, L=2"])
+    assert r > g and r > b  # a lighter red, still red
+
+
+@pytest.mark.parametrize("size", [None, plots.WIDE_SIZE])
+def test_no_title_or_y_label_is_clipped(size):
+    spec = Figure("DeepNorm α of built models by architecture and depth vs the source article's fixed values",
+                  "layers", "final val loss (runs that did not train omitted, nats)",
+                  [Series(f"series with a long legend label {i}", [1, 2, 3], [1.0 + i, 2.0, 3.0]) for i in range(6)])
+    fig, ax = _drawn(spec, size=size)
+    renderer = fig.canvas.get_renderer()
+    box = fig.bbox
+    for text in (ax.title, ax.yaxis.label):
+        extent = text.get_window_extent(renderer)
+        assert box.x0 - 1 <= extent.x0 and extent.x1 <= box.x1 + 1 and extent.y1 <= box.y1 + 1, text.get_text()
+    legend = fig.legends[0] if fig.legends else ax.get_legend()  # long labels go below, not beside the plot
+    assert legend.get_window_extent(renderer).x1 <= box.x1 + 1
+
+
+def test_a_single_depth_is_not_drawn_on_a_log_axis_of_empty_decades():
+    spec = Figure("depth", "layers", "loss", [Series("pre", [100], [3.17]), Series("post: no run trained", [100],
+                                                                                    [None])], logx=True)
+    fig, ax = _drawn(spec)
+    assert ax.get_xscale() == "linear" and _labels(ax.xaxis) == ["100"]
+
+
+def test_loss_curve_panels_are_titled_by_what_differs_and_the_legend_says_what_the_caption_says():
+    """A setting only the deep panel changes (its steps) is in that panel's title alone; runs that did not
+    train end in ○ and are named so in the legend, as the caption explains."""
+    from normlab.report.general import loss_curves
+    from tests.report.synthetic import records
+
+    runs = records()
+    deep = runs[0].__class__(**{**runs[0].__dict__, "id": "deep"})
+    deep.config = {**deep.config, "model": {**deep.config["model"], "n_layer": 100},
+                   "train": {**deep.config["train"], "steps": 200}}
+    deep.status, deep.val_curve = "failed_to_train", [(0, 4.2), (100, 3.35), (200, 3.34)]
+    section = loss_curves(runs + [deep])
+    caption = section.plots[0].caption
+    assert "did not train" in caption and "diverged" in caption and "dashed: rmsnorm" in caption
+    assert "Unless a panel's title says otherwise: steps=300" in caption
+    titles, legend = _loss_panel_facts(runs + [deep])
+    assert titles[-1] == "L=100 · lr=0.001 · warmup=0 · steps=200"  # d is the same everywhere: not named
+    assert all("steps" not in t for t in titles[:-1])
+    assert "post (did not train)" in legend and "post (diverged)" in legend and "pre · rmsnorm" in legend
+
+
+def _loss_panel_facts(runs) -> tuple[list[str], list[str]]:
+    """Panel titles and legend labels of the loss-curve grid, read from the figure `loss_curves` draws."""
+    from unittest import mock
+
+    from normlab.report import general
+
+    seen = {}
+    real = plots.draw_grid
+
+    def spy(specs, **kwargs):
+        seen["specs"] = specs
+        return real(specs, **kwargs)
+
+    with mock.patch.object(general.plots, "draw_grid", spy):
+        general.loss_curves(runs)
+    labels = list(dict.fromkeys(s.label for spec in seen["specs"] for s in spec.series))
+    return [spec.title for spec in seen["specs"]], labels
+
+
+def test_a_config_error_reads_as_its_message():
+    from normlab.study.claims.static import plain_reason
+
+    raw = ("1 validation error for ModelConfig\n  Value error, scheme 'deepnorm' cannot be used with normalizer "
+           "'none': α > 1 multiplies the residual [type=value_error, input_value={'vocab_size': 31}, "
+           "input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.14/v/value_error")
+    assert plain_reason(raw) == "scheme 'deepnorm' cannot be used with normalizer 'none': α > 1 multiplies the residual"
+    assert plain_reason(ValueError("plain message")) == "plain message"
