@@ -28,6 +28,31 @@ RUN = [
     "\"SELECT layer, value FROM layer_metrics WHERE step = 0 AND site = 'block' AND metric = 'grad_norm'\"",
 ]
 
+# run verbatim in the slow suite (`make test-slow`): CPU training runs of a few minutes each
+SLOW = [
+    "normlab train configs/nanogpt_cpu.toml --set model.arch='\"encoder\"' --set train.steps=500 --out runs/bert",
+    "normlab train configs/nanogpt_cpu.toml --set model.arch='\"encoder-decoder\"' --set train.steps=500 "
+    "--out runs/bart",
+    "normlab train configs/nanogpt_cpu.toml --set model.scheme=post --set train.warmup_steps=0 --out runs/post-nowarmup",
+]
+# parsed only, and why: each needs hours of CPU, a cluster or 8 devices, or is the set-up itself
+NOT_RUN = {
+    "make run": "the standard study: hours on 2 cores (its parts are the study tests)",
+    "make test": "the suite that runs this test",
+    "source .venv/bin/activate": "the shell's own set-up",
+    "normlab study": "the standard preset: hours on 2 cores",
+    "normlab study --preset quick": "about half an hour on 2 cores; tests/study runs smaller presets end to end",
+    "normlab study --preset full --out big": "the full preset: days on a CPU",
+    "normlab study --claims C1,C11 --seeds 0,1,2 --set train.steps=600": "60 runs of 600 steps: an hour on 2 cores",
+    "normlab study --claims C1,C7,C11 --robustness": "the standard runs of three claims, twice",
+    "normlab report normlab-study": "reads the standard study's directory, which only `normlab study` makes",
+    "pip install 'normlab[ray]'": "installs from the registry; CI installs the test extra, which includes ray",
+    "ray start --head --port=6379": "starts a cluster head; tests/study/test_ray.py starts its own on 127.0.0.1",
+    "ray start --address=HEAD_IP:6379": "a second machine",
+    "normlab study --preset full --executor ray --address HEAD_IP:6379 --out /shared/study": "a cluster",
+    "torchrun --standalone --nproc_per_node 8": "8 devices; tests/train/test_distributed.py runs 2 gloo processes",
+}
+
 
 def blocks(lang: str) -> list[str]:
     return [m.group(1) for m in re.finditer(rf"^```{lang}\n(.*?)^```", README, re.M | re.S)]
@@ -57,8 +82,15 @@ def normlab_args(command: str) -> list[str] | None:
 def test_the_readme_has_commands_and_every_one_to_run_is_still_in_it():
     found = commands()
     assert len(found) >= 20
-    for command in RUN:
-        assert command in found, f"the README no longer says {command!r}: update RUN"
+    for command in RUN + SLOW:
+        assert command in found, f"the README no longer says {command!r}: update RUN or SLOW"
+
+
+def test_every_readme_command_is_run_or_says_why_not():
+    """A new README command must be run by a test, or listed in NOT_RUN with the reason it cannot be."""
+    for command in commands():
+        assert command in RUN + SLOW or any(command.startswith(prefix) for prefix in NOT_RUN), (
+            f"{command!r} is neither run (RUN, SLOW) nor listed in NOT_RUN with a reason")
 
 
 @pytest.mark.parametrize("command", [c for c in commands() if normlab_args(c) is not None])
@@ -105,6 +137,18 @@ def test_the_quick_commands_run_verbatim_on_a_fresh_directory(tmp_path):
         if "layer_metrics" in command:
             assert done.stdout.strip(), "the diagnostics query returned nothing"
     assert (tmp_path / "example-study" / "report.html").is_file()
+
+
+@pytest.mark.slow
+def test_the_cpu_training_commands_run_verbatim(tmp_path):
+    shutil.copytree(ROOT / "configs", tmp_path / "configs")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    for command in SLOW:
+        done = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=1800)
+        assert done.returncode in (0, 3), f"{command}\n{done.stdout}\n{done.stderr}"  # 3: diverged, recorded
+        out = tmp_path / shlex.split(command)[-1]
+        assert (out / "status.json").is_file() and (out / "metrics.jsonl").is_file(), command
 
 
 def test_the_python_example_runs_verbatim(tmp_path):

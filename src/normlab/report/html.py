@@ -133,7 +133,8 @@ def claim_article(cid: str, verdict: dict | None, info: dict, figures: list) -> 
     if verdict:
         parts.append(key_block(verdict))
         parts.append(evidence_block(verdict))
-    tables = [kv_table(verdict.get(k) or {}, k.capitalize()) for k in ("settings", "details") if verdict.get(k)]
+    tables = [_scroll(kv_table(verdict.get(k) or {}, k.capitalize()), "block")
+              for k in ("settings", "details") if verdict.get(k)]
     if tables:
         parts.append(f'<div class="kv-grid">{"".join(tables)}</div>')
     parts.append(figure_grid(figures))
@@ -218,9 +219,11 @@ def kv_cell(key: Any, value: Any, depth: int, info: bool) -> str:
     return f'<span class="v">{esc(text)}</span>'
 
 
-def _scroll(table: str) -> str:
-    """A wide table scrolls inside the card instead of running past its edge."""
-    return f'<div class="scroll">{table}</div>'
+def _scroll(table: str, kind: str = "") -> str:
+    """A wide table scrolls inside the card instead of running past its edge. A table nested in another's
+    cell cannot be held by its own wrapper (the cell grows to it), so a claim's whole Settings and Details
+    blocks scroll too (`block`)."""
+    return f'<div class="scroll {kind}">{table}</div>' if kind else f'<div class="scroll">{table}</div>'
 
 
 def is_comparison(value: Any) -> bool:
@@ -250,8 +253,11 @@ def _is_keyed_rows(value: Any) -> bool:
             and all(not isinstance(x, dict) for v in value.values() for x in v.values()))
 
 
+ROW_NAMED = {"setting"}  # a group's own setting: in a keyed table its row's label already names it
+
+
 def keyed_table(value: dict) -> str:
-    columns = list(dict.fromkeys(k for row in value.values() for k in row))
+    columns = [k for k in dict.fromkeys(k for row in value.values() for k in row) if k not in ROW_NAMED]
     head = "<th></th>" + "".join(f"<th>{esc(key_label(str(c)))}</th>" for c in columns)
     body = "".join(f"<tr><th>{esc(key_label(str(k)))}</th>"
                    + "".join(f"<td>{esc(fmt_value(row.get(c)))}</td>" for c in columns) + "</tr>"
@@ -391,6 +397,7 @@ section.general { scroll-margin-top: 96px; }
 .wide img { border: 0; }
 .scroll { display: inline-block; max-width: 100%; overflow-x: auto; background: var(--card);
   border: 1px solid var(--line); border-radius: 8px; }
+.scroll.block { border: 0; border-radius: 0; min-width: 0; }
 details { margin: 8px 0; }
 summary { cursor: pointer; color: var(--accent); font-weight: 600; }
 .fig-note { color: var(--muted); font-style: italic; }

@@ -227,6 +227,15 @@ def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float] | No
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+COMPARISON_WORDS = {"same": "the same within the margin", "unclear": "unclear: its interval spans the margin",
+                    "too-few-seeds": "too few runs trained to compare"}
+
+
+def said(comparison: str) -> str:
+    """A `compare` outcome in words for a summary: `too-few-seeds` reads "too few runs trained to compare"."""
+    return COMPARISON_WORDS.get(comparison, comparison)
+
+
 def compare(a: Group, b: Group, margin: float = LOSS_MARGIN, sides: tuple[str, str] = ("a", "b")
             ) -> tuple[str, dict[str, Any]]:
     """How a's mean val loss stands to b's: worse | better | same | unclear | too-few-seeds.

@@ -11,7 +11,7 @@ from normlab.bench.norms import bench_norm_group
 from normlab.bench.steps import bench_steps
 from normlab.data import DEFAULT_CORPUS
 from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, Claim, Figure, Series,
-                                       compare, failures, group, n_seeds, select)
+                                       compare, failures, group, n_seeds, said, select)
 from normlab.study.claims.stability import describe, lr_sweep, sweep_figure
 
 TIMING_SHAPES = [(4096, 768)]
@@ -124,7 +124,7 @@ class PostLNCeilingC7(Claim):
             why.append(f"best lr at the grid's edge for {', '.join(edge)}: not tuned")
         summary = (f"best-tuned over lr {preset.lrs} with warmup {preset.warmup}: Post-LN {best['post'][1].mean:.4f} "
                    f"(lr {best['post'][0]:g}) vs Pre-LN {best['pre'][1].mean:.4f} (lr {best['pre'][0]:g}): Post-LN "
-                   f"is {cmp}; fine-tuned on {FINETUNE_CORPUS} ({preset.finetune.get('train.steps')} steps): "
+                   f"is {said(cmp)}; fine-tuned on {FINETUNE_CORPUS} ({preset.finetune.get('train.steps')} steps): "
                    f"Post-LN {_mean(ft['post'])} vs Pre-LN {_mean(ft['pre'])}, Post-LN is {ft_cmp}"
                    + (f"; {'; '.join(why)}" if why else ""))
         return self.make(verdict, "best-tuned Post-LN − Pre-LN val loss (nats)", info.get("diff"),
@@ -231,7 +231,7 @@ class RMSNormC10(Claim):
                    + ", ".join(f"{a} {r:.2f}×" for a, r in norm_ratios.items())
                    + f"; a training step: " + ", ".join(f"{a} norms {r:.2f}×" for a, r in step_ratios.items())
                    + (f" (torch.nn's two modules, which are different kernels: {torch_ratio:.2f}×)" if torch_ratio else "")
-                   + f"; final val loss RMSNorm − LayerNorm {info.get('diff', float('nan')):+.4f} ({cmp})")
+                   + f"; final val loss RMSNorm − LayerNorm {info.get('diff', float('nan')):+.4f} ({said(cmp)})")
         settings = {"norm_shape": TIMING_SHAPES[0], "dtype": "fp32", "rounds": preset.timing_repeats,
                     "norm_algorithms": NORM_ALGORITHMS, "step_algorithms": STEP_ALGORITHMS,
                     "step_config": f"normlab bench's {STEP_CONFIG}", "device": "cpu",
@@ -280,7 +280,7 @@ class FinalNormC13(Claim):
         else:
             verdict = INCONCLUSIVE
         summary = (f"Pre-LN without the final norm ends {info.get('diff', float('nan')):+.4f} nats from Pre-LN with it "
-                   f"({cmp}; {failures(without)})")
+                   f"({said(cmp)}; {failures(without)})")
         settings = {"lr": preset.lr_fixed, "warmup_steps": preset.warmup, "n_layer": preset.depth,
                     "margin_nats": LOSS_MARGIN}
         return self.make(verdict, "val loss without − with final norm (nats)", info.get("diff"),
@@ -322,7 +322,7 @@ class LlamaRecipeC15(Claim):
         verdict = {"better": HOLDS, "same": HOLDS, "worse": FAILS}.get(cmp, INCONCLUSIVE)
         speed_ratio = (sum(speeds["llama"]) / len(speeds["llama"])) / (sum(speeds["classic"]) / len(speeds["classic"])) \
             if speeds["llama"] and speeds["classic"] else None
-        summary = (f"LLaMA recipe − classic val loss {info.get('diff', float('nan')):+.4f} ({cmp}); tokens/s ratio "
+        summary = (f"LLaMA recipe − classic val loss {info.get('diff', float('nan')):+.4f} ({said(cmp)}); tokens/s ratio "
                    f"{'n/a' if speed_ratio is None else format(speed_ratio, '.2f')} (from the training runs, "
                    f"which shared the machine with other runs)")
         return self.make(verdict, "val loss LLaMA recipe − classic (nats)", info.get("diff"),

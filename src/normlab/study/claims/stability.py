@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, Claim, Figure, Series,
-                                       compare, failures, from_runs, group, n_seeds, select, setting_text,
-                                       spearman)
+                                       compare, failures, from_runs, group, n_seeds, said, select,
+                                       setting_text, spearman)
 
 SCHEME_NAMES = {"pre": "Pre-LN", "post": "Post-LN", "peri": "Peri-LN", "deepnorm": "DeepNorm"}  # in summaries
 CONVERGED_WITHIN = 1.10  # "converges": no seed diverged and mean val loss ≤ 1.10 × the sweep's best
@@ -210,7 +210,7 @@ class DepthC4(Claim):
         by_depth = ", ".join(f"{d} layers {_r(g) if isinstance(_r(g), str) else _fmt(_r(g))}"
                              for d, g in zip(preset.depths, gaps))
         summary = (f"Post-LN − Pre-LN val loss by depth: {by_depth}; "
-                   f"rank correlation with depth {_fmt(trend)}; at {deepest} layers Post-LN against Pre-LN: {cmp} "
+                   f"rank correlation with depth {_fmt(trend)}; at {deepest} layers Post-LN against Pre-LN: {said(cmp)} "
                    f"({failures(post_d)}). 100+ layers are not tested at this preset.")
         settings = {"depths": preset.depths, "lr": preset.lr_fixed, "warmup_steps": preset.warmup,
                     "steps": preset.base["train.steps"], "d_model": preset.base["model.d_model"]}
@@ -293,7 +293,7 @@ class DeepNormC8(Claim):
             verdict = INCONCLUSIVE
         summary = (f"at {deepest} layers: DeepNorm {failures(deep)}, val {_fmt(deep.mean)}; "
                    f"Post-LN {failures(post)}, val {_fmt(post.mean)}; Pre-LN val "
-                   f"{_fmt(pre.mean)} ({failures(pre)}); DeepNorm − Pre-LN {_fmt(info.get('diff'))} ({cmp}). "
+                   f"{_fmt(pre.mean)} ({failures(pre)}); DeepNorm − Pre-LN {_fmt(info.get('diff'))} ({said(cmp)}). "
                    f"1,000 layers are beyond this preset.")
         settings = {"depths": preset.deep_depths, **{k.split(".")[-1]: v for k, v in preset.deep_base.items()},
                     "lr": preset.lr_fixed, "warmup_steps": preset.warmup}
