@@ -44,6 +44,8 @@ def fmt_float(value: float) -> str:
 
 
 def fmt_list(values: list | tuple) -> str:
+    if not values:
+        return "none"  # an empty list of leaks, of failures: no Python brackets to decode
     shown = [fmt_value(v) for v in values[:MAX_LIST_ITEMS]]
     if len(values) > MAX_LIST_ITEMS:
         shown.append(f"… ({len(values)} items)")

@@ -164,10 +164,14 @@ def key_block(verdict: dict) -> str:
     if reading:
         source = f'<span class="source">{esc(key_number(verdict.get("statistic"), value))}</span>'
         return (f'<p class="keynum"><span class="stat reading">{esc(reading)}</span>{source}'
-                f'<span class="seeds">{esc(fmt_value(verdict.get("n_seeds")))} seeds</span></p>')
+                f'<span class="seeds">{esc(seeds_text(verdict.get("n_seeds")))}</span></p>')
     number = f'<span class="value">{esc(fmt_value(value))}</span>' if value is not None else '<span class="value">n/a</span>'
     return (f'<p class="keynum"><span class="stat">{esc(verdict.get("statistic") or "")}</span>{number}'
-            f'<span class="seeds">{esc(fmt_value(verdict.get("n_seeds")))} seeds</span></p>')
+            f'<span class="seeds">{esc(seeds_text(verdict.get("n_seeds")))}</span></p>')
+
+
+def seeds_text(n: Any) -> str:
+    return f"{fmt_value(n)} seed{'' if n == 1 else 's'}"
 
 
 def figure_grid(figures: list) -> str:
@@ -265,6 +269,13 @@ def keyed_table(value: dict) -> str:
     return f'<table class="rows"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
+LONG_CELL = 60  # characters: a longer cell (a reason, a path) wraps rather than widening its table
+
+
+def _td(text: str) -> str:
+    return f'<td class="long">{esc(text)}</td>' if len(text) > LONG_CELL else f"<td>{esc(text)}</td>"
+
+
 def _is_records(value: Any) -> bool:
     """A short list of flat dicts: drawn as a table with a column per key."""
     return (isinstance(value, list) and 0 < len(value) <= 40 and all(isinstance(v, dict) for v in value)
@@ -274,8 +285,7 @@ def _is_records(value: Any) -> bool:
 def records_table(rows: list[dict]) -> str:
     columns = list(dict.fromkeys(k for row in rows for k in row))
     head = "".join(f"<th>{esc(c)}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{esc(fmt_value(row.get(c)))}</td>" for c in columns) + "</tr>"
-                   for row in rows)
+    body = "".join("<tr>" + "".join(_td(fmt_value(row.get(c))) for c in columns) + "</tr>" for row in rows)
     return f'<table class="rows"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -380,6 +390,7 @@ table.kv table.kv { margin: 0; }
 table.rows, table.data { font-size: 12.5px; }
 table.rows th, table.data th { text-align: left; background: #eef1f4; padding: 3px 8px; font-weight: 600; }
 table.rows td, table.data td { padding: 2px 8px; border-top: 1px solid #edf0f2; white-space: nowrap; }
+table.rows td.long { white-space: normal; min-width: 36ch; }
 table.data tr.status-diverged td, table.data tr.status-failed_to_train td { color: var(--fails); }
 .badge.fragile { background: #f3e8ff; color: #6b21a8; }
 table.data tr.status-failed td { color: var(--unk); font-style: italic; }

@@ -104,8 +104,8 @@ class WarmupC1(Claim):
             verdict = INCONCLUSIVE
         penalty = post_info.get("diff")
         summary = (f"at lr {preset.lr_fixed:g}: dropping warmup changes Post-LN's val loss by "
-                   f"{_fmt(penalty)} ({failures(post0)}) and Pre-LN's by "
-                   f"{_fmt(pre_info.get('diff'))} ({failures(pre0)})")
+                   f"{_fmt(penalty)} ({failures(post0)}; {said(post_cmp)}) and Pre-LN's by "
+                   f"{_fmt(pre_info.get('diff'))} ({failures(pre0)}; {said(pre_cmp)})")
         return self.make(verdict, "Post-LN val-loss penalty without warmup (nats)", penalty, seeds, settings, summary,
                          pre=pre_info, post=post_info, pre_no_warmup=describe(pre0), pre_warmup=describe(preW),
                          post_no_warmup=describe(post0), post_warmup=describe(postW),
