@@ -27,10 +27,13 @@ def verdicts() -> list[Verdict]:
                                               {"scheme": "pre", "mean": 2.25, "n": 2}],
                    "per_layer": [0.1 * k for k in range(20)], "note": "a | pipe"}
         if i == 4:  # groups by depth and scheme, as the depth claims write them: tables inside a table's cells
-            group = {"setting": "post · L 16 · lr 0.003 · warmup 50", "mean_val_loss": 2.5, "sd": 0.01,
-                     "mean_ci95": [2.49, 2.51], "n_runs": 5, "n_trained": 5, "n_diverged": 0, "n_failed_to_train": 0,
-                     "did_not_train_rate": 0.0, "did_not_train_ci95": [0.0, 0.4345], "two_mode": False}
-            details["by_depth"] = {str(d): {"pre": group, "post": group, "deepnorm": group} for d in (2, 4, 8, 16)}
+            def group(scheme: str, depth: int) -> dict:
+                failed = 5 if scheme == "post" and depth == 16 else 0
+                return {"setting": f"{scheme} · L {depth} · lr 0.003 · warmup 50", "mean_val_loss": 2.5 + depth / 100,
+                        "sd": 0.01, "mean_ci95": [2.49, 2.51], "n_runs": 5, "n_trained": 5 - failed, "n_diverged": 0,
+                        "n_failed_to_train": failed, "did_not_train_rate": failed / 5,
+                        "did_not_train_ci95": [0.0, 0.4345], "two_mode": False}
+            details["by_depth"] = {str(d): {s: group(s, d) for s in ("pre", "post", "deepnorm")} for d in (2, 4, 8, 16)}
         out.append(Verdict(f"C{i}", VERDICTS[i % 3], f"statistic of C{i}", 0.0421 * i if i != 5 else None,
                            2 + i % 2, settings, details, f"Summary of claim {i}: measured < expected & fine."))
     return out

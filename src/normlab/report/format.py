@@ -131,15 +131,21 @@ def partial_note(status: dict) -> str | None:
 def failure_groups(details: Any, path: str = "") -> list[tuple[str, dict]]:
     """Every per-configuration group in a verdict's details (a dict with `n_runs` and `did_not_train_rate`,
     as `describe` writes it), labelled by its setting (`post · lr 0.003 · warmup 0 · L 4`), or where it has
-    none, by its path in the details (`sweep › post › 0 › 0.003`). A group found twice is listed once."""
-    return list(dict(_failure_groups(details, path)).items())
+    none, by its path in the details (`sweep › post › 0 › 0.003`). A group found twice (the same setting, the
+    same numbers) is listed once; two different groups under one label keep their paths apart."""
+    out: dict[str, dict] = {}
+    for (label, group), where in _failure_groups(details, path):
+        if label in out and out[label] != group:
+            label = f"{label} ({where})"
+        out.setdefault(label, group)
+    return list(out.items())
 
 
-def _failure_groups(details: Any, path: str) -> list[tuple[str, dict]]:
+def _failure_groups(details: Any, path: str) -> list[tuple[tuple[str, dict], str]]:
     if not isinstance(details, dict):
         return []
     if "n_runs" in details and "did_not_train_rate" in details:
-        return [(details.get("setting") or path, details)]
+        return [((details.get("setting") or path, details), path)]
     out = []
     for key, value in details.items():
         out += _failure_groups(value, f"{path} › {key}" if path else str(key))

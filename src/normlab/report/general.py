@@ -85,32 +85,36 @@ def loss_curves(records: list) -> Section | None:
     groups = _group(runs, lambda r: tuple(_flat(r.config).get(k) for k in keys))
     shown = _richest(groups)
     # a panel's title names what tells it from the other panels shown: the usual settings (L, d, lr, warmup) that
-    # vary among them, and any other setting only where the panel departs from the usual value (the caption's)
+    # vary among them, and any other setting only where the panel departs from its usual value (the one most
+    # runs shown have, given in the caption)
     varies = [i for i, k in enumerate(keys) if len({repr(key[i]) for key, _ in shown}) > 1]
-    usual = {i: _mode([key[i] for key, _ in shown]) for i in range(len(keys))}
+    usual = {i: _mode([key[i] for key, members in shown for _ in members]) for i in range(len(keys))}
     ylim = _loss_ylim(runs)
-    specs, labels = [], {}
+    specs, ends = [], {}
     for key, members in shown:
-        series = [_curve_series(r, labels, ylim) for r in sorted(members, key=_scheme_rank)]
-        titled = [i for i in varies if keys[i] in TITLE_KEYS or repr(key[i]) != repr(usual[i])]
+        series = [_curve_series(r, ends, ylim) for r in sorted(members, key=_scheme_rank)]
+        titled = [i for i in varies if keys[i] in TITLE_KEYS or repr(key[i]) != repr(usual[i])] or varies
         title = describe([keys[i] for i in titled], tuple(key[i] for i in titled)) or "all runs"
         specs.append(Figure(title, "step", "val loss (nats)", series))
-    ends = {"diverged": ("x", ":"), "did not train": ("o", "-")}
-    styles = {**norm_styles(runs), **{label: ends[end][1] for label, end in labels.items() if end == "diverged"}}
-    markers = {label: (ends[end][0] if end else None) for label, end in labels.items()}
-    png = plots.draw_grid(specs, ncols=plots.balanced_columns(len(specs), 3), colors=scheme_colors(labels),
+    styles = {label: NORM_STYLES.get(norm, "-") for label, (_, norm) in ends.items()}
+    markers = {label: END_MARKERS.get(end) for label, (end, _) in ends.items()}
+    png = plots.draw_grid(specs, ncols=plots.balanced_columns(len(specs), 3), colors=scheme_colors(ends),
                           linestyles=styles, markers=markers, ylim=ylim, alpha=0.85, mark_last=True, widen=False)
     rest = [i for i in range(len(keys)) if usual[i] is not None and (keys[i] not in TITLE_KEYS or i not in varies)]
     common = describe([keys[i] for i in rest], tuple(usual[i] for i in rest))
-    caption = (f"Validation loss of every run ({len(runs)} runs), one line per run and seed, coloured by scheme"
-               + _norm_style_note(runs) + ". A line ending in ○ did not train (it stayed at the unigram plateau); a dotted "
-               "line ending in × diverged (it leaves the top of the plot). "
+    endings = {end for end, _ in ends.values()}
+    caption = (f"Validation loss of every run ({len(runs)} run{'' if len(runs) == 1 else 's'}), one line per run "
+               "and seed, coloured by scheme" + _norm_style_note(runs) + ". "
+               + ("A line ending in ○ did not train (it stayed at the unigram plateau). " if "did not train" in endings
+                  else "")
+               + ("A line ending in × diverged (it leaves the top of the plot). " if "diverged" in endings else "")
                + (f"Unless a panel's title says otherwise: {common}. " if common else "") + _omitted(len(groups))
                + _panel_note([keys[i] for i in varies]))
     return Section("loss-curves", "Loss curves", "", [Plot(png, caption)])
 
 
 STYLE_NAMES = {"--": "dashed", ":": "dotted", "-.": "dash-dot", (0, (1, 1)): "densely dotted"}
+END_MARKERS = {"diverged": "x", "did not train": "o"}  # at a curve's last point: how the run ended
 
 
 def _norm_style_note(runs: list) -> str:
@@ -120,11 +124,12 @@ def _norm_style_note(runs: list) -> str:
     return f" ({'; '.join(parts)})" if parts else ""
 
 
-def _curve_series(record, labels: dict[str, str | None], ylim: tuple[float, float] | None) -> Series:
-    """One run's curve, labelled by scheme (and norm) and by how it ended: diverged, did not train, or neither."""
+def _curve_series(record, ends: dict[str, tuple[str | None, str]], ylim: tuple[float, float] | None) -> Series:
+    """One run's curve, labelled by scheme (and norm) and by how it ended: diverged, did not train, or neither
+    (`ends` gathers each label's ending and normalizer, for its marker and line style)."""
     end = "diverged" if record.diverged else "did not train" if record.status == "failed_to_train" else None
     label = _line_label(record) + (f" ({end})" if end else "")
-    labels[label] = end
+    ends[label] = (end, str(record.get("model.norm")))
     points = _finite_points(record.val_curve, keep_inf=True)
     if ylim is None:  # no completed run to scale by: leave the infinite points out
         points = [p for p in points if math.isfinite(p[1])]

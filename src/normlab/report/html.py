@@ -171,7 +171,7 @@ def key_block(verdict: dict) -> str:
 
 
 def seeds_text(n: Any) -> str:
-    return f"{fmt_value(n)} seed{'' if n == 1 else 's'}"
+    return "" if n is None else f"{fmt_value(n)} seed{'' if n == 1 else 's'}"
 
 
 def figure_grid(figures: list) -> str:

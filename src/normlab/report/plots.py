@@ -213,8 +213,8 @@ def _covered(series: list, *, log: bool) -> list[int]:
         pts = {}
         for x, y in zip(s.x, s.y):
             v = _num(y)
-            if v == v and (not log or v > 0):
-                pts[str(x)] = math.log10(v) if log else v
+            if math.isfinite(v) and (not log or v > 0):
+                pts[_num(x) if _is_number(x) else str(x)] = math.log10(v) if log else v
         points.append(pts)
     values = [v for pts in points for v in pts.values()]
     span = (max(values) - min(values)) if values else 0.0
@@ -222,9 +222,10 @@ def _covered(series: list, *, log: bool) -> list[int]:
         return [0] * len(series)
     out = []
     for i, mine in enumerate(points):
-        def on_top(other: dict) -> bool:
+        def on_top(other: dict) -> bool:  # along most of its length, not where two lines merely cross
             shared = mine.keys() & other.keys()
-            return bool(shared) and all(abs(mine[k] - other[k]) <= OVERLAP * span for k in shared)
+            return (len(shared) >= min(2, len(mine)) and 2 * len(shared) >= len(mine)
+                    and all(abs(mine[k] - other[k]) <= OVERLAP * span for k in shared))
         out.append(sum(on_top(other) for other in points[i + 1:]))
     return out
 
@@ -232,16 +233,9 @@ def _covered(series: list, *, log: bool) -> list[int]:
 def _dot(ax, spec: Any, colors: dict[str, str], **_: Any) -> None:
     """Categories on x; per series a point with its error bar, side by side, and its value written beside it.
     The y axis fits the data rather than starting at 0: the differences are the point."""
-    series = list(spec.series or [])
-    categories = list(dict.fromkeys(str(x) for s in series for x in s.x))
-    step = 0.5 / max(1, len(series))
+    categories, placed = _categorical(spec, spread=0.5)
     missing = []
-    for i, s in enumerate(series):
-        values = dict(zip((str(x) for x in s.x), s.y))
-        errors = dict(zip((str(x) for x in s.x), s.yerr)) if s.yerr is not None else {}
-        pos = np.arange(len(categories)) + (i - (len(series) - 1) / 2) * step
-        y = np.array([_num(values.get(c)) for c in categories], float)
-        err = np.array([_num(errors.get(c)) for c in categories], float) if errors else None
+    for i, s, pos, y, err in placed:
         ax.errorbar(pos, y, yerr=err, fmt=MARKERS[i % len(MARKERS)], color=colors.get(s.label), label=s.label,
                     capsize=3, markersize=6.5, elinewidth=1.0, linestyle="none")
         for p, v in zip(pos, y):
@@ -260,6 +254,23 @@ def _dot(ax, spec: Any, colors: dict[str, str], **_: Any) -> None:
     _scales(ax, spec, numeric=False)
 
 
+def _categorical(spec: Any, spread: float) -> tuple[list[str], list[tuple]]:
+    """The categories on x, and per series (index, series, x positions side by side within `spread`, values,
+    error bars or None), a value missing from a category as NaN."""
+    series = list(spec.series or [])
+    categories = list(dict.fromkeys(str(x) for s in series for x in s.x))
+    step = spread / max(1, len(series))
+    placed = []
+    for i, s in enumerate(series):
+        values = dict(zip((str(x) for x in s.x), s.y))
+        errors = dict(zip((str(x) for x in s.x), s.yerr)) if s.yerr is not None else {}
+        pos = np.arange(len(categories)) + (i - (len(series) - 1) / 2) * step
+        y = np.array([_num(values.get(c)) for c in categories], float)
+        err = np.array([_num(errors.get(c)) for c in categories], float) if errors else None
+        placed.append((i, s, pos, y, err))
+    return categories, placed
+
+
 MAX_SWEPT_TICKS = 8
 
 
@@ -275,15 +286,9 @@ def _swept_ticks(ax, values: list[float]) -> None:
 
 
 def _bar(ax, spec: Any, colors: dict[str, str], **_: Any) -> None:
-    series = list(spec.series or [])
-    categories = list(dict.fromkeys(str(x) for s in series for x in s.x))
-    width = 0.8 / max(1, len(series))
-    for i, s in enumerate(series):
-        values = dict(zip((str(x) for x in s.x), s.y))
-        errors = dict(zip((str(x) for x in s.x), s.yerr)) if s.yerr is not None else {}
-        pos = np.arange(len(categories)) + (i - (len(series) - 1) / 2) * width
-        y = np.array([_num(values.get(c)) for c in categories], float)
-        err = np.array([_num(errors.get(c)) for c in categories], float) if errors else None
+    categories, placed = _categorical(spec, spread=0.8)
+    width = 0.8 / max(1, len(placed))
+    for _i, s, pos, y, err in placed:
         ax.bar(pos, y, width * 0.92, yerr=err, capsize=2, label=s.label, color=colors.get(s.label),
                error_kw={"elinewidth": 0.8})
     _category_ticks(ax, categories)
@@ -355,7 +360,10 @@ def _plain_log_ticks(axis, limits: tuple[float, float]) -> None:
             break
     if len(ticks) > 2 * MAX_SWEPT_TICKS:  # many decades: every other power of ten
         ticks = ticks[::math.ceil(len(ticks) / MAX_SWEPT_TICKS)]
-    axis.set_major_locator(FixedLocator(ticks))
+    if len(ticks) < MIN_LOG_TICKS - 1:  # a sliver of a decade (0.031–0.036): evenly spaced plain ticks instead
+        axis.set_major_locator(MaxNLocator(nbins=5))
+    else:
+        axis.set_major_locator(FixedLocator(ticks))
     axis.set_major_formatter(plain)
     axis.set_minor_locator(LogLocator(subs="auto"))
     axis.set_minor_formatter(NullFormatter())

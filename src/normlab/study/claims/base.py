@@ -203,7 +203,7 @@ def setting_text(where: dict[str, Any]) -> str:
     parts = []
     for key in known + sorted(k for k in where if k not in SETTING_NAMES):
         value = where[key]
-        text = f"{value:g}" if isinstance(value, float) else str(value)
+        text = f"{value:g}".replace("e-0", "e-").replace("e+0", "e") if isinstance(value, float) else str(value)
         name = SETTING_NAMES.get(key, key.split("__")[-1].replace("_", " "))
         parts.append(f"{name} {text}" if name else text)
     return " · ".join(parts)

@@ -122,10 +122,12 @@ class PostLNCeilingC7(Claim):
                 f"{s} {_nats(fell[s])}" for s in ("pre", "post")) + " over the last quarter)")
         if edge:
             why.append(f"best lr at the grid's edge for {', '.join(edge)}: not tuned")
-        summary = (f"best-tuned over lr {preset.lrs} with warmup {preset.warmup}: Post-LN {best['post'][1].mean:.4f} "
+        lrs = ", ".join(f"{lr:g}" for lr in preset.lrs)
+        summary = (f"best-tuned over lr {lrs} with warmup {preset.warmup}: Post-LN {best['post'][1].mean:.4f} "
                    f"(lr {best['post'][0]:g}) vs Pre-LN {best['pre'][1].mean:.4f} (lr {best['pre'][0]:g}): Post-LN "
-                   f"is {said(cmp)}; fine-tuned on {FINETUNE_CORPUS} ({preset.finetune.get('train.steps')} steps): "
-                   f"Post-LN {_mean(ft['post'])} vs Pre-LN {_mean(ft['pre'])}, Post-LN is {ft_cmp}"
+                   f"against Pre-LN: {said(cmp)}; fine-tuned on {FINETUNE_CORPUS} "
+                   f"({preset.finetune.get('train.steps')} steps): Post-LN {_mean(ft['post'])} vs Pre-LN "
+                   f"{_mean(ft['pre'])}, Post-LN against Pre-LN: {said(ft_cmp)}"
                    + (f"; {'; '.join(why)}" if why else ""))
         return self.make(verdict, "best-tuned Post-LN − Pre-LN val loss (nats)", info.get("diff"),
                          n_seeds(select(records, False, train__warmup_steps=preset.warmup)), settings, summary,

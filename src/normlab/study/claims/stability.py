@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, Claim, Figure, Series,
-                                       compare, failures, from_runs, group, n_seeds, said, select,
+from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, MIN_SEEDS, Claim, Figure,
+                                       Series, compare, failures, from_runs, group, n_seeds, said, select,
                                        setting_text, spearman)
 
 SCHEME_NAMES = {"pre": "Pre-LN", "post": "Post-LN", "peri": "Peri-LN", "deepnorm": "DeepNorm"}  # in summaries
@@ -207,16 +207,17 @@ class DepthC4(Claim):
             verdict = FAILS
         else:
             verdict = INCONCLUSIVE
-        by_depth = ", ".join(f"{d} layers {_r(g) if isinstance(_r(g), str) else _fmt(_r(g))}"
+        by_depth = ", ".join(f"{d} layers " + (_fmt(g) if g != float("inf") else
+                                                f"n/a: {_did_not_train(rows[str(d)]['post'])} Post-LN runs did not train")
                              for d, g in zip(preset.depths, gaps))
         summary = (f"Post-LN − Pre-LN val loss by depth: {by_depth}; "
                    f"rank correlation with depth {_fmt(trend)}; at {deepest} layers Post-LN against Pre-LN: {said(cmp)} "
                    f"({failures(post_d)}). 100+ layers are not tested at this preset.")
         settings = {"depths": preset.depths, "lr": preset.lr_fixed, "warmup_steps": preset.warmup,
                     "steps": preset.base["train.steps"], "d_model": preset.base["model.d_model"]}
-        missing = (f"at {deepest} layers Post-LN did not train ({failures(post_d)}) where Pre-LN did "
-                   f"({failures(pre_d)}): no loss gap to give, the failure rate is the evidence"
-                   if post_d.n_failed > pre_d.n_failed else
+        missing = (f"at {deepest} layers too few Post-LN runs trained to compare ({failures(post_d)}) where Pre-LN's "
+                   f"did ({failures(pre_d)}): no loss gap to give; the failure rate is the evidence"
+                   if post_d.n < MIN_SEEDS <= pre_d.n else
                    f"no loss gap at {deepest} layers: too few runs trained to compare (Post-LN {failures(post_d)}, "
                    f"Pre-LN {failures(pre_d)})")
         return self.make(verdict, f"Post-LN − Pre-LN val loss at {deepest} layers (nats)", info.get("diff"), seeds,
@@ -370,5 +371,6 @@ def _fmt(value, spec: str = ".3f") -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def _r(value):
-    return None if value is None else round(value, 3) if value != float("inf") else "did not train"
+def _did_not_train(g: dict[str, Any]) -> str:
+    """`4/5`: a `describe`d group's runs that did not train, of all its runs."""
+    return f"{(g.get('n_diverged') or 0) + (g.get('n_failed_to_train') or 0)}/{g.get('n_runs') or 0}"

@@ -232,7 +232,16 @@ class CausalityC16(Claim):
 
 def plain_reason(error: Any) -> str:
     """A config error as its message alone: pydantic's "1 validation error for ModelConfig / Value error, …
-    [type=value_error, input_value=…]" wrapping, and its documentation link, dropped."""
-    text = str(error or "")
-    found = re.search(r"Value error, (.*?)(?:\s*\[type=|$)", text, re.S)
-    return (found.group(1) if found else text.strip().splitlines()[-1] if text.strip() else "").strip()
+    [type=value_error, input_value=…]" wrapping, and its documentation link, dropped. Takes the error itself
+    (a pydantic ValidationError gives its first error's message) or the text a registry stored."""
+    errors = getattr(error, "errors", None)
+    if callable(errors):
+        try:
+            return str(errors()[0]["msg"]).removeprefix("Value error, ")
+        except (IndexError, KeyError, TypeError):
+            pass
+    lines = [line.strip() for line in str(error or "").splitlines()]
+    kept = [line for line in lines if line and not re.match(r"\d+ validation errors? for ", line)
+            and not line.startswith("For further information visit")]
+    text = re.sub(r"\s*\[type=.*$", "", " ".join(kept))
+    return text.removeprefix("Value error, ").strip()
