@@ -232,3 +232,23 @@ def test_a_shipped_fine_tune_trains_in_place_on_the_drivers_node(cluster, tmp_pa
     assert (registry.run_dir(tune.hash()) / ".lock").exists()  # trained in place, on the driver's node
     assert not (registry.run_dir(plain.hash()) / ".lock").exists()  # shipped out and back
     assert json.loads((registry.run_dir(tune.hash()) / "run.json").read_text())["init_from"] == str(source)
+
+
+def test_a_relative_data_path_means_what_it_meant_to_the_driver(cluster, tmp_path, monkeypatch):
+    """`data.path = "corpus.txt"` names a file beside the driver, not in a Ray worker's own directory."""
+    from normlab.config import load_config
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corpus.txt").write_text("to be or not to be, that is the question. " * 400)
+    short = [item for item in TINY if not item.startswith("train.steps")] + ["train.steps=20"]
+    config = load_config(None, short + ['data.path="corpus.txt"'])
+    registry = Registry(tmp_path / "study")
+    registry.add_runs([(config.hash(), config.to_dict())])
+    ray_executor.connect(cluster)
+    try:
+        ray_executor.train_all_ray(registry, [config.hash()], {config.hash(): 1.0}, threads=1, progress=None,
+                                   batch=False, address=cluster, say=lambda line: None)
+    finally:
+        ray.shutdown()
+    (row,) = registry.rows()
+    assert row["status"] in ("completed", "failed_to_train"), row

@@ -108,13 +108,17 @@ def unpack(data: bytes, directory: Path) -> None:
 
 
 def ray_train(jobs: list[tuple[str, dict[str, Any]]], run_dirs: list[str], threads: int, stacked: bool,
-              packed: list[bytes | None] | None, events: list[str] | None = None) -> tuple[list, list[bytes] | None]:
+              packed: list[bytes | None] | None, events: list[str] | None = None, cwd: str | None = None
+              ) -> tuple[list, list[bytes] | None]:
     """A Ray task: train the claimed runs in place (`packed` None) or in a temporary copy of their directories;
-    returns their results, and with a copy, the trained directories as tar bytes."""
+    returns their results, and with a copy, the trained directories as tar bytes. `cwd`: the driver's working
+    directory, entered where this node has it, so a relative `data.path` means what it meant to the driver."""
     import torch
 
     from normlab.study.runner import train_jobs
 
+    if cwd and Path(cwd).is_dir():
+        os.chdir(cwd)
     torch.set_num_threads(threads)
     if packed is None:
         return train_jobs([(cfg, out) for (_, cfg), out in zip(jobs, run_dirs)], stacked, events), None
@@ -141,7 +145,7 @@ def _submit(task, jobs, dirs, registry: Registry, threads: int, batch: bool, shi
     events = ([str(events_dir(registry.dir.resolve(), rid, cfg)) for rid, cfg in jobs]
               if tensorboard and packed is None else None)
     return task.options(**(here if local else anywhere)).remote(
-        jobs, [str(d.resolve()) for d in dirs], threads, is_stacked(jobs, batch), packed, events)
+        jobs, [str(d.resolve()) for d in dirs], threads, is_stacked(jobs, batch), packed, events, os.getcwd())
 
 
 def _collect(ray, ref, jobs, dirs, registry: Registry) -> None:
