@@ -195,6 +195,23 @@ def test_pack_leaves_the_lock_out_and_unpack_refuses_paths_that_leave_the_direct
     assert not (tmp_path / "escaped").exists()
 
 
+def test_a_shipped_run_coming_back_replaces_normlabs_stale_files_and_nothing_else(tmp_path):
+    """An earlier attempt's sqlite -wal or rotated checkpoint must not sit beside the trained files (SQLite would
+    read the stale log against the new database); a file the user put there stays."""
+    trained = tmp_path / "trained"
+    trained.mkdir()
+    (trained / "metrics.jsonl").write_text("new\n")
+    (trained / "diagnostics.sqlite").write_text("new db")
+    study_run = tmp_path / "study-run"
+    study_run.mkdir()
+    for name, text in (("metrics.jsonl", "old\n"), ("diagnostics.sqlite", "old db"), ("diagnostics.sqlite-wal", "old"),
+                       ("checkpoint.prev.pt", "old"), ("notes.txt", "mine")):
+        (study_run / name).write_text(text)
+    ray_executor.unpack_replacing(ray_executor.pack(trained), study_run)
+    assert sorted(p.name for p in study_run.iterdir()) == ["diagnostics.sqlite", "metrics.jsonl", "notes.txt"]
+    assert (study_run / "metrics.jsonl").read_text() == "new\n" and (study_run / "notes.txt").read_text() == "mine"
+
+
 def test_bad_executor_and_address_are_clear_errors(tmp_path):
     from normlab.config import ConfigError
 

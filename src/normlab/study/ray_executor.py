@@ -107,6 +107,21 @@ def unpack(data: bytes, directory: Path) -> None:
         tar.extractall(directory, filter="data")
 
 
+def unpack_replacing(data: bytes, directory: Path) -> None:
+    """Extract a trained run's bytes over its directory in the study, then delete normlab's own files there that
+    the tar does not hold (a checkpoint rotated away, a sqlite -wal an earlier attempt left): the directory ends
+    as the task left its copy. Files normlab did not write are never touched."""
+    from normlab.rundir.layout import OWN_FILES
+
+    directory.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
+        kept = {member.name.split("/")[0] for member in tar.getmembers()}
+        tar.extractall(directory, filter="data")
+    for path in directory.iterdir():
+        if path.is_file() and path.name in OWN_FILES and path.name not in kept:
+            path.unlink()
+
+
 def ray_train(jobs: list[tuple[str, dict[str, Any]]], run_dirs: list[str], threads: int, stacked: bool,
               packed: list[bytes | None] | None, events: list[str] | None = None, cwd: str | None = None
               ) -> tuple[list, list[bytes] | None]:
@@ -157,7 +172,7 @@ def _collect(ray, ref, jobs, dirs, registry: Registry) -> None:
         results, trained = ray.get(ref)
         for data, directory in zip(trained or [], dirs):
             if data is not None:
-                unpack(data, directory)
+                unpack_replacing(data, directory)
     except Exception as e:  # the task's worker or node died more than MAX_RETRIES times, or its tar did not unpack
         reason = f"Ray task lost: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         results = [RunResult("failed", 0, None, reason) for _ in jobs]
