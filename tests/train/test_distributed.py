@@ -104,6 +104,15 @@ def test_a_checkpoint_resumes_on_another_world_size(engine, single, tmp_path):
 def test_masked_lm_weights_each_rank_by_its_masked_tokens(tmp_path):
     """An encoder's ranks score different numbers of masked tokens; the loss is still the global batch's mean."""
     sets = SETS + ['model.arch="encoder"', "train.steps=20", "train.eval_interval=10"]
+    # the premise: the first global batch's halves (rank 0's and rank 1's slices) hold different masked counts
+    from normlab.train.loop import IGNORE
+
+    cfg = load_config(None, sets)
+    probe = Trainer(cfg, str(tmp_path / "probe"))  # its objective and corpus; the batch as train_step draws it
+    _, y = probe.objective.batch(probe.corpus, "train", cfg.train.batch_size, cfg.model.block_size,
+                                 torch.Generator().manual_seed(cfg.train.seed))
+    half = y.shape[0] // 2
+    assert (y[:half] != IGNORE).sum() != (y[half:] != IGNORE).sum()
     alone = tmp_path / "alone"
     train(load_config(None, sets), str(alone))
     done = torchrun(tmp_path / "ddp", sets)
