@@ -100,8 +100,10 @@ def train(
     except (ConfigError, CorpusError, ValueError) as e:
         close(dist)
         fail(str(e)) if dist.main else _exit_quietly()
+    ended = False
     try:
         result = _train_with_bar(trainer) if dist.main else trainer.run()
+        ended = True  # completed or diverged: every rank ends here together (they share the global loss)
     except RunError as e:
         fail(str(e)) if dist.main else _exit_quietly()
     except KeyboardInterrupt:
@@ -110,7 +112,7 @@ def train(
                               "again to resume from the last checkpoint", highlight=False)
         raise typer.Exit(130)
     finally:
-        close(dist)
+        close(dist, wait=ended)
     if dist.main:
         _print_result(result, out)
     # rank 0 alone carries the diverged exit code: torchrun stops the other ranks as soon as one exits non-zero,

@@ -160,6 +160,11 @@ def shard_optimizer_state(optimizer: torch.optim.Optimizer, dist: Dist) -> None:
                                                src_data_rank=None)
 
 
-def close(dist: Dist) -> None:
+def close(dist: Dist, wait: bool = False) -> None:
+    """Leave the process group. `wait`: first meet the other ranks (a normal end: all ranks get here), so no
+    rank tears its connections down while another still uses them (gloo then aborts the faster rank with
+    "terminate called without an active exception"). Not on an error path, where a rank may never arrive."""
     if dist.active and torch.distributed.is_initialized():
+        if wait:
+            torch.distributed.barrier()
         torch.distributed.destroy_process_group()
