@@ -188,6 +188,33 @@ def test_layer_skip_on_a_hand_computed_stack():
     assert all(not layer._forward_hooks for layer in layers)
 
 
+def test_a_very_deep_stack_is_sampled_evenly_and_its_depth_estimated():
+    """1,000 layers would cost 1,000 evaluations: at most `most` are skipped, first and last among them."""
+    from normlab.diagnostics.skip import sampled_layers
+
+    assert sampled_layers(1000, 100)[:3] == [0, 10, 20] and sampled_layers(1000, 100)[-1] == 999
+    assert len(sampled_layers(1000, 100)) == 100 and sampled_layers(7, 100) == list(range(7))
+    cs = [1.0 if i % 2 == 0 else 0.0 for i in range(30)]  # every other layer essential
+    layers = nn.ModuleList(Add(c) for c in cs)
+    calls = []
+
+    def compute_loss() -> float:
+        calls.append(1)
+        x = torch.zeros((), dtype=torch.float64)
+        for layer in layers:
+            x = layer(x)
+        return float(40 - x)
+
+    result = layer_skip(layers, compute_loss, most=6)
+    assert len(calls) == 1 + 6 and result["skipped"] == 6
+    chosen = sampled_layers(30, 6)
+    assert chosen == [0, 6, 12, 17, 23, 29]  # three even (essential), three odd
+    assert [i for i, d in enumerate(result["delta_loss"]) if d is not None] == chosen
+    assert result["effective_depth_fraction"] == pytest.approx(3 / 6)
+    assert result["effective_depth"] == 15 and "estimate" in result["judged"]
+    assert layer_skip(layers, compute_loss)["skipped"] == 30  # no `most`: every layer
+
+
 @torch.no_grad()
 def test_layer_skip_on_a_gpt_with_an_exact_identity_block():
     model = make_model(scheme="pre", n_layer=3, init_std=1.0)  # large init: the other blocks matter

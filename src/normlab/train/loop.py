@@ -35,6 +35,8 @@ EVAL_SEED = 0x5EED_0E7A  # val batches are the same at every evaluation and in e
 StepCallback = Callable[[dict[str, Any]], None]
 NoteCallback = Callable[[str], None]
 
+SKIP_MOST = 100  # blocks the end-of-run ablation skips at most: every block up to 100 layers, then a sample
+
 
 class RunError(ValueError):
     """A run that cannot start or go on, for a reason the user can act on; the message is one line."""
@@ -504,8 +506,10 @@ class Trainer:
         raise Diverged(step, reason, origin)
 
     def layer_skip(self) -> dict[str, Any]:
-        """Val loss with each block skipped (ΔL per layer, effective depth)."""
-        return layer_skip(self.model.blocks, lambda: self.evaluate(eager=True))  # compiled code ignores new hooks
+        """Val loss with each block skipped (ΔL per layer, effective depth); above SKIP_MOST blocks, that many
+        evenly spaced ones (one evaluation each)."""
+        return layer_skip(self.model.blocks, lambda: self.evaluate(eager=True),  # compiled code ignores new hooks
+                          most=SKIP_MOST)
 
     @torch.no_grad()
     def evaluate(self, split: str = "val", eager: bool = False) -> float:
