@@ -513,12 +513,10 @@ def diagnose(
         table.add_row(*[_fmt(row.get(col)) for col in columns])
     console.print(table)
     if "effective_depth" in result:
-        e = result["effective_depth"]
-        if e["effective_depth"] is None:
-            console.print(f"effective depth: {e['judged']}", highlight=False)
-        else:
-            console.print(f"effective depth: {e['effective_depth']} of {result['n_layer']} layers raise the loss by "
-                          f"more than {e['threshold']:.0%} of {e['relative_to']} when skipped", highlight=False)
+        from normlab.diagnostics.skip import depth_sentence
+
+        console.print(f"effective depth: {depth_sentence(result['effective_depth'], result['n_layer'])}",
+                      highlight=False)
 
 
 def _fmt(value) -> str:

@@ -27,7 +27,7 @@ from normlab.data import corpus_of
 from normlab.data.objectives import objective_for
 from normlab.data.corpus import read_text
 from normlab.diagnostics import stats
-from normlab.diagnostics.skip import layer_skip
+from normlab.diagnostics.skip import SKIP_MOST, layer_skip
 from normlab.diagnostics.structure import detect_placement, find_layers, find_stacks, first_tensor, layer_input
 from normlab.rundir import load_model
 
@@ -243,7 +243,7 @@ def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
                             for name, layers in stacks}
     if skip:
         with torch.no_grad():
-            ablation = layer_skip(layers, lambda: subject.loss().item(), chance=subject.chance)
+            ablation = layer_skip(layers, lambda: subject.loss().item(), chance=subject.chance, most=SKIP_MOST)
         for row, delta in zip(rows, ablation["delta_loss"]):
             row["skip_delta_loss"] = delta
         result["effective_depth"] = {k: ablation[k] for k in ("effective_depth", "effective_depth_fraction",

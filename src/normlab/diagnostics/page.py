@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from normlab.diagnostics.skip import depth_sentence
 from normlab.report import plots
 from normlab.report.html import CSS, esc, figure
 from normlab.report.format import fmt_value
@@ -55,9 +56,7 @@ def structure_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
                                       f"{stack['n_layer']} layers, final norm {fmt_value(stack['final_norm'])}"))
     depth = result.get("effective_depth")
     if depth:
-        rows.append(("effective depth", depth["judged"] if depth["effective_depth"] is None else
-                     f"{depth['effective_depth']} of {result['n_layer']} layers raise the loss by more than "
-                     f"{depth['threshold']:.0%} of {depth['relative_to']} when skipped"))
+        rows.append(("effective depth", depth_sentence(depth, result["n_layer"])))
     return rows
 
 

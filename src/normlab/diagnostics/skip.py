@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 from torch import nn
 
 SKIP_THRESHOLD = 0.01  # a layer counts as essential if skipping it raises the loss by > 1 %
+SKIP_MOST = 100  # layers the ablation skips at most: every one up to 100, then 100 evenly spaced
 NEAR_ZERO = 0.01  # nats: a loss this small gives no scale of its own to be 1 % of (MiniLM's InfoNCE: 0.0006)
 
 
@@ -79,3 +80,12 @@ def layer_skip(layers: Sequence[nn.Module], compute_loss: Callable[[], float],
     return {**out, "relative_delta": relative, "effective_depth": depth, "effective_depth_fraction": fraction,
             "judged": "judged" if len(chosen) == len(deltas) else
             f"judged on {len(chosen)} evenly spaced layers of {len(deltas)}: the depth is an estimate"}
+
+
+def depth_sentence(depth: dict[str, object], n_layer: int) -> str:
+    """`4 of 6 layers raise the loss by more than 1% of … when skipped`, or why it could not be judged."""
+    if depth.get("effective_depth") is None:
+        return str(depth.get("judged"))
+    estimate = "" if depth.get("judged") == "judged" else f" ({depth.get('judged')})"
+    return (f"{depth['effective_depth']} of {n_layer} layers raise the loss by more than {depth['threshold']:.0%} of "
+            f"{depth['relative_to']} when skipped{estimate}")

@@ -23,6 +23,7 @@ from normlab.data import Corpus, corpus_of
 from normlab.data.objectives import objective_for
 from normlab.diagnostics import DiagnosticsStore, LayerProbe, find_nonfinite_origin, layer_skip
 from normlab.diagnostics.probe import NO_PROBE
+from normlab.diagnostics.skip import SKIP_MOST
 from normlab.nn.kernels import get_norm_impl
 from normlab.nn.model import IGNORE
 from normlab.nn.schemes import profile_model
@@ -34,8 +35,6 @@ EVAL_SEED = 0x5EED_0E7A  # val batches are the same at every evaluation and in e
 
 StepCallback = Callable[[dict[str, Any]], None]
 NoteCallback = Callable[[str], None]
-
-SKIP_MOST = 100  # blocks the end-of-run ablation skips at most: every block up to 100 layers, then a sample
 
 
 class RunError(ValueError):
