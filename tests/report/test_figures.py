@@ -94,7 +94,6 @@ def test_a_single_depth_is_not_drawn_on_a_log_axis_of_empty_decades():
 def test_loss_curve_panels_are_titled_by_what_differs_and_the_legend_says_what_the_caption_says():
     """A setting only the deep panel changes (its steps) is in that panel's title alone; runs that did not
     train end in ○ and are named so in the legend, as the caption explains."""
-    from normlab.report.general import loss_curves
     from tests.report.synthetic import records
 
     runs = records()
@@ -102,33 +101,28 @@ def test_loss_curve_panels_are_titled_by_what_differs_and_the_legend_says_what_t
     deep.config = {**deep.config, "model": {**deep.config["model"], "n_layer": 100},
                    "train": {**deep.config["train"], "steps": 200}}
     deep.status, deep.val_curve = "failed_to_train", [(0, 4.2), (100, 3.35), (200, 3.34)]
-    section = loss_curves(runs + [deep])
+    section, drawn = _loss_curves_drawn(runs + [deep])
     caption = section.plots[0].caption
     assert "did not train" in caption and "diverged" in caption and "dashed: rmsnorm" in caption
     assert "Unless a panel's title says otherwise: steps=300" in caption
-    titles, legend = _loss_panel_facts(runs + [deep])
+    titles = [spec.title for spec in drawn["specs"]]
+    legend = list(dict.fromkeys(s.label for spec in drawn["specs"] for s in spec.series))
     assert titles[-1] == "L=100 · lr=0.001 · warmup=0 · steps=200"  # d is the same everywhere: not named
     assert all("steps" not in t for t in titles[:-1])
     assert "post (did not train)" in legend and "post (diverged)" in legend and "pre · rmsnorm" in legend
 
 
-def _loss_panel_facts(runs) -> tuple[list[str], list[str]]:
-    """Panel titles and legend labels of the loss-curve grid, read from the figure `loss_curves` draws."""
+def _loss_curves_drawn(runs) -> tuple:
+    """`loss_curves`' section, and what it hands `draw_grid` (the panels' specs and the style arguments);
+    drawing them is the other tests' business."""
     from unittest import mock
 
     from normlab.report import general
 
-    seen = {}
-    real = plots.draw_grid
-
-    def spy(specs, **kwargs):
-        seen["specs"] = specs
-        return real(specs, **kwargs)
-
-    with mock.patch.object(general.plots, "draw_grid", spy):
-        general.loss_curves(runs)
-    labels = list(dict.fromkeys(s.label for spec in seen["specs"] for s in spec.series))
-    return [spec.title for spec in seen["specs"]], labels
+    drawn = {}
+    with mock.patch.object(general.plots, "draw_grid", lambda specs, **kwargs: drawn.update(kwargs, specs=specs)):
+        section = general.loss_curves(runs)
+    return section, drawn
 
 
 def test_a_config_error_reads_as_its_message():
@@ -159,9 +153,6 @@ def test_a_config_error_from_pydantic_itself_reads_as_its_message():
 def test_panels_that_differ_only_in_an_unusual_setting_are_named_by_it_and_styles_follow_the_norm():
     """Two panels apart only in `steps` are titled by it (never "all runs"); a RMSNorm run that did not train
     stays dashed, as the caption says RMSNorm is, and ends in ○."""
-    from unittest import mock
-
-    from normlab.report import general
     from tests.report.synthetic import records
 
     base = [r for r in records() if r.get("model.scheme") == "pre" and r.get("model.n_layer") == 4
@@ -171,13 +162,7 @@ def test_panels_that_differ_only_in_an_unusual_setting_are_named_by_it_and_style
     runs = base + [short]
     rms = next(r for r in runs if r.get("model.norm") == "rmsnorm")
     rms.status = "failed_to_train"
-    seen = {}
-
-    def spy(specs, **kwargs):  # what would be drawn; drawing it is other tests' business
-        seen.update(kwargs, specs=specs)
-
-    with mock.patch.object(general.plots, "draw_grid", spy):
-        section = general.loss_curves(runs)
+    section, seen = _loss_curves_drawn(runs)
     titles = [spec.title for spec in seen["specs"]]
     assert "all runs" not in titles and sorted(titles) == ["steps=200", "steps=300"]
     assert seen["linestyles"]["pre · rmsnorm (did not train)"] == "--"

@@ -207,7 +207,7 @@ def test_a_shipped_run_coming_back_replaces_normlabs_stale_files_and_nothing_els
     for name, text in (("metrics.jsonl", "old\n"), ("diagnostics.sqlite", "old db"), ("diagnostics.sqlite-wal", "old"),
                        ("checkpoint.prev.pt", "old"), ("notes.txt", "mine")):
         (study_run / name).write_text(text)
-    ray_executor.unpack_replacing(ray_executor.pack(trained), study_run)
+    ray_executor.unpack(ray_executor.pack(trained), study_run, replacing=True)
     assert sorted(p.name for p in study_run.iterdir()) == ["diagnostics.sqlite", "metrics.jsonl", "notes.txt"]
     assert (study_run / "metrics.jsonl").read_text() == "new\n" and (study_run / "notes.txt").read_text() == "mine"
 

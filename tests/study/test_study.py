@@ -276,6 +276,25 @@ def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
     ids = study_ids(again, registry, registry.meta()["study"]["run_ids"])
     assert sorted(ids) == sorted(records) and completion(again, registry, ids).final
 
+    # the study moved elsewhere (copied off a cluster, say), its runs with it: the fine-tunes' init_from names the
+    # old place, yet they are the same runs, and one still to train starts from its source in the new place
+    import shutil
+    import sqlite3
+
+    moved = tmp_path / "moved"
+    shutil.move(tmp_path / "s", moved)
+    registry = Registry(moved)
+    ids = study_ids(again, registry, registry.meta()["study"]["run_ids"])
+    assert sorted(ids) == sorted(records) and completion(again, registry, ids).final
+    redo = tuned[0].id
+    shutil.rmtree(registry.run_dir(redo))  # the test's own run: trained again from scratch below
+    with sqlite3.connect(moved / "study.sqlite") as db:
+        db.execute("UPDATE runs SET status = 'pending', result = NULL, attempts = 0 WHERE id = ?", (redo,))
+    again_out = run_study(again, moved, workers=1, batch=False)
+    assert again_out.final and again_out.counts == out.counts and not again_out.failed
+    meta = json.loads((registry.run_dir(redo) / "run.json").read_text())
+    assert meta["init_from"] == str(registry.run_dir(os.path.basename(tuned[0].get("train.init_from"))).resolve())
+
 
 def test_claims_run_on_the_encoder_decoder_through_the_study_base():
     """Xiong et al.'s own architecture: C1 and C2 expand to encoder–decoder runs when the base says so, and the

@@ -100,24 +100,18 @@ def pack(directory: Path) -> bytes | None:
     return buf.getvalue()
 
 
-def unpack(data: bytes, directory: Path) -> None:
-    """Extract `pack`'s bytes into `directory` (members that would leave it are refused: tarfile's data filter)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
-        tar.extractall(directory, filter="data")
-
-
-def unpack_replacing(data: bytes, directory: Path) -> None:
-    """Extract a trained run's bytes over its directory in the study, then delete normlab's own files there that
-    the tar does not hold (a checkpoint rotated away, a sqlite -wal an earlier attempt left): the directory ends
-    as the task left its copy. Files normlab did not write are never touched."""
+def unpack(data: bytes, directory: Path, replacing: bool = False) -> None:
+    """Extract `pack`'s bytes into `directory` (members that would leave it are refused: tarfile's data filter).
+    `replacing`: a trained run coming back over its directory in the study; normlab's own files there that the
+    tar does not hold (a checkpoint rotated away, a sqlite -wal an earlier attempt left) are then deleted, so the
+    directory ends as the task left its copy. Files normlab did not write are never touched."""
     from normlab.rundir.layout import OWN_FILES
 
     directory.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
         kept = {member.name.split("/")[0] for member in tar.getmembers()}
         tar.extractall(directory, filter="data")
-    for path in directory.iterdir():
+    for path in directory.iterdir() if replacing else ():
         if path.is_file() and path.name in OWN_FILES and path.name not in kept:
             path.unlink()
 
@@ -172,7 +166,7 @@ def _collect(ray, ref, jobs, dirs, registry: Registry) -> None:
         results, trained = ray.get(ref)
         for data, directory in zip(trained or [], dirs):
             if data is not None:
-                unpack_replacing(data, directory)
+                unpack(data, directory, replacing=True)
     except Exception as e:  # the task's worker or node died more than MAX_RETRIES times, or its tar did not unpack
         reason = f"Ray task lost: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         results = [RunResult("failed", 0, None, reason) for _ in jobs]

@@ -302,6 +302,12 @@ class Registry:
                               "ORDER BY rowid").fetchall()
         return [RunRecord.from_dict(json.loads(r)) for rid, r in rows if ids is None or rid in ids]
 
+    def configs(self) -> list[tuple[str, dict[str, Any]]]:
+        """(id, config) of every registered run, in registration order."""
+        with self._tx() as db:
+            return [(rid, json.loads(config)) for rid, config in
+                    db.execute("SELECT id, config FROM runs ORDER BY rowid").fetchall()]
+
     def rows(self) -> list[dict[str, Any]]:
         with self._tx() as db:
             cols = ["id", "status", "owner_pid", "owner_host", "heartbeat", "attempts", "started", "finished"]

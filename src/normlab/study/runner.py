@@ -96,8 +96,9 @@ def is_stacked(jobs: list[tuple[str, dict[str, Any]]], batch: bool) -> bool:
 
 def claim_jobs(registry: Registry, owner: int, ids: list[str], batch: bool) -> list[tuple[str, dict[str, Any]]]:
     """The next runs to train together (up to `group_limit`), claimed for process `owner`; [] when none is left."""
-    return registry.claim_group(owner, set(ids), lambda config: group_of(config, batch),
-                                limit_of=lambda config: group_limit(config) if batch else 1)
+    claimed = registry.claim_group(owner, set(ids), lambda config: group_of(config, batch),
+                                   limit_of=lambda config: group_limit(config) if batch else 1)
+    return [(rid, relocated(registry, config)) for rid, config in claimed]
 
 
 def worker_main(study_dir: str, ids: list[str], threads: int, batch: bool = True, tensorboard: bool = False) -> None:
@@ -287,6 +288,9 @@ def followup_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list:
     records = registry.records(set(ids))
     base = flatten(build_config(spec.preset, {}, spec.preset.seeds[0]).to_dict())
     passes = [base] + ([{**base, **spec.robust_overrides()}] if spec.robustness else [])
+    # a follow-up registered earlier is the same run even if the study directory has moved since (its
+    # init_from then names the old place): it is found by its config with init_from cut to the source's id
+    registered = {_source_key(config): rid for rid, config in registry.configs() if config["train"].get("init_from")}
     out: dict[str, Any] = {}
     for pass_base in passes:
         judged = [dataclasses.replace(r, base=pass_base) for r in records]
@@ -296,8 +300,31 @@ def followup_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list:
                                  "train.init_from": str(registry.run_dir(source.id).resolve())})
                 raw["model"].pop("vocab_size", None)  # filled from the corpus, as for every run
                 cfg = validate_config(raw)
-                out.setdefault(cfg.hash(), RunSpec(cfg.hash(), cfg))
+                rid = registered.get(_source_key(cfg.to_dict()), cfg.hash())
+                out.setdefault(rid, RunSpec(rid, cfg))
     return list(out.values())
+
+
+def _source_key(config: dict[str, Any]) -> str:
+    """A follow-up's id as if `train.init_from` named only the source run's id (its directory's name): the
+    config's own hash otherwise, so a config registered before a field was added still matches."""
+    from normlab.config import validate_config
+
+    flat = {**flatten(config), "train.init_from": Path(str(config["train"]["init_from"])).name}
+    flat.pop("model.vocab_size", None)
+    return validate_config(unflatten(flat)).hash()
+
+
+def relocated(registry: Registry, config: dict[str, Any]) -> dict[str, Any]:
+    """A claimed run's config with `train.init_from` pointing into this study's directory where it named a run
+    of this study that has moved with it (a study copied or moved elsewhere: its run directories came along)."""
+    source = config["train"].get("init_from")
+    if not source or Path(source).exists():
+        return config
+    here = registry.run_dir(Path(source).name)
+    if not (here / "config.toml").is_file():
+        return config  # not one of this study's runs: the trainer says what is missing
+    return {**config, "train": {**config["train"], "init_from": str(here.resolve())}}
 
 
 def study_ids(spec: StudySpec, registry: Registry, ids: list[str]) -> list[str]:
