@@ -88,7 +88,7 @@ def loss_curves(records: list) -> Section | None:
     # vary among them, and any other setting only where the panel departs from its usual value (the one most
     # runs shown have, given in the caption)
     varies = [i for i, k in enumerate(keys) if len({repr(key[i]) for key, _ in shown}) > 1]
-    usual = {i: _mode([key[i] for key, members in shown for _ in members]) for i in range(len(keys))}
+    usual = {i: statistics.mode(key[i] for key, members in shown for _ in members) for i in range(len(keys))}
     ylim = _loss_ylim(runs)
     specs, ends = [], {}
     for key, members in shown:
@@ -484,14 +484,6 @@ def _scheme_rank(record) -> tuple:
 def _mean_text(values: list) -> str:
     values = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
     return fmt_value(statistics.fmean(values)) if values else "—"
-
-
-def _mode(values: list) -> Any:
-    """The most common value (the first of the most common, on a tie)."""
-    counts = defaultdict(int)
-    for v in values:
-        counts[repr(v)] += 1
-    return next(v for v in values if counts[repr(v)] == max(counts.values()))
 
 
 def _omitted(n_groups: int) -> str:

@@ -227,7 +227,8 @@ def _scroll(table: str, kind: str = "") -> str:
     """A wide table scrolls inside the card instead of running past its edge. A table nested in another's
     cell cannot be held by its own wrapper (the cell grows to it), so a claim's whole Settings and Details
     blocks scroll too (`block`)."""
-    return f'<div class="scroll {kind}">{table}</div>' if kind else f'<div class="scroll">{table}</div>'
+    classes = f"scroll {kind}".strip()
+    return f'<div class="{classes}">{table}</div>'
 
 
 def is_comparison(value: Any) -> bool:

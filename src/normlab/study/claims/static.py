@@ -6,8 +6,10 @@ import re
 from typing import Any
 
 import torch
+from pydantic import ValidationError
 
 import normlab
+from normlab.config import format_validation_error
 from normlab.nn.schemes import Residual, deepnorm_constants
 from normlab.bench.steps import bench_steps
 from normlab.study import measure
@@ -233,13 +235,9 @@ class CausalityC16(Claim):
 def plain_reason(error: Any) -> str:
     """A config error as its message alone: pydantic's "1 validation error for ModelConfig / Value error, …
     [type=value_error, input_value=…]" wrapping, and its documentation link, dropped. Takes the error itself
-    (a pydantic ValidationError gives its first error's message) or the text a registry stored."""
-    errors = getattr(error, "errors", None)
-    if callable(errors):
-        try:
-            return str(errors()[0]["msg"]).removeprefix("Value error, ")
-        except (IndexError, KeyError, TypeError):
-            pass
+    (a pydantic ValidationError reads as `normlab train` words it) or the text a registry stored."""
+    if isinstance(error, ValidationError):  # as `normlab train` words it, less its "invalid config:" heading
+        return format_validation_error(error).split("\n", 1)[-1].strip()
     lines = [line.strip() for line in str(error or "").splitlines()]
     kept = [line for line in lines if line and not re.match(r"\d+ validation errors? for ", line)
             and not line.startswith("For further information visit")]
