@@ -25,6 +25,7 @@ ray = pytest.importorskip("ray")
 from normlab.study import ray_executor  # noqa: E402
 from normlab.study.registry import Registry  # noqa: E402
 from normlab.study.runner import run_study  # noqa: E402
+from normlab.rundir.checkpoint import NEWEST  # noqa: E402
 from normlab.study.spec import load_study  # noqa: E402
 from normlab.train import RunDir  # noqa: E402
 
@@ -132,7 +133,9 @@ def test_a_study_on_ray_survives_a_killed_worker_and_matches_the_local_executor(
     killed = []
     deadline = time.time() + 120
     while not killed and time.time() < deadline and study.poll() is None:
-        checkpointed = list((out / "runs").glob("*/checkpoint*")) if (out / "runs").is_dir() else []
+        # checkpoint.pt, not checkpoint.pt.tmp or the manifest: a worker killed while its first checkpoint is
+        # still being written has nothing to resume from, and the test would fail by its own timing
+        checkpointed = list((out / "runs").glob(f"*/{NEWEST}")) if (out / "runs").is_dir() else []
         if checkpointed:  # a run is past its first checkpoint: kill every worker training one, mid-run
             for pid in _ray_trainers():
                 os.kill(pid, signal.SIGKILL)
