@@ -1,6 +1,8 @@
 """Shared fixtures: tiny configs that train in a second or two on 2 CPU cores."""
 from __future__ import annotations
 
+import signal
+
 import pytest
 import torch
 
@@ -31,3 +33,15 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+@pytest.fixture
+def ctrl_c_reaches_children():
+    """Children started in the test take Ctrl-C. A shell's background job (`make test &`, nohup) starts with SIGINT
+    ignored, and an ignored signal stays ignored through exec: Python would then never raise KeyboardInterrupt,
+    and a test of what Ctrl-C does would fail (or pass) for the launcher's sake, not normlab's."""
+    before = signal.getsignal(signal.SIGINT)
+    if before == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a handler resets to default across exec
+    yield
+    signal.signal(signal.SIGINT, before)
