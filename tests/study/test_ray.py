@@ -22,10 +22,10 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+from normlab.rundir.checkpoint import NEWEST  # noqa: E402
 from normlab.study import ray_executor  # noqa: E402
 from normlab.study.registry import Registry  # noqa: E402
 from normlab.study.runner import run_study  # noqa: E402
-from normlab.rundir.checkpoint import NEWEST  # noqa: E402
 from normlab.study.spec import load_study  # noqa: E402
 from normlab.train import RunDir  # noqa: E402
 

@@ -143,7 +143,8 @@ def test_sigkill_study_then_resume_loses_and_duplicates_nothing(tmp_path):
         assert RunDir(Registry(out).run_dir(run_id)).read_meta()["resumed_from_step"] is not None
 
 
-def test_ctrl_c_stops_a_study_without_a_traceback_and_hands_its_runs_back(tmp_path, ctrl_c_reaches_children):
+@pytest.mark.usefixtures("ctrl_c_reaches_children")
+def test_ctrl_c_stops_a_study_without_a_traceback_and_hands_its_runs_back(tmp_path):
     out = tmp_path / "study"
     proc = subprocess.Popen(study_cmd(out, "--set", "train.steps=2000"), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)

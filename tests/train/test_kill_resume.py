@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from normlab.train import RunDir
 from tests.conftest import tiny_config
 from tests.train.test_trainer import curve
@@ -51,7 +53,8 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path):
     assert curve(cut_dir.path) == curve(tmp_path / "whole")
 
 
-def test_ctrl_c_marks_the_run_interrupted_and_the_rerun_says_where_it_resumes(tmp_path, ctrl_c_reaches_children):
+@pytest.mark.usefixtures("ctrl_c_reaches_children")
+def test_ctrl_c_marks_the_run_interrupted_and_the_rerun_says_where_it_resumes(tmp_path):
     cfg = tiny_config(train={"steps": 400, "ckpt_interval": 50, "eval_interval": 100})
     config_path = tmp_path / "config.toml"
     config_path.write_text(cfg.to_toml())
