@@ -169,3 +169,25 @@ def test_panels_that_differ_only_in_an_unusual_setting_are_named_by_it_and_style
     assert seen["markers"]["pre · rmsnorm (did not train)"] == "o" and seen["markers"]["pre"] is None
     caption = section.plots[0].caption
     assert "○ did not train" in caption and "×" not in caption  # no run diverged: no × to explain
+
+
+def test_a_heatmap_spanning_decades_is_coloured_on_a_log_scale_and_one_with_zeros_or_a_fixed_range_is_not():
+    """C16's changes at t run from 1.7e-4 to 0.4: on a linear scale every cell but one is the same colour."""
+    from matplotlib.colors import LogNorm
+
+    def heatmap(matrix, **style):
+        spec = Figure("at t", "normalizer", "scheme", kind="heatmap", matrix=matrix, rows=["post", "pre"],
+                      cols=["layernorm", "rmsnorm"])
+        fig, ax = _drawn(spec, **style)
+        return ax.images[0], fig.axes[1]  # the cells, and the colour bar's axes
+
+    cells, bar = heatmap([[1.7e-4, 2e-3], [0.05, 0.4]])
+    assert isinstance(cells.norm, LogNorm) and (cells.norm.vmin, cells.norm.vmax) == (1.7e-4, 0.4)
+    colours = {tuple(cells.cmap(cells.norm(v))) for v in (1.7e-4, 2e-3, 0.05)}
+    assert len(colours) == 3  # distinguishable, where a linear scale paints all three near its bottom
+    labels = _labels(bar.yaxis)
+    assert len(labels) >= 3 and all(re.fullmatch(r"[0-9.e+-]+", text) for text in labels), labels
+    for matrix, style in (([[0.0, 2e-3], [0.05, 0.4]], {}), ([[1.7e-4, 2e-3], [0.05, 0.4]], {"vmin": 0.0, "vmax": 1.0}),
+                          ([[0.1, 0.2], [0.3, 0.4]], {}), ([[None, 2e-3], [0.05, None]], {})):
+        cells, _ = heatmap(matrix, **style)
+        assert not isinstance(cells.norm, LogNorm), (matrix, style)

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 import matplotlib
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import to_rgb
+from matplotlib.colors import LogNorm, Normalize, to_rgb
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
@@ -35,6 +35,7 @@ SINGLE_SIZE = (5.4, 3.3)  # inches: a claim figure (two side by side on a wide p
 WIDE_SIZE = (10.8, 3.7)  # inches: a claim's only figure, the card's width (1,180 px page less its padding)
 PANEL_SIZE = (3.7, 2.75)  # inches: one panel of a small-multiples grid
 MAX_ANNOTATED_CELLS = 400
+LOG_COLOR_SPREAD = 100  # a heatmap whose positive values span more than this ratio is coloured on a log scale
 
 # one colour per placement scheme everywhere in the report, so "post" is always red
 SCHEME_COLORS = {
@@ -298,13 +299,21 @@ def _bar(ax, spec: Any, colors: dict[str, str], **_: Any) -> None:
 
 def _heatmap(ax, spec: Any, colors: dict[str, str], *, cmap: str = "viridis", vmin: float | None = None,
              vmax: float | None = None, **_: Any) -> None:
-    """A matrix with its values written in the cells (or the spec's own `cell_text`, if it has one)."""
+    """A matrix with its values written in the cells (or the spec's own `cell_text`, if it has one). Its colour
+    scale is logarithmic where every value is positive and they span more than LOG_COLOR_SPREAD (unless the
+    caller fixes the range)."""
     matrix = np.array([[_num(v) for v in row] for row in (spec.matrix or [])], float)
     if matrix.size == 0:
         matrix = np.full((1, 1), np.nan)
     colormap = matplotlib.colormaps[cmap].with_extremes(bad="#eeeeee")
-    image = ax.imshow(np.ma.masked_invalid(matrix), cmap=colormap, vmin=vmin, vmax=vmax, aspect="auto")
-    ax.figure.colorbar(image, ax=ax, shrink=0.9, pad=0.02)
+    values = matrix[np.isfinite(matrix)]
+    spread = (vmin is None and vmax is None and values.size > 0 and values.min() > 0
+              and values.max() / values.min() > LOG_COLOR_SPREAD)  # a caller's fixed range stays linear
+    norm = LogNorm(values.min(), values.max()) if spread else Normalize(vmin, vmax)
+    image = ax.imshow(np.ma.masked_invalid(matrix), cmap=colormap, norm=norm, aspect="auto")
+    bar = ax.figure.colorbar(image, ax=ax, shrink=0.9, pad=0.02)
+    if spread:  # 1.7e-4 and 0.4 both readable, not all but one cell at the bottom of a linear scale
+        _plain_log_ticks(bar.ax.yaxis, (norm.vmin, norm.vmax))
     ax.set_xticks(range(matrix.shape[1]), (spec.cols or [str(i) for i in range(matrix.shape[1])]))
     ax.set_yticks(range(matrix.shape[0]), (spec.rows or [str(i) for i in range(matrix.shape[0])]))
     ax.grid(False)
