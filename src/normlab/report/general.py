@@ -105,8 +105,8 @@ def loss_curves(records: list) -> Section | None:
     endings = {end for end, _ in ends.values()}
     caption = (f"Validation loss of every run ({len(runs)} run{'' if len(runs) == 1 else 's'}), one line per run "
                "and seed, coloured by scheme" + _norm_style_note(runs) + ". "
-               + ("A line ending in ○ did not train (it stayed at the unigram plateau). " if "did not train" in endings
-                  else "")
+               + ("A line ending in ○ did not train (it stayed at the unigram plateau). "
+                  if "did not train" in endings else "")
                + ("A line ending in × diverged (it leaves the top of the plot). " if "diverged" in endings else "")
                + (f"Unless a panel's title says otherwise: {common}. " if common else "") + _omitted(len(groups))
                + _panel_note([keys[i] for i in varies]))

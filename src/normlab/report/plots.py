@@ -91,7 +91,7 @@ def heatmap_size(spec: Any) -> tuple[float, float]:
     """Inches for a heatmap: room for its row labels, its columns and a readable number in each cell."""
     rows, cols = len(getattr(spec, "rows", None) or [0]), len(getattr(spec, "cols", None) or [0])
     label = max((len(str(r)) for r in getattr(spec, "rows", None) or [""]), default=0)
-    return (min(10.8, 1.6 + 0.075 * label + 0.8 * cols), min(9.0, 1.5 + 0.3 * rows))
+    return (min(WIDE_SIZE[0], 1.6 + 0.075 * label + 0.8 * cols), min(9.0, 1.5 + 0.3 * rows))
 
 
 def _chars(width_in: float, fontsize: float) -> int:
@@ -391,7 +391,8 @@ def _legend(ax, fig, axes, *, shared: bool, order: list[str]) -> None:
         return
     longest = max(len(text) for text in entries)
     if shared or longest > 24:  # long labels beside a plot would squeeze it: they go below, in columns
-        per_row = max(1, min(len(entries), 6, int(fig.get_size_inches()[0] * 72 / (9.5 * TEXT_EM) // (longest + 5))))
+        room = fig.get_size_inches()[0] * 72 / (STYLE["legend.fontsize"] * TEXT_EM)  # characters across
+        per_row = max(1, min(len(entries), 6, int(room // (longest + 5))))
         legend = fig.legend(entries.values(), entries.keys(), loc="outside lower center", ncols=per_row,
                             frameon=False)
     elif len(entries) <= 4:

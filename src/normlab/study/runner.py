@@ -306,8 +306,9 @@ def followup_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list:
 
 
 def _source_key(config: dict[str, Any]) -> str:
-    """A follow-up's id as if `train.init_from` named only the source run's id (its directory's name): the
-    config's own hash otherwise, so a config registered before a field was added still matches."""
+    """A follow-up's identity wherever the study directory lies: the hash of its config with `train.init_from`
+    cut to the source run's id (its directory's name). The config is validated first, so one registered before
+    a field was added gets that field's default and still matches."""
     from normlab.config import validate_config
 
     flat = {**flatten(config), "train.init_from": Path(str(config["train"]["init_from"])).name}

@@ -81,7 +81,8 @@ class GradientsAtInitC2(Claim):
                   "pre_nearly_uniform": pre_ratio <= UNIFORM_RATIO}
         verdict = HOLDS if all(checks.values()) else FAILS
         summary = (f"Xavier init: the last layer's FFN-weight gradient goes as L^{_f(slopes['pre'], '+.2f')} in "
-                   f"Pre-LN and L^{_f(slopes['post'], '+.2f')} in Post-LN over L = {', '.join(map(str, sorted(last['pre'])))}; at "
+                   f"Pre-LN and L^{_f(slopes['post'], '+.2f')} in Post-LN over L = "
+                   f"{', '.join(map(str, sorted(last['pre'])))}; at "
                    f"L={deepest}, Post-LN's gradient-vs-layer rank correlation {_f(post_trend, '+.2f')}, Pre-LN's "
                    f"max/min across layers {pre_ratio:.2f}")
         return self.make(verdict, "exponent p of Pre-LN's last-layer FFN gradient ∝ L^p", slopes["pre"],

@@ -324,7 +324,8 @@ class LlamaRecipeC15(Claim):
         verdict = {"better": HOLDS, "same": HOLDS, "worse": FAILS}.get(cmp, INCONCLUSIVE)
         speed_ratio = (sum(speeds["llama"]) / len(speeds["llama"])) / (sum(speeds["classic"]) / len(speeds["classic"])) \
             if speeds["llama"] and speeds["classic"] else None
-        summary = (f"LLaMA recipe − classic val loss {info.get('diff', float('nan')):+.4f} ({said(cmp)}); tokens/s ratio "
+        summary = (f"LLaMA recipe − classic val loss {info.get('diff', float('nan')):+.4f} ({said(cmp)}); "
+                   f"tokens/s ratio "
                    f"{'n/a' if speed_ratio is None else format(speed_ratio, '.2f')} (from the training runs, "
                    f"which shared the machine with other runs)")
         return self.make(verdict, "val loss LLaMA recipe − classic (nats)", info.get("diff"),

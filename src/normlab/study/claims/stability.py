@@ -26,7 +26,8 @@ def describe(g) -> dict[str, Any]:
     """One configuration over seeds: the loss of the runs that trained (mean, sd, 95 % t interval), and the
     runs that did not, as a rate with its 95 % Wilson interval; `two_mode` when some seeds trained and some not."""
     interval = g.failure_interval
-    return {"setting": setting_text(g.where), "mean_val_loss": g.mean, "sd": g.sd, "mean_ci95": g.mean_interval, "n_runs": g.n_runs,
+    return {"setting": setting_text(g.where), "mean_val_loss": g.mean, "sd": g.sd, "mean_ci95": g.mean_interval,
+            "n_runs": g.n_runs,
             "n_trained": g.n, "n_diverged": g.n_diverged, "n_failed_to_train": g.n_failed_to_train,
             "did_not_train_rate": g.failure_rate, "did_not_train_ci95": list(interval) if interval else None,
             "two_mode": g.two_mode}
@@ -207,11 +208,13 @@ class DepthC4(Claim):
             verdict = FAILS
         else:
             verdict = INCONCLUSIVE
-        by_depth = ", ".join(f"{d} layers " + (_fmt(g) if g != float("inf") else
-                                                f"n/a: {_did_not_train(rows[str(d)]['post'])} Post-LN runs did not train")
-                             for d, g in zip(preset.depths, gaps))
+        by_depth = ", ".join(
+            f"{d} layers " + (_fmt(g) if g != float("inf") else
+                              f"n/a: {_did_not_train(rows[str(d)]['post'])} Post-LN runs did not train")
+            for d, g in zip(preset.depths, gaps))
         summary = (f"Post-LN − Pre-LN val loss by depth: {by_depth}; "
-                   f"rank correlation with depth {_fmt(trend)}; at {deepest} layers Post-LN against Pre-LN: {said(cmp)} "
+                   f"rank correlation with depth {_fmt(trend)}; at {deepest} layers Post-LN against Pre-LN: "
+                   f"{said(cmp)} "
                    f"({failures(post_d)}). 100+ layers are not tested at this preset.")
         settings = {"depths": preset.depths, "lr": preset.lr_fixed, "warmup_steps": preset.warmup,
                     "steps": preset.base["train.steps"], "d_model": preset.base["model.d_model"]}

@@ -208,7 +208,8 @@ class CausalityC16(Claim):
                    + (f"; not buildable: {len(measurement['skipped'])}" if measurement.get("skipped") else ""))
         return self.make(verdict, "max |Δ logits| before the perturbed position", leak, 1, settings, summary,
                          leaking=leaking, not_reached=dead,
-                         skipped=[{**c, "reason": plain_reason(c.get("reason"))} for c in measurement.get("skipped", [])])
+                         skipped=[{**c, "reason": plain_reason(c.get("reason"))}
+                                  for c in measurement.get("skipped", [])])
 
     def figures(self, records, measurement, preset):
         """Two scheme × normalizer maps: the largest change before t (0 is causal) and the smallest at t (> 0:
