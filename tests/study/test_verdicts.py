@@ -21,7 +21,8 @@ import pytest
 from normlab.study.claims import CLAIMS, FAILS, HOLDS, INCONCLUSIVE, ORDER, Verdict
 from normlab.study.claims.layers import LAST_FFN
 from normlab.study.claims.quality import NORM_ALGORITHMS, STEP_ALGORITHMS
-from normlab.study.claims.base import (CONFIDENCE, LOSS_MARGIN, MIN_SEEDS, Group, compare, group, loglog_slope,
+from normlab.study.claims.base import (CONFIDENCE, LOSS_MARGIN, MIN_SEEDS, Group, Part, band, combine, compare,
+                                       fails_more, noninferior, sign, sign_test, t_interval, group, loglog_slope,
                                        failures, mean_over_seeds, n_seeds, spearman, wilson_interval)
 from normlab.study.records import RunRecord, flatten
 from normlab.report.format import failure_groups
@@ -1602,9 +1603,85 @@ def test_compare_too_few_seeds():
 
 
 def test_compare_margin_boundary_and_custom_margin():
-    cmp, info = compare(G(2.5, 2.5), G(2.0, 2.0), margin=0.5)  # diff == bar: not worse; |diff| ≤ margin: same
-    assert cmp == "same" and info["diff"] == 0.5 and info["se"] == 0.0
+    # a difference exactly at the margin is neither worse (not beyond it) nor the same (TOST needs the interval
+    # strictly inside ±margin)
+    cmp, info = compare(G(2.5, 2.5), G(2.0, 2.0), margin=0.5)
+    assert cmp == "unclear" and info["diff"] == 0.5 and info["se"] == 0.0
+    assert compare(G(2.5, 2.5), G(2.0, 2.0), margin=0.51)[0] == "same"
     assert compare(G(2.5, 2.5), G(2.0, 2.0), margin=0.25)[0] == "worse"
+
+
+def PG(by_seed: dict[int, float], failed: tuple[int, ...] = ()) -> Group:
+    """A group paired by seed: {seed: loss} of the runs that trained, `failed` seeds did not train."""
+    return Group(list(by_seed.values()), len(by_seed) + len(failed), 0, len(failed), seeds=list(by_seed),
+                 outcomes={**{s: True for s in by_seed}, **{s: False for s in failed}})
+
+
+def test_paired_difference_cancels_the_seed_spread():
+    """Seeds spread the loss by ±0.2 nats, but each seed's b run is exactly 0.03 above its a run (± 0.002): Welch
+    cannot tell them apart, the paired t over the seeds' differences can, and says which test it used."""
+    base = {s: 2.0 + 0.1 * ((-1) ** s) * s for s in range(5)}
+    a = PG({s: v - 0.03 + 0.002 * (s % 2) for s, v in base.items()})
+    b = PG(base)
+    cmp, info = compare(a, b)
+    assert cmp == "better" and info["test"] == "paired t over 5 seeds" and info["seeds"] == [0, 1, 2, 3, 4]
+    diffs = [a.by_seed[s] - b.by_seed[s] for s in range(5)]
+    assert info["diff"] == approx(sum(diffs) / 5)
+    se = (sum((d - info["diff"]) ** 2 for d in diffs) / 4) ** 0.5 / 5 ** 0.5
+    assert info["ci95"] == [pytest.approx(info["diff"] - 2.776445 * se, rel=1e-5), pytest.approx(info["diff"] + 2.776445 * se,
+                                                                                    rel=1e-5)]
+    unpaired = compare(Group(a.losses, 5, 0), Group(b.losses, 5, 0))
+    assert unpaired[0] == "unclear" and unpaired[1]["test"].startswith("Welch")
+
+
+def test_paired_uses_only_the_seeds_both_arms_trained():
+    a = PG({0: 2.0, 1: 2.1, 2: 2.2}, failed=(3,))
+    b = PG({0: 2.01, 2: 2.21, 3: 2.31}, failed=(1,))
+    info = compare(a, b)[1]
+    assert info["seeds"] == [0, 2] and info["test"] == "paired t over 2 seeds"
+
+
+def test_equivalence_is_tost_at_90_percent():
+    # differences 0.010 ± 0.002 over 5 seeds: the 90 % interval ≈ [0.0081, 0.0119] lies inside ±0.02
+    a = PG({s: 2.0 + 0.1 * s + 0.010 + 0.002 * (-1) ** s for s in range(5)})
+    b = PG({s: 2.0 + 0.1 * s for s in range(5)})
+    cmp, info = compare(a, b)
+    assert cmp == "same" and info["ci90"][1] < LOSS_MARGIN
+    assert noninferior(a, b)[0] == "not worse"
+    # 0.018 ± 0.004: the 90 % interval reaches past +0.02: not the same, not worse by more than the margin either
+    a = PG({s: 2.0 + 0.1 * s + 0.018 + 0.004 * (-1) ** s for s in range(5)})
+    assert compare(a, b)[0] in ("unclear", "worse") and noninferior(a, b)[0] == "unclear"
+    # 0.05 ± 0.002: worse by more than the margin
+    a = PG({s: 2.0 + 0.1 * s + 0.05 + 0.002 * (-1) ** s for s in range(5)})
+    assert compare(a, b)[0] == "worse" and noninferior(a, b)[0] == "worse"
+    # better by a lot is still "not worse"
+    assert noninferior(b, a)[0] == "not worse"
+
+
+def test_fails_more_is_an_exact_sign_test_over_discordant_seeds():
+    a, b = PG({}, failed=(0, 1, 2, 3, 4)), PG({s: 2.0 for s in range(5)})
+    info = fails_more(a, b)
+    assert info["more"] and info["p_one_sided"] == approx(1 / 32) and info["only_a_failed"] == 5
+    # 4 of 5 discordant one way: p = 1/16 > 0.05, not significant at 5 seeds
+    a = PG({0: 2.0}, failed=(1, 2, 3, 4))
+    assert not fails_more(a, b)["more"] and fails_more(a, b)["p_one_sided"] == approx(1 / 16)
+    assert fails_more(b, PG({}, failed=(0, 1, 2, 3, 4)))["fewer"]
+    assert sign_test(3, 3) == approx(1 / 8) and sign_test(0, 0) == 1.0
+
+
+def test_band_and_sign_reach_every_outcome():
+    assert band([-0.6, -0.4], -0.75, -0.25) == HOLDS
+    assert band([-0.2, 0.1], -0.75, -0.25) == FAILS
+    assert band([-0.3, -0.1], -0.75, -0.25) == INCONCLUSIVE
+    assert band(None, 0, 1) == INCONCLUSIVE
+    assert sign([0.1, 0.3], +1) == HOLDS and sign([0.1, 0.3], -1) == FAILS and sign([-0.1, 0.3], 1) == INCONCLUSIVE
+    assert t_interval([1.0]) is None
+    lo, hi = t_interval([1.0, 2.0, 3.0])
+    assert (lo + hi) / 2 == approx(2.0) and hi - 2.0 == pytest.approx(4.302653 / 3 ** 0.5, rel=1e-6)
+    assert combine([]) == INCONCLUSIVE
+    assert combine([Part("a", HOLDS, "", 1.0), Part("b", INCONCLUSIVE, "", 1.0)]) == INCONCLUSIVE
+    assert combine([Part("a", HOLDS, "", 1.0), Part("b", FAILS, "", 1.0)]) == FAILS
+    assert combine([Part("a", HOLDS, "", 1.0), Part("b", HOLDS, "", 1.0)]) == HOLDS
 
 
 def test_group_counts_diverged_apart_and_drops_non_finite():

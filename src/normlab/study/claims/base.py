@@ -20,9 +20,15 @@ from normlab.study.records import RunRecord
 CLAIMS: Registry[type["Claim"]] = Registry("claim")
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
-LOSS_MARGIN = 0.02  # nats: val-loss differences smaller than this count as "the same"
-CONFIDENCE = 0.95  # a difference must also clear this two-sided t interval (Welch) of the difference of means
+# nats: val-loss differences smaller than this count as "the same". Why 0.02: the seed-to-seed sd of a 4-layer
+# Pre-LN run's final val loss at the standard preset is about 0.01 nats, and 0.02 nats is about 1 % of the loss,
+# below what a user changing a norm would act on
+LOSS_MARGIN = 0.02
+CONFIDENCE = 0.95  # "differs": the two-sided 95 % t interval of the difference (paired, or Welch) excludes 0
+EQUIVALENCE = 0.90  # "the same" (TOST at α = 0.05, Schuirmann 1987): the 90 % interval lies inside ±margin
+SIGN_LEVEL = 0.05  # more runs of one arm did not train: one-sided exact sign test over the discordant seeds
 MIN_SEEDS = 2
+TRAINS = 0.8  # a configuration "trains" when at least this fraction of its seeds trained (C11, C14)
 
 
 @dataclass
@@ -38,6 +44,13 @@ class Verdict:
     fragile: bool | None = None  # None: not checked; True: the robustness rerun gave another verdict
     robustness: dict[str, Any] = field(default_factory=dict)  # what the rerun changed and what it gave
     reading: str = ""  # the key number in the claim's direction, in words ("Pre-LN uses 1.1 % more peak memory")
+    parts: list[dict[str, Any]] = field(default_factory=list)  # sub-verdicts of a bundled claim (`Part.to_dict`)
+    interval: list[float] | None = None  # the key number's interval (its level is in `test`)
+    test: str = ""  # how the key number was decided: "paired t over 5 seeds, 95 %", "TOST ...", "Welch t ..."
+    seeds: list[int] = field(default_factory=list)  # the seeds the decision used
+    init: str = ""  # the init recipe the verdict was judged under
+    init_dependent: bool | None = None  # None: not checked; True: the other recipe gave another verdict
+    other_init: dict[str, Any] = field(default_factory=dict)  # the other recipe's verdict, number and interval
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -100,16 +113,24 @@ class Claim:
     def figures(self, records: list[RunRecord], measurement: dict[str, Any] | None, preset) -> list[Figure]:
         return []
 
-    def make(self, verdict: str, statistic: str, value: float | None, n_seeds: int, settings: dict[str, Any],
-             summary: str, *, missing: str | None = None, **details: Any) -> Verdict:
+    def make(self, verdict: str | None, statistic: str, value: float | None, n_seeds: int, settings: dict[str, Any],
+             summary: str, *, missing: str | None = None, parts: list["Part"] | None = None,
+             interval: list[float] | None = None, test: str = "", seeds: list[int] | None = None,
+             **details: Any) -> Verdict:
         """`missing`: the reading when the key number could not be computed, saying why (Post-LN did not train
-        at 16 layers), so a verdict beside `n/a` never seems to rest on nothing."""
+        at 16 layers), so a verdict beside `n/a` never seems to rest on nothing. `parts`: the sub-verdicts of a
+        bundled claim; with `verdict=None` the claim's verdict is theirs combined (`combine`)."""
         settings = {**settings, "paper": settings.get("paper") or self.paper} if self.paper else settings
+        parts = parts or []
+        if verdict is None:
+            verdict = combine(parts)
         value = json_safe(value)
         finite = isinstance(value, (int, float)) and math.isfinite(value)
         reading = self.reading(value) if finite else (missing or "")
         return Verdict(self.id, verdict, statistic, value, n_seeds, settings, json_safe(details), summary,
-                       reading=reading or "")
+                       reading=reading or "", parts=[p.to_dict() for p in parts],
+                       interval=json_safe(list(interval)) if interval else None, test=test,
+                       seeds=sorted(set(seeds or [])))
 
     def reading(self, value: float) -> str | None:
         """The key number said in the claim's direction (which side is better, by how much); None: `statistic =
@@ -128,6 +149,13 @@ class Group:
     n_diverged: int
     n_failed_to_train: int = 0
     where: dict[str, Any] = field(default_factory=dict)  # the configuration, as `group` selected it
+    seeds: list[int] = field(default_factory=list)  # the seed of each loss in `losses` (empty: not paired)
+    outcomes: dict[int, bool] = field(default_factory=dict)  # seed -> trained, over all its runs
+
+    @property
+    def by_seed(self) -> dict[int, float]:
+        """{seed: final val loss} of the runs that trained (empty where the group carries no seeds)."""
+        return dict(zip(self.seeds, self.losses)) if len(self.seeds) == len(self.losses) else {}
 
     @property
     def n_failed(self) -> int:
@@ -186,10 +214,11 @@ def from_runs(records: Iterable[RunRecord], overrides: list[dict[str, Any]]) -> 
 
 def group(records: Iterable[RunRecord], strict: bool = True, **where: Any) -> Group:
     chosen = select(records, strict, **where)
-    losses = [r.val_loss for r in chosen if r.status == "completed" and r.val_loss is not None
-              and math.isfinite(r.val_loss)]
-    return Group(losses, len(chosen), sum(r.diverged for r in chosen), sum(r.failed_to_train for r in chosen),
-                 dict(where))
+    trained = [r for r in chosen if r.status == "completed" and r.val_loss is not None and math.isfinite(r.val_loss)]
+    ids = {r.id for r in trained}
+    return Group([r.val_loss for r in trained], len(chosen), sum(r.diverged for r in chosen),
+                 sum(r.failed_to_train for r in chosen), dict(where), seeds=[r.seed for r in trained],
+                 outcomes={r.seed: r.id in ids for r in chosen if r.id in ids or r.did_not_train})
 
 
 # how a configuration's settings read: the scheme and norm by name, the rest as `L 4`, `lr 0.01`, `warmup 0`
@@ -227,8 +256,102 @@ def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float] | No
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-COMPARISON_WORDS = {"same": "the same within the margin", "unclear": "unclear: its interval spans the margin",
-                    "too-few-seeds": "too few runs trained to compare"}
+@dataclass
+class Part:
+    """One sub-verdict of a bundled claim (C1: Post-LN's warmup penalty / Pre-LN's equivalence), with the number
+    it rests on, that number's interval and the test that gave it."""
+
+    name: str
+    verdict: str
+    statistic: str
+    value: float | None
+    interval: list[float] | None = None
+    test: str = ""
+    seeds: list[int] = field(default_factory=list)
+    summary: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return json_safe({**asdict(self), "seeds": sorted(set(self.seeds)),
+                          "interval": list(self.interval) if self.interval else None})
+
+
+def combine(parts: list[Part]) -> str:
+    """A conjunctive claim: it holds when every part holds, does not hold when any part does not."""
+    verdicts = [p.verdict for p in parts]
+    if not verdicts:
+        return INCONCLUSIVE
+    if FAILS in verdicts:
+        return FAILS
+    return HOLDS if all(v == HOLDS for v in verdicts) else INCONCLUSIVE
+
+
+def t_interval(values: list[float], level: float = CONFIDENCE) -> list[float] | None:
+    """The two-sided `level` t interval of the mean of `values` (None below 2 values)."""
+    values = [v for v in values if v is not None and math.isfinite(v)]
+    if len(values) < 2:
+        return None
+    mean, sd = statistics.fmean(values), statistics.stdev(values)
+    half = float(student_t.ppf(0.5 + level / 2, len(values) - 1)) * sd / math.sqrt(len(values))
+    return [mean - half, mean + half]
+
+
+def band(interval: list[float] | None, low: float, high: float) -> str:
+    """holds when the interval lies inside (low, high), does not hold when it lies wholly outside, else
+    inconclusive (an equivalence test of a number against a range the claim names)."""
+    if interval is None:
+        return INCONCLUSIVE
+    if low < interval[0] and interval[1] < high:
+        return HOLDS
+    if interval[1] <= low or interval[0] >= high:
+        return FAILS
+    return INCONCLUSIVE
+
+
+def sign(interval: list[float] | None, claimed: int) -> str:
+    """holds when the interval excludes 0 on the claimed side (+1: above, −1: below), does not hold when it
+    excludes 0 on the other side, else inconclusive."""
+    if interval is None:
+        return INCONCLUSIVE
+    lo, hi = (interval[0], interval[1]) if claimed > 0 else (-interval[1], -interval[0])
+    return HOLDS if lo > 0 else FAILS if hi < 0 else INCONCLUSIVE
+
+
+def per_seed(records: Iterable[RunRecord], value) -> dict[int, float]:
+    """{seed: value(record)} over records whose value is a finite number (one record per seed expected)."""
+    out = {}
+    for r in records:
+        v = value(r)
+        if v is not None and math.isfinite(v):
+            out[r.seed] = v
+    return out
+
+
+def sign_test(k: int, n: int) -> float:
+    """One-sided exact sign test: P(at least k of n discordant pairs fall one way | each way equally likely)."""
+    return sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n if n else 1.0
+
+
+def fails_more(a: Group, b: Group) -> dict[str, Any]:
+    """Does arm a fail to train more often than arm b? Paired by seed where both have seeds: the seeds where
+    exactly one arm did not train are the evidence (McNemar's exact test, one-sided); unpaired arms fall back to
+    comparing counts. `more`: significant at SIGN_LEVEL."""
+    if a.outcomes and b.outcomes:
+        common = sorted(set(a.outcomes) & set(b.outcomes))
+        only_a = sum(1 for s in common if not a.outcomes[s] and b.outcomes[s])
+        only_b = sum(1 for s in common if a.outcomes[s] and not b.outcomes[s])
+        p = sign_test(only_a, only_a + only_b)
+        return {"more": only_a > only_b and p < SIGN_LEVEL, "fewer": only_b > only_a and
+                sign_test(only_b, only_a + only_b) < SIGN_LEVEL, "only_a_failed": only_a, "only_b_failed": only_b,
+                "p_one_sided": p, "test": f"exact sign test over the seeds where one arm alone did not train "
+                                          f"({only_a + only_b} of {len(common)}), one-sided", "seeds": common}
+    return {"more": a.n_failed > b.n_failed, "fewer": a.n_failed < b.n_failed, "only_a_failed": a.n_failed,
+            "only_b_failed": b.n_failed, "p_one_sided": None, "test": "counts (runs not paired by seed)",
+            "seeds": []}
+
+
+COMPARISON_WORDS = {"same": "the same within the margin (TOST)", "unclear": "unclear: its interval spans the margin",
+                    "too-few-seeds": "too few runs trained to compare",
+                    "not worse": "not worse by more than the margin (one-sided, 90 % interval)"}
 
 
 def said(comparison: str) -> str:
@@ -236,33 +359,71 @@ def said(comparison: str) -> str:
     return COMPARISON_WORDS.get(comparison, comparison)
 
 
+def difference(a: Group, b: Group) -> dict[str, Any] | None:
+    """a's mean val loss − b's, with its 95 % and 90 % t intervals. Paired by seed (a paired t over the seeds
+    where both arms trained) when both groups carry seeds and share at least MIN_SEEDS of them: runs that share a
+    seed share their init and their data order, so the seed-to-seed spread cancels. Otherwise Welch's t.
+    None: too few runs trained to compare."""
+    pa, pb = a.by_seed, b.by_seed
+    common = sorted(set(pa) & set(pb))
+    if len(common) >= MIN_SEEDS:
+        diffs = [pa[s] - pb[s] for s in common]
+        n = len(diffs)
+        diff, se = statistics.fmean(diffs), statistics.stdev(diffs) / math.sqrt(n)
+        df, test, seeds = n - 1, f"paired t over {n} seeds", common
+    elif a.n < MIN_SEEDS or b.n < MIN_SEEDS:
+        return None
+    else:
+        diff = a.mean - b.mean
+        va, vb = a.sd ** 2 / a.n, b.sd ** 2 / b.n
+        se = math.sqrt(va + vb)
+        # Welch–Satterthwaite degrees of freedom
+        df = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1)) if va + vb > 0 else a.n + b.n - 2
+        test, seeds = f"Welch t ({a.n} vs {b.n} runs, not paired by seed)", sorted(set(a.seeds) | set(b.seeds))
+    half = {level: float(student_t.ppf(0.5 + level / 2, df)) * se for level in (CONFIDENCE, EQUIVALENCE)}
+    return {"diff": diff, "se": se, "df": df, "test": test, "seeds": seeds, "mean_a": a.mean, "mean_b": b.mean,
+            "ci95": [diff - half[CONFIDENCE], diff + half[CONFIDENCE]],
+            "ci90": [diff - half[EQUIVALENCE], diff + half[EQUIVALENCE]], "half95": half[CONFIDENCE]}
+
+
 def compare(a: Group, b: Group, margin: float = LOSS_MARGIN, sides: tuple[str, str] = ("a", "b")
             ) -> tuple[str, dict[str, Any]]:
     """How a's mean val loss stands to b's: worse | better | same | unclear | too-few-seeds.
 
-    worse/better: the difference exceeds both `margin` and the half-width of its 95 % Welch t interval
-    (at 2 seeds a side that is 4.3 standard errors: two seeds prove little);
-    same: |difference| ≤ margin and the half-width ≤ margin; otherwise unclear.
-    `sides` names a and b for a reader (the report's comparison tables: "mean Post-LN", "mean Pre-LN").
+    worse/better: the difference exceeds `margin` and its 95 % interval excludes 0 (at 2 unpaired seeds a side
+    that is 4.3 standard errors: two seeds prove little); same: the 90 % interval lies inside ±margin (two
+    one-sided tests at α = 0.05, TOST); otherwise unclear. Paired by seed where the arms share seeds
+    (`difference`). `sides` names a and b for a reader ("mean Post-LN", "mean Pre-LN").
     """
-    if a.n < MIN_SEEDS or b.n < MIN_SEEDS:
+    info = difference(a, b)
+    if info is None:
         return "too-few-seeds", {"n_a": a.n, "n_b": b.n}
-    diff = a.mean - b.mean
-    va, vb = a.sd ** 2 / a.n, b.sd ** 2 / b.n
-    se = math.sqrt(va + vb)
-    # Welch–Satterthwaite degrees of freedom; a 95 % two-sided t interval of the difference of means
-    df = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1)) if va + vb > 0 else a.n + b.n - 2
-    half = float(student_t.ppf(0.5 + CONFIDENCE / 2, df)) * se
-    bar = max(margin, half)
-    info = {"diff": diff, "se": se, "bar": bar, "mean_a": a.mean, "mean_b": b.mean, "df": df,
-            "ci95": [diff - half, diff + half], "sides": list(sides)}
-    if diff > bar:
+    diff, half = info.pop("diff"), info.pop("half95")
+    info = {"diff": diff, **info, "bar": max(margin, half), "margin": margin, "sides": list(sides)}
+    if diff > margin and info["ci95"][0] > 0:
         return "worse", info
-    if diff < -bar:
+    if diff < -margin and info["ci95"][1] < 0:
         return "better", info
-    if abs(diff) <= margin and half <= margin:
+    if -margin < info["ci90"][0] and info["ci90"][1] < margin:
         return "same", info
     return "unclear", info
+
+
+def noninferior(a: Group, b: Group, margin: float = LOSS_MARGIN, sides: tuple[str, str] = ("a", "b")
+                ) -> tuple[str, dict[str, Any]]:
+    """Is a at least as good as b (a's loss not above b's by more than `margin`)? A one-sided test at α = 0.05:
+    `not worse` when the 90 % interval's upper end is below +margin, `worse` when its lower end is above
+    +margin (a is worse by more than the margin), else `unclear`; `too-few-seeds` as `compare`."""
+    outcome, info = compare(a, b, margin, sides)
+    if outcome == "too-few-seeds":
+        return outcome, info
+    lo, hi = info["ci90"]
+    return ("not worse" if hi < margin else "worse" if lo > margin else "unclear"), info
+
+
+def loss_interval(info: dict[str, Any]) -> list[float] | None:
+    """The interval a comparison's verdict rests on: the 95 % one of a difference test."""
+    return info.get("ci95")
 
 
 def init_text(preset) -> str:
