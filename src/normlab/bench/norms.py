@@ -18,11 +18,13 @@ reported (timing.interleaved_medians), with glibc told to keep freed memory
 """
 from __future__ import annotations
 
+import statistics
+
 from typing import Callable
 
 import torch
 
-from normlab.bench.timing import interleaved_medians
+from normlab.bench.timing import interleaved_samples
 from normlab.nn import kernels
 from normlab.nn.norms import make_norm
 
@@ -111,7 +113,8 @@ def bench_norm_group(shape, dtype_name: str, rounds: int, compile: bool, clock: 
     for norm in NORMS:
         for impl, (forward, params) in candidates(norm, shape[-1], dtype, compile).items():
             fns[(norm, impl)] = fwd_bwd(forward, x, params, dy)
-    medians = interleaved_medians(fns, rounds, clock=clock)
-    base = medians[BASELINE]
+    samples = interleaved_samples(fns, rounds, clock=clock)
+    base = statistics.median(samples[BASELINE])
     return [{"norm": norm, "impl": impl, "shape": list(shape), "dtype": dtype_name,
-             "median_s": t, "ratio": t / base} for (norm, impl), t in medians.items()]
+             "median_s": statistics.median(v), "ratio": statistics.median(v) / base, "samples_s": v}
+            for (norm, impl), v in samples.items()]

@@ -52,7 +52,16 @@ CLOCKS = {
 
 def interleaved_medians(fns: dict[str, Callable[[], object]], rounds: int, warmup: int = 2,
                         min_sample_s: float = 0.02, clock: str = "wall") -> dict[str, float]:
-    """Median seconds per call of each function, timed in `rounds` interleaved rounds.
+    """Median seconds per call of each function, timed in `rounds` interleaved rounds (`interleaved_samples`)."""
+    samples = interleaved_samples(fns, rounds, warmup, min_sample_s, clock)
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def interleaved_samples(fns: dict[str, Callable[[], object]], rounds: int, warmup: int = 2,
+                        min_sample_s: float = 0.02, clock: str = "wall") -> dict[str, list[float]]:
+    """Seconds per call of each function in each of `rounds` interleaved rounds: sample r of every function
+    comes from the same round, so two functions' samples are paired by round (a machine slowed for a moment
+    slows both).
 
     Each sample repeats a call enough times to last about `min_sample_s`: microsecond
     calls are not dominated by the timer, and what the previous candidate left behind
@@ -77,7 +86,7 @@ def interleaved_medians(fns: dict[str, Callable[[], object]], rounds: int, warmu
             for _ in range(n):
                 fn()
             samples[name].append((now() - t0) / n)
-    return {name: statistics.median(v) for name, v in samples.items()}
+    return samples
 
 
 def peak_step_memory_mb(step: Callable[[], object], device: torch.device, persistent_bytes: int) -> float | None:

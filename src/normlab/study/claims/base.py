@@ -478,6 +478,16 @@ def _ranks(values: list[float]) -> list[float]:
     return ranks
 
 
+def slope(x: list[float], y: list[float]) -> float | None:
+    """Least-squares slope of y on x (None below 2 points or with no spread in x)."""
+    pts = [(a, b) for a, b in zip(x, y) if a is not None and b is not None and math.isfinite(b)]
+    if len(pts) < 2:
+        return None
+    mx, my = statistics.fmean(p[0] for p in pts), statistics.fmean(p[1] for p in pts)
+    den = sum((p[0] - mx) ** 2 for p in pts)
+    return sum((p[0] - mx) * (p[1] - my) for p in pts) / den if den else None
+
+
 def loglog_slope(x: list[float], y: list[float]) -> float | None:
     """Least-squares slope of log y on log x (the exponent p in y ∝ x^p)."""
     pts = [(math.log(a), math.log(b)) for a, b in zip(x, y) if a and b and a > 0 and b > 0]

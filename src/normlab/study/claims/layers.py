@@ -2,16 +2,17 @@
 watered-down depth (C6). They read the per-layer diagnostics of the depth sweep."""
 from __future__ import annotations
 
-from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, Claim, Figure, Series, compare, group,
-                                       loglog_slope, mean_over_seeds, n_seeds, select, spearman)
+import math
+
+from normlab.study.claims.base import (CLAIMS, CONFIDENCE, FAILS, HOLDS, INCONCLUSIVE, Claim, Figure, Part, Series,
+                                       band, compare, group, loglog_slope, mean_over_seeds, n_seeds, select, sign,
+                                       slope, spearman, t_interval)
 from normlab.study.claims.stability import depth_sweep
 
 TREND = 0.5  # |rank correlation| above which a per-layer trend counts as a trend
 UNIFORM_RATIO = 2.0  # max/min across layers at or below which gradients count as "nearly uniform"
 SQRT_BAND = (-0.75, -0.25)  # fitted exponent of Pre-LN's gradient vs L that counts as "like 1/sqrt(L)"
-LINEAR_GROWTH = 0.75  # fitted exponent of residual RMS vs layer at or above which growth counts as O(l)
-SHALLOW = 0.5  # Pre-LN "behaves like a shallower net" if at most this fraction of its layers matter when skipped
-SUBLINEAR = 0.5  # below this, growth is clearly slower than linear (a random walk grows like l^0.5)
+LINEAR, RANDOM_WALK = 1.0, 0.5  # C5: O(l) is an exponent of 1; a random walk (Xiong et al.'s Lemma 1) is ½
 
 
 # Xiong et al. 2020 (arXiv 2002.04745) analyse Xavier-initialised models without GPT-2's residual scaling, which
@@ -28,6 +29,34 @@ def profile(records, scheme: str, depth: int, preset, key: str, when: str = "ini
     source = "layers_init" if when == "init" else "layers_final"
     values = [getattr(r, source).get(key) for r in chosen if r.status == "completed" or when == "init"]
     return mean_over_seeds([v for v in values if v])
+
+
+def profiles_by_seed(records, scheme: str, depth: int, preset, key: str, when: str = "init",
+                     **where) -> dict[int, list[float | None]]:
+    """{seed: per-layer metric `key`} for one scheme and depth of the depth sweep (runs that trained, for
+    `final`; every run at init)."""
+    chosen = select(records, model__scheme=scheme, model__n_layer=depth, train__lr=preset.lr_fixed,
+                    train__warmup_steps=preset.warmup, **where)
+    source = "layers_init" if when == "init" else "layers_final"
+    return {r.seed: getattr(r, source)[key] for r in chosen
+            if (r.status == "completed" or when == "init") and getattr(r, source).get(key)}
+
+
+def seed_interval(values: dict[int, float | None]) -> tuple[float | None, list[float] | None, list[int], str]:
+    """Mean over seeds of a per-seed statistic, its 95 % t interval, the seeds, and the test in words."""
+    kept = {s: v for s, v in values.items() if v is not None}
+    mean = sum(kept.values()) / len(kept) if kept else None
+    return (mean, t_interval(list(kept.values()), CONFIDENCE), sorted(kept),
+            f"t interval over {len(kept)} seeds' own estimates, 95 %")
+
+
+def log_growth(values: list[float | None]) -> float | None:
+    """Fitted log-change of a positive per-layer profile from its first to its last layer: the least-squares
+    slope of log value on layer index, times (L − 1). > 0: grows toward the output."""
+    layers, kept = _clean(values)
+    pairs = [(l, math.log(v)) for l, v in zip(layers, kept) if v > 0]
+    s = slope([l for l, _ in pairs], [v for _, v in pairs])
+    return None if s is None else s * (len(values) - 1)
 
 
 def profiles_figure(records, preset, schemes, key, title, ylabel, when="init", logy=False, **where) -> Figure:
@@ -66,30 +95,53 @@ class GradientsAtInitC2(Claim):
         settings = {"depths": preset.depths, "init": "Xavier-normal, no residual scaling, for both schemes",
                     "paper": "Xiong et al. 2020 (arXiv 2002.04745), Theorem 1 (‖∂L/∂W^{2,L}‖: Post-LN O(d√ln d), "
                              "Pre-LN O(d√(ln d / L))) and Fig. 3 (per-layer gradient norms at init)",
-                    "measured": "step-0 gradient (before clipping) of the last layer's FFN output weight W² vs L; "
-                                "per-block gradient norms at the deepest L",
-                    "trend_threshold": TREND, "uniform_max_min_ratio": UNIFORM_RATIO, "inv_sqrt_band": SQRT_BAND,
-                    "flat_if_abs_exponent_at_most": FLAT}
-        if not post or not pre or None in slopes.values():
+                    "measured": "step-0 gradient (before clipping) of the last layer's FFN output weight W² vs L, "
+                                "fitted per seed; per-block gradient norms at the deepest L, per seed",
+                    "inv_sqrt_band": SQRT_BAND, "flat_if_abs_exponent_at_most": FLAT,
+                    "not_judged": "Pre-LN 'nearly uniform across layers' is reported, not judged: C3 tests the "
+                                  "opposite claim (NormFormer/DeepNet: Pre-LN's bottom layers get larger gradients)"}
+        per_seed = {s: self._last_ffn_by_seed(records, preset, s) for s in ("pre", "post")}
+        pre_p, pre_ci, pre_seeds, pre_test = seed_interval(
+            {seed: loglog_slope(list(by), list(by.values())) if len(by) >= 2 else None
+             for seed, by in per_seed["pre"].items()})
+        growth = {seed: log_growth(p) for seed, p in
+                  profiles_by_seed(records, "post", deepest, preset, "grad_norm/block", **self.WHERE).items()}
+        post_g, post_ci, post_seeds, post_test = seed_interval(growth)
+        parts = [Part("Pre-LN's last-layer gradient shrinks like 1/√L", band(pre_ci, *SQRT_BAND),
+                      "exponent p of ‖∂L/∂W²‖ of the last layer ∝ L^p", pre_p, pre_ci,
+                      f"{pre_test}; holds when the interval lies inside {SQRT_BAND} (−½ ± ¼), does not hold when "
+                      f"it lies outside", pre_seeds,
+                      f"L^{_f(pre_p, '+.2f')}, 95 % interval {_ci(pre_ci)} over L = "
+                      f"{', '.join(map(str, sorted(last['pre'])))}"),
+                 Part("Post-LN's gradients grow toward the output layers", sign(post_ci, +1),
+                      f"fitted log(last / first block gradient) at L = {deepest}", post_g, post_ci,
+                      f"{post_test}; holds when the interval is above 0, does not hold when below", post_seeds,
+                      f"the last block's gradient is {_x(post_g)} the first's, 95 % interval {_ci(post_ci)} "
+                      f"(log scale)")]
+        if not post or not pre or pre_p is None:
             return self.make(INCONCLUSIVE, "no step-0 gradients recorded", None, 0, settings,
-                             "the Xavier depth sweep has no per-layer gradients at two depths or more")
-        post_trend = spearman(*_clean(post))
+                             "the Xavier depth sweep has no per-layer gradients at two depths or more", parts=parts)
         pre_ratio = max(v for v in pre if v) / min(v for v in pre if v)
-        checks = {"pre_last_ffn_shrinks_like_inv_sqrt_L": SQRT_BAND[0] <= slopes["pre"] <= SQRT_BAND[1],
-                  "post_last_ffn_independent_of_L": abs(slopes["post"]) <= FLAT,
-                  "post_grows_toward_output": (post_trend or 0) > TREND,
-                  "pre_nearly_uniform": pre_ratio <= UNIFORM_RATIO}
-        verdict = HOLDS if all(checks.values()) else FAILS
         summary = (f"Xavier init: the last layer's FFN-weight gradient goes as L^{_f(slopes['pre'], '+.2f')} in "
-                   f"Pre-LN and L^{_f(slopes['post'], '+.2f')} in Post-LN over L = "
-                   f"{', '.join(map(str, sorted(last['pre'])))}; at "
-                   f"L={deepest}, Post-LN's gradient-vs-layer rank correlation {_f(post_trend, '+.2f')}, Pre-LN's "
-                   f"max/min across layers {pre_ratio:.2f}")
-        return self.make(verdict, "exponent p of Pre-LN's last-layer FFN gradient ∝ L^p", slopes["pre"],
+                   f"Pre-LN (per seed {_ci(pre_ci)}) and L^{_f(slopes['post'], '+.2f')} in Post-LN over L = "
+                   f"{', '.join(map(str, sorted(last['pre'])))}; at L={deepest}, Post-LN's last block gets "
+                   f"{_x(post_g)} the first block's gradient ({_ci(post_ci)} on the log scale); Pre-LN's max/min "
+                   f"across layers {pre_ratio:.2f} (reported, not judged: see C3)")
+        return self.make(None, "exponent p of Pre-LN's last-layer FFN gradient ∝ L^p", pre_p,
                          n_seeds(select(records, False, model__n_layer=deepest, **self.WHERE)), settings, summary,
-                         checks=checks, exponents=slopes, post_trend=post_trend, pre_max_min_ratio=pre_ratio,
+                         parts=parts, interval=pre_ci, test=parts[0].test, seeds=pre_seeds,
+                         exponents=slopes, post_log_growth=post_g, pre_max_min_ratio=pre_ratio,
                          last_ffn_grad_by_depth={s: {str(d): g for d, g in v.items()} for s, v in last.items()},
                          post_profile=post, pre_profile=pre)
+
+    def _last_ffn_by_seed(self, records, preset, scheme) -> dict[int, dict[int, float]]:
+        """{seed: {L: the last layer's FFN-weight gradient at step 0}} over the depth sweep."""
+        out: dict[int, dict[int, float]] = {}
+        for d in preset.depths:
+            for seed, p in profiles_by_seed(records, scheme, d, preset, LAST_FFN, **self.WHERE).items():
+                if p and p[-1]:
+                    out.setdefault(seed, {})[d] = p[-1]
+        return out
 
     def _last_ffn_by_depth(self, records, preset, scheme) -> dict[int, float]:
         out = {}
@@ -127,19 +179,25 @@ class BottomGradientsC3(Claim):
         if not init:
             return self.make(INCONCLUSIVE, "no step-0 gradients recorded", None, 0, {"depth": deepest},
                              "the depth sweep has no per-layer diagnostics")
+        # per seed, the fitted log(first / last block gradient): > 0 when the bottom layers get more
+        shrink = {seed: -g for seed, g in ((seed, log_growth(p)) for seed, p in
+                                           profiles_by_seed(records, "pre", deepest, preset, "grad_norm/block").items())
+                  if g is not None}
+        mean, ci, seeds, test = seed_interval(shrink)
+        ratio = math.exp(mean) if mean is not None else None
+        interval = [math.exp(ci[0]), math.exp(ci[1])] if ci else None
         trend = spearman(*_clean(init))
-        ratio = init[0] / init[-1] if init[0] and init[-1] else None
-        if trend is None:
-            verdict = INCONCLUSIVE  # fewer than 3 layers, or a flat profile
-        else:
-            verdict = HOLDS if trend < -TREND else FAILS if trend > TREND else INCONCLUSIVE
         final_trend = spearman(*_clean(final)) if final else None
-        summary = (f"Pre-LN, L={deepest}, step 0: gradient-vs-layer rank correlation {_f(trend, '+.2f')}, first/last "
-                   f"block gradient {_f(ratio, '.2f')}; at the last measured step the correlation is "
-                   f"{_f(final_trend, '+.2f')}")
-        settings = {"n_layer": deepest, "measured": "block weight-gradient norm at step 0", "trend_threshold": TREND}
-        return self.make(verdict, "first/last block gradient norm at step 0", ratio,
+        verdict = sign(ci, +1)
+        summary = (f"Pre-LN, L={deepest}, step 0: the first block's gradient is {_f(ratio, '.2f')}× the last's "
+                   f"(fitted over the layers, per seed; 95 % interval {_ci(interval, '.2f')}); rank correlation "
+                   f"with the layer {_f(trend, '+.2f')} at init, {_f(final_trend, '+.2f')} at the last measured step")
+        settings = {"n_layer": deepest, "measured": "block weight-gradient norm at step 0, per layer and seed",
+                    "rule": "holds when the interval of the fitted first/last ratio lies above 1, does not hold "
+                            "when it lies below 1"}
+        return self.make(verdict, "fitted first/last block gradient norm at step 0", ratio,
                          n_seeds(select(records, False, model__scheme="pre", model__n_layer=deepest)), settings, summary,
+                         interval=interval, test=f"{test} (of the log ratio)", seeds=seeds,
                          trend_init=trend, trend_final=final_trend, profile_init=init, profile_final=final)
 
     def figures(self, records, measurement, preset):
@@ -168,24 +226,32 @@ class ResidualGrowthC5(Claim):
         if not final:
             return self.make(INCONCLUSIVE, "no per-layer RMS recorded", None, 0, {"n_layer": deepest},
                              "the depth sweep has no per-layer diagnostics")
-        layers, rms = _from_layer_1(final)
-        trend = spearman(layers, rms)
-        p = loglog_slope(layers, rms)
-        p_init = loglog_slope(*_from_layer_1(init)) if init else None
-        if (trend or 0) > TREND and p is not None and p >= LINEAR_GROWTH:
-            verdict = HOLDS
-        elif (trend or 0) <= 0 or (p is not None and p < SUBLINEAR):
-            verdict = FAILS
-        else:
+        exponents = {seed: loglog_slope(*_from_layer_1(p)) for seed, p in
+                     profiles_by_seed(records, "pre", deepest, preset, "residual_rms/block", when="final").items()}
+        p, ci, seeds, test = seed_interval(exponents)
+        p_init, ci_init, _, _ = seed_interval(
+            {seed: loglog_slope(*_from_layer_1(v)) for seed, v in
+             profiles_by_seed(records, "pre", deepest, preset, "residual_rms/block").items()})
+        if ci is None:
             verdict = INCONCLUSIVE
-        summary = (f"trained Pre-LN, L={deepest}: RMS of x_l grows as l^{_f(p, '.2f')} for l ≥ 1 (rank correlation "
-                   f"{_f(trend, '+.2f')}); at init as l^{_f(p_init, '.2f')}")
-        settings = {"n_layer": deepest, "linear_if_exponent_at_least": LINEAR_GROWTH,
-                    "sublinear_below": SUBLINEAR, "measured": "RMS of the stream x_l entering block l",
+        elif not ci[0] <= LINEAR <= ci[1]:
+            verdict = FAILS  # the interval excludes O(l)
+        elif ci[0] > RANDOM_WALK:
+            verdict = HOLDS  # contains 1 and excludes √l
+        else:
+            verdict = INCONCLUSIVE  # contains both l and √l
+        summary = (f"trained Pre-LN, L={deepest}: RMS(x_l) grows like l^{_f(p, '.2f')} for l ≥ 1, 95 % interval over "
+                   f"seeds {_ci(ci)}; at init like l^{_f(p_init, '.2f')} ({_ci(ci_init)}). O(l) is p = 1; Xiong et "
+                   f"al.'s Lemma 1 (‖x_l‖² linear in l) is p = ½")
+        settings = {"n_layer": deepest, "measured": "RMS of the stream x_l entering block l, trained, per seed",
+                    "rule": "holds when the exponent's 95 % interval contains 1 and excludes ½; does not hold when it "
+                            "excludes 1; inconclusive when it contains both",
                     "fitted": "from l ≥ 1: x_0 is the embedding, whose small RMS alone pulls the slope to ≈ 1"}
         return self.make(verdict, "exponent p of RMS(x_l) ∝ l^p for l ≥ 1, trained", p,
                          n_seeds(select(records, False, model__scheme="pre", model__n_layer=deepest)), settings, summary,
-                         exponent_init=p_init, trend=trend, profile_final=final, profile_init=init)
+                         interval=ci, test=test, seeds=seeds, exponent_init=p_init, exponent_init_ci95=ci_init,
+                         exponent_by_seed={str(k): v for k, v in exponents.items()},
+                         trend=spearman(*_from_layer_1(final)), profile_final=final, profile_init=init)
 
     def figures(self, records, measurement, preset):
         return [profiles_figure(records, preset, ("pre", "post"), "residual_rms/block", "Residual-stream RMS, trained",
@@ -214,48 +280,46 @@ class WateredDownDepthC6(Claim):
         post = profile(records, "post", deepest, preset, "contribution_ratio/block", when="final")
         angle = profile(records, "pre", deepest, preset, "angular_distance/block", when="final")
         eff = {s: _effective(records, s, deepest, preset) for s in ("pre", "post")}
-        if not pre or eff["pre"] is None:
-            return self.make(INCONCLUSIVE, "missing diagnostics or layer-skip data", None, 0, {"n_layer": deepest},
-                             "the depth sweep lacks per-layer diagnostics or layer_skip.json")
-        trend = spearman(*_clean(pre))
-        falls, shallow = (trend or 0) < -TREND, eff["pre"] <= SHALLOW
-        # Post-LN is a fair contrast only where it trained as well as Pre-LN (an untrained net's layers are
-        # all dispensable, which says nothing about depth)
-        at = dict(model__n_layer=deepest, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup)
-        cmp, _ = compare(group(records, model__scheme="post", **at), group(records, model__scheme="pre", **at))
-        contrast = eff["post"] is not None and cmp in ("same", "better")
-        # "behaves like a shallower net" means something only where depth is used at all: the deep model must
-        # beat the shallowest one (at bigram level every layer is dispensable, whatever the architecture)
-        shallowest = min(preset.depths)
-        uses_depth, depth_info = compare(group(records, model__scheme="pre", **at),
-                                         group(records, model__scheme="pre", **{**at, "model__n_layer": shallowest}),
-                                         sides=(f"Pre-LN, {deepest} layers", f"Pre-LN, {shallowest} layers"))
-        if uses_depth != "better":
-            verdict = INCONCLUSIVE
-        elif (trend or 0) >= 0 or eff["pre"] > SHALLOW or (contrast and eff["post"] <= eff["pre"]):
-            verdict = FAILS
-        elif falls and shallow:
-            verdict = HOLDS
-        else:
-            verdict = INCONCLUSIVE
-        post_text = (f"Post-LN {_f(eff['post'], '.2f')}·L" if contrast else
-                     f"Post-LN not a fair contrast here ({_contrast_reason(cmp)})")
-        depth_text = (f"the {deepest}-layer Pre-LN beats the {shallowest}-layer one by "
-                      f"{-(depth_info.get('diff') or 0):.3f} nats" if uses_depth == "better" else
-                      f"the {deepest}-layer Pre-LN does not beat the {shallowest}-layer one ({uses_depth}): depth is "
-                      f"not used at this scale, so whether it is watered down cannot be judged")
-        summary = (f"trained, L={deepest}: {depth_text}; Pre-LN contribution ratio vs layer rank correlation "
-                   f"{_f(trend, '+.2f')}; effective depth (layers whose skip raises val loss > 1 %) Pre-LN "
-                   f"{eff['pre']:.2f}·L; {post_text}")
-        settings = {"n_layer": deepest, "trend_threshold": TREND, "shallower_if_fraction_at_most": SHALLOW,
-                    "effective_depth": "fraction of layers whose skip raises val loss by more than 1 %",
-                    "post_contrast": "only where Post-LN's val loss is not worse than Pre-LN's",
-                    "judged_only_if": f"Pre-LN at L={deepest} beats Pre-LN at L={shallowest}"}
-        return self.make(verdict, "Pre-LN effective depth fraction", eff["pre"],
-                         n_seeds(select(records, False, model__n_layer=deepest)), settings, summary,
-                         contribution_trend=trend, effective_depth_fraction=eff, post_comparable=contrast,
-                         deep_vs_shallow=uses_depth,
-                         post_vs_pre=cmp, pre_contribution=pre, post_contribution=post, pre_angular_distance=angle)
+        settings = {"n_layer": deepest, "measured": "trained runs at the deepest L of the depth sweep, per seed",
+                    "rule": "each part: the 95 % interval over seeds of a fitted per-layer trend excludes 0 on the "
+                            "claimed side (holds) or on the other side (does not hold)",
+                    "trend": "least-squares slope of log(value) on the layer index, times L − 1 (the fitted log "
+                             "change from the first layer to the last); for ΔL, of ΔL itself",
+                    "effective_depth": "fraction of layers whose skip raises val loss by more than 1 % (reported)"}
+        if not pre:
+            return self.make(INCONCLUSIVE, "missing diagnostics", None, 0, {"n_layer": deepest},
+                             "the depth sweep lacks per-layer diagnostics of trained runs")
+        trends = {(s, key): {seed: log_growth(p) for seed, p in
+                             profiles_by_seed(records, s, deepest, preset, key, when="final").items()}
+                  for s in ("pre", "post") for key in ("contribution_ratio/block", "angular_distance/block")}
+        skips = {seed: _skip_trend(r) for seed, r in _skip_records(records, "pre", deepest, preset).items()}
+        contribution = seed_interval(trends["pre", "contribution_ratio/block"])
+        angular = seed_interval(trends["pre", "angular_distance/block"])
+        skip = seed_interval(skips)
+        post_minus_pre = seed_interval({seed: g - trends["pre", "contribution_ratio/block"][seed]
+                                        for seed, g in trends["post", "contribution_ratio/block"].items()
+                                        if g is not None and trends["pre", "contribution_ratio/block"].get(seed)
+                                        is not None})
+        parts = [
+            _trend_part("Pre-LN's contribution ratio ‖F_l‖/‖x_l‖ falls with l", contribution, -1,
+                        "fitted log change of the contribution ratio, first → last layer"),
+            _trend_part("consecutive inputs become nearly parallel: the angle between x_l and x_{l+1} falls with l "
+                        "(cos rises)", angular, -1, "fitted log change of the angular distance, first → last layer"),
+            _trend_part("skipping a deeper layer costs less: the layer-skip ΔL falls with l", skip, -1,
+                        "fitted change of ΔL from the first layer to the last (nats)"),
+            _trend_part("Post-LN layers stay full weight: its contribution ratio falls less than Pre-LN's (paired by "
+                        "seed)", post_minus_pre, +1, "Post-LN − Pre-LN fitted log change of the contribution ratio")]
+        summary = (f"trained, L={deepest}: Pre-LN's contribution ratio changes {_x(contribution[0])} from the first "
+                   f"layer to the last ({_ci(contribution[1])} log), the angle between consecutive inputs "
+                   f"{_x(angular[0])} ({_ci(angular[1])} log), the layer-skip ΔL by {_f(skip[0], '+.3f')} nats "
+                   f"({_ci(skip[1], '+.3f')}); Post-LN − Pre-LN contribution trend {_f(post_minus_pre[0], '+.2f')} "
+                   f"({_ci(post_minus_pre[1])}); effective depth (reported) Pre-LN {_f(eff['pre'], '.2f')}·L, "
+                   f"Post-LN {_f(eff['post'], '.2f')}·L")
+        return self.make(None, "Pre-LN fitted log change of the contribution ratio, first → last layer",
+                         contribution[0], n_seeds(select(records, False, model__n_layer=deepest)), settings, summary,
+                         parts=parts, interval=contribution[1], test=contribution[3], seeds=contribution[2],
+                         effective_depth_fraction=eff, pre_contribution=pre, post_contribution=post,
+                         pre_angular_distance=angle)
 
     def figures(self, records, measurement, preset):
         skip = Figure("Layer-skip ΔL (trained)", "layer", "ΔL when skipped (nats)", logy=False)
@@ -288,6 +352,37 @@ def _from_layer_1(values: list[float | None]) -> tuple[list[int], list[float]]:
 
 def _f(value, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
+
+
+def _ci(interval, spec: str = "+.2f") -> str:
+    return "n/a" if not interval else f"[{interval[0]:{spec}}, {interval[1]:{spec}}]"
+
+
+def _x(log_ratio: float | None) -> str:
+    """A fitted log ratio as a factor: `3.1×`."""
+    return "n/a" if log_ratio is None else f"{math.exp(log_ratio):.2f}×"
+
+
+def _trend_part(name: str, estimate, claimed: int, statistic: str) -> Part:
+    """A part judged by the sign of a per-seed trend's 95 % interval (`seed_interval`'s tuple)."""
+    mean, ci, seeds, test = estimate
+    side = "below" if claimed < 0 else "above"
+    return Part(name, sign(ci, claimed), statistic, mean, ci,
+                f"{test}; holds when the interval is {side} 0", seeds,
+                f"{_f(mean, '+.3f')}, 95 % interval {_ci(ci, '+.3f')}")
+
+
+def _skip_records(records, scheme, depth, preset) -> dict[int, object]:
+    chosen = select(records, model__scheme=scheme, model__n_layer=depth, train__lr=preset.lr_fixed,
+                    train__warmup_steps=preset.warmup)
+    return {r.seed: r for r in chosen if r.layer_skip and r.status == "completed"}
+
+
+def _skip_trend(record) -> float | None:
+    """The fitted change of the layer-skip ΔL from the first layer to the last (a sampled sweep: its layers)."""
+    deltas = record.layer_skip.get("delta_loss") or []
+    s = slope(list(range(len(deltas))), deltas)  # unsampled layers (None) are left out of the fit
+    return None if s is None or len(deltas) < 3 else s * (len(deltas) - 1)
 
 
 def _effective(records, scheme, depth, preset) -> float | None:

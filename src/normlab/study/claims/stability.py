@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, MIN_SEEDS, Claim, Figure,
-                                       Series, compare, failures, from_runs, group, n_seeds, said, select,
-                                       setting_text, spearman)
+from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, MIN_SEEDS, TRAINS, Claim,
+                                       Figure, Part, Series, SIGN_LEVEL, compare, failures, fails_more, from_runs,
+                                       group, loss_interval, n_seeds, noninferior, said, select, setting_text,
+                                       sign_test, spearman)
 
 SCHEME_NAMES = {"pre": "Pre-LN", "post": "Post-LN", "peri": "Peri-LN", "deepnorm": "DeepNorm"}  # in summaries
-CONVERGED_WITHIN = 1.10  # "converges": no seed diverged and mean val loss ≤ 1.10 × the sweep's best
 
 
 def lr_sweep(preset, schemes: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -85,29 +85,36 @@ class WarmupC1(Claim):
             group(records, model__scheme="pre", train__warmup_steps=preset.warmup, **at)
         post0, postW = group(records, model__scheme="post", train__warmup_steps=0, **at), \
             group(records, model__scheme="post", train__warmup_steps=preset.warmup, **at)
-        pre_cmp, pre_info = compare(pre0, preW, sides=("Pre-LN without warmup", f"Pre-LN, warmup {preset.warmup}"))
         post_cmp, post_info = compare(post0, postW,
                                       sides=("Post-LN without warmup", f"Post-LN, warmup {preset.warmup}"))
-        pre_fine = pre0.n_failed == 0 and pre_cmp in ("same", "better")
-        post_hurt = (post0.n_failed > postW.n_failed) or post_cmp == "worse"
+        post_ni, _ = noninferior(post0, postW)
+        pre_ni, pre_info = noninferior(pre0, preW, sides=("Pre-LN without warmup", f"Pre-LN, warmup {preset.warmup}"))
+        post_fail, pre_fail = fails_more(post0, postW), fails_more(pre0, preW)
+        post_part = Part(
+            "Post-LN needs warmup: without it, it fails to train more often or ends clearly worse",
+            HOLDS if post_fail["more"] or post_cmp == "worse" else
+            FAILS if post_ni == "not worse" and post0.n_failed <= postW.n_failed else INCONCLUSIVE,
+            "Post-LN val loss without − with warmup (nats)", post_info.get("diff"), loss_interval(post_info),
+            _test(post_info, post_fail), post_info.get("seeds", []),
+            f"{_fmt(post_info.get('diff'))} nats ({said(post_cmp)}); without warmup {failures(post0)}, with "
+            f"{failures(postW)}" + _p(post_fail))
+        pre_part = Part(
+            f"Pre-LN is barely affected: without warmup it trains and ends within {LOSS_MARGIN:g} nats of warmup",
+            FAILS if pre_fail["more"] or pre_ni == "worse" else
+            HOLDS if pre_ni == "not worse" and pre0.n_failed <= preW.n_failed else INCONCLUSIVE,
+            "Pre-LN val loss without − with warmup (nats)", pre_info.get("diff"), pre_info.get("ci90"),
+            _tost(pre_info), pre_info.get("seeds", []),
+            f"{_fmt(pre_info.get('diff'))} nats, 90 % interval {_ci(pre_info.get('ci90'))} against +{LOSS_MARGIN:g} "
+            f"({said(pre_ni)}); without warmup {failures(pre0)}" + _p(pre_fail))
         settings = {"lr": preset.lr_fixed, "warmup_steps": preset.warmup, "n_layer": preset.depth,
-                    "steps": preset.base["train.steps"], "margin_nats": LOSS_MARGIN}
-        seeds = n_seeds(select(records, False, **at))
-        if pre_fine and post_hurt:
-            verdict = HOLDS
-        elif pre0.n_failed > preW.n_failed or pre_cmp == "worse":
-            verdict = FAILS  # Pre-LN itself suffers without warmup
-        elif "too-few-seeds" in (pre_cmp, post_cmp):
-            verdict = INCONCLUSIVE
-        elif post0.n_failed == 0 and post_cmp in ("same", "better"):
-            verdict = FAILS
-        else:
-            verdict = INCONCLUSIVE
-        penalty = post_info.get("diff")
+                    "steps": preset.base["train.steps"], "margin_nats": LOSS_MARGIN,
+                    "margin_why": "about 1 % of the loss and twice the seed-to-seed sd of a run's final val loss"}
         summary = (f"at lr {preset.lr_fixed:g}: dropping warmup changes Post-LN's val loss by "
-                   f"{_fmt(penalty)} ({failures(post0)}; {said(post_cmp)}) and Pre-LN's by "
-                   f"{_fmt(pre_info.get('diff'))} ({failures(pre0)}; {said(pre_cmp)})")
-        return self.make(verdict, "Post-LN val-loss penalty without warmup (nats)", penalty, seeds, settings, summary,
+                   f"{_fmt(post_info.get('diff'))} ({failures(post0)}; {said(post_cmp)}) and Pre-LN's by "
+                   f"{_fmt(pre_info.get('diff'))} ({failures(pre0)}; {said(pre_ni)})")
+        return self.make(None, "Post-LN val-loss penalty without warmup (nats)", post_info.get("diff"),
+                         n_seeds(select(records, False, **at)), settings, summary, parts=[post_part, pre_part],
+                         interval=loss_interval(post_info), test=post_part.test, seeds=post_part.seeds,
                          pre=pre_info, post=post_info, pre_no_warmup=describe(pre0), pre_warmup=describe(preW),
                          post_no_warmup=describe(post0), post_warmup=describe(postW),
                          sweep=sweep_table(records, preset, ("pre", "post")))
@@ -138,7 +145,7 @@ class LearningRateC11(Claim):
         if seeds < 2:
             verdict = INCONCLUSIVE
         elif pre is None and post is None:
-            verdict = INCONCLUSIVE
+            verdict = INCONCLUSIVE  # neither trains at any lr of the grid
         elif (pre or 0) > (post or 0):
             verdict = HOLDS
         elif pre == post == top:
@@ -146,12 +153,17 @@ class LearningRateC11(Claim):
         else:
             verdict = FAILS
         ratio = pre / post if pre and post else None
-        summary = (f"highest converging lr with warmup {preset.warmup}: Pre-LN {_fmt(pre, 'g')}, Post-LN "
-                   f"{_fmt(post, 'g')}; without warmup: Pre-LN {_fmt(best[0]['pre'], 'g')}, "
-                   f"Post-LN {_fmt(best[0]['post'], 'g')}")
+        summary = (f"highest lr at which ≥ {TRAINS:.0%} of seeds train, with warmup {preset.warmup}: Pre-LN "
+                   f"{_fmt(pre, 'g')}, Post-LN {_fmt(post, 'g')}; without warmup: Pre-LN {_fmt(best[0]['pre'], 'g')}, "
+                   f"Post-LN {_fmt(best[0]['post'], 'g')}"
+                   + (f"; both train at the grid's top lr {top:g}: a larger lr would decide"
+                      if pre == post == top else ""))
         settings = {"lrs": preset.lrs, "warmup_steps": preset.warmup, "n_layer": preset.depth,
-                    "converged": f"no seed diverged and mean val loss ≤ {CONVERGED_WITHIN:g} × best in the sweep"}
-        return self.make(verdict, "highest converging lr, Pre-LN / Post-LN", ratio, seeds, settings, summary,
+                    "trainable": f"at least {TRAINS:.0%} of the seeds trained (neither diverged nor stayed on the "
+                                 f"unigram plateau); each scheme's own limit, whatever it is compared with"}
+        return self.make(verdict, "highest trainable lr, Pre-LN / Post-LN", ratio, seeds, settings, summary,
+                         test=f"each scheme's highest lr of the grid where ≥ {TRAINS:.0%} of seeds trained",
+                         seeds=_seeds(records, model__n_layer=preset.depth),
                          max_stable_lr={str(w): v for w, v in best.items()},
                          sweep=sweep_table(records, preset, ("pre", "post")))
 
@@ -159,19 +171,44 @@ class LearningRateC11(Claim):
         return [sweep_figure(records, preset, ("pre", "post"), "Learning-rate sweep")]
 
 
+def trains(g) -> bool:
+    """A configuration trains when at least TRAINS of its seeds trained (and it has runs)."""
+    return bool(g.n_runs) and (g.n_runs - g.n_failed) / g.n_runs >= TRAINS
+
+
 def max_stable_lr(records, preset, schemes, warmup) -> dict[str, float | None]:
-    groups = {(s, lr): group(records, model__scheme=s, train__lr=lr, train__warmup_steps=warmup,
-                             model__n_layer=preset.depth) for s in schemes for lr in preset.lrs}
-    means = [g.mean for g in groups.values() if g.mean is not None and g.n_failed == 0]
-    if not means:
-        return {s: None for s in schemes}
-    limit = CONVERGED_WITHIN * min(means)
+    """Each scheme's own highest lr of the sweep at which it trains (`trains`): a threshold that does not depend
+    on which schemes are compared (it once was "within 10 % of the best loss of the compared set")."""
     out = {}
     for s in schemes:
-        ok = [lr for lr in preset.lrs if groups[s, lr].n and groups[s, lr].n_failed == 0
-              and groups[s, lr].mean <= limit]
+        ok = [lr for lr in preset.lrs if trains(group(records, model__scheme=s, train__lr=lr, train__warmup_steps=warmup,
+                                                      model__n_layer=preset.depth))]
         out[s] = max(ok) if ok else None
     return out
+
+
+def matched_failures(records, overrides: list[dict[str, Any]], other: str) -> dict[str, Any]:
+    """Runs of `overrides` against the same configurations with `model.scheme` = other, paired by configuration
+    and seed: `fails_more` over the pairs where exactly one side did not train."""
+    pairs = []
+    for o in overrides:
+        where = {k.replace(".", "__"): v for k, v in o.items()}
+        mine = {r.seed: r for r in select(records, **where)}
+        theirs = {r.seed: r for r in select(records, **{**where, "model__scheme": other})}
+        pairs += [(mine[s], theirs[s]) for s in sorted(set(mine) & set(theirs))]
+    only_a = sum(1 for a, b in pairs if a.did_not_train and not b.did_not_train)
+    only_b = sum(1 for a, b in pairs if b.did_not_train and not a.did_not_train)
+    return {"more": only_a > only_b and sign_test(only_a, only_a + only_b) < SIGN_LEVEL,
+            "fewer": only_b > only_a and sign_test(only_b, only_a + only_b) < SIGN_LEVEL,
+            "only_a_failed": only_a, "only_b_failed": only_b,
+            "p_one_sided": sign_test(max(only_a, only_b), only_a + only_b),
+            "test": f"exact sign test over the {only_a + only_b} of {len(pairs)} (configuration, seed) pairs where "
+                    f"one scheme alone did not train, one-sided",
+            "seeds": sorted({a.seed for a, _ in pairs})}
+
+
+def _seeds(records, **where) -> list[int]:
+    return sorted({r.seed for r in select(records, False, **where)})
 
 
 @CLAIMS.register("C4")
@@ -197,14 +234,15 @@ class DepthC4(Claim):
         cmp, info = compare(post_d, pre_d, sides=("Post-LN", "Pre-LN"))
         trend = spearman(list(preset.depths), gaps)
         seeds = n_seeds(select(records, False, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup))
-        worse_deep = cmp == "worse" or post_d.n_failed > pre_d.n_failed
-        if pre_d.n_failed > post_d.n_failed:
+        post_fail, pre_fail = fails_more(post_d, pre_d), fails_more(pre_d, post_d)
+        worse_deep = cmp == "worse" or post_fail["more"]
+        if pre_fail["more"]:
             verdict = FAILS  # Pre-LN is the one that breaks at depth
         elif cmp == "too-few-seeds" and not post_d.n_failed:
             verdict = INCONCLUSIVE
         elif worse_deep and (trend or 0) > 0.5:
             verdict = HOLDS
-        elif cmp in ("same", "better") and not post_d.n_failed:
+        elif cmp in ("same", "better") and post_d.n_failed <= pre_d.n_failed:
             verdict = FAILS
         else:
             verdict = INCONCLUSIVE
@@ -224,7 +262,9 @@ class DepthC4(Claim):
                    f"no loss gap at {deepest} layers: too few runs trained to compare (Post-LN {failures(post_d)}, "
                    f"Pre-LN {failures(pre_d)})")
         return self.make(verdict, f"Post-LN − Pre-LN val loss at {deepest} layers (nats)", info.get("diff"), seeds,
-                         settings, summary, missing=missing, depth_trend_spearman=trend, by_depth=rows, deepest=info)
+                         settings, summary, missing=missing, interval=loss_interval(info), test=_test(info, post_fail),
+                         seeds=info.get("seeds") or post_fail["seeds"], depth_trend_spearman=trend, by_depth=rows,
+                         deepest=info, failures_deepest=post_fail)
 
     def figures(self, records, measurement, preset):
         return [depth_figure(records, preset, ("pre", "post"))]
@@ -278,7 +318,8 @@ class DeepNormC8(Claim):
                      **_deep(preset))
         deep, post, pre = (group(records, model__scheme=s, **where) for s in ("deepnorm", "post", "pre"))
         cmp, info = compare(deep, pre, sides=("DeepNorm", "Pre-LN"))
-        post_fails = post.n_failed > 0 or compare(post, deep)[0] == "worse"
+        post_fail = fails_more(post, deep)
+        post_fails = post_fail["more"] or compare(post, deep)[0] == "worse"
         if not deep.n_runs:
             verdict = INCONCLUSIVE
         elif deep.n_diverged:
@@ -309,7 +350,8 @@ class DeepNormC8(Claim):
                    f"Pre-LN {failures(pre)})")
         return self.make(verdict, f"DeepNorm − Pre-LN val loss at {deepest} layers", info.get("diff"),
                          n_seeds(select(records, False, model__scheme="deepnorm")), settings, summary,
-                         missing=missing, by_depth=rows)
+                         missing=missing, interval=loss_interval(info), test=_test(info, post_fail),
+                         seeds=info.get("seeds") or post_fail["seeds"], by_depth=rows, post_vs_deepnorm=post_fail)
 
     def figures(self, records, measurement, preset):
         if not preset.deep_depths:
@@ -341,23 +383,36 @@ class PeriC14(Claim):
             rates[s] = (sum(r.did_not_train for r in chosen) / len(chosen)) if chosen else None
         lr_best = max_stable_lr(records, preset, ("peri", "pre", "post"), 0)
         seeds = n_seeds(select(records, False, model__scheme="peri"))
-        others = [rates["pre"], rates["post"]]
-        if None in (rates["peri"], *others) or seeds < 2:
+        paired = matched_failures(records, [o for o in self.runs(preset) if o["model.scheme"] == "peri"], "pre")
+        peri_lr, pre_lr = lr_best["peri"], lr_best["pre"]
+        higher = (peri_lr or 0) > (pre_lr or 0)
+        lower = (peri_lr or 0) < (pre_lr or 0)
+        if rates["peri"] is None or rates["pre"] is None or seeds < 2:
             verdict = INCONCLUSIVE
-        elif rates["peri"] <= min(others) and (rates["peri"] < min(others) or
-                                               (lr_best["peri"] or 0) > max(lr_best["pre"] or 0, lr_best["post"] or 0)):
-            verdict = HOLDS  # never less stable, and more stable by divergence or by learning rate
-        elif rates["peri"] > min(others) or (lr_best["peri"] or 0) < (lr_best["pre"] or 0):
-            verdict = FAILS
+        elif paired["more"] or (lower and not paired["fewer"]):
+            verdict = FAILS  # Peri-LN fails more often than Pre-LN, or trains at a lower lr
+        elif paired["fewer"] or higher:
+            verdict = HOLDS  # fewer failures on the same configurations and seeds, or a higher trainable lr
         else:
-            verdict = INCONCLUSIVE  # as stable as Pre-LN here: no room to show more stability
-        summary = (f"rate of runs that diverged or failed to train over the lr and depth sweeps: Peri-LN {_fmt(rates['peri'])}, Pre-LN "
-                   f"{_fmt(rates['pre'])}, Post-LN {_fmt(rates['post'])}; highest converging lr without warmup: "
-                   + ", ".join(f"{SCHEME_NAMES.get(k, k)} {_fmt(v, 'g')}" for k, v in lr_best.items()))
+            verdict = INCONCLUSIVE
+        top = max(preset.lrs)
+        decide = ("" if verdict != INCONCLUSIVE else
+                  f"; as stable as Pre-LN here (same highest trainable lr, {paired['only_a_failed']} vs "
+                  f"{paired['only_b_failed']} runs that one alone did not train): lrs above {top:g}, or depths "
+                  f"above {max(preset.depths)}, where Pre-LN itself fails, would decide")
+        summary = (f"runs that diverged or failed to train over the lr (no warmup) and depth sweeps: Peri-LN "
+                   f"{_fmt(rates['peri'])}, Pre-LN {_fmt(rates['pre'])}, Post-LN {_fmt(rates['post'])}; paired by "
+                   f"configuration and seed, Peri-LN alone failed {paired['only_a_failed']}, Pre-LN alone "
+                   f"{paired['only_b_failed']}{_p(paired)}; highest trainable lr without warmup: "
+                   + ", ".join(f"{SCHEME_NAMES.get(k, k)} {_fmt(v, 'g')}" for k, v in lr_best.items()) + decide)
         return self.make(verdict, "Peri-LN rate of runs that did not train", rates["peri"], seeds,
                          {"lrs": preset.lrs, "lr_sweep_warmup_steps": 0, "depths": preset.depths,
-                          "depth_sweep": f"lr {preset.lr_fixed:g}, warmup {preset.warmup}"}, summary, did_not_train_rate=rates,
-                         max_stable_lr_no_warmup=lr_best, sweep=sweep_table(records, preset, ("peri", "pre", "post"), (0,)))
+                          "depth_sweep": f"lr {preset.lr_fixed:g}, warmup {preset.warmup}",
+                          "trainable": f"at least {TRAINS:.0%} of the seeds trained, each scheme's own limit"},
+                         summary, test=paired["test"] + f"; highest lr where ≥ {TRAINS:.0%} of seeds train",
+                         seeds=paired["seeds"], did_not_train_rate=rates, failures_paired=paired,
+                         max_stable_lr_no_warmup=lr_best,
+                         sweep=sweep_table(records, preset, ("peri", "pre", "post"), (0,)))
 
     def figures(self, records, measurement, preset):
         return [sweep_figure(records, preset, ("peri", "pre", "post"), "Learning-rate sweep with Peri-LN, no warmup",
@@ -372,6 +427,26 @@ def _deep(preset) -> dict[str, Any]:
 
 def _fmt(value, spec: str = ".3f") -> str:
     return "n/a" if value is None else format(value, spec)
+
+
+def _ci(interval) -> str:
+    return "n/a" if not interval else f"[{interval[0]:+.3f}, {interval[1]:+.3f}]"
+
+
+def _test(info: dict[str, Any], failed: dict[str, Any] | None = None) -> str:
+    """The tests a loss comparison (and, where given, its failure count) rests on, in words."""
+    loss = f"{info['test']}, 95 % interval" if "test" in info else "too few runs trained for a loss test"
+    return loss + (f"; failures: {failed['test']}" if failed else "")
+
+
+def _tost(info: dict[str, Any]) -> str:
+    return (f"one-sided equivalence (TOST half) at α = 0.05: {info['test']}, 90 % interval inside +margin"
+            if "test" in info else "too few runs trained for an equivalence test")
+
+
+def _p(failed: dict[str, Any]) -> str:
+    return "" if failed["p_one_sided"] is None or not (failed["only_a_failed"] + failed["only_b_failed"]) else \
+        f" (sign test p = {failed['p_one_sided']:.3f})"
 
 
 def _did_not_train(g: dict[str, Any]) -> str:
