@@ -227,6 +227,9 @@ def study(
     robustness: bool = typer.Option(False, "--robustness", help="Also rerun every claim's runs at another "
                                     "thread count (a one-bit change of numerics) and mark verdicts that change "
                                     "`fragile`; doubles the training."),
+    init_pass: Optional[bool] = typer.Option(None, "--init-pass/--no-init-pass", help="Also judge every training "
+                                             "claim under the other init recipe (xiong <-> gpt2) and mark verdicts "
+                                             "that change `init-dependent`; default: the preset's choice."),
     batch: Optional[bool] = typer.Option(None, "--batch/--no-batch", help="Train runs of one shape as one stacked "
                                          "model, or each run alone; default: stacked on a GPU, alone on a CPU "
                                          "(measured slower there, see README)."),
@@ -248,7 +251,8 @@ def study(
     from normlab.study.spec import load_study
 
     try:
-        spec = load_study(preset.value, study_file, _csv(claims), _seeds(seeds), set_, robustness=robustness)
+        spec = load_study(preset.value, study_file, _csv(claims), _seeds(seeds), set_, robustness=robustness,
+                          init_pass=init_pass)
         if tensorboard:  # before any run starts: each would fail on it, and spend its retries
             from normlab.rundir.events import require_tensorboard
             require_tensorboard()
@@ -415,9 +419,15 @@ def _print_verdicts(verdicts, status: str = "final") -> None:
     colour = {"holds": "green", "does not hold": "red", "inconclusive": "yellow"}
     for v in verdicts:
         value = "n/a" if v.value is None else f"{v.value:.4g}"
-        mark = " [bold magenta](fragile)[/]" if v.fragile else ""
-        table.add_row(v.id, f"[{colour[v.verdict]}]{v.verdict}[/]{mark}", escape(v.reading or f"{v.statistic} = {value}"),
-                      str(v.n_seeds))
+        mark = "".join(f" [bold magenta]({m})[/]" for m, on in (("fragile", v.fragile),
+                                                                ("init-dependent", v.init_dependent)) if on)
+        interval = f" [{v.interval[0]:.4g}, {v.interval[1]:.4g}]" if v.interval else ""
+        table.add_row(v.id, f"[{colour[v.verdict]}]{v.verdict}[/]{mark}",
+                      escape(v.reading or f"{v.statistic} = {value}") + escape(interval),
+                      str(len(v.seeds) if v.seeds else v.n_seeds))
+        for part in v.parts:
+            table.add_row("", f"  ↳ [{colour[part['verdict']]}]{part['verdict']}[/]", escape(part["name"]),
+                          str(len(part.get("seeds") or [])))
     console.print(table)
 
 

@@ -67,7 +67,7 @@ def test_verdicts_json_round_trips(report):
     rows = doc["verdicts"]
     assert [r["id"] for r in rows] == CLAIMS
     keys = {"id", "verdict", "statistic", "value", "reading", "n_seeds", "settings", "details", "summary", "fragile",
-            "robustness"}
+            "robustness", "parts", "interval", "test", "seeds", "init", "init_dependent", "other_init"}
     assert all(set(r) == keys for r in rows)
     for row, original in zip(rows, verdicts()):
         assert Verdict(**row).to_dict() == row
@@ -81,11 +81,27 @@ def test_markdown_has_the_study_info_table_and_summaries(report):
     lines = text.splitlines()
     assert lines[0].startswith("# ") and "preset: quick" in text.split("## Verdicts")[0]
     rows = [line for line in lines if line.startswith("| C")]
-    assert len(rows) == 16 and all(line.count(" | ") == 4 for line in rows)  # "a | pipe" in details is not here
-    assert "| claim | verdict | key number | seeds | robustness |" in lines
+    assert len(rows) == 16 and all(line.count(" | ") == 5 for line in rows)  # "a | pipe" in details is not here
+    assert "| claim | verdict | key number | seeds | init | robustness |" in lines
     assert "statistic of C3 = 0.1263" in text
     assert sum(line.startswith("### C") for line in lines) == 16  # a section per claim: summary, paper, failures
     assert sum(line.startswith("- robustness: ") for line in lines) == 16
+
+
+def test_sub_verdicts_intervals_and_the_init_pass_are_shown(report, html_text):
+    """C1 carries two sub-verdicts, an interval, its test and seeds, and an init pass that disagrees: the
+    Markdown table gives each part a row under its claim, the marks and intervals show, and both say it."""
+    text = report["markdown"].read_text(encoding="utf-8")
+    c1 = next(line for line in text.splitlines() if line.startswith("| C1 "))
+    assert "(init-dependent)" in c1 and "[0.081, 0.434]" in c1 and "| 5 |" in c1 and "xiong; gpt2: holds" in c1
+    assert "| ↳ Post-LN needs warmup | ✅ holds |" in text and "| ↳ Pre-LN is barely affected | ❔ inconclusive |" in text
+    c2 = next(line for line in text.splitlines() if line.startswith("| C2 "))
+    assert "init-dependent" not in c2 and "xiong; gpt2:" in c2
+    assert "- init: judged under xiong (does not hold); under gpt2: INIT-DEPENDENT, `holds`, -0.01 [-0.05, 0.03]" in text
+    assert "- test: paired t over 5 seeds, 95 % interval; seeds 0, 1, 2, 3, 4" in text
+    assert html_text.count(">init-dependent</span>") == 1
+    assert "0.257 nats &lt;b&gt;paired&lt;/b&gt;" in html_text  # a part's summary is escaped
+    assert '<table class="data parts">' in html_text and "<b>Init:</b> judged under xiong" in html_text
 
 
 def test_html_has_one_verdict_row_per_claim_and_a_section_each(page):

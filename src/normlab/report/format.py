@@ -176,3 +176,37 @@ def robustness_text(verdict: dict) -> str | None:
     if verdict["fragile"]:
         return f"FRAGILE: rerun at {changed} gives `{again.get('verdict')}` ({again.get('summary', '')})"
     return f"robust: rerun at {changed} gives the same verdict ({again.get('verdict')})"
+
+
+def interval_text(interval: Any) -> str:
+    """`[0.081, 0.434]`, or "" where there is none."""
+    if not interval or len(interval) != 2 or None in interval:
+        return ""
+    return f"[{fmt_value(interval[0])}, {fmt_value(interval[1])}]"
+
+
+def seeds_used(verdict: dict) -> Any:
+    """How many seeds the decision used (the seeds it recorded), else the claim's count of seeds."""
+    return len(verdict["seeds"]) if verdict.get("seeds") else verdict.get("n_seeds")
+
+
+def init_text(verdict: dict) -> str | None:
+    """What the init pass gave: the other recipe's verdict and number, or None where it was not run."""
+    other = verdict.get("other_init") or {}
+    if not verdict.get("init"):
+        return None
+    if not other:
+        return f"judged under {verdict['init']}; the other recipe not checked"
+    if other.get("error"):
+        return f"judged under {verdict['init']}; under {other.get('recipe')} it could not be judged: {other['error']}"
+    number = other.get("reading") or fmt_value(other.get("value"))
+    interval = interval_text(other.get("interval"))
+    word = "INIT-DEPENDENT" if verdict.get("init_dependent") else "the same verdict"
+    return (f"judged under {verdict['init']} ({verdict.get('verdict')}); under {other.get('recipe')}: {word}, "
+            f"`{other.get('verdict')}`, {number}{' ' + interval if interval else ''}")
+
+
+def marks(verdict: dict) -> list[str]:
+    """The marks a verdict carries: fragile (numerics), init-dependent (init recipe)."""
+    return [m for m, on in (("fragile", verdict.get("fragile")), ("init-dependent", verdict.get("init_dependent")))
+            if on]

@@ -11,7 +11,8 @@ import logging
 from typing import Any, Iterable
 
 from normlab.report import plots
-from normlab.report.format import (failure_groups, failure_text, robustness_text, first_line, fmt_info_value, fmt_settings, fmt_value, info_label, key_label,
+from normlab.report.format import (failure_groups, failure_text, init_text, interval_text, marks, robustness_text,
+                                   seeds_used, first_line, fmt_info_value, fmt_settings, fmt_value, info_label, key_label,
                                    key_number, label, partial_note)
 from normlab.report.general import Plot, Section, Table
 from normlab.report.plots import Png
@@ -30,8 +31,9 @@ def verdict_class(verdict: str | None) -> str:
     return VERDICT_CLASS.get(str(verdict), "unknown")
 
 
-def badge(verdict: str | None) -> str:
-    return f'<span class="badge {verdict_class(verdict)}">{esc(verdict or "not evaluated")}</span>'
+def badge(verdict: str | None, small: bool = False) -> str:
+    size = " small" if small else ""
+    return f'<span class="badge{size} {verdict_class(verdict)}">{esc(verdict or "not evaluated")}</span>'
 
 
 # -- the page -----------------------------------------------------------------------------
@@ -85,18 +87,29 @@ def verdict_section(verdicts: list[dict], claim_info: dict[str, dict]) -> str:
                      for name, n in counts.items() if n)
     rows = "".join(verdict_row(v, claim_info.get(v["id"]) or {}) for v in verdicts)
     return (f'<section id="verdicts"><h2>Verdicts</h2><p class="tally">{tally}</p>'
-            '<table class="verdicts"><thead><tr><th>claim</th><th>title</th><th>verdict</th>'
-            f'<th>key number</th><th class="num">seeds</th></tr></thead><tbody>{rows}</tbody></table></section>')
+            '<div class="scroll"><table class="verdicts"><thead><tr><th>claim</th><th>title</th><th>verdict</th>'
+            f'<th>key number</th><th class="num">seeds</th><th>init</th></tr></thead><tbody>{rows}</tbody></table>'
+            '</div></section>')
 
 
 def verdict_row(verdict: dict, info: dict) -> str:
     cid = esc(verdict["id"])
+    parts = "".join(f'<li>{badge(p.get("verdict"), small=True)} {esc(p.get("name"))}</li>'
+                    for p in verdict.get("parts") or [])
     return (f'<tr class="verdict {verdict_class(verdict.get("verdict"))}" data-claim="{cid}" '
             f'data-verdict="{esc(verdict.get("verdict"))}">'
-            f'<td class="cid"><a href="#{cid}">{cid}</a></td><td>{esc(info.get("title", ""))}</td>'
-            f'<td>{badge(verdict.get("verdict"))}{fragile_mark(verdict)}</td>'
-            f'<td class="key">{esc(key_number(verdict.get("statistic"), verdict.get("value"), verdict.get("reading")))}</td>'
-            f'<td class="num">{esc(fmt_value(verdict.get("n_seeds")))}</td></tr>')
+            f'<td class="cid"><a href="#{cid}">{cid}</a></td><td>{esc(info.get("title", ""))}'
+            f'{f"<ul class=parts>{parts}</ul>" if parts else ""}</td>'
+            f'<td>{badge(verdict.get("verdict"))}{fragile_mark(verdict)}{init_mark(verdict)}</td>'
+            f'<td class="key">{esc(key_number(verdict.get("statistic"), verdict.get("value"), verdict.get("reading")))}'
+            f'{interval_span(verdict.get("interval"))}</td>'
+            f'<td class="num">{esc(fmt_value(seeds_used(verdict)))}</td>'
+            f'<td class="init">{esc(verdict.get("init") or "—")}</td></tr>')
+
+
+def interval_span(interval) -> str:
+    text = interval_text(interval)
+    return f' <span class="interval">{esc(text)}</span>' if text else ""
 
 
 def fragile_mark(verdict: dict) -> str:
@@ -106,6 +119,24 @@ def fragile_mark(verdict: dict) -> str:
     again = (verdict.get("robustness") or {})
     note = f'at {fmt_settings(again.get("changed"))}: {again.get("verdict")}'
     return f' <span class="badge fragile" title="{esc(note)}">fragile</span>'
+
+
+def init_mark(verdict: dict) -> str:
+    """An `init-dependent` badge, with what the other init recipe gave, where it changed the verdict."""
+    if "init-dependent" not in marks(verdict):
+        return ""
+    return f' <span class="badge fragile" title="{esc(init_text(verdict))}">init-dependent</span>'
+
+
+def parts_table(verdict: dict) -> str:
+    """A bundled claim's sub-verdicts: each with its number, interval and test."""
+    rows = "".join(f'<tr><td>{esc(p.get("name"))}</td><td>{badge(p.get("verdict"), small=True)}</td>'
+                   f'<td>{esc(p.get("summary") or fmt_value(p.get("value")))}</td><td>{esc(p.get("test"))}</td></tr>'
+                   for p in verdict.get("parts") or [])
+    if not rows:
+        return ""
+    return ('<div class="scroll block"><table class="data parts"><thead><tr><th>sub-verdict</th><th>verdict</th>'
+            f'<th>number</th><th>test</th></tr></thead><tbody>{rows}</tbody></table></div>')
 
 
 def failed_section(failed_runs: list[dict]) -> str:
@@ -132,6 +163,7 @@ def claim_article(cid: str, verdict: dict | None, info: dict, figures: list) -> 
         parts.append(f'<p class="summary">{esc(verdict["summary"])}</p>')
     if verdict:
         parts.append(key_block(verdict))
+        parts.append(parts_table(verdict))
         parts.append(evidence_block(verdict))
     tables = [_scroll(kv_table(verdict.get(k) or {}, k.capitalize()), "block")
               for k in ("settings", "details") if verdict.get(k)]
@@ -154,6 +186,11 @@ def evidence_block(verdict: dict) -> str:
         rows = "".join(f"<li>{esc(n)}: {esc(failure_text(g))}</li>" for n, g in failing)
         items.append(f"<li><b>Did not train:</b> {len(failing)} of {len(groups)} configurations had runs that did "
                      f"not train{f'<ul>{rows}</ul>' if rows else ''}</li>")
+    if verdict.get("test"):
+        seeds = ", ".join(map(str, verdict.get("seeds") or []))
+        items.append(f"<li><b>Test:</b> {esc(verdict['test'])}{f' (seeds {esc(seeds)})' if seeds else ''}</li>")
+    if init_text(verdict):
+        items.append(f"<li><b>Init:</b> {esc(init_text(verdict))}</li>")
     items.append(f"<li><b>Robustness:</b> {esc(robustness_text(verdict))}</li>")
     return f'<ul class="evidence">{"".join(items)}</ul>'
 
@@ -163,11 +200,12 @@ def key_block(verdict: dict) -> str:
     value, reading = verdict.get("value"), verdict.get("reading")
     if reading:
         source = f'<span class="source">{esc(key_number(verdict.get("statistic"), value))}</span>'
-        return (f'<p class="keynum"><span class="stat reading">{esc(reading)}</span>{source}'
+        return (f'<p class="keynum"><span class="stat reading">{esc(reading)}</span>'
+                f'{interval_span(verdict.get("interval"))}{source}'
                 f'<span class="seeds">{esc(seeds_text(verdict.get("n_seeds")))}</span></p>')
     number = f'<span class="value">{esc(fmt_value(value))}</span>' if value is not None else '<span class="value">n/a</span>'
     return (f'<p class="keynum"><span class="stat">{esc(verdict.get("statistic") or "")}</span>{number}'
-            f'<span class="seeds">{esc(seeds_text(verdict.get("n_seeds")))}</span></p>')
+            f'{interval_span(verdict.get("interval"))}<span class="seeds">{esc(seeds_text(verdict.get("n_seeds")))}</span></p>')
 
 
 def seeds_text(n: Any) -> str:
@@ -394,6 +432,11 @@ table.rows td, table.data td { padding: 2px 8px; border-top: 1px solid #edf0f2; 
 table.rows td.long { white-space: normal; min-width: 36ch; }
 table.data tr.status-diverged td, table.data tr.status-failed_to_train td { color: var(--fails); }
 .badge.fragile { background: #f3e8ff; color: #6b21a8; }
+.badge.small { padding: 0 7px; font-size: 11.5px; }
+ul.parts { list-style: none; margin: 4px 0 0; padding: 0; font-size: 12.5px; color: #333d47; }
+ul.parts li { margin: 2px 0; }
+.interval { color: var(--muted); font-size: 12.5px; white-space: nowrap; }
+table.verdicts td.init { font-size: 12.5px; color: var(--muted); }
 table.data tr.status-failed td { color: var(--unk); font-style: italic; }
 .figs { display: grid; grid-template-columns: repeat(auto-fit, minmax(440px, 1fr)); gap: 10px 18px;
   margin: 12px 0 4px; }

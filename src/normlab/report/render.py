@@ -49,9 +49,10 @@ def render_report(out_dir: Path, *, title: str, verdicts: list, claim_info: dict
 
 def _as_dict(verdict: Any) -> dict[str, Any]:
     data = verdict.to_dict() if hasattr(verdict, "to_dict") else dict(verdict)
-    keys = ("id", "verdict", "statistic", "value", "reading", "n_seeds", "settings", "details", "summary", "fragile",
-            "robustness")
-    return {k: data.get(k, {} if k in ("settings", "details") else None) for k in keys}
+    keys = ("id", "verdict", "statistic", "value", "reading", "interval", "test", "n_seeds", "seeds", "parts",
+            "init", "init_dependent", "other_init", "settings", "details", "summary", "fragile", "robustness")
+    empty = {"settings": {}, "details": {}, "parts": [], "seeds": [], "other_init": {}}
+    return {k: data.get(k, empty.get(k)) for k in keys}
 
 
 def _write(path: Path, text: str) -> None:

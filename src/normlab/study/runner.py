@@ -32,7 +32,7 @@ from normlab.study.registry import Registry, settled
 
 MAX_GROUP = 16  # runs one worker stacks at most (benchmarks/multirun.py: the gain is flat from K = 8 on)
 GROUP_MEMORY_BYTES = 2 * 1024 ** 3  # activation memory one worker's stack may take
-from normlab.study.spec import StudySpec, build_config
+from normlab.study.spec import INIT_KEY, StudySpec, build_config, other_init
 
 ProgressCallback = Callable[[float, float, dict[str, int]], None]  # (done cost, total cost, status counts)
 
@@ -287,15 +287,15 @@ def followup_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list:
         return []
     records = registry.records(set(ids))
     base = flatten(build_config(spec.preset, {}, spec.preset.seeds[0]).to_dict())
-    passes = [base] + ([{**base, **spec.robust_overrides()}] if spec.robustness else [])
     # a follow-up registered earlier is the same run even if the study directory has moved since (its
     # init_from then names the old place): it is found by its config with init_from cut to the source's id
     registered = {_source_key(config): rid for rid, config in registry.configs() if config["train"].get("init_from")}
     out: dict[str, Any] = {}
-    for pass_base in passes:
-        judged = [dataclasses.replace(r, base=pass_base) for r in records]
-        for claim_id in spec.claims:
-            for source, overrides in CLAIMS.get(claim_id)().followups(judged, spec.preset):
+    for claim_id in spec.claims:
+        claim = CLAIMS.get(claim_id)()
+        for pass_base in claim_bases(spec, claim, base).values():
+            judged = [dataclasses.replace(r, base=pass_base) for r in records]
+            for source, overrides in claim.followups(judged, spec.preset):
                 raw = unflatten({**flatten(source.config), **overrides,
                                  "train.init_from": str(registry.run_dir(source.id).resolve())})
                 raw["model"].pop("vocab_size", None)  # filled from the corpus, as for every run
@@ -445,28 +445,59 @@ def compute_verdicts(spec: StudySpec, registry: Registry, ids: list[str] | None 
     """Every claim's verdict and figures from the registry alone (no training)."""
     records = registry.records(set(ids) if ids is not None else None)
     base = flatten(build_config(spec.preset, {}, spec.preset.seeds[0]).to_dict())
-    for record in records:  # groups match the base config on every axis a claim does not name
-        record.base = base
     measurements = registry.measurements()
-    # the robustness pass's records: the same runs at another thread count, judged against that base
-    rerun_base = {**base, **spec.robust_overrides()}
-    reruns = [dataclasses.replace(r, base=rerun_base) for r in records] if spec.robustness else []
     verdicts, figures = [], {}
     for claim_id in sorted(spec.claims, key=ORDER.index):
         claim = CLAIMS.get(claim_id)()
+        bases = claim_bases(spec, claim, base)
+        # groups match the claim's base config (its init recipe) on every axis the claim does not name
+        judged = [dataclasses.replace(r, base=bases["main"]) for r in records]
         try:
-            verdict = claim.verdict(records, measurements.get(claim_id), spec.preset)
-            figures[claim_id] = claim.figures(records, measurements.get(claim_id), spec.preset)
+            verdict = claim.verdict(judged, measurements.get(claim_id), spec.preset)
+            figures[claim_id] = claim.figures(judged, measurements.get(claim_id), spec.preset)
         except Exception as e:  # a verdict that cannot be computed is reported, never hidden
             verdict = Verdict(claim_id, INCONCLUSIVE, "could not be computed", None, 0, {},
                               {"error": f"{type(e).__name__}: {e}"}, f"error while computing: {e}")
             figures[claim_id] = []
-        if claim.runs(spec.preset):  # a claim that trains: the init its schemes started from, and robustness
-            verdict.settings.setdefault("init", init_text(spec.preset))
-            if reruns:
-                mark_fragile(verdict, claim, reruns, measurements.get(claim_id), spec)
+        if claim.runs(spec.preset):  # a claim that trains: the init its schemes started from, and the other passes
+            verdict.init = claim.init
+            verdict.settings.setdefault("init", init_text(claim.init))
+            if "other_init" in bases:
+                mark_init_dependent(verdict, claim, [dataclasses.replace(r, base=bases["other_init"])
+                                                     for r in records], measurements.get(claim_id), spec)
+            if "robustness" in bases:
+                mark_fragile(verdict, claim, [dataclasses.replace(r, base=bases["robustness"]) for r in records],
+                             measurements.get(claim_id), spec)
         verdicts.append(verdict)
     return verdicts, figures
+
+
+def claim_bases(spec: StudySpec, claim, base: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The base configs a claim's runs are judged against: its own (its paper's init recipe), the init pass's
+    (the other recipe) and the robustness pass's (another thread count), where the study runs them."""
+    recipes = spec.inits(claim)
+    out = {"main": {**base, INIT_KEY: recipes[0]}}
+    if len(recipes) > 1:
+        out["other_init"] = {**base, INIT_KEY: recipes[1]}
+    if spec.robustness:
+        out["robustness"] = {**out["main"], **spec.robust_overrides()}
+    return out
+
+
+def mark_init_dependent(verdict: Verdict, claim, records: list, measurement, spec: StudySpec) -> None:
+    """`init-dependent` when the same claim judged on the runs of the other init recipe gives another verdict;
+    both numbers are kept (the other's verdict, value, interval and sub-verdicts)."""
+    recipe = other_init(claim.init)
+    try:
+        again = claim.verdict(records, measurement, spec.preset)
+    except Exception as e:
+        verdict.other_init = {"recipe": recipe, "error": f"{type(e).__name__}: {e}"}
+        return
+    verdict.init_dependent = again.verdict != verdict.verdict
+    verdict.other_init = {"recipe": recipe, "verdict": again.verdict, "value": again.value,
+                          "interval": again.interval, "reading": again.reading, "summary": again.summary,
+                          "parts": [{"name": p["name"], "verdict": p["verdict"], "value": p["value"],
+                                     "interval": p["interval"]} for p in again.parts]}
 
 
 def main_records(spec: StudySpec, records: list) -> list:
@@ -492,7 +523,7 @@ def mark_fragile(verdict: Verdict, claim, reruns: list, measurement, spec: Study
 def describe(spec: StudySpec, ids: list[str]) -> dict[str, Any]:
     p = spec.preset
     return {"preset": p.name, "description": p.description, "claims": spec.claims, "seeds": p.seeds,
-            "robustness": spec.robustness,
+            "robustness": spec.robustness, "init_pass": spec.judges_both_inits,
             "n_runs": len(ids), "run_ids": ids, "axes": spec.axes, "base": p.base, "base_extra": spec.base_extra,
             "lrs": p.lrs, "warmup": p.warmup, "lr_fixed": p.lr_fixed, "depths": p.depths,
             "preset_settings": dataclasses.asdict(p)}  # the preset as run: `normlab report` judges with exactly it

@@ -34,6 +34,7 @@ class Preset:
     robust_threads: int = 2  # the robustness pass reruns a claim's runs at this thread count (base: 1)
     # C7's transfer half: each best-tuned run fine-tuned on the packaged Paradise Lost with these overrides
     finetune: dict[str, Any] = field(default_factory=lambda: dict(FINETUNE))
+    init_pass: bool = False  # also judge every training claim under the other init recipe (`init-dependent` marks)
 
     @property
     def depth(self) -> int:
@@ -42,10 +43,12 @@ class Preset:
 
 QUICK_BASE = {
     "model.block_size": 64, "model.n_layer": 4, "model.n_head": 4, "model.d_model": 64,
-    # Xiong et al. 2020 (arXiv 2002.04745) §3.1: Xavier init, no residual scaling. GPT-2's 1/√(2L) scaling of the
-    # residual projections exists to cancel the depth effects C1–C6 are about (it makes the last layer's gradient
-    # independent of L), so every scheme of every claim starts from the papers' init; DeepNorm sets its own
-    "model.init": "xavier", "model.init_residual_scaling": False,
+    # Xiong et al. 2020 (arXiv 2002.04745) §3.1: the fairseq Transformer's init (Xavier linears, no residual
+    # scaling, N(0, d^-½) embeddings scaled by √d). GPT-2's 1/√(2L) scaling of the residual projections exists to
+    # cancel the depth effects C1–C6 are about (it makes the last layer's gradient independent of L), so a claim
+    # is judged under its paper's recipe (`Claim.init`, which sets model.init per claim) and, with the init pass,
+    # re-measured under the other; DeepNorm sets its own β
+    "model.init": "xiong",
     "train.batch_size": 12, "train.steps": 300, "train.schedule": "cosine", "train.min_lr": 0.0,
     "train.eval_interval": 100, "train.eval_batches": 10, "train.ckpt_interval": 100, "train.log_interval": 10,
     "train.device": "cpu", "diagnostics.interval": 100, "diagnostics.layer_skip": True,
@@ -108,6 +111,15 @@ PRESETS: dict[str, Preset] = {
 }
 
 
+INIT_KEY = "model.init"
+# the recipe the study re-measures a claim under: what most users train with, or the paper's where that is GPT-2's
+OTHER_INIT = {"xiong": "gpt2", "gpt2": "xiong"}
+
+
+def other_init(recipe: str) -> str:
+    return OTHER_INIT.get(recipe, "gpt2")
+
+
 @dataclass
 class RunSpec:
     id: str
@@ -140,16 +152,29 @@ class StudySpec:
     axes: dict[str, list[Any]] = field(default_factory=dict)
     base_extra: dict[str, Any] = field(default_factory=dict)  # already merged into preset.base; kept for the record
     robustness: bool = False  # also rerun every claim's runs at preset.robust_threads threads (`fragile` marks)
+    init_pass: bool | None = None  # also judge every training claim under the other init; None: the preset's
 
     def robust_overrides(self) -> dict[str, Any]:
         """The one-bit change of numerics of the robustness pass: another intra-op thread count."""
         return {"train.threads": self.preset.robust_threads}
 
+    @property
+    def judges_both_inits(self) -> bool:
+        return self.preset.init_pass if self.init_pass is None else self.init_pass
+
+    def inits(self, claim) -> list[str]:
+        """The init recipes a claim is judged under: its paper's first, then (init pass) the other one."""
+        return [claim.init] + ([other_init(claim.init)] if self.judges_both_inits else [])
+
     def expand(self, claim_registry) -> list[RunSpec]:
-        """Every run the claims and the axes need, once each (dedup by config hash), in a stable order."""
+        """Every run the claims and the axes need, once each (dedup by config hash), in a stable order: a run
+        needed by two claims, or by one claim's init pass and another's own init, is trained once."""
         wanted: list[tuple[str, dict[str, Any]]] = []  # (who needs it, overrides)
         for claim_id in self.claims:
-            wanted.extend((f"claim {claim_id}", o) for o in claim_registry.get(claim_id)().runs(self.preset))
+            claim = claim_registry.get(claim_id)()
+            for recipe in self.inits(claim):
+                who = f"claim {claim_id}" + ("" if recipe == claim.init else f" (init pass: {recipe})")
+                wanted.extend((who, {INIT_KEY: recipe, **o}) for o in claim.runs(self.preset))
         if self.robustness:
             wanted += [(f"{who} (robustness rerun)", {**o, **self.robust_overrides()}) for who, o in list(wanted)]
         if self.axes:
@@ -183,7 +208,8 @@ STUDY_KEYS = ("preset", "claims", "seeds", "base", "axes")
 
 def load_study(preset: str = "standard", study_file: str | Path | None = None, claims: list[str] | None = None,
                seeds: list[int] | None = None, overrides: list[str] | None = None,
-               axes: dict[str, list[Any]] | None = None, robustness: bool = False) -> StudySpec:
+               axes: dict[str, list[Any]] | None = None, robustness: bool = False,
+               init_pass: bool | None = None) -> StudySpec:
     """The study for a preset name, or a user's study TOML (which names its preset and may add axes).
 
     `overrides` (`key=value`, as `normlab train --set`) change the preset's base config. Everything is
@@ -209,7 +235,7 @@ def load_study(preset: str = "standard", study_file: str | Path | None = None, c
     claim_ids = list(claims) if claims else list(chosen.claims)
     for cid in claim_ids:
         CLAIMS.get(cid)  # unknown ids: a clear error listing the valid ones
-    spec = StudySpec(chosen, claim_ids, _check_axes(axes, "study axis"), base_extra, robustness)
+    spec = StudySpec(chosen, claim_ids, _check_axes(axes, "study axis"), base_extra, robustness, init_pass)
     _validate(spec, CLAIMS)
     return spec
 
@@ -287,7 +313,7 @@ def spec_from_meta(meta: dict[str, Any]) -> StudySpec:
     """Rebuild the spec a registry was run with (for `normlab report`)."""
     study = meta["study"]
     spec = load_study(study["preset"], claims=study["claims"], seeds=study["seeds"],
-                      robustness=study.get("robustness", False))
+                      robustness=study.get("robustness", False), init_pass=study.get("init_pass"))
     base = dict(study["base"])
     if "preset_settings" in study:  # the preset's knobs as they were when the study ran (a newer normlab may differ)
         spec.preset = Preset(**study["preset_settings"])

@@ -93,6 +93,8 @@ class Claim:
     statement: ClassVar[str] = ""
     sources: ClassVar[str] = ""  # the seed articles that make the claim
     paper: ClassVar[str] = ""  # the paper and section whose setup the measurement follows
+    # the init recipe of that paper's setup (`model.init`); the study's init pass re-measures under the other one
+    init: ClassVar[str] = "xiong"
 
     def runs(self, preset) -> list[dict[str, Any]]:
         """Config overrides (dotted keys) this claim needs, one dict per run; the study adds the seeds."""
@@ -426,16 +428,13 @@ def loss_interval(info: dict[str, Any]) -> list[float] | None:
     return info.get("ci95")
 
 
-def init_text(preset) -> str:
-    """The init every scheme of a claim starts from, in words, read from the preset's base config."""
-    base = preset.base
-    if base.get("model.init", "normal") == "xavier":
-        scaled = base.get("model.init_residual_scaling", True)
-        return ("Xavier-normal" + (" with GPT-2's 1/√(2L) residual scaling" if scaled else ", no residual scaling")
-                + ", the same for every scheme (Xiong et al. 2020, arXiv 2002.04745, §3.1; DeepNorm sets its own)")
-    return (f"normal(0, {base.get('model.init_std', 0.02):g})"
-            + (" with GPT-2's 1/√(2L) residual scaling" if base.get("model.init_residual_scaling", True) else "")
-            + ", the same for every scheme")
+def init_text(recipe: str) -> str:
+    """An init recipe in words with its paper, the same for every scheme of a claim (a scheme's own override,
+    DeepNorm's β, is its own)."""
+    from normlab.nn.init import INIT_RECIPES
+
+    known = INIT_RECIPES.get(recipe)
+    return f"{recipe}: {known.text}, for every scheme (DeepNorm sets its own β)" if known else recipe
 
 
 def n_seeds(records: Iterable[RunRecord]) -> int:

@@ -15,9 +15,6 @@ SQRT_BAND = (-0.75, -0.25)  # fitted exponent of Pre-LN's gradient vs L that cou
 LINEAR, RANDOM_WALK = 1.0, 0.5  # C5: O(l) is an exponent of 1; a random walk (Xiong et al.'s Lemma 1) is ½
 
 
-# Xiong et al. 2020 (arXiv 2002.04745) analyse Xavier-initialised models without GPT-2's residual scaling, which
-# by design makes the last layer's gradient independent of L and so removes the effect C2 is about.
-XIONG_INIT = {"model.init": "xavier", "model.init_residual_scaling": False}
 FLAT = 0.25  # |exponent| of a gradient vs L at or below which it counts as independent of L
 LAST_FFN = "grad_norm/mlp.sublayer.proj.weight"
 
@@ -81,10 +78,10 @@ class GradientsAtInitC2(Claim):
                  "nearly uniform across layers and shrink like 1/sqrt(L) as L grows (Xiong et al. 2020).")
     sources = "000, 001"
     paper = 'Xiong et al. 2020 (arXiv 2002.04745) Theorem 1 and Fig. 3'
-    WHERE = {k.replace(".", "__"): v for k, v in XIONG_INIT.items()}
+    WHERE: dict = {}  # the runs of the depth sweep: Xiong et al.'s init is the claim's recipe (`init`)
 
     def runs(self, preset):
-        return depth_sweep(preset, ("pre", "post"), **XIONG_INIT)
+        return depth_sweep(preset, ("pre", "post"))
 
     def verdict(self, records, measurement, preset):
         deepest = max(preset.depths)
@@ -92,7 +89,7 @@ class GradientsAtInitC2(Claim):
         pre = profile(records, "pre", deepest, preset, "grad_norm/block", **self.WHERE)
         last = {s: self._last_ffn_by_depth(records, preset, s) for s in ("pre", "post")}
         slopes = {s: loglog_slope(list(v), list(v.values())) if len(v) >= 2 else None for s, v in last.items()}
-        settings = {"depths": preset.depths, "init": "Xavier-normal, no residual scaling, for both schemes",
+        settings = {"depths": preset.depths,
                     "paper": "Xiong et al. 2020 (arXiv 2002.04745), Theorem 1 (‖∂L/∂W^{2,L}‖: Post-LN O(d√ln d), "
                              "Pre-LN O(d√(ln d / L))) and Fig. 3 (per-layer gradient norms at init)",
                     "measured": "step-0 gradient (before clipping) of the last layer's FFN output weight W² vs L, "
@@ -120,9 +117,9 @@ class GradientsAtInitC2(Claim):
                       f"(log scale)")]
         if not post or not pre or pre_p is None:
             return self.make(INCONCLUSIVE, "no step-0 gradients recorded", None, 0, settings,
-                             "the Xavier depth sweep has no per-layer gradients at two depths or more", parts=parts)
+                             "the depth sweep has no per-layer gradients at two depths or more", parts=parts)
         pre_ratio = max(v for v in pre if v) / min(v for v in pre if v)
-        summary = (f"Xavier init: the last layer's FFN-weight gradient goes as L^{_f(slopes['pre'], '+.2f')} in "
+        summary = (f"at step 0: the last layer's FFN-weight gradient goes as L^{_f(slopes['pre'], '+.2f')} in "
                    f"Pre-LN (per seed {_ci(pre_ci)}) and L^{_f(slopes['post'], '+.2f')} in Post-LN over L = "
                    f"{', '.join(map(str, sorted(last['pre'])))}; at L={deepest}, Post-LN's last block gets "
                    f"{_x(post_g)} the first block's gradient ({_ci(post_ci)} on the log scale); Pre-LN's max/min "
@@ -152,13 +149,13 @@ class GradientsAtInitC2(Claim):
         return out
 
     def figures(self, records, measurement, preset):
-        fig = Figure("Last layer's FFN-weight gradient at step 0 vs depth (Xavier init)", "layers L",
+        fig = Figure("Last layer's FFN-weight gradient at step 0 vs depth", "layers L",
                      "‖∂L/∂W²‖ of the last layer", logx=True, logy=True)
         for s in ("pre", "post"):
             by_depth = self._last_ffn_by_depth(records, preset, s)
             fig.series.append(Series(s, list(by_depth), list(by_depth.values())))
         return [fig, profiles_figure(records, preset, ("pre", "post"), "grad_norm/block",
-                                     "Gradient norm per block at step 0 (Xavier init)", "‖∇W‖ of the block",
+                                     "Gradient norm per block at step 0", "‖∇W‖ of the block",
                                      logy=True, **self.WHERE)]
 
 

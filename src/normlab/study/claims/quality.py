@@ -285,6 +285,7 @@ class FinalNormC13(Claim):
     statement = "A Pre-LN stack needs a final norm before the output head (GPT-2's ln_f)."
     sources = "000, 002"
     paper = 'Radford et al. 2019 (GPT-2) §2.3: a final layer norm after the last block'
+    init = "gpt2"  # the claim is GPT-2's: judged under GPT-2's init, re-measured under Xiong et al.'s
 
 
     def reading(self, value):
@@ -334,6 +335,8 @@ class LlamaRecipeC15(Claim):
                  "classic recipe.")
     sources = "003"
     paper = 'Touvron et al. 2023 (LLaMA, arXiv 2302.13971) §2.2: pre-normalization with RMSNorm, SwiGLU; Shazeer 2020 (arXiv 2002.05202)'
+    # LLaMA's paper states no init; the GPT-style codebases its recipe is trained in (nanoGPT, litgpt) use GPT-2's
+    init = "gpt2"
     RECIPES = {"llama": {"model.norm": "rmsnorm", "model.mlp": "swiglu", "model.bias": False},
                "classic": {"model.norm": "layernorm", "model.mlp": "gelu", "model.bias": True}}
 
