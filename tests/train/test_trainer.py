@@ -116,3 +116,9 @@ def test_failure_to_train_is_judged_against_the_unigram_cross_entropy(tmp_path):
     assert judge_training(3.25, 3.3473, 0.1)[0] == FAILED_TO_TRAIN
     assert judge_training(float("nan"), 3.3473, 0.1)[0] == FAILED_TO_TRAIN
     assert judge_training(3.9, 3.3473, 0.0) == (TRAINED, None)  # margin 0: never judged
+    # the reason says what was measured: a loss above the plateau is not "within 0.1 nats" of it
+    assert judge_training(3.984, 3.3473, 0.1)[1] == ("failed to train: final val loss 3.9840 is 0.637 nats above "
+                                                     "the corpus's unigram cross-entropy 3.3473: it did not even "
+                                                     "learn token frequencies")
+    assert "0.047 nats below the corpus's unigram cross-entropy 3.3473, within the 0.1-nat margin" in \
+        judge_training(3.30, 3.3473, 0.1)[1]

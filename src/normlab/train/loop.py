@@ -117,10 +117,14 @@ def judge_training(val_loss: float | None, plateau: float, margin: float,
     (a model that learned token frequencies and nothing else), or with no finite val loss."""
     if margin <= 0:
         return TRAINED, None
-    if val_loss is None or not math.isfinite(val_loss) or val_loss > plateau - margin:
-        shown = "not finite" if val_loss is None or not math.isfinite(val_loss) else f"{val_loss:.4f}"
-        return FAILED_TO_TRAIN, (f"failed to train: final val loss {shown} is within {margin:g} nats of the "
-                                 f"{what} {plateau:.4f} (token frequencies, nothing more)")
+    if val_loss is None or not math.isfinite(val_loss):
+        return FAILED_TO_TRAIN, "failed to train: the final val loss is not finite"
+    if val_loss > plateau - margin:
+        gap = val_loss - plateau
+        where = (f"{gap:.3f} nats above the {what} {plateau:.4f}: it did not even learn token frequencies"
+                 if gap > 0 else f"{-gap:.3f} nats below the {what} {plateau:.4f}, within the {margin:g}-nat margin "
+                                 f"(token frequencies, nothing more)")
+        return FAILED_TO_TRAIN, f"failed to train: final val loss {val_loss:.4f} is {where}"
     return TRAINED, None
 
 
