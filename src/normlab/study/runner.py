@@ -460,8 +460,8 @@ def compute_verdicts(spec: StudySpec, registry: Registry, ids: list[str] | None 
                               {"error": f"{type(e).__name__}: {e}"}, f"error while computing: {e}")
             figures[claim_id] = []
         if claim.runs(spec.preset):  # a claim that trains: the init its schemes started from, and the other passes
-            verdict.init = claim.init
-            verdict.settings.setdefault("init", init_text(claim.init))
+            verdict.init = spec.inits(claim)[0]
+            verdict.settings.setdefault("init", init_text(verdict.init))
             if "other_init" in bases:
                 mark_init_dependent(verdict, claim, [dataclasses.replace(r, base=bases["other_init"])
                                                      for r in records], measurements.get(claim_id), spec)
@@ -487,7 +487,7 @@ def claim_bases(spec: StudySpec, claim, base: dict[str, Any]) -> dict[str, dict[
 def mark_init_dependent(verdict: Verdict, claim, records: list, measurement, spec: StudySpec) -> None:
     """`init-dependent` when the same claim judged on the runs of the other init recipe gives another verdict;
     both numbers are kept (the other's verdict, value, interval and sub-verdicts)."""
-    recipe = other_init(claim.init)
+    recipe = spec.inits(claim)[1]
     try:
         again = claim.verdict(records, measurement, spec.preset)
     except Exception as e:

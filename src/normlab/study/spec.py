@@ -34,6 +34,9 @@ class Preset:
     robust_threads: int = 2  # the robustness pass reruns a claim's runs at this thread count (base: 1)
     # C7's transfer half: each best-tuned run fine-tuned on the packaged Paradise Lost with these overrides
     finetune: dict[str, Any] = field(default_factory=lambda: dict(FINETUNE))
+    # judge each claim under its paper's init recipe (`Claim.init`, set per run as model.init); False: every claim
+    # under the base's init (studies registered before recipes existed are re-rendered that way)
+    paper_inits: bool = False
     init_pass: bool = False  # also judge every training claim under the other init recipe (`init-dependent` marks)
 
     @property
@@ -72,7 +75,7 @@ PRESETS: dict[str, Preset] = {
         base=QUICK_BASE, seeds=[0, 1, 2, 3, 4],
         # C8 (very deep models) and C14 (Peri-LN in both sweeps) are the standard preset's
         claims=[c for c in ALL_CLAIMS if c not in ("C8", "C14")],
-        lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
+        lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9, paper_inits=True,
     ),
     "standard": Preset(
         name="standard",
@@ -80,7 +83,7 @@ PRESETS: dict[str, Preset] = {
                     "300 steps, 5 seeds, depths 2–16, 5 learning rates 3e-4–3e-2, DeepNorm at 100 layers",
         base=QUICK_BASE, seeds=[0, 1, 2, 3, 4], claims=ALL_CLAIMS,
         lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
-        deep_depths=[100], deep_base=DEEP_CPU,
+        deep_depths=[100], deep_base=DEEP_CPU, paper_inits=True,
     ),
     "deep": Preset(
         name="deep",
@@ -90,7 +93,7 @@ PRESETS: dict[str, Preset] = {
                     "interpolated), so about 8 hours of training on this machine by extrapolation: for a GPU",
         base=QUICK_BASE, seeds=[0, 1, 2, 3, 4], claims=["C8"],
         lrs=LRS, warmup=50, lr_fixed=1e-3, depths=[2, 4, 8, 16],
-        deep_depths=[100, 300, 1000],
+        deep_depths=[100, 300, 1000], paper_inits=True,
         deep_base={"model.d_model": 64, "model.n_head": 2, "train.batch_size": 8, "train.steps": 300,
                    "train.activation_checkpointing": True, "diagnostics.layer_skip": False,
                    "diagnostics.interval": 300},
@@ -106,13 +109,14 @@ PRESETS: dict[str, Preset] = {
         seeds=[0, 1, 2, 3, 4], claims=ALL_CLAIMS,
         lrs=LRS, warmup=200, lr_fixed=3e-3, depths=[2, 6, 12, 24, 32],
         deep_depths=[50, 100, 200], deep_base={"model.d_model": 64, "model.n_head": 4, "diagnostics.layer_skip": False},
-        finetune={"train.steps": 1000, "train.lr": 3e-4, "train.warmup_steps": 100},
+        finetune={"train.steps": 1000, "train.lr": 3e-4, "train.warmup_steps": 100}, paper_inits=True, init_pass=True,
     ),
 }
 
 
 INIT_KEY = "model.init"
-# the recipe the study re-measures a claim under: what most users train with, or the paper's where that is GPT-2's
+# the recipe the study re-measures a claim under: what most users train with (GPT-2's), or Xiong et al.'s where
+# the claim's own is GPT-2's
 OTHER_INIT = {"xiong": "gpt2", "gpt2": "xiong"}
 
 
@@ -163,8 +167,9 @@ class StudySpec:
         return self.preset.init_pass if self.init_pass is None else self.init_pass
 
     def inits(self, claim) -> list[str]:
-        """The init recipes a claim is judged under: its paper's first, then (init pass) the other one."""
-        return [claim.init] + ([other_init(claim.init)] if self.judges_both_inits else [])
+        """The init recipes a claim is judged under: its paper's (or the base's), then (init pass) the other."""
+        own = claim.init if self.preset.paper_inits else self.preset.base.get(INIT_KEY, "normal")
+        return [own] + ([other_init(own)] if self.judges_both_inits else [])
 
     def expand(self, claim_registry) -> list[RunSpec]:
         """Every run the claims and the axes need, once each (dedup by config hash), in a stable order: a run
@@ -172,8 +177,8 @@ class StudySpec:
         wanted: list[tuple[str, dict[str, Any]]] = []  # (who needs it, overrides)
         for claim_id in self.claims:
             claim = claim_registry.get(claim_id)()
-            for recipe in self.inits(claim):
-                who = f"claim {claim_id}" + ("" if recipe == claim.init else f" (init pass: {recipe})")
+            for i, recipe in enumerate(self.inits(claim)):
+                who = f"claim {claim_id}" + (f" (init pass: {recipe})" if i else "")
                 wanted.extend((who, {INIT_KEY: recipe, **o}) for o in claim.runs(self.preset))
         if self.robustness:
             wanted += [(f"{who} (robustness rerun)", {**o, **self.robust_overrides()}) for who, o in list(wanted)]
