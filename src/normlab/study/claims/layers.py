@@ -7,7 +7,7 @@ import math
 from normlab.study.claims.base import (CLAIMS, CONFIDENCE, FAILS, HOLDS, INCONCLUSIVE, Claim, Figure, Part, Series,
                                        band, compare, group, loglog_slope, mean_over_seeds, n_seeds, select, sign,
                                        slope, spearman, t_interval)
-from normlab.study.claims.stability import depth_sweep
+from normlab.study.claims.stability import depth_sweep, trains
 
 TREND = 0.5  # |rank correlation| above which a per-layer trend counts as a trend
 UNIFORM_RATIO = 2.0  # max/min across layers at or below which gradients count as "nearly uniform"
@@ -293,10 +293,12 @@ class WateredDownDepthC6(Claim):
         contribution = seed_interval(trends["pre", "contribution_ratio/block"])
         angular = seed_interval(trends["pre", "angular_distance/block"])
         skip = seed_interval(skips)
-        post_minus_pre = seed_interval({seed: g - trends["pre", "contribution_ratio/block"][seed]
-                                        for seed, g in trends["post", "contribution_ratio/block"].items()
-                                        if g is not None and trends["pre", "contribution_ratio/block"].get(seed)
-                                        is not None})
+        # Post-LN's contrast where it trains: an untrained net's layers say nothing about depth, and Post-LN often
+        # does not train at the deepest L; the deepest depth where ≥ 80 % of its seeds trained, paired by seed
+        contrast_depth = next((d for d in sorted(preset.depths, reverse=True)
+                               if trains(group(records, model__scheme="post", model__n_layer=d, train__lr=preset.lr_fixed,
+                                               train__warmup_steps=preset.warmup))), None)
+        post_minus_pre = seed_interval(_paired_trend(records, preset, contrast_depth) if contrast_depth else {})
         parts = [
             _trend_part("Pre-LN's contribution ratio ‖F_l‖/‖x_l‖ falls with l", contribution, -1,
                         "fitted log change of the contribution ratio, first → last layer"),
@@ -305,13 +307,15 @@ class WateredDownDepthC6(Claim):
             _trend_part("skipping a deeper layer costs less: the layer-skip ΔL falls with l", skip, -1,
                         "fitted change of ΔL from the first layer to the last (nats)"),
             _trend_part("Post-LN layers stay full weight: its contribution ratio falls less than Pre-LN's (paired by "
-                        "seed)", post_minus_pre, +1, "Post-LN − Pre-LN fitted log change of the contribution ratio")]
+                        f"seed, at L = {contrast_depth or 'n/a'}: the deepest depth where Post-LN trains)",
+                        post_minus_pre, +1, "Post-LN − Pre-LN fitted log change of the contribution ratio")]
         summary = (f"trained, L={deepest}: Pre-LN's contribution ratio changes {_x(contribution[0])} from the first "
                    f"layer to the last ({_ci(contribution[1])} log), the angle between consecutive inputs "
                    f"{_x(angular[0])} ({_ci(angular[1])} log), the layer-skip ΔL by {_f(skip[0], '+.3f')} nats "
-                   f"({_ci(skip[1], '+.3f')}); Post-LN − Pre-LN contribution trend {_f(post_minus_pre[0], '+.2f')} "
-                   f"({_ci(post_minus_pre[1])}); effective depth (reported) Pre-LN {_f(eff['pre'], '.2f')}·L, "
-                   f"Post-LN {_f(eff['post'], '.2f')}·L")
+                   f"({_ci(skip[1], '+.3f')}); Post-LN − Pre-LN contribution trend at L = {contrast_depth or 'n/a'} "
+                   f"{_f(post_minus_pre[0], '+.2f')} ({_ci(post_minus_pre[1])})"
+                   + ("" if contrast_depth else " (Post-LN trains at no depth of the sweep)")
+                   + f"; effective depth (reported) Pre-LN {_f(eff['pre'], '.2f')}·L, Post-LN {_f(eff['post'], '.2f')}·L")
         return self.make(None, "Pre-LN fitted log change of the contribution ratio, first → last layer",
                          contribution[0], n_seeds(select(records, False, model__n_layer=deepest)), settings, summary,
                          parts=parts, interval=contribution[1], test=contribution[3], seeds=contribution[2],
@@ -367,6 +371,14 @@ def _trend_part(name: str, estimate, claimed: int, statistic: str) -> Part:
     return Part(name, sign(ci, claimed), statistic, mean, ci,
                 f"{test}; holds when the interval is {side} 0", seeds,
                 f"{_f(mean, '+.3f')}, 95 % interval {_ci(ci, '+.3f')}")
+
+
+def _paired_trend(records, preset, depth: int, key: str = "contribution_ratio/block") -> dict[int, float]:
+    """{seed: Post-LN's − Pre-LN's fitted log change of `key`} at one depth, over seeds where both trained."""
+    post, pre = ({seed: log_growth(p) for seed, p in profiles_by_seed(records, s, depth, preset, key, when="final").items()}
+                 for s in ("post", "pre"))
+    return {seed: post[seed] - pre[seed] for seed in set(post) & set(pre)
+            if post[seed] is not None and pre[seed] is not None}
 
 
 def _skip_records(records, scheme, depth, preset) -> dict[int, object]:

@@ -429,8 +429,8 @@ def _fmt(value, spec: str = ".3f") -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def _ci(interval) -> str:
-    return "n/a" if not interval else f"[{interval[0]:+.3f}, {interval[1]:+.3f}]"
+def _ci(interval, spec: str = "+.3f") -> str:
+    return "n/a" if not interval else f"[{interval[0]:{spec}}, {interval[1]:{spec}}]"
 
 
 def _test(info: dict[str, Any], failed: dict[str, Any] | None = None) -> str:

@@ -1,0 +1,120 @@
+"""What a study's verdicts cost: wall time per claim, per cell and per decisive verdict, read from a study's
+registry (the runs' own measured training times; nothing is re-run).
+
+    python benchmarks/study_cost.py normlab-study [--json out.json]
+
+A run needed by several claims is counted in full for each ("alone": what the claim would cost if run by
+itself) and split evenly between them ("shared": the claims' shares add up to the study's training time).
+A cell is one shape of run: scheme, depth, width and steps. The study's wall time is its first start to its
+last finish; with W workers it is about the training time / W, plus measurements and verdicts.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from normlab.study.claims import CLAIMS, FAILS, HOLDS
+from normlab.study.registry import Registry
+from normlab.study.runner import compute_verdicts, study_ids
+from normlab.study.spec import INIT_KEY, spec_from_meta
+
+
+def claim_runs(spec, ids: set[str], configs: dict[str, dict]) -> dict[str, set[str]]:
+    """{claim: the registered run ids its runs (every init pass and seed) resolved to}."""
+    out: dict[str, set[str]] = {}
+    for claim_id in spec.claims:
+        claim = CLAIMS.get(claim_id)()
+        wanted = []
+        for recipe in spec.inits(claim):
+            wanted += [{INIT_KEY: recipe, **o} for o in claim.runs(spec.preset)]
+        mine = set()
+        for rid in ids:
+            flat = _flat(configs[rid])
+            if any(all(flat.get(k) == v for k, v in o.items()) and _is_base_elsewhere(flat, o, spec) for o in wanted):
+                mine.add(rid)
+        out[claim_id] = mine
+    return out
+
+
+def _flat(config: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in config.items():
+        if isinstance(v, dict) and k not in ("scheme_options", "norm_options"):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _is_base_elsewhere(flat: dict, overrides: dict, spec) -> bool:
+    """The run matches the preset's base on every key the overrides do not set (seeds aside)."""
+    return all(flat.get(k) == v for k, v in spec.preset.base.items() if k not in overrides)
+
+
+def cell(flat: dict) -> str:
+    return (f"{flat.get('model.scheme')} L{flat.get('model.n_layer')} d{flat.get('model.d_model')} "
+            f"{flat.get('train.steps')} steps")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("study", type=Path)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    registry = Registry(args.study)
+    meta = registry.meta()
+    spec = spec_from_meta(meta)
+    ids = study_ids(spec, registry, meta["study"]["run_ids"])
+    records = {r.id: r for r in registry.records(set(ids))}
+    configs = dict(registry.configs())
+    rows = [r for r in registry.rows() if r["id"] in set(ids)]
+    started, finished = [r["started"] for r in rows if r["started"]], [r["finished"] for r in rows if r["finished"]]
+    wall = max(finished) - min(started) if started and finished else 0.0
+    by_claim = claim_runs(spec, set(records), configs)
+    owners: dict[str, int] = defaultdict(int)
+    for mine in by_claim.values():
+        for rid in mine:
+            owners[rid] += 1
+    elapsed = {rid: r.elapsed_s or 0.0 for rid, r in records.items()}
+    train_s = sum(elapsed.values())
+    verdicts = {v.id: v for v in compute_verdicts(spec, registry, ids)[0]}
+    claims = []
+    for claim_id, mine in by_claim.items():
+        alone = sum(elapsed[r] for r in mine)
+        shared = sum(elapsed[r] / owners[r] for r in mine)
+        v = verdicts.get(claim_id)
+        claims.append({"claim": claim_id, "verdict": v.verdict if v else None, "runs": len(mine), "alone_s": alone,
+                       "shared_s": shared, "shared_wall_s": shared / train_s * wall if train_s else 0.0})
+    cells: dict[str, dict] = defaultdict(lambda: {"runs": 0, "train_s": 0.0, "did_not_train": 0})
+    for rid, r in records.items():
+        c = cells[cell(_flat(configs[rid]))]
+        c["runs"] += 1
+        c["train_s"] += elapsed[rid]
+        c["did_not_train"] += r.did_not_train
+    decisive = [c for c in claims if c["verdict"] in (HOLDS, FAILS)]
+    n_decisive = sum(v.verdict in (HOLDS, FAILS) for v in verdicts.values())
+    summary = {"study": str(args.study), "preset": spec.preset.name, "runs": len(records), "train_s": train_s,
+               "wall_s": wall, "decisive": n_decisive, "claims": len(verdicts),
+               "wall_s_per_decisive_verdict": wall / n_decisive if n_decisive else None}
+    print(f"study {args.study} ({spec.preset.name}): {len(records)} runs, {train_s / 60:.1f} min of training, "
+          f"{wall / 60:.1f} min wall; {n_decisive} of {len(verdicts)} verdicts decisive: "
+          + (f"{wall / n_decisive:.0f} s of wall time per decisive verdict" if n_decisive else "none decisive"))
+    print(f"\n{'claim':6} {'verdict':14} {'runs':>5} {'alone (s)':>10} {'shared (s)':>11} {'shared wall (s)':>16}")
+    for c in claims:
+        print(f"{c['claim']:6} {str(c['verdict']):14} {c['runs']:5d} {c['alone_s']:10.0f} {c['shared_s']:11.0f} "
+              f"{c['shared_wall_s']:16.0f}")
+    print(f"\n{'cell':34} {'runs':>5} {'train (s)':>10} {'s/run':>7} {'did not train':>14}")
+    for name, c in sorted(cells.items(), key=lambda kv: -kv[1]["train_s"]):
+        print(f"{name:34} {c['runs']:5d} {c['train_s']:10.0f} {c['train_s'] / c['runs']:7.1f} "
+              f"{c['did_not_train']:14d}")
+    if args.json:
+        args.json.write_text(json.dumps({**summary, "per_claim": claims, "per_cell": dict(cells),
+                                         "decisive_claims": [c["claim"] for c in decisive]}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
