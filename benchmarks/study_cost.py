@@ -59,10 +59,25 @@ def cell(flat: dict) -> str:
             f"{flat.get('train.steps')} steps")
 
 
+def record(preset: str, wall: float, runs: int, decisive: int, claims: int) -> None:
+    import datetime
+    import os
+
+    from normlab.study.spec import MEASURED
+
+    data = json.loads(MEASURED.read_text("utf-8")) if MEASURED.is_file() else {}
+    data[preset] = {"wall_s": round(wall, 1), "runs": runs, "decisive": decisive, "claims": claims,
+                    "machine": f"{os.cpu_count()}-core CPU", "date": datetime.date.today().isoformat()}
+    MEASURED.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", "utf-8")
+    print(f"recorded in {MEASURED}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("study", type=Path)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--record", action="store_true", help="write the study's wall time into the preset's measured "
+                    "cost (src/normlab/study/measured_cost.json), which its description quotes")
     args = ap.parse_args(argv)
     registry = Registry(args.study)
     meta = registry.meta()
@@ -110,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, c in sorted(cells.items(), key=lambda kv: -kv[1]["train_s"]):
         print(f"{name:34} {c['runs']:5d} {c['train_s']:10.0f} {c['train_s'] / c['runs']:7.1f} "
               f"{c['did_not_train']:14d}")
+    if args.record:
+        record(spec.preset.name, wall, len(records), n_decisive, len(verdicts))
     if args.json:
         args.json.write_text(json.dumps({**summary, "per_claim": claims, "per_cell": dict(cells),
                                          "decisive_claims": [c["claim"] for c in decisive]}, indent=2) + "\n")

@@ -6,6 +6,7 @@ needed by two claims is trained once.
 from __future__ import annotations
 
 import itertools
+import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +38,10 @@ class Preset:
     # judge each claim under its paper's init recipe (`Claim.init`, set per run as model.init); False: every claim
     # under the base's init (studies registered before recipes existed are re-rendered that way)
     paper_inits: bool = False
-    init_pass: bool = False  # also judge every training claim under the other init recipe (`init-dependent` marks)
+    # the claims the study also judges under the other init recipe (`init-dependent` marks); "all": every
+    # training claim. A pass doubles a claim's training, so a CPU preset names the claims where the init is the
+    # question (C7, C13: their verdicts flipped with the init in an audit) and the cheap ones
+    init_pass: list[str] | str = field(default_factory=list)
 
     @property
     def depth(self) -> int:
@@ -60,16 +64,31 @@ QUICK_BASE = {
 # a grid that reaches down to 3e-4 with 5 points, so that no scheme's best or limit sits at an edge by construction
 LRS = [3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
 FINETUNE = {"train.steps": 150, "train.lr": 3e-4, "train.warmup_steps": 15}
-# C8 at ≥ 100 layers on a CPU: narrow, short, no layer-skip ablation (100 extra evaluations per run)
-DEEP_CPU = {"model.d_model": 32, "model.n_head": 2, "train.batch_size": 8, "train.steps": 200,
-            "diagnostics.layer_skip": False, "diagnostics.interval": 200}
+# C8 on a CPU: 48 narrow layers for 600 steps, where Pre-LN trains in most seeds, so DeepNorm's slow start can be
+# told from failure (at 100 layers × 200 steps, 4 of 5 DeepNorm and 1 of 5 Pre-LN runs were still on the unigram
+# plateau: the budget, not the scheme, decided); no layer-skip ablation (48 extra evaluations per run)
+DEEP_CPU = {"model.d_model": 32, "model.n_head": 2, "train.batch_size": 8, "train.steps": 600,
+            "diagnostics.layer_skip": False, "diagnostics.interval": 600}
 ALL_CLAIMS = [f"C{i}" for i in range(1, 17)]
+MEASURED = Path(__file__).with_name("measured_cost.json")  # written by benchmarks/study_cost.py --record
+
+
+def measured_cost(preset: str) -> str:
+    """The preset's cost as its last full run measured it (benchmarks/study_cost.py --record), never typed in."""
+    try:
+        m = json.loads(MEASURED.read_text("utf-8")).get(preset)
+    except (OSError, ValueError):
+        m = None
+    if not m:
+        return "not yet timed"
+    return (f"{m['wall_s'] / 60:.1f} min wall on a {m['machine']} at its last run ({m['date']}: {m['runs']} runs, "
+            f"{m['decisive']} of {m['claims']} verdicts decisive)")
 
 PRESETS: dict[str, Preset] = {
     "quick": Preset(
         name="quick",
-        description="the standard preset without C8 and C14: 150 of its 210 runs (185 of its 289 compute units); "
-                    "not timed on its own",
+        description="the standard preset without C8 and C14 (very deep models, Peri-LN in both sweeps) and "
+                    "without its init pass; " + measured_cost("quick"),
         # 5 seeds: a 95 % t interval at 2 seeds is ±4.3 standard errors, and a two-mode outcome (Post-LN
         # stuck or not) needs a rate, which 2 seeds cannot give
         base=QUICK_BASE, seeds=[0, 1, 2, 3, 4],
@@ -79,11 +98,13 @@ PRESETS: dict[str, Preset] = {
     ),
     "standard": Preset(
         name="standard",
-        description="all 16 claims on a 2-core CPU in 23.5 minutes (measured): 4-layer, 64-wide char models, "
-                    "300 steps, 5 seeds, depths 2–16, 5 learning rates 3e-4–3e-2, DeepNorm at 100 layers",
+        description="all 16 claims on a 2-core CPU: 4-layer, 64-wide char models, 300 steps, 5 seeds, depths 2–16, "
+                    "5 learning rates 3e-4–3e-2, DeepNorm vs Post-/Pre-LN at 48 layers × 600 steps, each claim "
+                    "under its paper's init and C7, C10, C13, C15 also under the other; "
+                    + measured_cost("standard"),
         base=QUICK_BASE, seeds=[0, 1, 2, 3, 4], claims=ALL_CLAIMS,
         lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
-        deep_depths=[100], deep_base=DEEP_CPU, paper_inits=True,
+        deep_depths=[48], deep_base=DEEP_CPU, paper_inits=True, init_pass=["C7", "C10", "C13", "C15"],
     ),
     "deep": Preset(
         name="deep",
@@ -109,7 +130,7 @@ PRESETS: dict[str, Preset] = {
         seeds=[0, 1, 2, 3, 4], claims=ALL_CLAIMS,
         lrs=LRS, warmup=200, lr_fixed=3e-3, depths=[2, 6, 12, 24, 32],
         deep_depths=[50, 100, 200], deep_base={"model.d_model": 64, "model.n_head": 4, "diagnostics.layer_skip": False},
-        finetune={"train.steps": 1000, "train.lr": 3e-4, "train.warmup_steps": 100}, paper_inits=True, init_pass=True,
+        finetune={"train.steps": 1000, "train.lr": 3e-4, "train.warmup_steps": 100}, paper_inits=True, init_pass="all",
     ),
 }
 
@@ -162,14 +183,16 @@ class StudySpec:
         """The one-bit change of numerics of the robustness pass: another intra-op thread count."""
         return {"train.threads": self.preset.robust_threads}
 
-    @property
-    def judges_both_inits(self) -> bool:
-        return self.preset.init_pass if self.init_pass is None else self.init_pass
+    def judges_both_inits(self, claim_id: str) -> bool:
+        """Is this claim also judged under the other init? --init-pass / --no-init-pass, else the preset's list."""
+        if self.init_pass is not None:
+            return self.init_pass
+        return self.preset.init_pass == "all" or claim_id in self.preset.init_pass
 
     def inits(self, claim) -> list[str]:
         """The init recipes a claim is judged under: its paper's (or the base's), then (init pass) the other."""
         own = claim.init if self.preset.paper_inits else self.preset.base.get(INIT_KEY, "normal")
-        return [own] + ([other_init(own)] if self.judges_both_inits else [])
+        return [own] + ([other_init(own)] if self.judges_both_inits(claim.id) else [])
 
     def expand(self, claim_registry) -> list[RunSpec]:
         """Every run the claims and the axes need, once each (dedup by config hash), in a stable order: a run
