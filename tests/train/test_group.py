@@ -38,9 +38,9 @@ def test_schemes_that_cannot_be_stacked_train_alone():
     assert groupable(member(0, 1e-3, scheme="post"))
 
 
-def member(seed: int, lr: float, scheme: str = "pre", norm: str = "layernorm", **train_opts):
+def member(seed: int, lr: float, scheme: str = "pre", norm: str = "layernorm", init: str = "normal", **train_opts):
     opts = {"seed": seed, "lr": lr, "steps": 8, "eval_interval": 4, "ckpt_interval": 4, **train_opts}
-    return tiny_config(model={"scheme": scheme, "norm": norm}, train=opts, diagnostics={"interval": 4})
+    return tiny_config(model={"scheme": scheme, "norm": norm, "init": init}, train=opts, diagnostics={"interval": 4})
 
 
 def diagnostics(path) -> dict:
@@ -70,9 +70,9 @@ def assert_same_run(grouped, alone):
         RunDir(alone).read_json("layer_skip.json")["effective_depth"]
 
 
-def check_equivalence(tmp_path, scheme, norm):
-    cfgs = [member(0, 3e-3, scheme, norm), member(1, 1e-3, scheme, norm, warmup_steps=0, weight_decay=0.0,
-                                                   grad_clip=0.5, schedule="constant")]
+def check_equivalence(tmp_path, scheme, norm, init="normal"):
+    cfgs = [member(0, 3e-3, scheme, norm, init), member(1, 1e-3, scheme, norm, init, warmup_steps=0,
+                                                         weight_decay=0.0, grad_clip=0.5, schedule="constant")]
     results = GroupTrainer([(c, str(tmp_path / f"g{i}")) for i, c in enumerate(cfgs)]).run()
     assert [r.status for r in results] == ["completed", "completed"]
     for i, cfg in enumerate(cfgs):
@@ -84,6 +84,11 @@ def check_equivalence(tmp_path, scheme, norm):
 @pytest.mark.parametrize("scheme,norm", FAST_COMBOS)
 def test_member_matches_the_run_trained_alone(tmp_path, one_torch_thread, scheme, norm):
     check_equivalence(tmp_path, scheme, norm)
+
+
+def test_member_matches_the_run_trained_alone_under_xiongs_scaled_embeddings(tmp_path, one_torch_thread):
+    """The stacked forward scales the token embedding by √d as `embed` does (the xiong recipe)."""
+    check_equivalence(tmp_path, "pre", "layernorm", init="xiong")
 
 
 @pytest.mark.slow

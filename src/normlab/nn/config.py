@@ -59,12 +59,17 @@ class ModelConfig(BaseModel):
     tie_weights: bool = True
     """Share the token embedding with the output head."""
 
-    init: Literal["normal", "xavier"] = "normal"
-    """Base init of linear weights: N(0, init_std) or Xavier-normal (a scheme may override it)."""
+    init: Literal["normal", "xavier", "gpt2", "xiong"] = "normal"
+    """Init of the weights. Base inits: `normal` (linears N(0, init_std)) and `xavier` (Xavier-normal linears),
+    embeddings N(0, init_std), residual scaling per `init_residual_scaling`. Named recipes, each as its paper
+    set it (see `normlab.nn.init.INIT_RECIPES`): `gpt2` (everything N(0, 0.02), residual outputs ÷ √(2L)) and
+    `xiong` (fairseq's Transformer: Xavier linears, no residual scaling, N(0, d^-½) embeddings scaled by √d).
+    A scheme may override the block projections' init (DeepNorm's β)."""
     init_std: float = Field(default=0.02, gt=0)
-    """σ of the normal init (embeddings always use it)."""
+    """σ of the normal init (embeddings too, except under `xiong`)."""
     init_residual_scaling: bool = True
-    """GPT-2: scale each residual output projection's init by 1/sqrt(2·n_layer)."""
+    """GPT-2: scale each residual output projection's init by 1/sqrt(2·n_layer). Base inits only: a recipe fixes
+    it (gpt2: on, xiong: off)."""
 
     @model_validator(mode="after")
     def _check(self) -> "ModelConfig":

@@ -16,7 +16,7 @@ from torch.utils.checkpoint import checkpoint
 
 from normlab.nn.block import Block, norm_factory
 from normlab.nn.config import ModelConfig
-from normlab.nn.init import init_weights
+from normlab.nn.init import embed_scale, init_weights
 from normlab.nn.schemes import build_scheme
 
 IGNORE = -100  # a target that is not scored (a masked LM scores only the masked positions)
@@ -40,7 +40,7 @@ def embed(model: nn.Module, tokens: torch.Tensor, wpe: nn.Embedding, embed_norm:
     T = tokens.size(1)
     if T > model.cfg.block_size:
         raise ValueError(f"{what} length {T} exceeds block_size {model.cfg.block_size}")
-    x = model.drop(model.wte(tokens) + wpe(torch.arange(T, device=tokens.device)))
+    x = model.drop(model.wte(tokens) * model.embed_scale + wpe(torch.arange(T, device=tokens.device)))
     return embed_norm(x)
 
 
@@ -61,6 +61,7 @@ class GPT(nn.Module):
         self.scheme = build_scheme(cfg.scheme, cfg.n_layer, cfg.scheme_options, cfg.stacks()[part])
         make = norm_factory(cfg, cfg.d_model)
         self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.embed_scale = embed_scale(cfg)  # √d under the xiong recipe (fairseq), else 1
         self.wpe = nn.Embedding(cfg.block_size, cfg.d_model)
         self.drop = nn.Dropout(cfg.dropout)
         self.embed_norm = make() if self.scheme.embed_norm else nn.Identity()
@@ -114,6 +115,7 @@ class EncoderDecoder(nn.Module):
         make = norm_factory(cfg, cfg.d_model)
         self.bos = cfg.vocab_size - 1  # the objective's last special token starts every decoder input
         self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.embed_scale = embed_scale(cfg)
         self.wpe = nn.Embedding(cfg.block_size, cfg.d_model)  # encoder positions
         self.dec_wpe = nn.Embedding(cfg.block_size, cfg.d_model)
         self.drop = nn.Dropout(cfg.dropout)

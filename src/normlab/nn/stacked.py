@@ -153,7 +153,7 @@ class StackedGPT(nn.Module):
         body = self.body
         if T > body.cfg.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {body.cfg.block_size}")
-        x = body.wte(idx) + body.wpe.weight[:, :T].unsqueeze(1)  # (K, B, T, C), as wte(idx) + wpe(pos)
+        x = body.wte(idx) * body.embed_scale + body.wpe.weight[:, :T].unsqueeze(1)  # (K, B, T, C), as embed()
         x = body.drop(x).reshape(K * B, T, -1)
         x = body.embed_norm(x)
         for block in body.blocks:
