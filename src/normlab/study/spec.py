@@ -29,6 +29,9 @@ class Preset:
     warmup: int  # the "with warmup" length; "without" is 0
     lr_fixed: float  # the lr of the fixed-lr comparisons (C1's verdict, C4, C6, C13, ...)
     depths: list[int]  # the depth sweep (C2–C6)
+    # larger lrs C14 adds to its sweep without warmup: where Pre-LN trains at every lr of the grid, only an lr
+    # beyond it can show whether Peri-LN is *more* stable (the standard run of 2026-11-24: both trained everywhere)
+    stress_lrs: list[float] = field(default_factory=list)
     deep_depths: list[int] = field(default_factory=list)  # very deep narrow models (C8)
     deep_base: dict[str, Any] = field(default_factory=dict)
     timing_repeats: int = 15  # interleaved repeats of each timed norm / step
@@ -105,6 +108,7 @@ PRESETS: dict[str, Preset] = {
         base=QUICK_BASE, seeds=[0, 1, 2, 3, 4], claims=ALL_CLAIMS,
         lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
         deep_depths=[48], deep_base=DEEP_CPU, paper_inits=True, init_pass=["C7", "C10", "C13", "C15"],
+        stress_lrs=[0.1],
     ),
     "deep": Preset(
         name="deep",

@@ -12,9 +12,15 @@ from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_
 SCHEME_NAMES = {"pre": "Pre-LN", "post": "Post-LN", "peri": "Peri-LN", "deepnorm": "DeepNorm"}  # in summaries
 
 
-def lr_sweep(preset, schemes: tuple[str, ...]) -> list[dict[str, Any]]:
+def lr_sweep(preset, schemes: tuple[str, ...], lrs: list[float] | None = None) -> list[dict[str, Any]]:
     return [{"model.scheme": s, "train.lr": lr, "train.warmup_steps": w}
-            for s in schemes for lr in preset.lrs for w in (0, preset.warmup)]
+            for s in schemes for lr in (lrs or preset.lrs) for w in (0, preset.warmup)]
+
+
+def stress_lrs(preset) -> list[float]:
+    """The lr grid and the preset's larger lrs (`Preset.stress_lrs`): C14 asks which of two stable schemes is
+    *more* stable, which a grid where neither ever fails cannot answer."""
+    return sorted({*preset.lrs, *preset.stress_lrs})
 
 
 def depth_sweep(preset, schemes: tuple[str, ...], depths: list[int] | None = None, **extra) -> list[dict[str, Any]]:
@@ -33,11 +39,11 @@ def describe(g) -> dict[str, Any]:
             "two_mode": g.two_mode}
 
 
-def sweep_table(records, preset, schemes, warmups=None) -> dict[str, Any]:
+def sweep_table(records, preset, schemes, warmups=None, lrs=None) -> dict[str, Any]:
     """{scheme: {warmup: {lr: group description}}} over the lr sweep at the base depth."""
     return {s: {str(w): {f"{lr:g}": describe(group(records, model__scheme=s, train__lr=lr, train__warmup_steps=w,
                                                     model__n_layer=preset.depth))
-                        for lr in preset.lrs} for w in (warmups or (0, preset.warmup))} for s in schemes}
+                        for lr in (lrs or preset.lrs)} for w in (warmups or (0, preset.warmup))} for s in schemes}
 
 
 OMITTED = ("Mean over seeds ± one standard deviation, of the runs that trained; a point is missing where no "
@@ -176,12 +182,12 @@ def trains(g) -> bool:
     return bool(g.n_runs) and (g.n_runs - g.n_failed) / g.n_runs >= TRAINS
 
 
-def max_stable_lr(records, preset, schemes, warmup) -> dict[str, float | None]:
+def max_stable_lr(records, preset, schemes, warmup, lrs=None) -> dict[str, float | None]:
     """Each scheme's own highest lr of the sweep at which it trains (`trains`): a threshold that does not depend
     on which schemes are compared (it once was "within 10 % of the best loss of the compared set")."""
     out = {}
     for s in schemes:
-        ok = [lr for lr in preset.lrs if trains(group(records, model__scheme=s, train__lr=lr, train__warmup_steps=warmup,
+        ok = [lr for lr in (lrs or preset.lrs) if trains(group(records, model__scheme=s, train__lr=lr, train__warmup_steps=warmup,
                                                       model__n_layer=preset.depth))]
         out[s] = max(ok) if ok else None
     return out
@@ -373,15 +379,15 @@ class PeriC14(Claim):
 
     def runs(self, preset):
         # the lr sweep without warmup (where stability is tested) and the depth sweep
-        return [r for r in lr_sweep(preset, ("peri", "pre", "post")) if not r["train.warmup_steps"]] + \
-            depth_sweep(preset, ("peri", "pre", "post"))
+        return [r for r in lr_sweep(preset, ("peri", "pre", "post"), stress_lrs(preset)) if not r["train.warmup_steps"]] \
+            + depth_sweep(preset, ("peri", "pre", "post"))
 
     def verdict(self, records, measurement, preset):
         rates = {}
         for s in ("peri", "pre", "post"):
             chosen = from_runs(records, [o for o in self.runs(preset) if o["model.scheme"] == s])
             rates[s] = (sum(r.did_not_train for r in chosen) / len(chosen)) if chosen else None
-        lr_best = max_stable_lr(records, preset, ("peri", "pre", "post"), 0)
+        lr_best = max_stable_lr(records, preset, ("peri", "pre", "post"), 0, stress_lrs(preset))
         seeds = n_seeds(select(records, False, model__scheme="peri"))
         paired = matched_failures(records, [o for o in self.runs(preset) if o["model.scheme"] == "peri"], "pre")
         peri_lr, pre_lr = lr_best["peri"], lr_best["pre"]
@@ -395,7 +401,7 @@ class PeriC14(Claim):
             verdict = HOLDS  # fewer failures on the same configurations and seeds, or a higher trainable lr
         else:
             verdict = INCONCLUSIVE
-        top = max(preset.lrs)
+        top = max(stress_lrs(preset))
         decide = ("" if verdict != INCONCLUSIVE else
                   f"; as stable as Pre-LN here (same highest trainable lr, {paired['only_a_failed']} vs "
                   f"{paired['only_b_failed']} runs that one alone did not train): lrs above {top:g}, or depths "
@@ -406,13 +412,13 @@ class PeriC14(Claim):
                    f"{paired['only_b_failed']}{_p(paired)}; highest trainable lr without warmup: "
                    + ", ".join(f"{SCHEME_NAMES.get(k, k)} {_fmt(v, 'g')}" for k, v in lr_best.items()) + decide)
         return self.make(verdict, "Peri-LN rate of runs that did not train", rates["peri"], seeds,
-                         {"lrs": preset.lrs, "lr_sweep_warmup_steps": 0, "depths": preset.depths,
+                         {"lrs": stress_lrs(preset), "lr_sweep_warmup_steps": 0, "depths": preset.depths,
                           "depth_sweep": f"lr {preset.lr_fixed:g}, warmup {preset.warmup}",
                           "trainable": f"at least {TRAINS:.0%} of the seeds trained, each scheme's own limit"},
                          summary, test=paired["test"] + f"; highest lr where ≥ {TRAINS:.0%} of seeds train",
                          seeds=paired["seeds"], did_not_train_rate=rates, failures_paired=paired,
                          max_stable_lr_no_warmup=lr_best,
-                         sweep=sweep_table(records, preset, ("peri", "pre", "post"), (0,)))
+                         sweep=sweep_table(records, preset, ("peri", "pre", "post"), (0,), stress_lrs(preset)))
 
     def figures(self, records, measurement, preset):
         return [sweep_figure(records, preset, ("peri", "pre", "post"), "Learning-rate sweep with Peri-LN, no warmup",
