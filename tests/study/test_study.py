@@ -21,8 +21,9 @@ TINY = ["model.d_model=16", "model.n_head=2", "model.block_size=16", "train.batc
 
 
 def study_cmd(out, *extra):
+    # the mechanics of a study (kill, resume, two processes, stacks) on C13's 4 runs, without its init pass
     args = [sys.executable, "-m", "normlab", "study", "--out", str(out), "--claims", "C13,C16", "--workers", "2",
-            "--seeds", "0,1"]
+            "--seeds", "0,1", "--no-init-pass"]
     for item in TINY:
         args += ["--set", item]
     return args + list(extra)
@@ -317,3 +318,25 @@ def test_deep_preset_runs_c8_at_deepnets_depths_with_checkpointing():
     assert {(r.config.model.n_layer, r.config.model.scheme) for r in runs} == {
         (d, s) for d in (100, 300, 1000) for s in ("deepnorm", "post", "pre")}
     assert all(r.config.train.activation_checkpointing for r in runs)
+
+
+def test_the_init_pass_judges_a_claim_under_both_recipes_and_reuses_shared_runs(tmp_path):
+    """C13 is GPT-2's claim: judged under gpt2, re-measured under xiong; its xiong baseline (Pre-LN with the final
+    norm) is the very run C10 and C1 judge under xiong, so it is registered once."""
+    both = load_study("standard", claims=["C13"], seeds=[0, 1]).expand(CLAIMS)
+    assert sorted(r.config.model.init for r in both) == ["gpt2"] * 4 + ["xiong"] * 4
+    assert [r.config.model.init for r in load_study("standard", claims=["C13"], seeds=[0, 1],
+                                                    init_pass=False).expand(CLAIMS)] == ["gpt2"] * 4
+    with_c10 = load_study("standard", claims=["C13", "C10"], seeds=[0, 1]).expand(CLAIMS)
+    assert len(with_c10) == 8 + 8 - 4  # C10's two inits × 2 norms × 2 seeds share 4 runs with C13's
+    args = [sys.executable, "-m", "normlab", "study", "--out", str(tmp_path / "s"), "--claims", "C13", "--workers", "2",
+            "--seeds", "0,1", "--init-pass", "--set", "train.steps=20"]
+    proc = subprocess.run(args + [a for item in TINY for a in ("--set", item)], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads((tmp_path / "s" / "verdicts.json").read_text())
+    (v,) = doc["verdicts"]
+    assert v["init"] == "gpt2" and v["other_init"]["recipe"] == "xiong"
+    assert isinstance(v["init_dependent"], bool)
+    assert v["init_dependent"] == (v["other_init"]["verdict"] != v["verdict"])
+    assert "GPT-2" in v["settings"]["init"]
