@@ -324,8 +324,11 @@ class DeepNormC8(Claim):
                      **_deep(preset))
         deep, post, pre = (group(records, model__scheme=s, **where) for s in ("deepnorm", "post", "pre"))
         cmp, info = compare(deep, pre, sides=("DeepNorm", "Pre-LN"))
-        post_fail = fails_more(post, deep)
-        post_fails = post_fail["more"] or compare(post, deep)[0] == "worse"
+        post_fail, post_cmp = fails_more(post, deep), compare(post, deep)[0]
+        post_fails = post_fail["more"] or post_cmp == "worse"
+        # Post-LN trains as well as DeepNorm here: nothing for DeepNorm to rescue
+        post_fine = post.n_failed <= deep.n_failed and post_cmp in ("same", "better")
+        cannot_beat = noninferior(pre, deep)[0] == "not worse"  # Pre-LN is not worse by more than the margin
         if not deep.n_runs:
             verdict = INCONCLUSIVE
         elif deep.n_diverged:
@@ -338,7 +341,7 @@ class DeepNormC8(Claim):
             verdict = INCONCLUSIVE
         elif post_fails and cmp == "better":
             verdict = HOLDS
-        elif cmp == "worse" or not post_fails:
+        elif cmp == "worse" or post_fine or (cannot_beat and cmp != "better"):
             verdict = FAILS
         else:
             verdict = INCONCLUSIVE
