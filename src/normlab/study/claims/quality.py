@@ -140,7 +140,9 @@ class PostLNCeilingC7(Claim):
                    f"({preset.finetune.get('train.steps')} steps): Post-LN {_mean(ft['post'])} vs Pre-LN "
                    f"{_mean(ft['pre'])}, Post-LN against Pre-LN: {said(ft_cmp)}; val loss still fell "
                    + ", ".join(f"{s} {_nats(fell[s])}" for s in ("pre", "post"))
-                   + " nats over the last quarter (reported: the comparison is at a matched budget)")
+                   + " nats over the last quarter (reported: the comparison is at a matched budget)"
+                   + (f"; best lr at the grid's edge for {', '.join(edge)}: not tuned, a wider grid would decide"
+                      if edge else ""))
         return self.make(None, "best-tuned Post-LN − Pre-LN val loss (nats)", info.get("diff"),
                          n_seeds(select(records, False, train__warmup_steps=preset.warmup)), settings, summary,
                          parts=parts, interval=loss_interval(info), test=_test(info), seeds=info.get("seeds"),
