@@ -64,7 +64,7 @@ def test_study_runs_write_live_events_in_folders_named_by_their_settings(tmp_pat
     from normlab.study.tensorboard import write_events
     from tests.study.test_study import TINY
 
-    spec = load_study("standard", claims=["C13"], seeds=[0, 1], overrides=TINY + ["train.steps=20"])
+    spec = load_study("standard", claims=["C13"], seeds=[0, 1], overrides=TINY + ["train.steps=20"], init_pass=False)
     run_study(spec, tmp_path / "s", workers=2, tensorboard=True)
     names = sorted(p.name for p in (tmp_path / "s" / "tensorboard").iterdir())
     assert len(names) == 4 and all(re.fullmatch(r"pre-layernorm-L\d+-d16(-nofinalnorm)?-lr[\d.e-]+-w\d+-s[01]-[0-9a-f]{6}",

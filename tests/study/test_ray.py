@@ -102,7 +102,7 @@ def _curves(study_dir: Path) -> dict[str, tuple]:
 def local_study(tmp_path_factory):
     """The same study with the local executor: 2 worker processes × 1 thread, the reference."""
     out = tmp_path_factory.mktemp("local")
-    spec = load_study("standard", claims=CLAIMS.split(","), seeds=[0, 1], overrides=TINY)
+    spec = load_study("standard", claims=CLAIMS.split(","), seeds=[0, 1], overrides=TINY, init_pass=False)
     outcome = run_study(spec, out, workers=2, batch=False)
     assert outcome.final
     return _curves(out)
@@ -126,7 +126,7 @@ def _ray_trainers() -> list[int]:
 def test_a_study_on_ray_survives_a_killed_worker_and_matches_the_local_executor(cluster, local_study, tmp_path):
     out = tmp_path / "ray"
     cmd = [sys.executable, "-m", "normlab", "study", "--out", str(out), "--claims", CLAIMS, "--seeds", SEEDS,
-           "--executor", "ray", "--address", cluster, "--no-batch"]
+           "--executor", "ray", "--address", cluster, "--no-batch", "--no-init-pass"]
     for item in TINY:
         cmd += ["--set", item]
     study = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -161,7 +161,7 @@ def test_run_directories_are_shipped_when_a_node_does_not_see_the_study(cluster,
     out = tmp_path / "shipped"
     monkeypatch.setattr(ray_executor, "nodes_seeing", lambda ray_, study_dir: ([], ["a", "b"]))
     said = []
-    spec = load_study("standard", claims=CLAIMS.split(","), seeds=[0, 1], overrides=TINY)
+    spec = load_study("standard", claims=CLAIMS.split(","), seeds=[0, 1], overrides=TINY, init_pass=False)
     try:
         outcome = run_study(spec, out, batch=False, executor="ray", address=cluster, say=said.append)
     finally:
@@ -218,7 +218,7 @@ def test_a_shipped_run_coming_back_replaces_normlabs_stale_files_and_nothing_els
 def test_bad_executor_and_address_are_clear_errors(tmp_path):
     from normlab.config import ConfigError
 
-    spec = load_study("standard", claims=["C13"], seeds=[0], overrides=TINY)
+    spec = load_study("standard", claims=["C13"], seeds=[0], overrides=TINY, init_pass=False)
     with pytest.raises(ConfigError, match="unknown executor 'dask'; valid: local, ray"):
         run_study(spec, tmp_path / "a", executor="dask")
     with pytest.raises(ConfigError, match="--address '1.2.3.4:6379' is for --executor ray"):
