@@ -45,6 +45,8 @@ NOT_RUN = {
     "normlab study --preset full --out big": "the full preset: days on a CPU",
     "normlab study --claims C1,C11 --seeds 0,1,2 --set train.steps=600": "60 runs of 600 steps: an hour on 2 cores",
     "normlab study --claims C1,C7,C11 --robustness": "the standard runs of three claims, twice",
+    "normlab study --claims C1,C5 --init-pass": "the standard runs of two claims under two init recipes (the "
+                                                 "init pass itself is tested on tiny runs in tests/study)",
     "normlab report normlab-study": "reads the standard study's directory, which only `normlab study` makes",
     "pip install 'normlab[ray]'": "installs from the registry; CI installs the test extra, which includes ray",
     "ray start --head --port=6379": "starts a cluster head; tests/study/test_ray.py starts its own on 127.0.0.1",

@@ -431,9 +431,9 @@ def loss_interval(info: dict[str, Any]) -> list[float] | None:
 def init_text(recipe: str) -> str:
     """An init recipe in words with its paper, the same for every scheme of a claim (a scheme's own override,
     DeepNorm's β, is its own)."""
-    from normlab.nn import init
+    from normlab.nn.init import INIT_RECIPES
 
-    known = getattr(init, "INIT_RECIPES", {}).get(recipe)
+    known = INIT_RECIPES.get(recipe)
     return f"{recipe}: {known.text}, for every scheme (DeepNorm sets its own β)" if known else recipe
 
 
