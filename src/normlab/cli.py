@@ -384,7 +384,8 @@ def _render(out: Path):
     rows = [r for r in registry.rows() if r["id"] in set(ids)]
     started, finished = [r["started"] for r in rows if r["started"]], [r["finished"] for r in rows if r["finished"]]
     wall = max(finished) - min(started) if started and finished else 0.0  # pending runs have neither
-    study_info = {**{k: v for k, v in meta["study"].items() if k not in ("run_ids", "preset_settings")},
+    hidden = ("run_ids", "preset_settings", "init_pass_flag")
+    study_info = {**{k: v for k, v in meta["study"].items() if k not in hidden},
                   "counts": registry.counts(set(ids)), "train_wall_s": wall,
                   "environment": environment(resolve_device("cpu")),
                   "thresholds": {"loss_margin_nats": claim_base.LOSS_MARGIN, "confidence": claim_base.CONFIDENCE,

@@ -46,7 +46,8 @@ def page(title: str, study_info: dict, verdicts: list[dict], claims: list[str], 
         f'<p class="partial" id="partial" role="alert">{esc(note)}</p>' if note else "",
         header(title, study_info),
         toc(claims, by_id, sections, bool(failed_runs)),
-        verdict_section(verdicts, claim_info),
+        verdict_section(verdicts, claim_info),  # above the fold: what a reader came for
+        study_section(study_info),
         failed_section(failed_runs or []),
         '<section id="claims"><h2>Claims</h2>',
         *(claim_article(cid, by_id.get(cid), claim_info.get(cid) or {}, claim_figures.get(cid) or [])
@@ -63,12 +64,24 @@ def page(title: str, study_info: dict, verdicts: list[dict], claims: list[str], 
 
 
 def header(title: str, study_info: dict) -> str:
+    """The title and one line (preset, runs, seeds): the verdict table follows at once, the study's settings
+    come after it (`study_section`)."""
+    facts = [f"{label(k)} {fmt_info_value(k, study_info[k])}" for k in ("preset", "n_runs", "seeds", "train_wall_s")
+             if study_info.get(k) is not None]
+    line = f'<p class="facts">{esc(" · ".join(facts))}</p>' if facts else ""
+    return f'<header class="page-head"><p class="kicker">normlab study report</p><h1>{esc(title)}</h1>{line}</header>'
+
+
+def study_section(study_info: dict) -> str:
+    """The study's settings: preset, description, base config, counts, environment, thresholds."""
     scalars = {k: v for k, v in study_info.items() if not isinstance(v, dict)}
     tables = [kv_table(scalars, "Study", info=True)] if scalars else []
     tables += [kv_table(v, label(k).capitalize(), info=True) for k, v in study_info.items()
                if isinstance(v, dict) and v]
-    return (f'<header class="page-head"><p class="kicker">normlab study report</p><h1>{esc(title)}</h1>'
-            f'<div class="info-grid">{"".join(tables)}</div></header>')
+    if not tables:
+        return ""
+    return f'<section id="study"><h2>Study</h2><div class="info-grid">{"".join(tables)}</div></section>'
+
 
 
 def toc(claims: list[str], by_id: dict[str, dict], sections: list[Section], failed: bool = False) -> str:
@@ -432,6 +445,7 @@ table.rows td, table.data td { padding: 2px 8px; border-top: 1px solid #edf0f2; 
 table.rows td.long { white-space: normal; min-width: 36ch; }
 table.data tr.status-diverged td, table.data tr.status-failed_to_train td { color: var(--fails); }
 .badge.fragile { background: #f3e8ff; color: #6b21a8; }
+.page-head .facts { color: var(--muted); margin: 4px 0 0; }
 .badge.small { padding: 0 7px; font-size: 11.5px; }
 ul.parts { list-style: none; margin: 4px 0 0; padding: 0; font-size: 12.5px; color: #333d47; }
 ul.parts li { margin: 2px 0; }

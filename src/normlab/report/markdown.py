@@ -38,7 +38,7 @@ def markdown(title: str, study_info: dict, verdicts: list[dict], claim_info: dic
                      f"{cell(fmt_value(seeds_used(v)))} | {cell(_init_cell(v))} | {cell(_robust_cell(v))} |")
         for part in v.get("parts") or []:
             lines.append(f"| ↳ {cell(part.get('name'))} | {VERDICT_MARK.get(part.get('verdict'), '·')} "
-                         f"{cell(part.get('verdict'))} | {cell(_key(part))} | {cell(fmt_value(len(part.get('seeds') or [])))} | | |")
+                         f"{cell(part.get('verdict'))} | {cell(_key(part))} | {cell(len(part.get('seeds') or []) or '—')} | | |")
     lines += failed_lines(failed_runs or [])
     lines += ["", "## Claims", ""]
     for v in verdicts:

@@ -345,7 +345,7 @@ def spec_from_meta(meta: dict[str, Any]) -> StudySpec:
     """Rebuild the spec a registry was run with (for `normlab report`)."""
     study = meta["study"]
     spec = load_study(study["preset"], claims=study["claims"], seeds=study["seeds"],
-                      robustness=study.get("robustness", False), init_pass=study.get("init_pass"))
+                      robustness=study.get("robustness", False), init_pass=study.get("init_pass_flag"))
     base = dict(study["base"])
     if "preset_settings" in study:  # the preset's knobs as they were when the study ran (a newer normlab may differ)
         spec.preset = Preset(**study["preset_settings"])

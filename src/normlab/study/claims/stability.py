@@ -138,7 +138,7 @@ class LearningRateC11(Claim):
 
 
     def reading(self, value):
-        return f"Pre-LN's highest converging lr is {value:.3g}× Post-LN's"
+        return f"Pre-LN's highest trainable lr is {value:.3g}× Post-LN's"
 
     def runs(self, preset):
         return lr_sweep(preset, ("pre", "post"))
