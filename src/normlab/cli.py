@@ -389,7 +389,8 @@ def _render(out: Path):
                   "counts": registry.counts(set(ids)), "train_wall_s": wall,
                   "environment": environment(resolve_device("cpu")),
                   "thresholds": {"loss_margin_nats": claim_base.LOSS_MARGIN, "confidence": claim_base.CONFIDENCE,
-                                 "min_seeds": claim_base.MIN_SEEDS}}
+                                 "equivalence_tost": claim_base.EQUIVALENCE, "sign_test_level": claim_base.SIGN_LEVEL,
+                                 "trains_if_seeds_at_least": claim_base.TRAINS, "min_seeds": claim_base.MIN_SEEDS}}
     paths = render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
                           claim_figures=figures, records=main_records(spec, registry.records(set(ids))),
                           measurements=registry.measurements(), study_info=study_info,
