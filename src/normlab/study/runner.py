@@ -32,7 +32,7 @@ from normlab.study.registry import Registry, settled
 
 MAX_GROUP = 16  # runs one worker stacks at most (benchmarks/multirun.py: the gain is flat from K = 8 on)
 GROUP_MEMORY_BYTES = 2 * 1024 ** 3  # activation memory one worker's stack may take
-from normlab.study.spec import INIT_KEY, StudySpec, build_config, other_init
+from normlab.study.spec import INIT_KEY, StudySpec, build_config
 
 ProgressCallback = Callable[[float, float, dict[str, int]], None]  # (done cost, total cost, status counts)
 

@@ -318,16 +318,6 @@ def sign(interval: list[float] | None, claimed: int) -> str:
     return HOLDS if lo > 0 else FAILS if hi < 0 else INCONCLUSIVE
 
 
-def per_seed(records: Iterable[RunRecord], value) -> dict[int, float]:
-    """{seed: value(record)} over records whose value is a finite number (one record per seed expected)."""
-    out = {}
-    for r in records:
-        v = value(r)
-        if v is not None and math.isfinite(v):
-            out[r.seed] = v
-    return out
-
-
 def sign_test(k: int, n: int) -> float:
     """One-sided exact sign test: P(at least k of n discordant pairs fall one way | each way equally likely)."""
     return sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n if n else 1.0
@@ -373,6 +363,7 @@ def difference(a: Group, b: Group) -> dict[str, Any] | None:
         n = len(diffs)
         diff, se = statistics.fmean(diffs), statistics.stdev(diffs) / math.sqrt(n)
         df, test, seeds = n - 1, f"paired t over {n} seeds", common
+        mean_a, mean_b = statistics.fmean(pa[s] for s in common), statistics.fmean(pb[s] for s in common)
     elif a.n < MIN_SEEDS or b.n < MIN_SEEDS:
         return None
     else:
@@ -382,8 +373,10 @@ def difference(a: Group, b: Group) -> dict[str, Any] | None:
         # Welch–Satterthwaite degrees of freedom
         df = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1)) if va + vb > 0 else a.n + b.n - 2
         test, seeds = f"Welch t ({a.n} vs {b.n} runs, not paired by seed)", sorted(set(a.seeds) | set(b.seeds))
+        mean_a, mean_b = a.mean, b.mean
     half = {level: float(student_t.ppf(0.5 + level / 2, df)) * se for level in (CONFIDENCE, EQUIVALENCE)}
-    return {"diff": diff, "se": se, "df": df, "test": test, "seeds": seeds, "mean_a": a.mean, "mean_b": b.mean,
+    # paired: the means over the seeds compared, so that diff = mean_a − mean_b as the report's tables show them
+    return {"diff": diff, "se": se, "df": df, "test": test, "seeds": seeds, "mean_a": mean_a, "mean_b": mean_b,
             "ci95": [diff - half[CONFIDENCE], diff + half[CONFIDENCE]],
             "ci90": [diff - half[EQUIVALENCE], diff + half[EQUIVALENCE]], "half95": half[CONFIDENCE]}
 

@@ -5,17 +5,14 @@ from __future__ import annotations
 import math
 
 from normlab.study.claims.base import (CLAIMS, CONFIDENCE, FAILS, HOLDS, INCONCLUSIVE, Claim, Figure, Part, Series,
-                                       band, compare, group, loglog_slope, mean_over_seeds, n_seeds, select, sign,
+                                       band, group, loglog_slope, mean_over_seeds, n_seeds, select, sign,
                                        slope, spearman, t_interval)
 from normlab.study.claims.stability import depth_sweep, trains
 
-TREND = 0.5  # |rank correlation| above which a per-layer trend counts as a trend
-UNIFORM_RATIO = 2.0  # max/min across layers at or below which gradients count as "nearly uniform"
 SQRT_BAND = (-0.75, -0.25)  # fitted exponent of Pre-LN's gradient vs L that counts as "like 1/sqrt(L)"
 LINEAR, RANDOM_WALK = 1.0, 0.5  # C5: O(l) is an exponent of 1; a random walk (Xiong et al.'s Lemma 1) is ½
 
 
-FLAT = 0.25  # |exponent| of a gradient vs L at or below which it counts as independent of L
 LAST_FFN = "grad_norm/mlp.sublayer.proj.weight"
 
 
@@ -94,7 +91,7 @@ class GradientsAtInitC2(Claim):
                              "Pre-LN O(d√(ln d / L))) and Fig. 3 (per-layer gradient norms at init)",
                     "measured": "step-0 gradient (before clipping) of the last layer's FFN output weight W² vs L, "
                                 "fitted per seed; per-block gradient norms at the deepest L, per seed",
-                    "inv_sqrt_band": SQRT_BAND, "flat_if_abs_exponent_at_most": FLAT,
+                    "inv_sqrt_band": SQRT_BAND,
                     "not_judged": "Pre-LN 'nearly uniform across layers' is reported, not judged: C3 tests the "
                                   "opposite claim (NormFormer/DeepNet: Pre-LN's bottom layers get larger gradients)"}
         per_seed = {s: self._last_ffn_by_seed(records, preset, s) for s in ("pre", "post")}
@@ -286,12 +283,12 @@ class WateredDownDepthC6(Claim):
         if not pre:
             return self.make(INCONCLUSIVE, "missing diagnostics", None, 0, {"n_layer": deepest},
                              "the depth sweep lacks per-layer diagnostics of trained runs")
-        trends = {(s, key): {seed: log_growth(p) for seed, p in
-                             profiles_by_seed(records, s, deepest, preset, key, when="final").items()}
-                  for s in ("pre", "post") for key in ("contribution_ratio/block", "angular_distance/block")}
+        trends = {key: {seed: log_growth(p) for seed, p in
+                        profiles_by_seed(records, "pre", deepest, preset, key, when="final").items()}
+                  for key in ("contribution_ratio/block", "angular_distance/block")}
         skips = {seed: _skip_trend(r) for seed, r in _skip_records(records, "pre", deepest, preset).items()}
-        contribution = seed_interval(trends["pre", "contribution_ratio/block"])
-        angular = seed_interval(trends["pre", "angular_distance/block"])
+        contribution = seed_interval(trends["contribution_ratio/block"])
+        angular = seed_interval(trends["angular_distance/block"])
         skip = seed_interval(skips)
         # Post-LN's contrast where it trains: an untrained net's layers say nothing about depth, and Post-LN often
         # does not train at the deepest L; the deepest depth where ≥ 80 % of its seeds trained, paired by seed
@@ -336,12 +333,6 @@ class WateredDownDepthC6(Claim):
                 profiles_figure(records, preset, ("pre", "post"), "angular_distance/block",
                                 "Angular distance between x_l and x_{l+1}, trained", "arccos(cos)/π", when="final"),
                 skip]
-
-
-def _contrast_reason(cmp: str) -> str:
-    if cmp == "too-few-seeds":
-        return "too few of its seeds trained to compare"
-    return f"its val loss is {'worse' if cmp == 'worse' else 'not clearly as good'} than Pre-LN's"
 
 
 def _from_layer_1(values: list[float | None]) -> tuple[list[int], list[float]]:
