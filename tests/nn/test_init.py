@@ -9,6 +9,7 @@ import torch
 import normlab
 from normlab.nn.init import INIT_RECIPES, RESIDUAL_OUTPUTS
 from normlab.nn.model import embed
+from normlab.nn.stacked import StackedGPT
 
 D, L = 64, 8
 
@@ -31,10 +32,13 @@ def test_gpt2_is_normal_with_residual_scaling_and_fixes_it():
     assert projections(a, ("q", "k", "v", "ffn_in")).std().item() == pytest.approx(0.02, rel=0.05)
     assert a.embed_scale == 1.0 and a.wte.weight.std().item() == pytest.approx(0.02, rel=0.05)
     assert a.init_record["recipe"] == "gpt2" and "GPT-2" in a.init_record["paper"]
+    assert a.init_record["residual_outputs"] == ("normal(0, 0.005) = 0.02/sqrt(2*n_layer) (gpt2: always scaled; "
+                                                 "init_residual_scaling does not apply)")  # 0.02/√16, a literal
 
 
 def test_xiong_is_fairseqs_transformer_init():
-    """Xiong et al. 2020 §3.1 (fairseq): Xavier linears, no residual scaling, embeddings N(0, d^-½) scaled by √d."""
+    """Xiong et al. 2020 §4.1 (and fairseq, §3.2): Xavier linears, no residual scaling, embeddings N(0, d^-½)
+    scaled by √d."""
     m = build("xiong", init_residual_scaling=True)  # the recipe fixes it: no scaling
     for role, w in m.projections():
         xavier = math.sqrt(2.0 / (w.shape[0] + w.shape[1]))
@@ -43,7 +47,9 @@ def test_xiong_is_fairseqs_transformer_init():
     assert m.wpe.weight.std().item() == pytest.approx(D ** -0.5, rel=0.1)
     assert m.embed_scale == math.sqrt(D)
     assert m.init_record["recipe"] == "xiong" and "2002.04745" in m.init_record["paper"]
-    assert m.init_record["embed_scale"] == "8 = sqrt(d)" and m.init_record["residual_outputs"] == "as linear"
+    assert m.init_record["embed_scale"] == "8 = sqrt(d)" and m.init_record["embeddings"] == "normal(0, 0.125) = d^-1/2"
+    assert m.init_record["residual_outputs"] == ("as linear (xiong: no residual scaling; "
+                                                 "init_residual_scaling does not apply)")
 
 
 def test_xiong_scales_the_token_embedding_in_the_forward_pass():
@@ -68,11 +74,46 @@ def test_deepnorm_keeps_its_beta_under_every_recipe(init):
 
 
 def test_an_encoder_decoder_follows_the_recipe_in_both_stacks():
+    """Both stacks Xavier with no residual scaling, both position tables N(0, d^-½), one √d token scale."""
     torch.manual_seed(0)
     m = normlab.build_model(dict(vocab_size=65, block_size=16, n_layer=2, n_head=4, d_model=D, init="xiong",
                                  arch="encoder-decoder"))
     assert m.embed_scale == math.sqrt(D)
-    assert m.dec_wpe.weight.std().item() == pytest.approx(D ** -0.5, rel=0.1)
+    for table in (m.wte, m.wpe, m.dec_wpe):
+        assert table.weight.std().item() == pytest.approx(D ** -0.5, rel=0.1)
+    for stack in (m.projections(), m.encoder_projections()):
+        roles = set()
+        for role, w in stack:
+            roles.add(role)
+            assert w.std().item() == pytest.approx(math.sqrt(2.0 / (w.shape[0] + w.shape[1])), rel=0.15), role
+        assert set(RESIDUAL_OUTPUTS) <= roles
+
+
+def test_xiongs_untied_head_is_fairseqs_output_projection():
+    """fairseq: a head not shared with the embedding is N(0, d^-½) too; tied, it is the N(0, d^-½) table itself."""
+    untied, tied = build("xiong", tie_weights=False), build("xiong")
+    assert untied.lm_head.weight.std().item() == pytest.approx(D ** -0.5, rel=0.05)
+    assert untied.init_record["head"] == "normal(0, 0.125)"
+    assert tied.lm_head.weight is tied.wte.weight and tied.init_record["head"] == "tied to wte"
+    assert build("normal", tie_weights=False).lm_head.weight.std().item() == pytest.approx(0.02, rel=0.05)
+
+
+def test_the_studys_base_init_still_builds_as_a_base_init():
+    """init = xavier with init_residual_scaling = false (the study's base) is the plain base init, unscaled."""
+    m = build("xavier", init_residual_scaling=False)
+    assert m.embed_scale == 1.0 and m.wte.weight.std().item() == pytest.approx(0.02, rel=0.05)
+    assert m.init_record["recipe"] == "xavier" and m.init_record["residual_outputs"] == "as linear"
+
+
+def test_a_stack_scales_the_token_embedding_as_each_member_alone():
+    """StackedGPT has its own embedding path: under xiong it must multiply by √d as `embed` does."""
+    members = [build("xiong", seed=s).eval() for s in (0, 1)]
+    idx = torch.randint(65, (2, 3, 16), generator=torch.Generator().manual_seed(2))  # (K, B, T)
+    logits, losses = StackedGPT(members).eval()(idx, idx)
+    for k, member in enumerate(members):
+        alone_logits, alone_loss = member(idx[k], idx[k])
+        assert torch.allclose(logits[k], alone_logits, rtol=1e-5, atol=1e-5)
+        assert losses[k].item() == pytest.approx(alone_loss.item(), rel=1e-6)
 
 
 def test_every_recipe_names_its_paper():

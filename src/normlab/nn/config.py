@@ -60,16 +60,20 @@ class ModelConfig(BaseModel):
     """Share the token embedding with the output head."""
 
     init: Literal["normal", "xavier", "gpt2", "xiong"] = "normal"
-    """Init of the weights. Base inits: `normal` (linears N(0, init_std)) and `xavier` (Xavier-normal linears),
-    embeddings N(0, init_std), residual scaling per `init_residual_scaling`. Named recipes, each as its paper
-    set it (see `normlab.nn.init.INIT_RECIPES`): `gpt2` (everything N(0, 0.02), residual outputs ÷ √(2L)) and
-    `xiong` (fairseq's Transformer: Xavier linears, no residual scaling, N(0, d^-½) embeddings scaled by √d).
-    A scheme may override the block projections' init (DeepNorm's β)."""
+    """Init of the weights. Base inits: `normal` (linears N(0, init_std)) and `xavier` (Xavier-normal linears,
+    gain 1); both keep embeddings and an untied head N(0, init_std), token embeddings unscaled, and residual
+    scaling per `init_residual_scaling`. Named recipes, each as its paper set it (`normlab.nn.init.INIT_RECIPES`):
+    `gpt2` (Radford et al. 2019 §2.3: every linear and embedding N(0, init_std), residual outputs ÷ √(2L);
+    the same weights as `normal` with scaling on) and `xiong` (Xiong et al. 2020, the fairseq Transformer:
+    Xavier-normal linears, no residual scaling, token and position embeddings and an untied head N(0, σ = d^-½),
+    the token embedding multiplied by √d in the forward pass). A scheme may still replace the block projections'
+    init (DeepNorm's β, Sub-LN's γ). run.json's "init" names what was used."""
     init_std: float = Field(default=0.02, gt=0)
-    """σ of the normal init (embeddings too, except under `xiong`)."""
+    """σ of the normal init: linears under `normal`/`gpt2`, embeddings and an untied head under all but `xiong`."""
     init_residual_scaling: bool = True
-    """GPT-2: scale each residual output projection's init by 1/sqrt(2·n_layer). Base inits only: a recipe fixes
-    it (gpt2: on, xiong: off)."""
+    """GPT-2: scale each residual output projection's init by 1/sqrt(2·n_layer) (`normal` only; Xavier ignores
+    it). Read by the base inits only: a recipe fixes it (gpt2: always on, xiong: off), and the init record
+    says the flag did not apply."""
 
     @model_validator(mode="after")
     def _check(self) -> "ModelConfig":

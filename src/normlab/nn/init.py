@@ -22,7 +22,7 @@ class InitRecipe:
 
     linear: str  # "normal" (N(0, init_std)) or "xavier" (Xavier-normal, gain 1)
     residual_scaling: bool  # residual output projections ÷ √(2L)
-    embed_std: str  # "init_std", or "d^-1/2"
+    embed_std: str  # σ of the embeddings and of an untied head: "init_std", or "d^-1/2"
     embed_scale: str  # "1", or "sqrt(d)": the token embedding is multiplied by it in the forward pass
     text: str  # the recipe and its paper, in words
 
@@ -32,9 +32,10 @@ INIT_RECIPES = {
                        "N(0, 0.02) for every linear and embedding, residual output projections ÷ √(2L), unscaled "
                        "embeddings (Radford et al. 2019, GPT-2, §2.3, and its released code)"),
     "xiong": InitRecipe("xavier", False, "d^-1/2", "sqrt(d)",
-                        "Xavier-normal linears, no residual scaling, token and position embeddings N(0, d^-½) with "
-                        "the token embedding scaled by √d in the forward pass (Xiong et al. 2020, arXiv "
-                        "2002.04745, §3.1 and App. A: the fairseq Transformer)"),
+                        "Xavier-normal linears, no residual scaling, token and position embeddings (and an untied "
+                        "head) N(0, σ = d^-½) with the token embedding scaled by √d in the forward pass (Xiong et "
+                        "al. 2020, arXiv 2002.04745: §4.1 for the analysis's Xavier init, §3.2 for the fairseq "
+                        "Transformer it trained)"),
 }
 
 
@@ -50,6 +51,11 @@ def embed_scale(cfg: ModelConfig) -> float:
     return math.sqrt(cfg.d_model) if recipe_of(cfg).embed_scale == "sqrt(d)" else 1.0
 
 
+def embedding_std(cfg: ModelConfig) -> float:
+    """σ of the token and position embeddings, and of an untied head: d^-½ under `xiong`, else init_std."""
+    return cfg.d_model ** -0.5 if recipe_of(cfg).embed_std == "d^-1/2" else cfg.init_std
+
+
 @torch.no_grad()
 def init_weights(model: nn.Module, cfg: ModelConfig, scheme: Scheme,
                  encoder_scheme: Scheme | None = None) -> dict[str, object]:
@@ -57,49 +63,70 @@ def init_weights(model: nn.Module, cfg: ModelConfig, scheme: Scheme,
 
     `model.projections()` are the block projections `scheme` initialises; an encoder–decoder passes its
     encoder's scheme too, for `model.encoder_projections()` (DeepNorm's β differs between the stacks).
+    The order of the draws is fixed (embeddings, head, decoder stack, encoder stack): one seed, one model.
     """
-    std, recipe = cfg.init_std, recipe_of(cfg)
-    emb_std = cfg.d_model ** -0.5 if recipe.embed_std == "d^-1/2" else std
+    recipe = recipe_of(cfg)
+    _init_tables(model, cfg)
+    depth = cfg.n_layer + (cfg.resolved_n_dec_layer() if encoder_scheme is not None else 0)
+    residual_std = cfg.init_std / math.sqrt(2 * depth) if recipe.residual_scaling else cfg.init_std
+    stacks = [("decoder", scheme, list(model.projections()))]
+    if encoder_scheme is not None:
+        stacks.append(("encoder", encoder_scheme, list(model.encoder_projections())))
+    for _, _, projections in stacks:
+        for role, w in projections:
+            if recipe.linear == "xavier":
+                nn.init.xavier_normal_(w)
+            else:
+                nn.init.normal_(w, 0.0, residual_std if role in RESIDUAL_OUTPUTS else cfg.init_std)
+    record = _record(cfg, residual_std)
+    _apply_scheme_gains(record, stacks, encoder_decoder=encoder_scheme is not None)
+    if encoder_scheme is not None:
+        record["schemes"] = {"encoder": encoder_scheme.describe(), "decoder": scheme.describe()}
+    return record
+
+
+def _init_tables(model: nn.Module, cfg: ModelConfig) -> None:
+    """Embeddings, biases and an untied head. The head follows the embeddings' σ, as fairseq's untied
+    output projection is N(0, d^-½) (under the base inits and gpt2 both are init_std)."""
+    emb_std = embedding_std(cfg)
     for emb in (model.wte, model.wpe, *([model.dec_wpe] if hasattr(model, "dec_wpe") else [])):
         nn.init.normal_(emb.weight, 0.0, emb_std)
     for module in model.modules():
         if isinstance(module, nn.Linear) and module.bias is not None:
             nn.init.zeros_(module.bias)
     if not cfg.tie_weights:
-        nn.init.normal_(model.lm_head.weight, 0.0, std)
+        nn.init.normal_(model.lm_head.weight, 0.0, emb_std)
 
-    depth = cfg.n_layer + (cfg.resolved_n_dec_layer() if encoder_scheme is not None else 0)
-    residual_std = std / math.sqrt(2 * depth) if recipe.residual_scaling else std
-    stacks = [(scheme, list(model.projections()))]
-    if encoder_scheme is not None:
-        stacks.append((encoder_scheme, list(model.encoder_projections())))
-    for _, projections in stacks:
-        for role, w in projections:
-            if recipe.linear == "xavier":
-                nn.init.xavier_normal_(w)
-            else:
-                nn.init.normal_(w, 0.0, residual_std if role in RESIDUAL_OUTPUTS else std)
-    record: dict[str, object] = {
+
+def _record(cfg: ModelConfig, residual_std: float) -> dict[str, object]:
+    """What the recipe did, in words: run.json keeps it as "init"."""
+    std, recipe, emb_std = cfg.init_std, recipe_of(cfg), embedding_std(cfg)
+    scaled = recipe.linear == "normal" and recipe.residual_scaling
+    residual = f"normal(0, {residual_std:g}) = {std:g}/sqrt(2*n_layer)" if scaled else "as linear"
+    if cfg.init in INIT_RECIPES:  # the recipe fixes the scaling; say that the config's flag was not read
+        residual += (f" ({cfg.init}: {'always scaled' if recipe.residual_scaling else 'no residual scaling'}; "
+                     "init_residual_scaling does not apply)")
+    return {
         "recipe": cfg.init, "paper": recipe.text,
         "embeddings": f"normal(0, {emb_std:g})" + ("" if recipe.embed_std == "init_std" else " = d^-1/2"),
         "embed_scale": f"{embed_scale(cfg):g}" + (" = sqrt(d)" if recipe.embed_scale == "sqrt(d)" else ""),
+        "head": "tied to wte" if cfg.tie_weights else f"normal(0, {emb_std:g})",
         "linear": "xavier_normal(gain 1)" if recipe.linear == "xavier" else f"normal(0, {std:g})",
-        "residual_outputs": (f"normal(0, {residual_std:g}) = {std:g}/sqrt(2*n_layer)"
-                             if recipe.linear == "normal" and recipe.residual_scaling else "as linear"),
+        "residual_outputs": residual,
     }
-    for name, (stack_scheme, projections) in zip(("decoder", "encoder"), stacks):
+
+
+def _apply_scheme_gains(record: dict[str, object], stacks: list, encoder_decoder: bool) -> None:
+    """The scheme replaces the block projections' init (DeepNorm's β, Sub-LN's γ); the head keeps its own."""
+    for name, stack_scheme, projections in stacks:
         gains = stack_scheme.init_gains()
         if gains is None:
             continue
-        # the scheme replaces the block projections' init (DeepNorm, Sub-LN); the head keeps its own
         for role, w in projections:
             nn.init.xavier_normal_(w, gain=gains.gain(role))
         record["linear"] = record["residual_outputs"] = "replaced by scheme_override"
         override = {"init": "xavier_normal", "gain_q_k": gains.qk, "gain_v_out_ffn": gains.v_out_ffn, "why": gains.why}
-        if encoder_scheme is None:
-            record["scheme_override"] = override
-        else:
+        if encoder_decoder:
             record.setdefault("scheme_override", {})[name] = override
-    if encoder_scheme is not None:
-        record["schemes"] = {"encoder": encoder_scheme.describe(), "decoder": scheme.describe()}
-    return record
+        else:
+            record["scheme_override"] = override

@@ -53,7 +53,7 @@ class Preset:
 
 QUICK_BASE = {
     "model.block_size": 64, "model.n_layer": 4, "model.n_head": 4, "model.d_model": 64,
-    # Xiong et al. 2020 (arXiv 2002.04745) §3.1: the fairseq Transformer's init (Xavier linears, no residual
+    # Xiong et al. 2020 (arXiv 2002.04745) §4.1 and §3.2: the fairseq Transformer's init (Xavier linears, no residual
     # scaling, N(0, d^-½) embeddings scaled by √d). GPT-2's 1/√(2L) scaling of the residual projections exists to
     # cancel the depth effects C1–C6 are about (it makes the last layer's gradient independent of L), so a claim
     # is judged under its paper's recipe (`Claim.init`, which sets model.init per claim) and, with the init pass,
