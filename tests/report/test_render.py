@@ -94,10 +94,12 @@ def test_sub_verdicts_intervals_and_the_init_pass_are_shown(report, html_text):
     text = report["markdown"].read_text(encoding="utf-8")
     c1 = next(line for line in text.splitlines() if line.startswith("| C1 "))
     assert "(init-dependent)" in c1 and "[0.081, 0.434]" in c1 and "| 5 |" in c1 and "xiong; gpt2: holds" in c1
-    assert "| ↳ Post-LN needs warmup | ✅ holds |" in text and "| ↳ Pre-LN is barely affected | ❔ inconclusive |" in text
+    assert "| ↳ Post-LN needs warmup | ✅ holds |" in text
+    assert "| ↳ Pre-LN is barely affected | ❔ inconclusive |" in text
     c2 = next(line for line in text.splitlines() if line.startswith("| C2 "))
     assert "init-dependent" not in c2 and "xiong; gpt2:" in c2
-    assert "- init: judged under xiong (does not hold); under gpt2: INIT-DEPENDENT, `holds`, -0.01 [-0.05, 0.03]" in text
+    assert ("- init: judged under xiong (does not hold); under gpt2: INIT-DEPENDENT, `holds`, -0.01 [-0.05, 0.03]"
+            in text)
     assert "- test: paired t over 5 seeds, 95 % interval; seeds 0, 1, 2, 3, 4" in text
     assert html_text.count(">init-dependent</span>") == 1
     assert "0.257 nats &lt;b&gt;paired&lt;/b&gt;" in html_text  # a part's summary is escaped
@@ -228,7 +230,7 @@ def test_key_numbers_read_in_the_claims_direction_and_a_missing_one_says_n_a():
     from normlab.study.claims import CLAIMS
 
     assert CLAIMS.get("C12")().reading(-0.01084) == "Pre-LN uses 1.1 % more peak memory than Post-LN"
-    assert CLAIMS.get("C10")().reading(0.92).startswith("RMSNorm takes 0.92× LayerNorm's time")
+    assert CLAIMS.get("C10")().reading(0.92).startswith("RMSNorm's norm takes 0.92× LayerNorm's time")
     assert CLAIMS.get("C1")().reading(-0.05) == "dropping warmup helped Post-LN by 0.050 nats"
     assert key_number("Post-LN − Pre-LN val loss at 16 layers (nats)", None) == (
         "Post-LN − Pre-LN val loss at 16 layers (nats) = n/a")

@@ -1729,8 +1729,8 @@ def test_paired_difference_cancels_the_seed_spread():
     diffs = [a.by_seed[s] - b.by_seed[s] for s in range(5)]
     assert info["diff"] == approx(sum(diffs) / 5)
     se = (sum((d - info["diff"]) ** 2 for d in diffs) / 4) ** 0.5 / 5 ** 0.5
-    assert info["ci95"] == [pytest.approx(info["diff"] - 2.776445 * se, rel=1e-5), pytest.approx(info["diff"] + 2.776445 * se,
-                                                                                    rel=1e-5)]
+    assert info["ci95"] == [pytest.approx(info["diff"] - 2.776445 * se, rel=1e-5),
+                            pytest.approx(info["diff"] + 2.776445 * se, rel=1e-5)]
     unpaired = compare(Group(a.losses, 5, 0), Group(b.losses, 5, 0))
     assert unpaired[0] == "unclear" and unpaired[1]["test"].startswith("Welch")
 

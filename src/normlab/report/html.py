@@ -12,7 +12,8 @@ from typing import Any, Iterable
 
 from normlab.report import plots
 from normlab.report.format import (failure_groups, failure_text, init_text, interval_text, marks, robustness_text,
-                                   seeds_used, first_line, fmt_info_value, fmt_settings, fmt_value, info_label, key_label,
+                                   seeds_used, first_line, fmt_info_value, fmt_settings, fmt_value, info_label,
+                                   key_label,
                                    key_number, label, partial_note)
 from normlab.report.general import Plot, Section, Table
 from normlab.report.plots import Png
@@ -218,7 +219,8 @@ def key_block(verdict: dict) -> str:
                 f'<span class="seeds">{esc(seeds_text(verdict.get("n_seeds")))}</span></p>')
     number = f'<span class="value">{esc(fmt_value(value))}</span>' if value is not None else '<span class="value">n/a</span>'
     return (f'<p class="keynum"><span class="stat">{esc(verdict.get("statistic") or "")}</span>{number}'
-            f'{interval_span(verdict.get("interval"))}<span class="seeds">{esc(seeds_text(verdict.get("n_seeds")))}</span></p>')
+            f'{interval_span(verdict.get("interval"))}'
+            f'<span class="seeds">{esc(seeds_text(verdict.get("n_seeds")))}</span></p>')
 
 
 def seeds_text(n: Any) -> str:

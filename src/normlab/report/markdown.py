@@ -38,7 +38,8 @@ def markdown(title: str, study_info: dict, verdicts: list[dict], claim_info: dic
                      f"{cell(fmt_value(seeds_used(v)))} | {cell(_init_cell(v))} | {cell(_robust_cell(v))} |")
         for part in v.get("parts") or []:
             lines.append(f"| ↳ {cell(part.get('name'))} | {VERDICT_MARK.get(part.get('verdict'), '·')} "
-                         f"{cell(part.get('verdict'))} | {cell(_key(part))} | {cell(len(part.get('seeds') or []) or '—')} | | |")
+                         f"{cell(part.get('verdict'))} | {cell(_key(part))} | "
+                         f"{cell(len(part.get('seeds') or []) or '—')} | | |")
     lines += failed_lines(failed_runs or [])
     lines += ["", "## Claims", ""]
     for v in verdicts:
@@ -72,7 +73,8 @@ def claim_lines(v: dict) -> list[str]:
     lines = [f"### {cell(v['id'])}: {cell(v.get('verdict'))}{''.join(f' ({m})' for m in marks(v))}", "",
              cell(v.get("summary") or "—"), ""]
     for part in v.get("parts") or []:
-        lines += [f"- {VERDICT_MARK.get(part.get('verdict'), '·')} {cell(part.get('name'))}: {cell(part.get('verdict'))}"
+        mark = VERDICT_MARK.get(part.get("verdict"), "·")
+        lines += [f"- {mark} {cell(part.get('name'))}: {cell(part.get('verdict'))}"
                   f" — {cell(part.get('summary') or _key(part))} ({cell(part.get('test'))})"]
     if v.get("test"):
         lines += [f"- test: {cell(v['test'])}" + (f"; seeds {cell(', '.join(map(str, v['seeds'])))}"

@@ -523,7 +523,8 @@ def mark_fragile(verdict: Verdict, claim, reruns: list, measurement, spec: Study
 def describe(spec: StudySpec, ids: list[str]) -> dict[str, Any]:
     p = spec.preset
     return {"preset": p.name, "description": p.description, "claims": spec.claims, "seeds": p.seeds,
-            "robustness": spec.robustness, "init_pass_flag": spec.init_pass,  # --init-pass / --no-init-pass (None: the preset's list)
+            "robustness": spec.robustness,
+            "init_pass_flag": spec.init_pass,  # --init-pass / --no-init-pass (None: the preset's list)
             "init_pass": [c for c in spec.claims if spec.judges_both_inits(c) and CLAIMS.get(c)().runs(spec.preset)],
             "n_runs": len(ids), "run_ids": ids, "axes": spec.axes, "base": p.base, "base_extra": spec.base_extra,
             "lrs": p.lrs, "warmup": p.warmup, "lr_fixed": p.lr_fixed, "depths": p.depths,

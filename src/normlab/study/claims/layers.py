@@ -293,8 +293,8 @@ class WateredDownDepthC6(Claim):
         # Post-LN's contrast where it trains: an untrained net's layers say nothing about depth, and Post-LN often
         # does not train at the deepest L; the deepest depth where ≥ 80 % of its seeds trained, paired by seed
         contrast_depth = next((d for d in sorted(preset.depths, reverse=True)
-                               if trains(group(records, model__scheme="post", model__n_layer=d, train__lr=preset.lr_fixed,
-                                               train__warmup_steps=preset.warmup))), None)
+                               if trains(group(records, model__scheme="post", model__n_layer=d,
+                                               train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup))), None)
         post_minus_pre = seed_interval(_paired_trend(records, preset, contrast_depth) if contrast_depth else {})
         parts = [
             _trend_part("Pre-LN's contribution ratio ‖F_l‖/‖x_l‖ falls with l", contribution, -1,
@@ -312,7 +312,8 @@ class WateredDownDepthC6(Claim):
                    f"({_ci(skip[1], '+.3f')}); Post-LN − Pre-LN contribution trend at L = {contrast_depth or 'n/a'} "
                    f"{_f(post_minus_pre[0], '+.2f')} ({_ci(post_minus_pre[1])})"
                    + ("" if contrast_depth else " (Post-LN trains at no depth of the sweep)")
-                   + f"; effective depth (reported) Pre-LN {_f(eff['pre'], '.2f')}·L, Post-LN {_f(eff['post'], '.2f')}·L")
+                   + f"; effective depth (reported) Pre-LN {_f(eff['pre'], '.2f')}·L, "
+                     f"Post-LN {_f(eff['post'], '.2f')}·L")
         return self.make(None, "Pre-LN fitted log change of the contribution ratio, first → last layer",
                          contribution[0], n_seeds(select(records, False, model__n_layer=deepest)), settings, summary,
                          parts=parts, interval=contribution[1], test=contribution[3], seeds=contribution[2],
@@ -366,7 +367,8 @@ def _trend_part(name: str, estimate, claimed: int, statistic: str) -> Part:
 
 def _paired_trend(records, preset, depth: int, key: str = "contribution_ratio/block") -> dict[int, float]:
     """{seed: Post-LN's − Pre-LN's fitted log change of `key`} at one depth, over seeds where both trained."""
-    post, pre = ({seed: log_growth(p) for seed, p in profiles_by_seed(records, s, depth, preset, key, when="final").items()}
+    post, pre = ({seed: log_growth(p)
+                  for seed, p in profiles_by_seed(records, s, depth, preset, key, when="final").items()}
                  for s in ("post", "pre"))
     return {seed: post[seed] - pre[seed] for seed in set(post) & set(pre)
             if post[seed] is not None and pre[seed] is not None}

@@ -187,8 +187,9 @@ def max_stable_lr(records, preset, schemes, warmup, lrs=None) -> dict[str, float
     on which schemes are compared (it once was "within 10 % of the best loss of the compared set")."""
     out = {}
     for s in schemes:
-        ok = [lr for lr in (lrs or preset.lrs) if trains(group(records, model__scheme=s, train__lr=lr, train__warmup_steps=warmup,
-                                                      model__n_layer=preset.depth))]
+        ok = [lr for lr in (lrs or preset.lrs)
+              if trains(group(records, model__scheme=s, train__lr=lr, train__warmup_steps=warmup,
+                              model__n_layer=preset.depth))]
         out[s] = max(ok) if ok else None
     return out
 
@@ -382,8 +383,8 @@ class PeriC14(Claim):
 
     def runs(self, preset):
         # the lr sweep without warmup (where stability is tested) and the depth sweep
-        return [r for r in lr_sweep(preset, ("peri", "pre", "post"), stress_lrs(preset)) if not r["train.warmup_steps"]] \
-            + depth_sweep(preset, ("peri", "pre", "post"))
+        sweep = lr_sweep(preset, ("peri", "pre", "post"), stress_lrs(preset))
+        return [r for r in sweep if not r["train.warmup_steps"]] + depth_sweep(preset, ("peri", "pre", "post"))
 
     def verdict(self, records, measurement, preset):
         rates = {}
