@@ -17,6 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from normlab.study.claims import CLAIMS, FAILS, HOLDS
+from normlab.study.records import flatten
 from normlab.study.registry import Registry
 from normlab.study.runner import compute_verdicts, study_ids
 from normlab.study.spec import INIT_KEY, spec_from_meta
@@ -32,20 +33,10 @@ def claim_runs(spec, ids: set[str], configs: dict[str, dict]) -> dict[str, set[s
             wanted += [{INIT_KEY: recipe, **o} for o in claim.runs(spec.preset)]
         mine = set()
         for rid in ids:
-            flat = _flat(configs[rid])
+            flat = flatten(configs[rid])
             if any(all(flat.get(k) == v for k, v in o.items()) and _is_base_elsewhere(flat, o, spec) for o in wanted):
                 mine.add(rid)
         out[claim_id] = mine
-    return out
-
-
-def _flat(config: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in config.items():
-        if isinstance(v, dict) and k not in ("scheme_options", "norm_options"):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
     return out
 
 
@@ -105,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                        "shared_s": shared, "shared_wall_s": shared / train_s * wall if train_s else 0.0})
     cells: dict[str, dict] = defaultdict(lambda: {"runs": 0, "train_s": 0.0, "did_not_train": 0})
     for rid, r in records.items():
-        c = cells[cell(_flat(configs[rid]))]
+        c = cells[cell(flatten(configs[rid]))]
         c["runs"] += 1
         c["train_s"] += elapsed[rid]
         c["did_not_train"] += r.did_not_train
