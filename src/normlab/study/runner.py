@@ -484,14 +484,22 @@ def claim_bases(spec: StudySpec, claim, base: dict[str, Any]) -> dict[str, dict[
     return out
 
 
+def rejudge(claim, records: list, measurement, spec: StudySpec) -> tuple[Verdict | None, str | None]:
+    """The claim's verdict on another pass's records (the other init recipe, another thread count), or the error
+    that kept it from being computed."""
+    try:
+        return claim.verdict(records, measurement, spec.preset), None
+    except Exception as e:
+        return None, f"{type(e).__name__}: {e}"
+
+
 def mark_init_dependent(verdict: Verdict, claim, records: list, measurement, spec: StudySpec) -> None:
     """`init-dependent` when the same claim judged on the runs of the other init recipe gives another verdict;
     both numbers are kept (the other's verdict, value, interval and sub-verdicts)."""
     recipe = spec.inits(claim)[1]
-    try:
-        again = claim.verdict(records, measurement, spec.preset)
-    except Exception as e:
-        verdict.other_init = {"recipe": recipe, "error": f"{type(e).__name__}: {e}"}
+    again, error = rejudge(claim, records, measurement, spec)
+    if again is None:
+        verdict.other_init = {"recipe": recipe, "error": error}
         return
     verdict.init_dependent = again.verdict != verdict.verdict
     verdict.other_init = {"recipe": recipe, "verdict": again.verdict, "value": again.value,
@@ -510,10 +518,9 @@ def main_records(spec: StudySpec, records: list) -> list:
 
 def mark_fragile(verdict: Verdict, claim, reruns: list, measurement, spec: StudySpec) -> None:
     """`fragile` when the same runs at another thread count (a one-bit change of numerics) give another verdict."""
-    try:
-        again = claim.verdict(reruns, measurement, spec.preset)
-    except Exception as e:
-        verdict.robustness = {"changed": spec.robust_overrides(), "error": f"{type(e).__name__}: {e}"}
+    again, error = rejudge(claim, reruns, measurement, spec)
+    if again is None:
+        verdict.robustness = {"changed": spec.robust_overrides(), "error": error}
         return
     verdict.fragile = again.verdict != verdict.verdict
     verdict.robustness = {"changed": spec.robust_overrides(), "verdict": again.verdict, "value": again.value,

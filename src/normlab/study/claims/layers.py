@@ -7,7 +7,7 @@ import math
 from normlab.study.claims.base import (CLAIMS, CONFIDENCE, FAILS, HOLDS, INCONCLUSIVE, Claim, Figure, Part, Series,
                                        band, group, loglog_slope, mean_over_seeds, n_seeds, select, sign,
                                        slope, spearman, t_interval)
-from normlab.study.claims.stability import depth_sweep, trains
+from normlab.study.claims.stability import _ci, depth_sweep, trains
 
 SQRT_BAND = (-0.75, -0.25)  # fitted exponent of Pre-LN's gradient vs L that counts as "like 1/sqrt(L)"
 LINEAR, RANDOM_WALK = 1.0, 0.5  # C5: O(l) is an exponent of 1; a random walk (Xiong et al.'s Lemma 1) is ½
@@ -105,21 +105,21 @@ class GradientsAtInitC2(Claim):
                       "exponent p of ‖∂L/∂W²‖ of the last layer ∝ L^p", pre_p, pre_ci,
                       f"{pre_test}; holds when the interval lies inside {SQRT_BAND} (−½ ± ¼), does not hold when "
                       f"it lies outside", pre_seeds,
-                      f"L^{_f(pre_p, '+.2f')}, 95 % interval {_ci(pre_ci)} over L = "
+                      f"L^{_f(pre_p, '+.2f')}, 95 % interval {_ci(pre_ci, '+.2f')} over L = "
                       f"{', '.join(map(str, sorted(last['pre'])))}"),
                  Part("Post-LN's gradients grow toward the output layers", sign(post_ci, +1),
                       f"fitted log(last / first block gradient) at L = {deepest}", post_g, post_ci,
                       f"{post_test}; holds when the interval is above 0, does not hold when below", post_seeds,
-                      f"the last block's gradient is {_x(post_g)} the first's, 95 % interval {_ci(post_ci)} "
+                      f"the last block's gradient is {_x(post_g)} the first's, 95 % interval {_ci(post_ci, '+.2f')} "
                       f"(log scale)")]
         if not post or not pre or pre_p is None:
             return self.make(INCONCLUSIVE, "no step-0 gradients recorded", None, 0, settings,
                              "the depth sweep has no per-layer gradients at two depths or more", parts=parts)
         pre_ratio = max(v for v in pre if v) / min(v for v in pre if v)
         summary = (f"at step 0: the last layer's FFN-weight gradient goes as L^{_f(slopes['pre'], '+.2f')} in "
-                   f"Pre-LN (per seed {_ci(pre_ci)}) and L^{_f(slopes['post'], '+.2f')} in Post-LN over L = "
+                   f"Pre-LN (per seed {_ci(pre_ci, '+.2f')}) and L^{_f(slopes['post'], '+.2f')} in Post-LN over L = "
                    f"{', '.join(map(str, sorted(last['pre'])))}; at L={deepest}, Post-LN's last block gets "
-                   f"{_x(post_g)} the first block's gradient ({_ci(post_ci)} on the log scale); Pre-LN's max/min "
+                   f"{_x(post_g)} the first block's gradient ({_ci(post_ci, '+.2f')} on the log scale); Pre-LN's max/min "
                    f"across layers {pre_ratio:.2f} (reported, not judged: see C3)")
         return self.make(None, "exponent p of Pre-LN's last-layer FFN gradient ∝ L^p", pre_p,
                          n_seeds(select(records, False, model__n_layer=deepest, **self.WHERE)), settings, summary,
@@ -235,7 +235,7 @@ class ResidualGrowthC5(Claim):
         else:
             verdict = INCONCLUSIVE  # contains both l and √l
         summary = (f"trained Pre-LN, L={deepest}: RMS(x_l) grows like l^{_f(p, '.2f')} for l ≥ 1, 95 % interval over "
-                   f"seeds {_ci(ci)}; at init like l^{_f(p_init, '.2f')} ({_ci(ci_init)}). O(l) is p = 1; Xiong et "
+                   f"seeds {_ci(ci, '+.2f')}; at init like l^{_f(p_init, '.2f')} ({_ci(ci_init, '+.2f')}). O(l) is p = 1; Xiong et "
                    f"al.'s Lemma 1 (‖x_l‖² linear in l) is p = ½")
         settings = {"n_layer": deepest, "measured": "RMS of the stream x_l entering block l, trained, per seed",
                     "rule": "holds when the exponent's 95 % interval contains 1 and excludes ½; does not hold when it "
@@ -307,10 +307,10 @@ class WateredDownDepthC6(Claim):
                         f"seed, at L = {contrast_depth or 'n/a'}: the deepest depth where Post-LN trains)",
                         post_minus_pre, +1, "Post-LN − Pre-LN fitted log change of the contribution ratio")]
         summary = (f"trained, L={deepest}: Pre-LN's contribution ratio changes {_x(contribution[0])} from the first "
-                   f"layer to the last ({_ci(contribution[1])} log), the angle between consecutive inputs "
-                   f"{_x(angular[0])} ({_ci(angular[1])} log), the layer-skip ΔL by {_f(skip[0], '+.3f')} nats "
+                   f"layer to the last ({_ci(contribution[1], '+.2f')} log), the angle between consecutive inputs "
+                   f"{_x(angular[0])} ({_ci(angular[1], '+.2f')} log), the layer-skip ΔL by {_f(skip[0], '+.3f')} nats "
                    f"({_ci(skip[1], '+.3f')}); Post-LN − Pre-LN contribution trend at L = {contrast_depth or 'n/a'} "
-                   f"{_f(post_minus_pre[0], '+.2f')} ({_ci(post_minus_pre[1])})"
+                   f"{_f(post_minus_pre[0], '+.2f')} ({_ci(post_minus_pre[1], '+.2f')})"
                    + ("" if contrast_depth else " (Post-LN trains at no depth of the sweep)")
                    + f"; effective depth (reported) Pre-LN {_f(eff['pre'], '.2f')}·L, "
                      f"Post-LN {_f(eff['post'], '.2f')}·L")
@@ -345,10 +345,6 @@ def _from_layer_1(values: list[float | None]) -> tuple[list[int], list[float]]:
 
 def _f(value, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
-
-
-def _ci(interval, spec: str = "+.2f") -> str:
-    return "n/a" if not interval else f"[{interval[0]:{spec}}, {interval[1]:{spec}}]"
 
 
 def _x(log_ratio: float | None) -> str:
