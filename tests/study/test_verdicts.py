@@ -33,7 +33,10 @@ from normlab.study.spec import PRESETS
 P = dataclasses.replace(
     PRESETS["quick"], name="unit", lrs=[1e-3, 3e-3, 1e-2], warmup=50, lr_fixed=3e-3, depths=[2, 4, 8],
     base={**PRESETS["quick"].base, "model.n_layer": 4, "train.steps": 300}, deep_depths=[], deep_base={},
-    timing_repeats=3)
+    timing_repeats=3, depth_cell={})
+# C5 and C6 measured in a depth cell deeper and longer than the sweep (the standard preset's shape)
+CELL = dataclasses.replace(P, name="unit-cell", depth_cell={"model.n_layer": 12, "train.steps": 1000},
+                           cell_claims=["C5", "C6"])
 DEEP = dataclasses.replace(P, name="unit-deep", deep_depths=[8, 16], deep_base={"model.d_model": 32})
 W = P.warmup  # the "with warmup" length
 LRS = P.lrs
@@ -754,6 +757,34 @@ def residual_exponent_interval_spans_sqrt_and_linear():
     return Case(_c5(0.75, spread=10.0), check=check)
 
 
+def _c5_cell(p_cell: float, p_sweep: float) -> list[RunRecord]:
+    """The sweep's deepest Pre-LN runs grow like l^p_sweep, the depth cell's (12 layers × 1,000 steps) like
+    l^p_cell: the verdict must read the cell."""
+    rms = lambda p, n: {"residual_rms/block": [1e-3] + [l ** p for l in range(1, n)]}  # noqa: E731
+    return ([rec(scheme="pre", n_layer=8, seed=s, layers_init=rms(0.5, 8), layers_final=rms(p_sweep + SEED_P[s], 8))
+             for s in range(5)]
+            + [rec(scheme="pre", n_layer=12, steps=1000, seed=s, layers_init=rms(0.5, 12),
+                   layers_final=rms(p_cell + SEED_P[s], 12)) for s in range(5)])
+
+
+@scenario("C5", HOLDS, 1.0)
+def c5_cell_grows_linearly_where_the_sweep_does_not():
+    def check(v):
+        assert v.settings["n_layer"] == 12 and v.settings["steps"] == 1000 and "L=12, 1000 steps" in v.summary
+    return Case(_c5_cell(1.0, 0.5), preset=CELL, check=check)
+
+
+@scenario("C5", FAILS, 0.5)
+def c5_cell_grows_like_sqrt_l_where_the_sweep_grows_linearly():
+    return Case(_c5_cell(0.5, 1.0), preset=CELL)
+
+
+@scenario("C5", INCONCLUSIVE, None)
+def c5_cell_not_trained():
+    # the sweep alone is no stand-in for the cell: without the cell's runs there is nothing to judge
+    return Case(_c5_cell(1.0, 1.0)[:5], preset=CELL)
+
+
 @scenario("C5", INCONCLUSIVE, None)
 def c5_no_trained_profile():
     return Case([rec(scheme="pre", n_layer=8, seed=s, layers_init=_rms(1.0)) for s in range(2)])
@@ -842,6 +873,37 @@ def post_trains_at_no_depth():
     def check(v):
         assert v.parts[3]["verdict"] == INCONCLUSIVE and "Post-LN trains at no depth" in v.summary
     return Case(_c6(post_trains=()), check=check)
+
+
+def _c6_cell(pre_contrib: float, **kw) -> list[RunRecord]:
+    """`_c6`'s sweep (Pre-LN's contribution falling by exp(-2)) plus Pre-LN runs in the depth cell whose contribution
+    changes by exp(pre_contrib), angle and ΔL falling."""
+    out = _c6(**kw)
+    for s in range(5):
+        w = SEED_P[s]
+        delta = [0.05 + (-0.3 + w / 10) * i / 11 for i in range(12)]
+        out.append(rec(scheme="pre", n_layer=12, steps=1000, seed=s, val_loss=1.8 + w,
+                       layers_final={"contribution_ratio/block": _profile(pre_contrib + w, 12),
+                                     "angular_distance/block": _profile(-1.0 + w, 12, 0.2)},
+                       layer_skip={"effective_depth_fraction": 0.25, "delta_loss": delta}))
+    return out
+
+
+@scenario("C6", HOLDS, -3.0)
+def c6_cell_contribution_falls():
+    # the Pre-LN parts read the cell (-3), the Post-LN contrast the sweep (at 8 layers, where Post-LN trains)
+    def check(v):
+        assert [p["verdict"] for p in v.parts] == [HOLDS] * 4 and "L = 8" in v.parts[3]["name"]
+        assert v.details["effective_depth_fraction"] == {"pre": 0.25, "post": 1.0}
+        assert v.settings["steps"] == 1000 and "L=12, 1000 steps" in v.summary
+    return Case(_c6_cell(-3.0), preset=CELL, check=check)
+
+
+@scenario("C6", FAILS, 2.0)
+def c6_cell_contribution_rises_where_the_sweep_falls():
+    def check(v):
+        assert v.parts[0]["verdict"] == FAILS
+    return Case(_c6_cell(2.0, post_contrib=4.0), preset=CELL, check=check)
 
 
 @scenario("C6", INCONCLUSIVE, -2.0)
@@ -958,6 +1020,25 @@ def converged_on_the_mean_drop_over_seeds():
     def check(v):
         assert v.details["last_quarter_drop"] == {"pre": approx(0.008), "post": approx(0.008)}
     return Case(records, check=check)
+
+
+CELL7 = dataclasses.replace(P, name="unit-cell-c7", depth_cell={"model.n_layer": 12, "train.steps": 1000},
+                            cell_claims=["C7"])
+
+
+@scenario("C7", HOLDS, 1.845 - 1.905)
+def c7_in_the_depth_cell():
+    # the cell's runs (12 layers × 1,000 steps) have Post-LN better; the base depth's (decoys) have it worse
+    cell = _c7_with_finetunes()
+    for r in cell:
+        if not r.get("train.init_from"):
+            r.config["model"]["n_layer"], r.config["train"]["steps"] = 12, 1000
+    decoys = _c7(PRE_C7, {1e-3: [1.993, 1.997], 3e-3: [1.953, 1.957], 1e-2: [None, None]})
+
+    def check(v):
+        assert v.settings["n_layer"] == 12 and v.settings["steps"] == 1000
+        assert [p["verdict"] for p in v.parts] == [HOLDS, HOLDS]
+    return Case(cell + decoys, preset=CELL7, check=check)
 
 
 @scenario("C7", FAILS, 1.955 - 1.905)

@@ -12,6 +12,7 @@ verdicts and report are partial and say so (`Completion`).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import multiprocessing
@@ -26,7 +27,7 @@ from typing import Any, Callable
 from normlab.bench.timing import steady_allocator
 from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS, INCONCLUSIVE, ORDER, Claim, Figure, Verdict
-from normlab.study.claims.base import init_text
+from normlab.study.claims.base import at_look, init_text, look_alpha
 from normlab.study.records import UNPINNED, flatten, record_from_run_dir, unflatten
 from normlab.study.registry import Registry, settled
 
@@ -257,15 +258,22 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
             else:
                 _train_all(registry, phase_ids, costs, phase_workers, threads, progress, batch, tensorboard)
 
+    def train_more(more: list) -> None:
+        """Register runs the study found it needs after the first ones (follow-ups, seed rounds) and train them."""
+        registry.add_runs([(r.id, r.config.to_dict()) for r in more])
+        costs.update({r.id: run_cost(r.config.to_dict()) for r in more})
+        ids.extend(r.id for r in more)
+        registry.set_meta("study", describe(spec, ids))
+        train_phases(more)
+
     train_phases(runs)
     # runs that start from trained ones (C7's fine-tunes), once those are settled
     follow = followup_runs(spec, registry, ids)
     if follow:
-        registry.add_runs([(r.id, r.config.to_dict()) for r in follow])
-        costs.update({r.id: run_cost(r.config.to_dict()) for r in follow})
-        ids += [r.id for r in follow]
-        registry.set_meta("study", describe(spec, ids))
-        train_phases(follow)
+        train_more(follow)
+    while more := seed_round(spec, registry, ids, say):  # sequential seed rounds, while a look leaves one undecided
+        train_more(more)
+        train_more(followup_runs(spec, registry, ids))
     done, total = registry.progress(set(ids))
     if done == total:  # not while another process still trains here: timings want a quiet machine
         measure_claims(spec, registry)
@@ -273,6 +281,36 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
     verdicts, figures = compute_verdicts(spec, registry, ids)
     return StudyOutcome(verdicts, figures, registry.counts(set(ids)), time.perf_counter() - start,
                         status.final, status.done, status.total, status.failed)
+
+
+def seed_round(spec: StudySpec, registry: Registry, ids: list[str], say: Callable[[str], None] = print) -> list:
+    """The runs of the next seed round: once every run in `ids` is settled, each claim on the preset's schedule
+    (`Preset.seed_rounds`) whose verdict at its look is undecided (`undecided`) gets its next look's seeds; the
+    runs those seeds add and that `ids` lacks ([] when none: every claim decided or at its last look). Runs
+    already trained are the same configs, so they are reused, never retrained."""
+    done, total = registry.progress(set(ids))
+    if done < total:
+        return []
+    known, grown = set(ids), []
+    round_claims = [c for c in spec.claims if spec.look(c) is not None]
+    for verdict in compute_verdicts(spec, registry, ids, round_claims)[0]:
+        seeds = spec.next_seeds(verdict.id)
+        if seeds is not None and undecided(verdict):
+            spec.claim_seeds[verdict.id] = seeds
+            grown.append(f"{verdict.id} ({len(seeds)} seeds)")
+    if grown:
+        say(f"seed round: {', '.join(grown)}: an interval straddles its decision boundary")
+    return [r for r in spec.expand(CLAIMS) if r.id not in known]
+
+
+def undecided(verdict: Verdict) -> bool:
+    """Could more seeds decide it? Inconclusive, and it (or an inconclusive part of it) has an interval: a
+    statistic whose interval straddles its boundary. One with no interval (nothing trained to compare, no
+    failures to count) is left as it is: more seeds of the same runs are no remedy the rule can promise."""
+    if verdict.verdict != INCONCLUSIVE:
+        return False
+    open_parts = [p for p in verdict.parts if p["verdict"] == INCONCLUSIVE]
+    return any(p.get("interval") for p in open_parts) if open_parts else bool(verdict.interval)
 
 
 def followup_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list:
@@ -293,8 +331,9 @@ def followup_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list:
     out: dict[str, Any] = {}
     for claim_id in spec.claims:
         claim = CLAIMS.get(claim_id)()
+        seeds = set(spec.seeds_of(claim_id))
         for pass_base in claim_bases(spec, claim, base).values():
-            judged = [dataclasses.replace(r, base=pass_base) for r in records]
+            judged = [dataclasses.replace(r, base=pass_base) for r in records if r.seed in seeds]
             for source, overrides in claim.followups(judged, spec.preset):
                 raw = unflatten({**flatten(source.config), **overrides,
                                  "train.init_from": str(registry.run_dir(source.id).resolve())})
@@ -440,36 +479,63 @@ def measure_claims(spec: StudySpec, registry: Registry) -> None:
             registry.set_measurement(claim_id, CLAIMS.get(claim_id)().measure(spec.preset))
 
 
-def compute_verdicts(spec: StudySpec, registry: Registry, ids: list[str] | None = None
-                     ) -> tuple[list[Verdict], dict[str, list[Figure]]]:
-    """Every claim's verdict and figures from the registry alone (no training)."""
+def compute_verdicts(spec: StudySpec, registry: Registry, ids: list[str] | None = None,
+                     claims: list[str] | None = None) -> tuple[list[Verdict], dict[str, list[Figure]]]:
+    """Every claim's verdict and figures from the registry alone (no training); `claims`: only these."""
     records = registry.records(set(ids) if ids is not None else None)
     base = flatten(build_config(spec.preset, {}, spec.preset.seeds[0]).to_dict())
     measurements = registry.measurements()
     verdicts, figures = [], {}
-    for claim_id in sorted(spec.claims, key=ORDER.index):
-        claim = CLAIMS.get(claim_id)()
-        bases = claim_bases(spec, claim, base)
-        # groups match the claim's base config (its init recipe) on every axis the claim does not name
-        judged = [dataclasses.replace(r, base=bases["main"]) for r in records]
-        try:
-            verdict = claim.verdict(judged, measurements.get(claim_id), spec.preset)
-            figures[claim_id] = claim.figures(judged, measurements.get(claim_id), spec.preset)
-        except Exception as e:  # a verdict that cannot be computed is reported, never hidden
-            verdict = Verdict(claim_id, INCONCLUSIVE, "could not be computed", None, 0, {},
-                              {"error": f"{type(e).__name__}: {e}"}, f"error while computing: {e}")
-            figures[claim_id] = []
-        if claim.runs(spec.preset):  # a claim that trains: the init its schemes started from, and the other passes
-            verdict.init = spec.inits(claim)[0]
-            verdict.settings.setdefault("init", init_text(verdict.init))
-            if "other_init" in bases:
-                mark_init_dependent(verdict, claim, [dataclasses.replace(r, base=bases["other_init"])
-                                                     for r in records], measurements.get(claim_id), spec)
-            if "robustness" in bases:
-                mark_fragile(verdict, claim, [dataclasses.replace(r, base=bases["robustness"]) for r in records],
-                             measurements.get(claim_id), spec)
+    for claim_id in sorted(claims if claims is not None else spec.claims, key=ORDER.index):
+        look = spec.look(claim_id)
+        with at_look(*look) if look else contextlib.nullcontext():
+            verdict, figures[claim_id] = judge(spec, CLAIMS.get(claim_id)(), records, base,
+                                               measurements.get(claim_id))
+        if look:
+            mark_look(verdict, look, spec)
         verdicts.append(verdict)
     return verdicts, figures
+
+
+def judge(spec: StudySpec, claim, records: list, base: dict[str, Any], measurement
+          ) -> tuple[Verdict, list[Figure]]:
+    """One claim's verdict and figures on the runs of its seeds (`StudySpec.seeds_of`: a claim that stopped at an
+    earlier look never sees the seeds another claim's round added to runs they share)."""
+    bases = claim_bases(spec, claim, base)
+    seeds = set(spec.seeds_of(claim.id))
+    records = [r for r in records if r.seed in seeds]
+    # groups match the claim's base config (its init recipe) on every axis the claim does not name
+    judged = [dataclasses.replace(r, base=bases["main"]) for r in records]
+    try:
+        verdict = claim.verdict(judged, measurement, spec.preset)
+        figures = claim.figures(judged, measurement, spec.preset)
+    except Exception as e:  # a verdict that cannot be computed is reported, never hidden
+        verdict = Verdict(claim.id, INCONCLUSIVE, "could not be computed", None, 0, {},
+                          {"error": f"{type(e).__name__}: {e}"}, f"error while computing: {e}")
+        figures = []
+    if claim.runs(spec.preset):  # a claim that trains: the init its schemes started from, and the other passes
+        verdict.init = spec.inits(claim)[0]
+        verdict.settings.setdefault("init", init_text(verdict.init))
+        if "other_init" in bases:
+            mark_init_dependent(verdict, claim, [dataclasses.replace(r, base=bases["other_init"])
+                                                 for r in records], measurement, spec)
+        if "robustness" in bases:
+            mark_fragile(verdict, claim, [dataclasses.replace(r, base=bases["robustness"]) for r in records],
+                         measurement, spec)
+    return verdict, figures
+
+
+def mark_look(verdict: Verdict, look: tuple[int, int], spec: StudySpec) -> None:
+    """Which look of the sequential schedule a verdict was decided at, with its level, in verdicts.json and in
+    the verdict's test."""
+    k, looks = look
+    level = look_alpha(k, looks)
+    n = len(spec.seeds_of(verdict.id))
+    verdict.look = {"look": k, "looks": looks, "alpha": level, "n_seeds": n, "schedule": spec.preset.seed_rounds,
+                    "spending": "Bonferroni over the looks: α = 0.05 split " + " + ".join(
+                        f"{look_alpha(i + 1, looks):g}" for i in range(looks))}
+    verdict.test = (f"{verdict.test}; " if verdict.test else "") + \
+        f"look {k} of {looks} at {n} seeds (α = {level:g} at this look)"
 
 
 def claim_bases(spec: StudySpec, claim, base: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -533,6 +599,7 @@ def describe(spec: StudySpec, ids: list[str]) -> dict[str, Any]:
             "robustness": spec.robustness,
             "init_pass_flag": spec.init_pass,  # --init-pass / --no-init-pass (None: the preset's list)
             "init_pass": [c for c in spec.claims if spec.judges_both_inits(c) and CLAIMS.get(c)().runs(spec.preset)],
+            "claim_seeds": spec.claim_seeds,  # seeds a claim's rounds added (`Preset.seed_rounds`)
             "n_runs": len(ids), "run_ids": ids, "axes": spec.axes, "base": p.base, "base_extra": spec.base_extra,
             "lrs": p.lrs, "warmup": p.warmup, "lr_fixed": p.lr_fixed, "depths": p.depths,
             "preset_settings": dataclasses.asdict(p)}  # the preset as run: `normlab report` judges with exactly it

@@ -45,6 +45,17 @@ class Preset:
     # training claim. A pass doubles a claim's training, so a CPU preset names the claims where the init is the
     # question (C7, C13: their verdicts flipped with the init in an audit) and the cheap ones
     init_pass: list[str] | str = field(default_factory=list)
+    # the depth cell: overrides on the base where the depth claims (`cell_claims`) are measured, deeper and longer
+    # than the base, because at 4 layers × 300 steps the effects C5–C7 name are too small to see; empty: C5 and C6
+    # at the deepest depth of the sweep, C7 at the base depth, each at the base budget
+    depth_cell: dict[str, Any] = field(default_factory=dict)
+    cell_claims: list[str] = field(default_factory=lambda: ["C5", "C6", "C7"])
+    # sequential seed rounds: the seeds a claim has at each look, cumulative, the first = len(seeds); [] or one
+    # entry: every claim looks once. A claim of `round_claims` whose verdict is inconclusive with an interval that
+    # straddles its boundary gets the next round's seeds (its runs already trained are reused), and every look of
+    # such a claim decides at its share of α (claims.base.SPENDING), whether or not it goes on
+    seed_rounds: list[int] = field(default_factory=list)
+    round_claims: list[str] = field(default_factory=list)
 
     @property
     def depth(self) -> int:
@@ -72,7 +83,19 @@ FINETUNE = {"train.steps": 150, "train.lr": 3e-4, "train.warmup_steps": 15}
 # plateau: the budget, not the scheme, decided); no layer-skip ablation (48 extra evaluations per run)
 DEEP_CPU = {"model.d_model": 32, "model.n_head": 2, "train.batch_size": 8, "train.steps": 600,
             "diagnostics.layer_skip": False, "diagnostics.interval": 600}
+# C5 and C6 on a CPU: Pre-LN at 12 layers × 1,000 steps, the base's width and batch (the cell differs from the
+# base only in the two things the claims are about: depth and training length). 96 s a run on one core of this
+# machine (12 × 64, batch 12), so the cell's 5 Pre-LN runs cost about 4 min of the study's wall time on 2 workers.
+# C7 stays at the base depth here: its lr sweep in the cell (2 schemes × 5 lrs × 5 seeds = 50 such runs, about
+# 40 min on 2 workers) does not fit the preset's 30 minutes; the `full` preset measures C7 in its cell
+DEPTH_CELL = {"model.n_layer": 12, "train.steps": 1000, "train.eval_interval": 250, "train.ckpt_interval": 250,
+              "diagnostics.interval": 250}
 ALL_CLAIMS = [f"C{i}" for i in range(1, 17)]
+# the claims on the standard preset's two looks (5, then 10 seeds): those whose second round costs at most about 3 min
+# of wall time on 2 cores (C2–C4 share the depth sweep: 40 runs, about 190 s; C1, C10, C13, C15: 4–8 small runs
+# each). Not C5/C6 (the depth cell: 5 runs of 96 s), C7, C11, C14 (lr sweeps of 50–100 runs, with C7's fine-tunes)
+# nor C8 (15 runs of 48 layers, about 10 min): they look once, at 5 seeds, at the full α
+ROUND_CLAIMS = ["C1", "C2", "C3", "C4", "C10", "C13", "C15"]
 MEASURED = Path(__file__).with_name("measured_cost.json")  # written by benchmarks/study_cost.py --record
 
 
@@ -98,17 +121,20 @@ PRESETS: dict[str, Preset] = {
         # C8 (very deep models) and C14 (Peri-LN in both sweeps) are the standard preset's
         claims=[c for c in ALL_CLAIMS if c not in ("C8", "C14")],
         lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9, paper_inits=True,
+        depth_cell=DEPTH_CELL, cell_claims=["C5", "C6"],
     ),
     "standard": Preset(
         name="standard",
         description="all 16 claims on a 2-core CPU: 4-layer, 64-wide char models, 300 steps, 5 seeds, depths 2–16, "
-                    "5 learning rates 3e-4–3e-2, DeepNorm vs Post-/Pre-LN at 48 layers × 600 steps, each claim "
+                    "C5 and C6 at 12 layers × 1,000 steps, a second round to 10 seeds where an interval straddles (C1–C4, C10, "
+                    "C13, C15), 5 learning rates 3e-4–3e-2, DeepNorm vs Post-/Pre-LN at 48 layers × 600 steps, each claim "
                     "under its paper's init and C7, C10, C13, C15 also under the other; "
                     + measured_cost("standard"),
         base=QUICK_BASE, seeds=[0, 1, 2, 3, 4], claims=ALL_CLAIMS,
         lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
         deep_depths=[48], deep_base=DEEP_CPU, paper_inits=True, init_pass=["C7", "C10", "C13", "C15"],
-        stress_lrs=[0.1],
+        stress_lrs=[0.1], depth_cell=DEPTH_CELL, cell_claims=["C5", "C6"], seed_rounds=[5, 10],
+        round_claims=ROUND_CLAIMS,
     ),
     "deep": Preset(
         name="deep",
@@ -126,7 +152,7 @@ PRESETS: dict[str, Preset] = {
     "full": Preset(
         name="full",
         description="all 16 claims for a GPU: 6-layer, 128-wide models, 2,000 steps, 5 seeds, depths to 32, "
-                    "DeepNorm to 200 layers; 75× the standard preset's compute in run_cost units (about "
+                    "C5–C7 at 12 layers, DeepNorm to 200 layers; 75× the standard preset's compute in run_cost units (about "
                     "30 hours on 2 CPU cores by extrapolation; not measured on a GPU)",
         base={**QUICK_BASE, "model.n_layer": 6, "model.d_model": 128, "train.steps": 2000,
               "train.eval_interval": 250, "train.eval_batches": 20, "train.ckpt_interval": 250,
@@ -135,6 +161,7 @@ PRESETS: dict[str, Preset] = {
         lrs=LRS, warmup=200, lr_fixed=3e-3, depths=[2, 6, 12, 24, 32],
         deep_depths=[50, 100, 200], deep_base={"model.d_model": 64, "model.n_head": 4, "diagnostics.layer_skip": False},
         finetune={"train.steps": 1000, "train.lr": 3e-4, "train.warmup_steps": 100}, paper_inits=True, init_pass="all",
+        depth_cell={"model.n_layer": 12},  # 12 × 128 at the base's 2,000 steps, for C5, C6 and C7
     ),
 }
 
@@ -182,6 +209,29 @@ class StudySpec:
     base_extra: dict[str, Any] = field(default_factory=dict)  # already merged into preset.base; kept for the record
     robustness: bool = False  # also rerun every claim's runs at preset.robust_threads threads (`fragile` marks)
     init_pass: bool | None = None  # also judge every training claim under the other init; None: the preset's
+    claim_seeds: dict[str, list[int]] = field(default_factory=dict)  # a claim's seeds after its rounds; else seeds
+
+    def seeds_of(self, claim_id: str) -> list[int]:
+        """The seeds a claim's runs and verdict use: the preset's, or more after sequential rounds."""
+        return list(self.claim_seeds.get(claim_id, self.preset.seeds))
+
+    def look(self, claim_id: str) -> tuple[int, int] | None:
+        """(this look, of how many) for a claim on the preset's sequential schedule; None: it looks once."""
+        rounds = self.preset.seed_rounds
+        if len(rounds) < 2 or claim_id not in self.preset.round_claims:
+            return None
+        n = len(self.seeds_of(claim_id))
+        return next((i + 1 for i, r in enumerate(rounds) if r >= n), len(rounds)), len(rounds)
+
+    def next_seeds(self, claim_id: str) -> list[int] | None:
+        """The claim's seeds at its next look (new seeds numbered on from the highest), or None at its last."""
+        look = self.look(claim_id)
+        if look is None or look[0] >= look[1]:
+            return None
+        seeds = self.seeds_of(claim_id)
+        while len(seeds) < self.preset.seed_rounds[look[0]]:
+            seeds.append(max(seeds) + 1)
+        return seeds
 
     def robust_overrides(self) -> dict[str, Any]:
         """The one-bit change of numerics of the robustness pass: another intra-op thread count."""
@@ -201,21 +251,22 @@ class StudySpec:
     def expand(self, claim_registry) -> list[RunSpec]:
         """Every run the claims and the axes need, once each (dedup by config hash), in a stable order: a run
         needed by two claims, or by one claim's init pass and another's own init, is trained once."""
-        wanted: list[tuple[str, dict[str, Any]]] = []  # (who needs it, overrides)
+        wanted: list[tuple[str, dict[str, Any], list[int]]] = []  # (who needs it, overrides, seeds)
         for claim_id in self.claims:
             claim = claim_registry.get(claim_id)()
             for i, recipe in enumerate(self.inits(claim)):
                 who = f"claim {claim_id}" + (f" (init pass: {recipe})" if i else "")
-                wanted.extend((who, {INIT_KEY: recipe, **o}) for o in claim.runs(self.preset))
+                wanted.extend((who, {INIT_KEY: recipe, **o}, self.seeds_of(claim_id)) for o in claim.runs(self.preset))
         if self.robustness:
-            wanted += [(f"{who} (robustness rerun)", {**o, **self.robust_overrides()}) for who, o in list(wanted)]
+            wanted += [(f"{who} (robustness rerun)", {**o, **self.robust_overrides()}, seeds)
+                       for who, o, seeds in list(wanted)]
         if self.axes:
             keys = list(self.axes)
-            wanted.extend(("the study's axes", dict(zip(keys, combo)))
+            wanted.extend(("the study's axes", dict(zip(keys, combo)), self.preset.seeds)
                           for combo in itertools.product(*self.axes.values()))
         runs: dict[str, RunSpec] = {}
-        for source, overrides in wanted:
-            for seed in self.preset.seeds:
+        for source, overrides, seeds in wanted:
+            for seed in seeds:
                 cfg = _run_config(self.preset, overrides, seed, source)
                 runs.setdefault(cfg.hash(), RunSpec(cfg.hash(), cfg))
         return list(runs.values())
@@ -262,6 +313,8 @@ def load_study(preset: str = "standard", study_file: str | Path | None = None, c
     chosen = Preset(**{**PRESETS[preset].__dict__, "base": {**PRESETS[preset].base, **base_extra}})
     if seeds:
         chosen.seeds = _check_seeds(seeds, "seeds")
+        if chosen.seed_rounds and len(chosen.seeds) != chosen.seed_rounds[0]:
+            chosen.seed_rounds = []  # a schedule of looks starts at the preset's seeds: a user's own seeds look once
     from normlab.study.claims import CLAIMS
 
     claim_ids = list(claims) if claims else list(chosen.claims)
@@ -351,6 +404,7 @@ def spec_from_meta(meta: dict[str, Any]) -> StudySpec:
         spec.preset = Preset(**study["preset_settings"])
     spec.preset.base = base
     spec.axes, spec.base_extra = study.get("axes", {}), study.get("base_extra", {})
+    spec.claim_seeds = {k: list(v) for k, v in study.get("claim_seeds", {}).items()}
     return spec
 
 

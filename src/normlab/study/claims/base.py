@@ -6,8 +6,10 @@ seeds and the settings. Thresholds are module constants and are printed in the r
 """
 from __future__ import annotations
 
+import contextvars
 import math
 import statistics
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Iterable
 
@@ -24,11 +26,55 @@ HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
 # loss (≈ 2.44 nats), below what a user changing a norm would act on, and about 4× the seed-to-seed sd of its
 # 4-layer Pre-LN run (0.005 nats over 5 seeds, the standard run of 2026-11-24)
 LOSS_MARGIN = 0.02
-CONFIDENCE = 0.95  # "differs": the two-sided 95 % t interval of the difference (paired, or Welch) excludes 0
-EQUIVALENCE = 0.90  # "the same" (TOST at α = 0.05, Schuirmann 1987): the 90 % interval lies inside ±margin
-SIGN_LEVEL = 0.05  # more runs of one arm did not train: one-sided exact sign test over the discordant seeds
+ALPHA = 0.05  # the error level of every decision, at a study that looks once
+CONFIDENCE = 1 - ALPHA  # "differs": the two-sided 95 % t interval of the difference (paired, or Welch) excludes 0
+EQUIVALENCE = 1 - 2 * ALPHA  # "the same" (TOST at α = 0.05, Schuirmann 1987): the 90 % interval lies inside ±margin
+SIGN_LEVEL = ALPHA  # more runs of one arm did not train: one-sided exact sign test over the discordant seeds
+# Sequential seed rounds (`Preset.seed_rounds`): a fixed schedule of looks, and the share of ALPHA each look spends.
+# Bonferroni over the looks (the union bound): the chance of a false decision at any look is at most the sum of the
+# looks' levels, ALPHA, however the looks are correlated. Why 0.7 at the first of two: it keeps the 5-seed 5–0
+# sign test (p = 1/32 = 0.031 < 0.035) decisive at the first look; the second look, at 10 seeds, has 0.015
+SPENDING = {1: (1.0,), 2: (0.7, 0.3), 3: (0.6, 0.25, 0.15)}
+_ALPHA: contextvars.ContextVar[float] = contextvars.ContextVar("alpha", default=ALPHA)
 MIN_SEEDS = 2
 TRAINS = 0.8  # a configuration "trains" when at least this fraction of its seeds trained (C11, C14)
+
+
+def alpha() -> float:
+    """The error level of the decisions being made now: ALPHA, or a look's share of it (`at_look`)."""
+    return _ALPHA.get()
+
+
+def confidence() -> float:
+    """The level of a "differs" interval now (two-sided): 0.95 at a single look."""
+    return 1 - alpha()
+
+
+def equivalence() -> float:
+    """The level of a TOST interval now (each one-sided test at `alpha()`): 0.90 at a single look."""
+    return 1 - 2 * alpha()
+
+
+def pct(level: float) -> str:
+    """`95 %`, `96.5 %`: an interval's level in words."""
+    return f"{100 * level:.4g} %"
+
+
+def look_alpha(look: int, looks: int) -> float:
+    """The level look `look` (1-based) of a schedule of `looks` spends (SPENDING)."""
+    if looks not in SPENDING:
+        raise ValueError(f"no spending schedule for {looks} looks; valid: {', '.join(map(str, SPENDING))}")
+    return ALPHA * SPENDING[looks][look - 1]
+
+
+@contextmanager
+def at_look(look: int, looks: int):
+    """Decisions inside are made at look `look` of `looks`: every interval, TOST and sign test at its level."""
+    token = _ALPHA.set(look_alpha(look, looks))
+    try:
+        yield
+    finally:
+        _ALPHA.reset(token)
 
 
 @dataclass
@@ -51,6 +97,9 @@ class Verdict:
     init: str = ""  # the init recipe the verdict was judged under
     init_dependent: bool | None = None  # None: not checked; True: the other recipe gave another verdict
     other_init: dict[str, Any] = field(default_factory=dict)  # the other recipe's verdict, number and interval
+    # the sequential seed rounds: {"look": k, "looks": K, "alpha": level of this look, "n_seeds": seeds at it};
+    # empty where the claim looks once
+    look: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -287,8 +336,10 @@ def combine(parts: list[Part]) -> str:
     return HOLDS if all(v == HOLDS for v in verdicts) else INCONCLUSIVE
 
 
-def t_interval(values: list[float], level: float = CONFIDENCE) -> list[float] | None:
-    """The two-sided `level` t interval of the mean of `values` (None below 2 values)."""
+def t_interval(values: list[float], level: float | None = None) -> list[float] | None:
+    """The two-sided `level` t interval of the mean of `values` (None below 2 values); `level` None: the level of
+    a decision now (`confidence()`)."""
+    level = confidence() if level is None else level
     values = [v for v in values if v is not None and math.isfinite(v)]
     if len(values) < 2:
         return None
@@ -326,14 +377,14 @@ def sign_test(k: int, n: int) -> float:
 def fails_more(a: Group, b: Group) -> dict[str, Any]:
     """Does arm a fail to train more often than arm b? Paired by seed where both have seeds: the seeds where
     exactly one arm did not train are the evidence (McNemar's exact test, one-sided); unpaired arms fall back to
-    comparing counts. `more`: significant at SIGN_LEVEL."""
+    comparing counts. `more`: significant at the level of a decision now (`alpha()`: SIGN_LEVEL at one look)."""
     if a.outcomes and b.outcomes:
         common = sorted(set(a.outcomes) & set(b.outcomes))
         only_a = sum(1 for s in common if not a.outcomes[s] and b.outcomes[s])
         only_b = sum(1 for s in common if a.outcomes[s] and not b.outcomes[s])
         p = sign_test(only_a, only_a + only_b)
-        return {"more": only_a > only_b and p < SIGN_LEVEL, "fewer": only_b > only_a and
-                sign_test(only_b, only_a + only_b) < SIGN_LEVEL, "only_a_failed": only_a, "only_b_failed": only_b,
+        return {"more": only_a > only_b and p < alpha(), "fewer": only_b > only_a and
+                sign_test(only_b, only_a + only_b) < alpha(), "only_a_failed": only_a, "only_b_failed": only_b,
                 "p_one_sided": p, "test": f"exact sign test over the seeds where one arm alone did not train "
                                           f"({only_a + only_b} of {len(common)}), one-sided", "seeds": common}
     return {"more": a.n_failed > b.n_failed, "fewer": a.n_failed < b.n_failed, "only_a_failed": a.n_failed,
@@ -343,12 +394,12 @@ def fails_more(a: Group, b: Group) -> dict[str, Any]:
 
 COMPARISON_WORDS = {"same": "the same within the margin (TOST)", "unclear": "unclear: its interval spans the margin",
                     "too-few-seeds": "too few runs trained to compare",
-                    "not worse": "not worse by more than the margin (one-sided, 90 % interval)"}
+                    "not worse": "not worse by more than the margin (one-sided, {tost} interval)"}
 
 
 def said(comparison: str) -> str:
     """A `compare` outcome in words for a summary: `too-few-seeds` reads "too few runs trained to compare"."""
-    return COMPARISON_WORDS.get(comparison, comparison)
+    return COMPARISON_WORDS.get(comparison, comparison).format(tost=pct(equivalence()))
 
 
 def difference(a: Group, b: Group) -> dict[str, Any] | None:
@@ -374,11 +425,13 @@ def difference(a: Group, b: Group) -> dict[str, Any] | None:
         df = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1)) if va + vb > 0 else a.n + b.n - 2
         test, seeds = f"Welch t ({a.n} vs {b.n} runs, not paired by seed)", sorted(set(a.seeds) | set(b.seeds))
         mean_a, mean_b = a.mean, b.mean
-    half = {level: float(student_t.ppf(0.5 + level / 2, df)) * se for level in (CONFIDENCE, EQUIVALENCE)}
-    # paired: the means over the seeds compared, so that diff = mean_a − mean_b as the report's tables show them
+    levels = {"ci95": confidence(), "ci90": equivalence()}
+    half = {key: float(student_t.ppf(0.5 + level / 2, df)) * se for key, level in levels.items()}
+    # paired: the means over the seeds compared, so that diff = mean_a − mean_b as the report's tables show them.
+    # "ci95" / "ci90" name the two intervals by their levels at a single look; `levels` says what they are now
     return {"diff": diff, "se": se, "df": df, "test": test, "seeds": seeds, "mean_a": mean_a, "mean_b": mean_b,
-            "ci95": [diff - half[CONFIDENCE], diff + half[CONFIDENCE]],
-            "ci90": [diff - half[EQUIVALENCE], diff + half[EQUIVALENCE]], "half95": half[CONFIDENCE]}
+            "ci95": [diff - half["ci95"], diff + half["ci95"]], "ci90": [diff - half["ci90"], diff + half["ci90"]],
+            "half95": half["ci95"], "levels": levels}
 
 
 def compare(a: Group, b: Group, margin: float = LOSS_MARGIN, sides: tuple[str, str] = ("a", "b")

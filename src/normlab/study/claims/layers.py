@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
-from normlab.study.claims.base import (CLAIMS, CONFIDENCE, FAILS, HOLDS, INCONCLUSIVE, Claim, Figure, Part, Series,
-                                       band, group, loglog_slope, mean_over_seeds, n_seeds, select, sign,
-                                       slope, spearman, t_interval)
-from normlab.study.claims.stability import _ci, depth_sweep, trains
+from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, Claim, Figure, Part, Series, band,
+                                       confidence, group, loglog_slope, mean_over_seeds, n_seeds, pct, select,
+                                       sign, slope, spearman, t_interval)
+from normlab.study.claims.stability import _ci, cell, cell_label, cell_runs, depth_sweep, trains
 
 SQRT_BAND = (-0.75, -0.25)  # fitted exponent of Pre-LN's gradient vs L that counts as "like 1/sqrt(L)"
 LINEAR, RANDOM_WALK = 1.0, 0.5  # C5: O(l) is an exponent of 1; a random walk (Xiong et al.'s Lemma 1) is ½
@@ -37,11 +37,11 @@ def profiles_by_seed(records, scheme: str, depth: int, preset, key: str, when: s
 
 
 def seed_interval(values: dict[int, float | None]) -> tuple[float | None, list[float] | None, list[int], str]:
-    """Mean over seeds of a per-seed statistic, its 95 % t interval, the seeds, and the test in words."""
+    """Mean over seeds of a per-seed statistic, its t interval at the level of a decision now (95 % at one look), the seeds, and the test in words."""
     kept = {s: v for s, v in values.items() if v is not None}
     mean = sum(kept.values()) / len(kept) if kept else None
-    return (mean, t_interval(list(kept.values()), CONFIDENCE), sorted(kept),
-            f"t interval over {len(kept)} seeds' own estimates, 95 %")
+    return (mean, t_interval(list(kept.values())), sorted(kept),
+            f"t interval over {len(kept)} seeds' own estimates, {pct(confidence())}")
 
 
 def log_growth(values: list[float | None]) -> float | None:
@@ -53,13 +53,19 @@ def log_growth(values: list[float | None]) -> float | None:
     return None if s is None else s * (len(values) - 1)
 
 
-def profiles_figure(records, preset, schemes, key, title, ylabel, when="init", logy=False, **where) -> Figure:
+def profiles_figure(records, preset, schemes, key, title, ylabel, when="init", logy=False, claim_id: str = "",
+                    **where) -> Figure:
+    """One series per scheme and depth of the sweep, and the claim's depth cell (`cell`) where it has one."""
     fig = Figure(title, "layer", ylabel, logy=logy)
+    depth, extra = cell(preset, claim_id)
+    cells = [(d, {}, f"L={d}") for d in preset.depths]
+    if extra:
+        cells.append((depth, extra, cell_label(depth, extra)))
     for s in schemes:
-        for d in preset.depths:
-            y = profile(records, s, d, preset, key, when, **where)
+        for d, cell_where, label in cells:
+            y = profile(records, s, d, preset, key, when, **cell_where, **where)
             if y:
-                fig.series.append(Series(f"{s}, L={d}", list(range(len(y))), y))
+                fig.series.append(Series(f"{s}, {label}", list(range(len(y))), y))
     return fig
 
 
@@ -105,12 +111,12 @@ class GradientsAtInitC2(Claim):
                       "exponent p of ‖∂L/∂W²‖ of the last layer ∝ L^p", pre_p, pre_ci,
                       f"{pre_test}; holds when the interval lies inside {SQRT_BAND} (−½ ± ¼), does not hold when "
                       f"it lies outside", pre_seeds,
-                      f"L^{_f(pre_p, '+.2f')}, 95 % interval {_ci(pre_ci, '+.2f')} over L = "
+                      f"L^{_f(pre_p, '+.2f')}, {pct(confidence())} interval {_ci(pre_ci, '+.2f')} over L = "
                       f"{', '.join(map(str, sorted(last['pre'])))}"),
                  Part("Post-LN's gradients grow toward the output layers", sign(post_ci, +1),
                       f"fitted log(last / first block gradient) at L = {deepest}", post_g, post_ci,
                       f"{post_test}; holds when the interval is above 0, does not hold when below", post_seeds,
-                      f"the last block's gradient is {_x(post_g)} the first's, 95 % interval {_ci(post_ci, '+.2f')} "
+                      f"the last block's gradient is {_x(post_g)} the first's, {pct(confidence())} interval {_ci(post_ci, '+.2f')} "
                       f"(log scale)")]
         if not post or not pre or pre_p is None:
             return self.make(INCONCLUSIVE, "no step-0 gradients recorded", None, 0, settings,
@@ -184,7 +190,7 @@ class BottomGradientsC3(Claim):
         final_trend = spearman(*_clean(final)) if final else None
         verdict = sign(ci, +1)
         summary = (f"Pre-LN, L={deepest}, step 0: the first block's gradient is {_f(ratio, '.2f')}× the last's "
-                   f"(fitted over the layers, per seed; 95 % interval {_ci(interval, '.2f')}); rank correlation "
+                   f"(fitted over the layers, per seed; {pct(confidence())} interval {_ci(interval, '.2f')}); rank correlation "
                    f"with the layer {_f(trend, '+.2f')} at init, {_f(final_trend, '+.2f')} at the last measured step")
         settings = {"n_layer": deepest, "measured": "block weight-gradient norm at step 0, per layer and seed",
                     "rule": "holds when the interval of the fitted first/last ratio lies above 1, does not hold "
@@ -211,21 +217,22 @@ class ResidualGrowthC5(Claim):
              "E‖x_l‖² ∝ l at init, i.e. ‖x_l‖ ∝ √l, so O(l) is the stronger claim")
 
     def runs(self, preset):
-        return depth_sweep(preset, ("pre",))
+        return depth_sweep(preset, ("pre",)) + cell_runs(preset, self.id, ("pre",))
 
     def verdict(self, records, measurement, preset):
-        deepest = max(preset.depths)
-        final = profile(records, "pre", deepest, preset, "residual_rms/block", when="final")
-        init = profile(records, "pre", deepest, preset, "residual_rms/block")
+        deepest, where = cell(preset, self.id)
+        final = profile(records, "pre", deepest, preset, "residual_rms/block", when="final", **where)
+        init = profile(records, "pre", deepest, preset, "residual_rms/block", **where)
         if not final:
             return self.make(INCONCLUSIVE, "no per-layer RMS recorded", None, 0, {"n_layer": deepest},
                              "the depth sweep has no per-layer diagnostics")
         exponents = {seed: loglog_slope(*_from_layer_1(p)) for seed, p in
-                     profiles_by_seed(records, "pre", deepest, preset, "residual_rms/block", when="final").items()}
+                     profiles_by_seed(records, "pre", deepest, preset, "residual_rms/block", when="final",
+                                      **where).items()}
         p, ci, seeds, test = seed_interval(exponents)
         p_init, ci_init, _, _ = seed_interval(
             {seed: loglog_slope(*_from_layer_1(v)) for seed, v in
-             profiles_by_seed(records, "pre", deepest, preset, "residual_rms/block").items()})
+             profiles_by_seed(records, "pre", deepest, preset, "residual_rms/block", **where).items()})
         if ci is None:
             verdict = INCONCLUSIVE
         elif not ci[0] <= LINEAR <= ci[1]:
@@ -234,24 +241,26 @@ class ResidualGrowthC5(Claim):
             verdict = HOLDS  # contains 1 and excludes √l
         else:
             verdict = INCONCLUSIVE  # contains both l and √l
-        summary = (f"trained Pre-LN, L={deepest}: RMS(x_l) grows like l^{_f(p, '.2f')} for l ≥ 1, 95 % interval over "
+        summary = (f"trained Pre-LN, {cell_label(deepest, where)}: RMS(x_l) grows like l^{_f(p, '.2f')} for l ≥ 1, {pct(confidence())} interval over "
                    f"seeds {_ci(ci, '+.2f')}; at init like l^{_f(p_init, '.2f')} ({_ci(ci_init, '+.2f')}). O(l) is p = 1; Xiong et "
                    f"al.'s Lemma 1 (‖x_l‖² linear in l) is p = ½")
-        settings = {"n_layer": deepest, "measured": "RMS of the stream x_l entering block l, trained, per seed",
-                    "rule": "holds when the exponent's 95 % interval contains 1 and excludes ½; does not hold when it "
+        settings = {"n_layer": deepest, **_budget(preset, where),
+                    "measured": "RMS of the stream x_l entering block l, trained, per seed",
+                    "rule": f"holds when the exponent's {pct(confidence())} interval contains 1 and excludes ½; does not hold when it "
                             "excludes 1; inconclusive when it contains both",
                     "fitted": "from l ≥ 1: x_0 is the embedding, whose small RMS alone pulls the slope to ≈ 1"}
         return self.make(verdict, "exponent p of RMS(x_l) ∝ l^p for l ≥ 1, trained", p,
-                         n_seeds(select(records, False, model__scheme="pre", model__n_layer=deepest)), settings, summary,
+                         n_seeds(select(records, False, model__scheme="pre", model__n_layer=deepest, **where)),
+                         settings, summary,
                          interval=ci, test=test, seeds=seeds, exponent_init=p_init, exponent_init_ci95=ci_init,
                          exponent_by_seed={str(k): v for k, v in exponents.items()},
                          trend=spearman(*_from_layer_1(final)), profile_final=final, profile_init=init)
 
     def figures(self, records, measurement, preset):
         return [profiles_figure(records, preset, ("pre", "post"), "residual_rms/block", "Residual-stream RMS, trained",
-                                "RMS(x_l)", when="final", logy=True),
+                                "RMS(x_l)", when="final", logy=True, claim_id=self.id),
                 profiles_figure(records, preset, ("pre", "post"), "residual_rms/block", "Residual-stream RMS at init",
-                                "RMS(x_l)", logy=True)]
+                                "RMS(x_l)", logy=True, claim_id=self.id)]
 
 
 @CLAIMS.register("C6")
@@ -266,16 +275,20 @@ class WateredDownDepthC6(Claim):
              "dependency")
 
     def runs(self, preset):
-        return depth_sweep(preset, ("pre", "post"))
+        return depth_sweep(preset, ("pre", "post")) + cell_runs(preset, self.id, ("pre",))
 
     def verdict(self, records, measurement, preset):
-        deepest = max(preset.depths)
-        pre = profile(records, "pre", deepest, preset, "contribution_ratio/block", when="final")
-        post = profile(records, "post", deepest, preset, "contribution_ratio/block", when="final")
-        angle = profile(records, "pre", deepest, preset, "angular_distance/block", when="final")
-        eff = {s: _effective(records, s, deepest, preset) for s in ("pre", "post")}
-        settings = {"n_layer": deepest, "measured": "trained runs at the deepest L of the depth sweep, per seed",
-                    "rule": "each part: the 95 % interval over seeds of a fitted per-layer trend excludes 0 on the "
+        deepest, where = cell(preset, self.id)
+        sweep_deepest = max(preset.depths)
+        pre = profile(records, "pre", deepest, preset, "contribution_ratio/block", when="final", **where)
+        post = profile(records, "post", sweep_deepest, preset, "contribution_ratio/block", when="final")
+        angle = profile(records, "pre", deepest, preset, "angular_distance/block", when="final", **where)
+        eff = {"pre": _effective(records, "pre", deepest, preset, **where),
+               "post": _effective(records, "post", sweep_deepest, preset)}
+        settings = {"n_layer": deepest, **_budget(preset, where),
+                    "measured": f"trained Pre-LN runs at {cell_label(deepest, where)}, per seed; the Post-LN contrast "
+                                "in the depth sweep, at the deepest depth where Post-LN trains",
+                    "rule": f"each part: the {pct(confidence())} interval over seeds of a fitted per-layer trend excludes 0 on the "
                             "claimed side (holds) or on the other side (does not hold)",
                     "trend": "least-squares slope of log(value) on the layer index, times L − 1 (the fitted log "
                              "change from the first layer to the last); for ΔL, of ΔL itself",
@@ -284,9 +297,9 @@ class WateredDownDepthC6(Claim):
             return self.make(INCONCLUSIVE, "missing diagnostics", None, 0, {"n_layer": deepest},
                              "the depth sweep lacks per-layer diagnostics of trained runs")
         trends = {key: {seed: log_growth(p) for seed, p in
-                        profiles_by_seed(records, "pre", deepest, preset, key, when="final").items()}
+                        profiles_by_seed(records, "pre", deepest, preset, key, when="final", **where).items()}
                   for key in ("contribution_ratio/block", "angular_distance/block")}
-        skips = {seed: _skip_trend(r) for seed, r in _skip_records(records, "pre", deepest, preset).items()}
+        skips = {seed: _skip_trend(r) for seed, r in _skip_records(records, "pre", deepest, preset, **where).items()}
         contribution = seed_interval(trends["contribution_ratio/block"])
         angular = seed_interval(trends["angular_distance/block"])
         skip = seed_interval(skips)
@@ -306,33 +319,36 @@ class WateredDownDepthC6(Claim):
             _trend_part("Post-LN layers stay full weight: its contribution ratio falls less than Pre-LN's (paired by "
                         f"seed, at L = {contrast_depth or 'n/a'}: the deepest depth where Post-LN trains)",
                         post_minus_pre, +1, "Post-LN − Pre-LN fitted log change of the contribution ratio")]
-        summary = (f"trained, L={deepest}: Pre-LN's contribution ratio changes {_x(contribution[0])} from the first "
+        summary = (f"trained, {cell_label(deepest, where)}: Pre-LN's contribution ratio changes {_x(contribution[0])} from the first "
                    f"layer to the last ({_ci(contribution[1], '+.2f')} log), the angle between consecutive inputs "
                    f"{_x(angular[0])} ({_ci(angular[1], '+.2f')} log), the layer-skip ΔL by {_f(skip[0], '+.3f')} nats "
                    f"({_ci(skip[1], '+.3f')}); Post-LN − Pre-LN contribution trend at L = {contrast_depth or 'n/a'} "
                    f"{_f(post_minus_pre[0], '+.2f')} ({_ci(post_minus_pre[1], '+.2f')})"
                    + ("" if contrast_depth else " (Post-LN trains at no depth of the sweep)")
-                   + f"; effective depth (reported) Pre-LN {_f(eff['pre'], '.2f')}·L, "
-                     f"Post-LN {_f(eff['post'], '.2f')}·L")
+                   + f"; effective depth (reported) Pre-LN {_f(eff['pre'], '.2f')}·L at L={deepest}, "
+                     f"Post-LN {_f(eff['post'], '.2f')}·L at L={sweep_deepest}")
         return self.make(None, "Pre-LN fitted log change of the contribution ratio, first → last layer",
-                         contribution[0], n_seeds(select(records, False, model__n_layer=deepest)), settings, summary,
+                         contribution[0], n_seeds(select(records, False, model__n_layer=deepest, **where)),
+                         settings, summary,
                          parts=parts, interval=contribution[1], test=contribution[3], seeds=contribution[2],
                          effective_depth_fraction=eff, pre_contribution=pre, post_contribution=post,
                          pre_angular_distance=angle)
 
     def figures(self, records, measurement, preset):
         skip = Figure("Layer-skip ΔL (trained)", "layer", "ΔL when skipped (nats)", logy=False)
-        deepest = max(preset.depths)
-        for s in ("pre", "post"):
-            chosen = select(records, model__scheme=s, model__n_layer=deepest, train__lr=preset.lr_fixed,
-                            train__warmup_steps=preset.warmup)
-            deltas = mean_over_seeds([r.layer_skip["delta_loss"] for r in chosen if r.layer_skip])
+        depth, where = cell(preset, self.id)
+        cells = [(s, max(preset.depths), {}) for s in ("pre", "post")] + ([("pre", depth, where)] if where else [])
+        for s, d, cell_where in cells:
+            chosen = _skip_records(records, s, d, preset, **cell_where).values()
+            deltas = mean_over_seeds([r.layer_skip["delta_loss"] for r in chosen])
             if deltas:
-                skip.series.append(Series(f"{s}, L={deepest}", list(range(len(deltas))), deltas))
+                skip.series.append(Series(f"{s}, {cell_label(d, cell_where)}", list(range(len(deltas))), deltas))
         return [profiles_figure(records, preset, ("pre", "post"), "contribution_ratio/block",
-                                "Contribution ratio ‖x_{l+1} − x_l‖/‖x_l‖, trained", "ratio", when="final", logy=True),
+                                "Contribution ratio ‖x_{l+1} − x_l‖/‖x_l‖, trained", "ratio", when="final", logy=True,
+                                claim_id=self.id),
                 profiles_figure(records, preset, ("pre", "post"), "angular_distance/block",
-                                "Angular distance between x_l and x_{l+1}, trained", "arccos(cos)/π", when="final"),
+                                "Angular distance between x_l and x_{l+1}, trained", "arccos(cos)/π", when="final",
+                                claim_id=self.id),
                 skip]
 
 
@@ -358,7 +374,7 @@ def _trend_part(name: str, estimate, claimed: int, statistic: str) -> Part:
     side = "below" if claimed < 0 else "above"
     return Part(name, sign(ci, claimed), statistic, mean, ci,
                 f"{test}; holds when the interval is {side} 0", seeds,
-                f"{_f(mean, '+.3f')}, 95 % interval {_ci(ci, '+.3f')}")
+                f"{_f(mean, '+.3f')}, {pct(confidence())} interval {_ci(ci, '+.3f')}")
 
 
 def _paired_trend(records, preset, depth: int, key: str = "contribution_ratio/block") -> dict[int, float]:
@@ -370,9 +386,15 @@ def _paired_trend(records, preset, depth: int, key: str = "contribution_ratio/bl
             if post[seed] is not None and pre[seed] is not None}
 
 
-def _skip_records(records, scheme, depth, preset) -> dict[int, object]:
+def _budget(preset, where: dict) -> dict:
+    """A depth cell's budget for a verdict's settings (the steps; the base's when the cell keeps them)."""
+    return {"steps": where.get("train__steps", preset.base["train.steps"]),
+            "depth_cell": {k.replace("__", "."): v for k, v in where.items()} if where else "the depth sweep's deepest"}
+
+
+def _skip_records(records, scheme, depth, preset, **where) -> dict[int, object]:
     chosen = select(records, model__scheme=scheme, model__n_layer=depth, train__lr=preset.lr_fixed,
-                    train__warmup_steps=preset.warmup)
+                    train__warmup_steps=preset.warmup, **where)
     return {r.seed: r for r in chosen if r.layer_skip and r.status == "completed"}
 
 
@@ -383,9 +405,9 @@ def _skip_trend(record) -> float | None:
     return None if s is None or len(deltas) < 3 else s * (len(deltas) - 1)
 
 
-def _effective(records, scheme, depth, preset) -> float | None:
+def _effective(records, scheme, depth, preset, **where) -> float | None:
     chosen = select(records, model__scheme=scheme, model__n_layer=depth, train__lr=preset.lr_fixed,
-                    train__warmup_steps=preset.warmup)
+                    train__warmup_steps=preset.warmup, **where)
     fractions = [r.layer_skip["effective_depth_fraction"] for r in chosen if r.layer_skip and r.status == "completed"]
     return sum(fractions) / len(fractions) if fractions else None
 

@@ -12,9 +12,10 @@ from normlab.bench.norms import bench_norm_group
 from normlab.bench.steps import bench_steps
 from normlab.data import DEFAULT_CORPUS
 from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, Claim, Figure, Part, Series,
-                                       compare, failures, fails_more, group, loss_interval, n_seeds, noninferior,
-                                       said, select, t_interval)
-from normlab.study.claims.stability import _ci, _p, _test, _tost, describe, lr_sweep, sweep_figure, trains
+                                       compare, confidence, equivalence, failures, fails_more, group, loss_interval,
+                                       n_seeds, noninferior, pct, said, select, t_interval)
+from normlab.study.claims.stability import (_ci, _p, _test, _tost, cell, describe, in_cell, lr_sweep,
+                                            sweep_figure, trains)
 
 TIMING_SHAPES = [(4096, 768)]
 STEP_CONFIG = "nanogpt-cpu"  # the training step timed for C10 and C12 (normlab bench's config)
@@ -75,12 +76,15 @@ class PostLNCeilingC7(Claim):
         return f"best-tuned Post-LN ends {abs(value):.3f} nats {'better' if value < 0 else 'worse'} than Pre-LN"
 
     def runs(self, preset):
-        return [r for r in lr_sweep(preset, ("pre", "post")) if r["train.warmup_steps"]]
+        extra = preset.depth_cell if in_cell(preset, self.id) else {}
+        return [{**r, **extra} for r in lr_sweep(preset, ("pre", "post")) if r["train.warmup_steps"]]
 
-    @staticmethod
-    def _at(preset, scheme, lr) -> dict[str, Any]:
-        """`select` keywords of one cell of C7's sweep: a scheme at an lr, with warmup, at the base depth."""
-        return dict(model__scheme=scheme, train__lr=lr, train__warmup_steps=preset.warmup, model__n_layer=preset.depth)
+    def _at(self, preset, scheme, lr) -> dict[str, Any]:
+        """`select` keywords of one point of C7's sweep: a scheme at an lr, with warmup, at the base depth or in
+        the preset's depth cell (`Preset.depth_cell`, where C7 is among its `cell_claims`)."""
+        depth, where = cell(preset, self.id) if in_cell(preset, self.id) else (preset.depth, {})
+        return dict(model__scheme=scheme, train__lr=lr, train__warmup_steps=preset.warmup, model__n_layer=depth,
+                    **where)
 
     def _best(self, records, preset) -> dict[str, tuple[float, Any] | None]:
         """Per scheme, the lr (with warmup) of the lowest mean val loss among lrs where it trains (`trains`)."""
@@ -104,12 +108,13 @@ class PostLNCeilingC7(Claim):
 
     def verdict(self, records, measurement, preset):
         best = self._best(records, preset)
-        settings = {"lrs": preset.lrs, "warmup_steps": preset.warmup, "n_layer": preset.depth,
-                    "steps": preset.base["train.steps"], "margin_nats": LOSS_MARGIN,
+        at = self._at(preset, "pre", preset.lr_fixed)
+        settings = {"lrs": preset.lrs, "warmup_steps": preset.warmup, "n_layer": at["model__n_layer"],
+                    "steps": at.get("train__steps", preset.base["train.steps"]), "margin_nats": LOSS_MARGIN,
                     "selection": "per scheme, the lr with the lowest mean val loss among lrs where it trains (≥ "
                                  "80 % of seeds), same budget; a best lr at the grid's edge is not tuned",
-                    "rule": "holds when Post-LN is better by more than the margin (95 % interval below 0); does "
-                            "not hold when the 90 % interval shows it cannot be better by more than the margin",
+                    "rule": f"holds when Post-LN is better by more than the margin ({pct(confidence())} interval below 0); does "
+                            f"not hold when the {pct(equivalence())} interval shows it cannot be better by more than the margin",
                     "fine_tune": {"corpus": FINETUNE_CORPUS, **preset.finetune}}
         if not best["pre"] or not best["post"]:
             return self.make(INCONCLUSIVE, "no converged runs", None, 0, settings,
@@ -127,7 +132,7 @@ class PostLNCeilingC7(Claim):
             parts.append(Part(f"best-tuned Post-LN ends better than Pre-LN, {name}", verdict,
                               f"Post-LN − Pre-LN val loss, {name} (nats)", info.get("diff"), loss_interval(info),
                               _test(info), info.get("seeds", []),
-                              f"{_nats(info.get('diff'))} nats, 95 % interval {_ci(info.get('ci95'))}, 90 % "
+                              f"{_nats(info.get('diff'))} nats, {pct(confidence())} interval {_ci(info.get('ci95'))}, {pct(equivalence())} "
                               f"{_ci(info.get('ci90'))} ({said(cmp)})"
                               + (f"; best lr at the grid's edge for {', '.join(edge)}: not tuned" if edge else "")))
         fell = {s: self._last_quarter_drop(records, preset, s, best[s][0]) for s in ("pre", "post")}
@@ -180,7 +185,9 @@ class PostLNCeilingC7(Claim):
                 gs = [best[s][1], self._finetuned(records, preset, s, best[s][0])]
                 fig.series.append(Series(f"{s} (lr {best[s][0]:g})", stages, [g.mean for g in gs],
                                          [g.sd for g in gs]))
-        return [fig, sweep_figure(records, preset, ("pre", "post"), "Final val loss vs lr (C7 uses warmup)")]
+        where = {k: v for k, v in self._at(preset, "pre", preset.lr_fixed).items()
+                 if k not in ("model__scheme", "train__lr", "train__warmup_steps")}
+        return [fig, sweep_figure(records, preset, ("pre", "post"), "Final val loss vs lr (C7 uses warmup)", **where)]
 
 
 def finetune_overrides(source, preset) -> dict[str, Any]:
@@ -243,16 +250,16 @@ class RMSNormC10(Claim):
                     "RMSNorm / LayerNorm time of the norm's forward + backward",
                     decided and decided["ratio"], decided and decided["ci95"],
                     f"paired by interleaved round: t interval of the per-round log ratio over {preset.timing_repeats} "
-                    f"rounds, 95 %; holds below {1 - SPEED_SAME:g}", [],
+                    f"rounds, {pct(confidence())}; holds below {1 - SPEED_SAME:g}", [],
                     ", ".join(f"{a} {r['ratio']:.2f}× {_ci(r['ci95'], '.2f')}" for a, r in ratios.items()))
         converge = Part(f"RMSNorm converges as well as LayerNorm (within {LOSS_MARGIN:g} nats)",
                         HOLDS if ni == "not worse" else FAILS if ni == "worse" else INCONCLUSIVE,
                         "RMSNorm − LayerNorm final val loss (nats)", info.get("diff"), info.get("ci90"),
                         _tost(info), info.get("seeds", []),
-                        f"{info.get('diff', float('nan')):+.4f} nats, 90 % interval {_ci(info.get('ci90'))} "
+                        f"{info.get('diff', float('nan')):+.4f} nats, {pct(equivalence())} interval {_ci(info.get('ci90'))} "
                         f"({said(ni)})")
         summary = (f"norm forward+backward at {TIMING_SHAPES[0]} fp32, RMSNorm/LayerNorm time as the same algorithm "
-                   "(paired by round, 95 %): " + ", ".join(f"{a} {r['ratio']:.2f}× {_ci(r['ci95'], '.2f')}"
+                   f"(paired by round, {pct(confidence())}): " + ", ".join(f"{a} {r['ratio']:.2f}× {_ci(r['ci95'], '.2f')}"
                                                           for a, r in ratios.items())
                    + "; a training step (reported, not judged: the norms are a small part of a step, which caps "
                      "what a step can show): "
@@ -312,12 +319,12 @@ class FinalNormC13(Claim):
         else:
             verdict = INCONCLUSIVE
         summary = (f"Pre-LN without the final norm ends {info.get('diff', float('nan')):+.4f} nats from Pre-LN with it "
-                   f"(95 % interval {_ci(info.get('ci95'))}, 90 % {_ci(info.get('ci90'))}; {said(cmp)}; "
+                   f"({pct(confidence())} interval {_ci(info.get('ci95'))}, {pct(equivalence())} {_ci(info.get('ci90'))}; {said(cmp)}; "
                    f"{failures(without)}{_p(failed)})")
         settings = {"lr": preset.lr_fixed, "warmup_steps": preset.warmup, "n_layer": preset.depth,
                     "margin_nats": LOSS_MARGIN,
-                    "rule": "holds when the stack without it is worse by more than the margin (95 % interval above "
-                            "0) or fails to train more often; does not hold when its 90 % interval lies below "
+                    "rule": f"holds when the stack without it is worse by more than the margin ({pct(confidence())} interval above "
+                            f"0) or fails to train more often; does not hold when its {pct(equivalence())} interval lies below "
                             "+margin (not needed)"}
         return self.make(verdict, "val loss without − with final norm (nats)", info.get("diff"),
                          n_seeds(base), settings, summary, interval=loss_interval(info), test=_test(info, failed),
@@ -363,7 +370,7 @@ class LlamaRecipeC15(Claim):
                    HOLDS if cmp == "not worse" and llama.n_failed <= classic.n_failed else INCONCLUSIVE)
         speed_ratio = (sum(speeds["llama"]) / len(speeds["llama"])) / (sum(speeds["classic"]) / len(speeds["classic"])) \
             if speeds["llama"] and speeds["classic"] else None
-        summary = (f"LLaMA recipe − classic val loss {info.get('diff', float('nan')):+.4f}, 90 % interval "
+        summary = (f"LLaMA recipe − classic val loss {info.get('diff', float('nan')):+.4f}, {pct(equivalence())} interval "
                    f"{_ci(info.get('ci90'))} ({said(cmp)}); "
                    f"tokens/s ratio "
                    f"{'n/a' if speed_ratio is None else format(speed_ratio, '.2f')} (from the training runs, "
@@ -371,7 +378,7 @@ class LlamaRecipeC15(Claim):
         return self.make(verdict, "val loss LLaMA recipe − classic (nats)", info.get("diff"),
                          n_seeds(select(records, False, model__mlp="swiglu")),
                          {**self.RECIPES, "margin_nats": LOSS_MARGIN,
-                          "rule": "at least as well: non-inferiority, the 90 % interval of LLaMA − classic below "
+                          "rule": f"at least as well: non-inferiority, the {pct(equivalence())} interval of LLaMA − classic below "
                                   "+margin; does not hold when it lies above +margin"},
                          summary, interval=info.get("ci90"), test=_tost(info), seeds=info.get("seeds"),
                          comparison=info, tokens_per_s_ratio=speed_ratio)

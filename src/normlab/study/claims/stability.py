@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, MIN_SEEDS, TRAINS, Claim,
-                                       Figure, Part, Series, SIGN_LEVEL, compare, failures, fails_more, from_runs,
-                                       group, loss_interval, n_seeds, noninferior, said, select, setting_text,
-                                       sign_test, spearman)
+                                       Figure, Part, Series, alpha, compare, confidence, equivalence, failures,
+                                       fails_more, from_runs, group, loss_interval, n_seeds, noninferior, pct, said,
+                                       select, setting_text, sign_test, spearman)
 
 SCHEME_NAMES = {"pre": "Pre-LN", "post": "Post-LN", "peri": "Peri-LN", "deepnorm": "DeepNorm"}  # in summaries
 
@@ -26,6 +26,32 @@ def stress_lrs(preset) -> list[float]:
 def depth_sweep(preset, schemes: tuple[str, ...], depths: list[int] | None = None, **extra) -> list[dict[str, Any]]:
     return [{"model.scheme": s, "model.n_layer": d, "train.lr": preset.lr_fixed,
              "train.warmup_steps": preset.warmup, **extra} for s in schemes for d in (depths or preset.depths)]
+
+
+def cell(preset, claim_id: str) -> tuple[int, dict[str, Any]]:
+    """Where a depth claim is measured: (depth, the other `select` keys of the cell). The preset's depth cell
+    (`Preset.depth_cell`) for the claims it names, else the deepest depth of the sweep at the base budget."""
+    if preset.depth_cell and claim_id in preset.cell_claims:
+        where = {k.replace(".", "__"): v for k, v in preset.depth_cell.items()}
+        return where.pop("model__n_layer", preset.depth), where
+    return max(preset.depths), {}
+
+
+def cell_label(depth: int, where: dict[str, Any]) -> str:
+    """`L=12, 1000 steps`: a cell as a legend or a summary names it."""
+    return f"L={depth}" + (f", {where['train__steps']} steps" if "train__steps" in where else "")
+
+
+def in_cell(preset, claim_id: str) -> bool:
+    return bool(preset.depth_cell) and claim_id in preset.cell_claims
+
+
+def cell_runs(preset, claim_id: str, schemes: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The depth cell's runs of these schemes at the fixed lr with warmup ([] when the claim is not in the cell)."""
+    if not in_cell(preset, claim_id):
+        return []
+    return [{"model.scheme": s, "train.lr": preset.lr_fixed, "train.warmup_steps": preset.warmup,
+             **preset.depth_cell} for s in schemes]
 
 
 def describe(g) -> dict[str, Any]:
@@ -50,11 +76,13 @@ OMITTED = ("Mean over seeds ± one standard deviation, of the runs that trained;
            "run did (diverged, or failed to train: see the heatmap of runs that did not train).")
 
 
-def sweep_figure(records, preset, schemes, title, warmups=None) -> Figure:
+def sweep_figure(records, preset, schemes, title, warmups=None, **where) -> Figure:
+    """Final val loss vs lr per scheme and warmup, at the base depth (or where `where` says: a depth cell)."""
     fig = Figure(title, "learning rate", "final val loss (nats)", kind="line", logx=True, caption=OMITTED)
+    where = {"model__n_layer": preset.depth, **where}
     for s in schemes:
         for w in (warmups or (0, preset.warmup)):
-            gs = [group(records, model__scheme=s, train__lr=lr, train__warmup_steps=w, model__n_layer=preset.depth)
+            gs = [group(records, model__scheme=s, train__lr=lr, train__warmup_steps=w, **where)
                   for lr in preset.lrs]
             fig.series.append(Series(trained_label(f"{s}, warmup {w}", gs), list(preset.lrs), [g.mean for g in gs],
                                      [g.sd for g in gs]))
@@ -110,7 +138,7 @@ class WarmupC1(Claim):
             HOLDS if pre_ni == "not worse" and pre0.n_failed <= preW.n_failed else INCONCLUSIVE,
             "Pre-LN val loss without − with warmup (nats)", pre_info.get("diff"), pre_info.get("ci90"),
             _tost(pre_info), pre_info.get("seeds", []),
-            f"{_fmt(pre_info.get('diff'))} nats, 90 % interval {_ci(pre_info.get('ci90'))} against +{LOSS_MARGIN:g} "
+            f"{_fmt(pre_info.get('diff'))} nats, {pct(equivalence())} interval {_ci(pre_info.get('ci90'))} against +{LOSS_MARGIN:g} "
             f"({said(pre_ni)}); without warmup {failures(pre0)}" + _p(pre_fail))
         settings = {"lr": preset.lr_fixed, "warmup_steps": preset.warmup, "n_layer": preset.depth,
                     "steps": preset.base["train.steps"], "margin_nats": LOSS_MARGIN,
@@ -206,8 +234,8 @@ def matched_failures(records, overrides: list[dict[str, Any]], other: str) -> di
         pairs += [(mine[s], theirs[s]) for s in sorted(set(mine) & set(theirs))]
     only_a = sum(1 for a, b in pairs if a.did_not_train and not b.did_not_train)
     only_b = sum(1 for a, b in pairs if b.did_not_train and not a.did_not_train)
-    return {"more": only_a > only_b and sign_test(only_a, only_a + only_b) < SIGN_LEVEL,
-            "fewer": only_b > only_a and sign_test(only_b, only_a + only_b) < SIGN_LEVEL,
+    return {"more": only_a > only_b and sign_test(only_a, only_a + only_b) < alpha(),
+            "fewer": only_b > only_a and sign_test(only_b, only_a + only_b) < alpha(),
             "only_a_failed": only_a, "only_b_failed": only_b,
             "p_one_sided": sign_test(max(only_a, only_b), only_a + only_b),
             "test": f"exact sign test over the {only_a + only_b} of {len(pairs)} (configuration, seed) pairs where "
@@ -446,12 +474,12 @@ def _ci(interval, spec: str = "+.3f") -> str:
 
 def _test(info: dict[str, Any], failed: dict[str, Any] | None = None) -> str:
     """The tests a loss comparison (and, where given, its failure count) rests on, in words."""
-    loss = f"{info['test']}, 95 % interval" if "test" in info else "too few runs trained for a loss test"
+    loss = f"{info['test']}, {pct(confidence())} interval" if "test" in info else "too few runs trained for a loss test"
     return loss + (f"; failures: {failed['test']}" if failed else "")
 
 
 def _tost(info: dict[str, Any]) -> str:
-    return (f"one-sided equivalence (TOST half) at α = 0.05: {info['test']}, 90 % interval inside +margin"
+    return (f"one-sided equivalence (TOST half) at α = {alpha():g}: {info['test']}, {pct(equivalence())} interval inside +margin"
             if "test" in info else "too few runs trained for an equivalence test")
 
 
