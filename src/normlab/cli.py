@@ -18,13 +18,14 @@ from normlab.config import ConfigError, load_config
 from normlab.data import CorpusError
 from normlab.nn.norms import NORMS
 from normlab.nn.schemes import SCHEMES
+from normlab.study.spec import PRESETS
 
 def _choices(name: str, values) -> type[Enum]:
     """An option's valid values, which --help lists and a bad value is told (click names both)."""
     return Enum(name, {v: v for v in values}, type=str)
 
 
-Preset = _choices("Preset", ("standard", "quick", "deep", "full"))
+Preset = _choices("Preset", tuple(PRESETS))
 Executor = _choices("Executor", ("local", "ray"))
 Parallel = _choices("Parallel", ("ddp", "fsdp"))
 Only = _choices("Only", ("norms", "steps"))
@@ -369,7 +370,8 @@ def _render(out: Path):
     from normlab.study.registry import Registry
     from normlab.study.runner import completion, compute_verdicts, main_records, study_ids
     from normlab.study.spec import spec_from_meta
-    from normlab.train.loop import environment, resolve_device
+    from normlab.device import resolve_device
+    from normlab.train.loop import environment
 
     registry = Registry(out)
     meta = registry.meta()

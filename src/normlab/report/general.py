@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable
 from normlab.report import plots
 from normlab.report.format import fmt_duration, fmt_value, natural_key
 from normlab.report.plots import NORM_STYLES, SCHEME_COLORS, Png
-from normlab.study.claims.base import Figure, Series
+from normlab.report.figure import Figure, Series
 
 log = logging.getLogger(__name__)
 

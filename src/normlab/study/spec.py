@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from normlab.config import ConfigError, RunConfig, apply_override, validate_config
+from normlab.study.claims import CLAIMS, ORDER
 from normlab.study.records import flatten
 
 
@@ -90,7 +91,7 @@ DEEP_CPU = {"model.d_model": 32, "model.n_head": 2, "train.batch_size": 8, "trai
 # 40 min on 2 workers) does not fit the preset's 30 minutes; the `full` preset measures C7 in its cell
 DEPTH_CELL = {"model.n_layer": 12, "train.steps": 1000, "train.eval_interval": 250, "train.ckpt_interval": 250,
               "diagnostics.interval": 250}
-ALL_CLAIMS = [f"C{i}" for i in range(1, 17)]
+ALL_CLAIMS = list(ORDER)  # every registered claim
 # the claims on the standard preset's two looks (5, then 10 seeds): those whose second round costs at most about 3 min
 # of wall time on 2 cores (C2–C4 share the depth sweep: 40 runs, about 190 s; C1, C10, C13, C15: 4–8 small runs
 # each). Not C5/C6 (the depth cell: 5 runs of 96 s), C7, C11, C14 (lr sweeps of 50–100 runs, with C7's fine-tunes)
@@ -315,8 +316,6 @@ def load_study(preset: str = "standard", study_file: str | Path | None = None, c
         chosen.seeds = _check_seeds(seeds, "seeds")
         if chosen.seed_rounds and len(chosen.seeds) != chosen.seed_rounds[0]:
             chosen.seed_rounds = []  # a schedule of looks starts at the preset's seeds: a user's own seeds look once
-    from normlab.study.claims import CLAIMS
-
     claim_ids = list(claims) if claims else list(chosen.claims)
     for cid in claim_ids:
         CLAIMS.get(cid)  # unknown ids: a clear error listing the valid ones

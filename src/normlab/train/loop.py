@@ -19,6 +19,7 @@ import torch
 
 import normlab
 from normlab.config import RunConfig
+from normlab.device import cpu_model, resolve_device
 from normlab.data import Corpus, corpus_of
 from normlab.data.objectives import objective_for
 from normlab.diagnostics import DiagnosticsStore, LayerProbe, find_nonfinite_origin, layer_skip
@@ -51,19 +52,6 @@ class Diverged(Exception):
         self.step, self.reason, self.origin = step, reason, origin
 
 
-def resolve_device(name: str) -> torch.device:
-    """`auto` picks CUDA when present, else CPU; anything else is taken as given and checked."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise ValueError(f"unknown device {name!r}; valid: auto, cpu, cuda, cuda:N, mps") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {name!r} asked for, but torch sees no CUDA device; use device = 'auto' or 'cpu'")
-    return device
-
-
 def environment(device: torch.device, dist: Dist = SINGLE) -> dict[str, Any]:
     """What decides a run's numerics beyond its config: versions, CPU, threads, norm kernels, processes."""
     env = {
@@ -86,17 +74,6 @@ def run_threads(threads: int):
         yield
     finally:
         torch.set_num_threads(before)
-
-
-def cpu_model() -> str:
-    """The CPU's model name (Linux: /proc/cpuinfo), else what `platform` knows."""
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 @dataclass

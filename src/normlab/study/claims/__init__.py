@@ -2,6 +2,7 @@
 from normlab.study.claims import layers, quality, stability, static  # noqa: F401  (registration)
 from normlab.study.claims.base import CLAIMS, FAILS, HOLDS, INCONCLUSIVE, Claim, Figure, Series, Verdict
 
-ORDER = [f"C{i}" for i in range(1, 17)]
+# every registered claim, by number: what presets, the CLI and the report list (a new claim module adds itself)
+ORDER = sorted(CLAIMS, key=lambda cid: int(cid.lstrip("C")))
 
 __all__ = ["CLAIMS", "FAILS", "HOLDS", "INCONCLUSIVE", "ORDER", "Claim", "Figure", "Series", "Verdict"]
