@@ -24,7 +24,6 @@ from normlab.data import Corpus, corpus_of
 from normlab.data.objectives import objective_for
 from normlab.diagnostics import DiagnosticsStore, LayerProbe, find_nonfinite_origin, layer_skip
 from normlab.diagnostics.probe import NO_PROBE
-from normlab.diagnostics.skip import SKIP_MOST
 from normlab.nn.kernels import get_norm_impl
 from normlab.nn.model import IGNORE
 from normlab.nn.schemes import profile_model
@@ -486,10 +485,10 @@ class Trainer:
         raise Diverged(step, reason, origin)
 
     def layer_skip(self) -> dict[str, Any]:
-        """Val loss with each block skipped (ΔL per layer, effective depth); above SKIP_MOST blocks, that many
-        evenly spaced ones (one evaluation each)."""
+        """Val loss with each block skipped (ΔL per layer, effective depth), one evaluation each; above
+        diagnostics.layer_skip_most blocks (0: never), that many evenly spaced ones."""
         return layer_skip(self.model.blocks, lambda: self.evaluate(eager=True),  # compiled code ignores new hooks
-                          most=SKIP_MOST)
+                          most=self.cfg.diagnostics.layer_skip_most or None)
 
     @torch.no_grad()
     def evaluate(self, split: str = "val", eager: bool = False) -> float:
