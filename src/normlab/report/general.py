@@ -13,16 +13,17 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from normlab.nn.schemes import SCHEMES
 from normlab.report import plots
+from normlab.report.figure import Figure, Series
 from normlab.report.format import fmt_duration, fmt_value, natural_key
 from normlab.report.plots import NORM_STYLES, SCHEME_COLORS, Png
-from normlab.report.figure import Figure, Series
 
 log = logging.getLogger(__name__)
 
 MAX_PANELS = 12  # small multiples per plot; more groups are left out (and the caption says so)
 LOG_SPAN = 20.0  # per-layer values spanning more than this ratio get a log axis
-SCHEME_ORDER = ["post", "pre", "sandwich", "peri", "deepnorm", "mix", "lns", "subln", "admin"]
+SCHEME_ORDER = list(SCHEMES)  # the schemes' registration order (nn/schemes.py)
 TITLE_KEYS = ("model.n_layer", "model.d_model", "train.lr", "train.warmup_steps")  # always in a panel's title
 SHORT_KEYS = {"model.n_layer": "L", "model.d_model": "d", "train.lr": "lr", "train.warmup_steps": "warmup",
               "model.norm": "norm", "model.scheme": "scheme", "train.steps": "steps"}

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from normlab.nn.schemes import SCHEMES
 from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, MIN_SEEDS, TRAINS, Claim,
                                        Figure, Part, Series, alpha, compare, confidence, equivalence, failures,
                                        fails_more, from_runs, group, loss_interval, n_seeds, noninferior, pct, said,
                                        select, setting_text, sign_test, spearman)
 
-SCHEME_NAMES = {"pre": "Pre-LN", "post": "Post-LN", "peri": "Peri-LN", "deepnorm": "DeepNorm"}  # in summaries
+SCHEME_NAMES = {name: scheme.label for name, scheme in SCHEMES.items()}  # in summaries (nn/schemes.py)
 
 
 def lr_sweep(preset, schemes: tuple[str, ...], lrs: list[float] | None = None) -> list[dict[str, Any]]:
