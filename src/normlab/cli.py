@@ -209,9 +209,8 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
 @app.command()
 def study(
     preset: Preset = typer.Option("standard", "--preset",
-                                  help="standard: all 16 claims, ~24 min on 2 CPU cores; quick: its 14-claim subset; "
-                                       "deep: C8 at 100-1,000 layers; full: all 16, for a GPU. README lists their "
-                                       "cost."),
+                                  help="; ".join(f"{p.name}: {p.summary}" for p in PRESETS.values())
+                                       + ". The README lists what each costs."),
     study_file: Optional[Path] = typer.Option(None, "--study", metavar="FILE",
                                               help="A study TOML (preset, claims, seeds, base, axes)."),
     out: Path = typer.Option(Path("normlab-study"), "--out", "-o", metavar="DIR",
@@ -240,7 +239,7 @@ def study(
                                           help="With --executor ray: the cluster's address "
                                           "(HOST:PORT, or auto); unset: a local Ray started for this study."),
 ) -> None:
-    """Turn the claims C1–C16 into verdicts: train the runs they need, measure, write the report.
+    """Turn the claims into verdicts: train the runs they need, measure, write the report.
 
     \b
     Exit codes:

@@ -30,6 +30,8 @@ class Preset:
     warmup: int  # the "with warmup" length; "without" is 0
     lr_fixed: float  # the lr of the fixed-lr comparisons (C1's verdict, C4, C6, C13, ...)
     depths: list[int]  # the depth sweep (C2–C6)
+    # one line for `normlab study --help`: what it runs and where (its cost is the description's, measured)
+    summary: str = ""
     # larger lrs C14 adds to its sweep without warmup: where Pre-LN trains at every lr of the grid, only an lr
     # beyond it can show whether Peri-LN is *more* stable (the standard run of 2026-11-24: both trained everywhere)
     stress_lrs: list[float] = field(default_factory=list)
@@ -113,7 +115,7 @@ def measured_cost(preset: str) -> str:
 
 PRESETS: dict[str, Preset] = {
     "quick": Preset(
-        name="quick",
+        name="quick", summary="the standard preset without C8, C14 and the init pass",
         description="the standard preset without C8 and C14 (very deep models, Peri-LN in both sweeps) and "
                     "without its init pass; " + measured_cost("quick"),
         # 5 seeds: a 95 % t interval at 2 seeds is ±4.3 standard errors, and a two-mode outcome (Post-LN
@@ -125,7 +127,7 @@ PRESETS: dict[str, Preset] = {
         depth_cell=DEPTH_CELL, cell_claims=["C5", "C6"],
     ),
     "standard": Preset(
-        name="standard",
+        name="standard", summary="every claim on a 2-core CPU (`make run`)",
         description="all 16 claims on a 2-core CPU: 4-layer, 64-wide char models, 300 steps, 5 seeds, depths 2–16, "
                     "C5 and C6 at 12 layers × 1,000 steps, a second round to 10 seeds where an interval straddles (C1–C4, C10, "
                     "C13, C15), 5 learning rates 3e-4–3e-2, DeepNorm vs Post-/Pre-LN at 48 layers × 600 steps, each claim "
@@ -138,7 +140,7 @@ PRESETS: dict[str, Preset] = {
         round_claims=ROUND_CLAIMS,
     ),
     "deep": Preset(
-        name="deep",
+        name="deep", summary="C8 alone at 100, 300 and 1,000 layers, for a GPU",
         description="C8 alone at DeepNet's depths: DeepNorm, Post-LN and Pre-LN at 100, 300 and 1,000 layers, "
                     "64 wide, 300 steps, activation checkpointing, 5 seeds; 0.43 / about 1.4 / 4.73 s per step "
                     "at 100 / 300 / 1,000 layers on 2 CPU cores (benchmarks/deep_checkpointing.py; 300 "
@@ -151,7 +153,7 @@ PRESETS: dict[str, Preset] = {
                    "diagnostics.interval": 300},
     ),
     "full": Preset(
-        name="full",
+        name="full", summary="every claim, deeper and longer, both init recipes, for a GPU",
         description="all 16 claims for a GPU: 6-layer, 128-wide models, 2,000 steps, 5 seeds, depths to 32, "
                     "C5–C7 at 12 layers, DeepNorm to 200 layers; 75× the standard preset's compute in run_cost units (about "
                     "30 hours on 2 CPU cores by extrapolation; not measured on a GPU)",
