@@ -202,6 +202,7 @@ def seed_round(spec: StudySpec, registry: Registry, ids: list[str], say: Callabl
     done, total = registry.progress(set(ids))
     if done < total:
         return []
+    measure_claims(spec, registry)  # a quiet machine now too; C10's verdict needs its timings to be judged at all
     known, grown = set(ids), []
     round_claims = [c for c in spec.claims if spec.look(c) is not None]
     for verdict in compute_verdicts(spec, registry, ids, round_claims)[0]:
