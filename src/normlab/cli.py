@@ -192,18 +192,13 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
     if as_json:
         print(json.dumps({"schemes": scheme_rows, "norms": norm_rows}, indent=2, ensure_ascii=False))
         return
-    table = Table(title="placement schemes", title_justify="left")
-    for col in ("name", "formula", "paper"):
-        table.add_column(col)
-    for row in scheme_rows:
-        table.add_row(row["name"], row["formula"], row["paper"])
-    console.print(table)
-    table = Table(title="normalizers", title_justify="left")
-    for col in ("name", "formula", "paper"):
-        table.add_column(col)
-    for row in norm_rows:
-        table.add_row(row["name"], row["formula"], row["paper"])
-    console.print(table)
+    for title, rows in (("placement schemes", scheme_rows), ("normalizers", norm_rows)):
+        table = Table(title=title, title_justify="left")
+        for col in ("name", "formula", "paper"):
+            table.add_column(col)
+        for row in rows:
+            table.add_row(row["name"], row["formula"], row["paper"])
+        console.print(table)
 
 
 @app.command()
