@@ -358,13 +358,13 @@ def report(out: Path = typer.Argument(Path("normlab-study"), metavar="OUT", help
 
 def _render(out: Path):
     """Write the report from the registry; returns (paths, verdicts, `Completion`)."""
+    from normlab.device import resolve_device
     from normlab.report import render_report
     from normlab.study.claims import CLAIMS
     from normlab.study.claims import base as claim_base
     from normlab.study.registry import Registry
     from normlab.study.runner import completion, compute_verdicts, main_records, study_ids
     from normlab.study.spec import spec_from_meta
-    from normlab.device import resolve_device
     from normlab.train.loop import environment
 
     registry = Registry(out)
