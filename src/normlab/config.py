@@ -194,12 +194,18 @@ def apply_override(raw: dict[str, Any], item: str) -> None:
         value = tomllib.loads(f"v = {text.strip()}")["v"]
     except tomllib.TOMLDecodeError:
         value = text.strip()
-    *parents, leaf = key.strip().split(".")
+    set_value(raw, key.strip(), value, item)
+
+
+def set_value(raw: dict[str, Any], key: str, value: Any, said: str | None = None) -> None:
+    """Set the dotted `key` (`model.n_layer`) to a typed value in the nested dict. `said`: how the user wrote it,
+    for the error (a `--set` item); a study's overrides come here as values, never as TOML text."""
+    *parents, leaf = key.split(".")
     node = raw
     for part in parents:
         node = node.setdefault(part, {})
         if not isinstance(node, dict):
-            raise ConfigError(f"override {item!r}: {part!r} is not a table")
+            raise ConfigError(f"override {said or f'{key}={value!r}'!r}: {part!r} is not a table")
     node[leaf] = value
 
 

@@ -30,7 +30,7 @@ from normlab.study.claims.base import at_look, init_text, look_alpha
 from normlab.study.records import UNPINNED, flatten, unflatten
 from normlab.study.jobs import claim_jobs, done_cost, events_dir, is_stacked, record_results, run_cost, train_jobs
 from normlab.study.registry import Registry
-from normlab.study.spec import INIT_KEY, StudySpec, build_config
+from normlab.study.spec import INIT_KEY, StudySpec
 
 ProgressCallback = Callable[[float, float, dict[str, int]], None]  # (done cost, total cost, status counts)
 
@@ -55,7 +55,7 @@ def default_batch(spec: StudySpec) -> bool:
     quick preset measured 250 s stacked vs 236 s alone end to end (2 workers × 1 thread; README)."""
     from normlab.device import resolve_device
 
-    return resolve_device(build_config(spec.preset, {}, spec.preset.seeds[0]).train.device).type == "cuda"
+    return resolve_device(spec.base_config().train.device).type == "cuda"
 
 
 def worker_main(study_dir: str, ids: list[str], threads: int, batch: bool = True, tensorboard: bool = False) -> None:
@@ -236,7 +236,7 @@ def followup_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list:
     if done < total:
         return []
     records = registry.records(set(ids))
-    base = flatten(build_config(spec.preset, {}, spec.preset.seeds[0]).to_dict())
+    base = spec.base_flat()
     # a follow-up registered earlier is the same run even if the study directory has moved since (its
     # init_from then names the old place): it is found by its config with init_from cut to the source's id
     registered = {_source_key(config): rid for rid, config in registry.configs() if config["train"].get("init_from")}
@@ -298,7 +298,7 @@ def _measures(claim_id: str) -> bool:
 def failed_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list[dict[str, Any]]:
     """The failed runs: id, attempts, reason, and settings (the config keys that set the run apart from the
     study's base, and its seed), so a reader can tell which run it was without opening the registry."""
-    base = flatten(build_config(spec.preset, {}, spec.preset.seeds[0]).to_dict())
+    base = spec.base_flat()
     out = []
     for run in registry.failed(set(ids)):
         config = flatten(run["config"])
@@ -378,7 +378,7 @@ def compute_verdicts(spec: StudySpec, registry: Registry, ids: list[str] | None 
                      claims: list[str] | None = None) -> tuple[list[Verdict], dict[str, list[Figure]]]:
     """Every claim's verdict and figures from the registry alone (no training); `claims`: only these."""
     records = registry.records(set(ids) if ids is not None else None)
-    base = flatten(build_config(spec.preset, {}, spec.preset.seeds[0]).to_dict())
+    base = spec.base_flat()
     measurements = registry.measurements()
     verdicts, figures = [], {}
     for claim_id in sorted(claims if claims is not None else spec.claims, key=ORDER.index):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from normlab.config import ConfigError, RunConfig, apply_override, validate_config
+from normlab.config import ConfigError, RunConfig, apply_override, set_value, validate_config
 from normlab.study.claims import CLAIMS, ORDER
 from normlab.study.records import flatten
 
@@ -186,20 +186,11 @@ class RunSpec:
 
 
 def build_config(preset: Preset, overrides: dict[str, Any], seed: int) -> RunConfig:
+    """The run of `preset`'s base with `overrides` (dotted keys, typed values) at `seed`, validated."""
     raw: dict[str, Any] = {}
     for key, value in {**preset.base, **overrides, "train.seed": seed}.items():
-        apply_override(raw, f"{key}={_toml_literal(value)}")
+        set_value(raw, key, value)
     return validate_config(raw)
-
-
-def _toml_literal(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return '"' + value.replace('"', '\\"') + '"'
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k} = {_toml_literal(v)}" for k, v in value.items()) + "}"
-    return repr(value)
 
 
 @dataclass
@@ -213,6 +204,19 @@ class StudySpec:
     robustness: bool = False  # also rerun every claim's runs at preset.robust_threads threads (`fragile` marks)
     init_pass: bool | None = None  # also judge every training claim under the other init; None: the preset's
     claim_seeds: dict[str, list[int]] = field(default_factory=dict)  # a claim's seeds after its rounds; else seeds
+    _base: tuple = field(default=(None, None), init=False, repr=False, compare=False)  # (preset key, base config)
+
+    def base_config(self) -> RunConfig:
+        """The study's base run (the preset's base with the user's overrides, its first seed), validated: what
+        every claim's groups are matched against on the axes they do not name."""
+        key = repr(sorted(self.preset.base.items())), self.preset.seeds[0]
+        if self._base[0] != key:  # built once per study (again only if the preset changed)
+            self._base = key, build_config(self.preset, {}, self.preset.seeds[0])
+        return self._base[1]
+
+    def base_flat(self) -> dict[str, Any]:
+        """`base_config` flattened (`model.n_layer` keys), as records compare themselves to it."""
+        return flatten(self.base_config().to_dict())
 
     def seeds_of(self, claim_id: str) -> list[int]:
         """The seeds a claim's runs and verdict use: the preset's, or more after sequential rounds."""
