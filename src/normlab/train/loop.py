@@ -28,6 +28,7 @@ from normlab.nn.kernels import get_norm_impl
 from normlab.nn.model import IGNORE
 from normlab.nn.schemes import profile_model
 from normlab.rundir import RunDir, RunDirError, RunLock, RunLockedError, load_model, with_vocab
+from normlab.train.cadence import run_cadence
 from normlab.train.distributed import SINGLE, Dist, full_state, shard_optimizer_state, sharded, wrap
 from normlab.train.optim import build_optimizer, learning_rate
 
@@ -73,6 +74,47 @@ def run_threads(threads: int):
         yield
     finally:
         torch.set_num_threads(before)
+
+
+class _RunSteps:
+    """A single run as the cadence's `Steps`: one AdamW update, its own val loss, its metrics row."""
+
+    def __init__(self, trainer: "Trainer"):
+        self.trainer, self.val_loss, self.row = trainer, math.nan, {}
+        self.clock_from, self.elapsed_from = time.perf_counter(), trainer.elapsed
+
+    @property
+    def step(self) -> int:
+        return self.trainer.step
+
+    def active(self) -> bool:
+        return True  # a single run leaves by raising (Diverged), never by dropping out
+
+    def evaluate(self) -> None:
+        self.val_loss = self.trainer.evaluate()
+
+    def take_step(self) -> None:
+        lr = learning_rate(self.trainer.step, self.trainer.tc)
+        loss, grad_norm = self.trainer.train_step(lr)
+        self.trainer.step += 1
+        self.row = {"lr": lr, "train_loss": loss, "grad_norm": grad_norm}
+
+    def start_clock(self) -> None:
+        self.clock_from, self.elapsed_from = time.perf_counter(), self.trainer.elapsed
+
+    def tick_clock(self) -> None:
+        self.trainer.elapsed = self.elapsed_from + time.perf_counter() - self.clock_from
+
+    def log(self, step: int, tokens_per_s: float | None, evaluated: bool) -> None:
+        row: dict[str, Any] = {"step": step, **(self.row if step else {})}
+        if tokens_per_s is not None:
+            row["tokens_per_s"] = tokens_per_s
+        if evaluated:
+            row["val_loss"] = self.val_loss
+        self.trainer._log({**row, "elapsed_s": self.trainer.elapsed})
+
+    def checkpoint(self) -> None:
+        self.trainer._checkpoint()
 
 
 @dataclass
@@ -392,34 +434,10 @@ class Trainer:
             self.on_note(message)
 
     def _loop(self) -> float:
-        tc = self.tc
-        val_loss = math.nan
-        if self.step == 0:
-            val_loss = self.evaluate()
-            self._log({"step": 0, "val_loss": val_loss, "elapsed_s": self.elapsed})
-        tokens_per_step = tc.batch_size * self.cfg.model.block_size
-        t0, elapsed_before = time.perf_counter(), self.elapsed
-        window_start, window_steps = t0, 0  # tokens/s is measured over training steps only
-        while self.step < tc.steps:
-            lr = learning_rate(self.step, tc)
-            loss, grad_norm = self.train_step(lr)
-            self.step += 1
-            window_steps += 1
-            last = self.step == tc.steps
-            log, evaluate = self.step % tc.log_interval == 0 or last, self.step % tc.eval_interval == 0 or last
-            row: dict[str, Any] = {"step": self.step, "lr": lr, "train_loss": loss, "grad_norm": grad_norm}
-            if log:
-                row["tokens_per_s"] = tokens_per_step * window_steps / (time.perf_counter() - window_start)
-            if evaluate:
-                val_loss = row["val_loss"] = self.evaluate()
-            self.elapsed = elapsed_before + time.perf_counter() - t0
-            if log or evaluate:
-                self._log({**row, "elapsed_s": self.elapsed})
-            if self.step % tc.ckpt_interval == 0 or last:
-                self._checkpoint()
-            if log or evaluate:
-                window_start, window_steps = time.perf_counter(), 0
-        return val_loss
+        """Train to the end on the one cadence (train/cadence.py); the last val loss measured (nan if none)."""
+        steps = _RunSteps(self)
+        run_cadence(self.tc, self.tc.batch_size * self.cfg.model.block_size, steps)
+        return steps.val_loss
 
     def train_step(self, lr: float) -> tuple[float, float]:
         """One AdamW update on a fresh batch; raises `Diverged` on a non-finite or runaway loss."""
