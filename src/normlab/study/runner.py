@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from normlab.bench.timing import steady_allocator
 from normlab.config import ConfigError
-from normlab.study.claims import CLAIMS, INCONCLUSIVE, ORDER, Claim, Figure, Verdict
+from normlab.study.claims import CLAIMS, INCONCLUSIVE, Claim, Figure, Verdict, claim_number
 from normlab.study.claims.base import at_look, init_text, look_alpha
 from normlab.study.records import UNPINNED, flatten, unflatten
 from normlab.study.jobs import claim_jobs, done_cost, events_dir, is_stacked, record_results, run_cost, train_jobs
@@ -381,7 +381,7 @@ def compute_verdicts(spec: StudySpec, registry: Registry, ids: list[str] | None 
     base = spec.base_flat()
     measurements = registry.measurements()
     verdicts, figures = [], {}
-    for claim_id in sorted(claims if claims is not None else spec.claims, key=ORDER.index):
+    for claim_id in sorted(claims if claims is not None else spec.claims, key=claim_number):
         look = spec.look(claim_id)
         with at_look(*look) if look else contextlib.nullcontext():
             verdict, figures[claim_id] = judge(spec, CLAIMS.get(claim_id)(), records, base,
