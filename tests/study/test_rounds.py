@@ -3,6 +3,7 @@ and a study that adds a round for one claim while a claim sharing its runs keeps
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -144,7 +145,12 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
               and r.get("model.final_norm") is None and r.get("train.lr") == PRESETS["quick"].lr_fixed]
     assert sorted(r.seed for r in shared) == [0, 1, 2]  # C1 judges this run at seeds 0 and 1 only
     assert registry.meta()["study"]["claim_seeds"] == {"C13": [0, 1, 2]}
-    # the report rebuilds the same looks from the registry
+    # the report rebuilds the same looks from the registry, and verdicts.json carries them
+    from normlab import cli
+
+    cli._render(tmp_path / "s")
+    doc = {v["id"]: v for v in json.loads((tmp_path / "s" / "verdicts.json").read_text())["verdicts"]}
+    assert doc["C13"]["look"]["look"] == 2 and doc["C13"]["look"]["n_seeds"] == 3 and doc["C1"]["look"] == {}
     again = spec_from_meta(registry.meta())
     assert again.seeds_of("C13") == [0, 1, 2] and again.look("C13") == (2, 2)
     # a rerun on the finished directory decides the same round and trains nothing

@@ -50,8 +50,8 @@ def render_report(out_dir: Path, *, title: str, verdicts: list, claim_info: dict
 def _as_dict(verdict: Any) -> dict[str, Any]:
     data = verdict.to_dict() if hasattr(verdict, "to_dict") else dict(verdict)
     keys = ("id", "verdict", "statistic", "value", "reading", "interval", "test", "n_seeds", "seeds", "parts",
-            "init", "init_dependent", "other_init", "settings", "details", "summary", "fragile", "robustness")
-    empty = {"settings": {}, "details": {}, "parts": [], "seeds": [], "other_init": {}}
+            "init", "init_dependent", "other_init", "look", "settings", "details", "summary", "fragile", "robustness")
+    empty = {"settings": {}, "details": {}, "parts": [], "seeds": [], "other_init": {}, "look": {}}
     return {k: data.get(k, empty.get(k)) for k in keys}
 
 
