@@ -364,6 +364,7 @@ def _render(out: Path):
     from normlab.study.claims import base as claim_base
     from normlab.study.registry import Registry
     from normlab.study.runner import completion, compute_verdicts, main_records, study_ids
+    from normlab.study.sections import general_sections
     from normlab.study.spec import spec_from_meta
     from normlab.train.loop import environment
 
@@ -387,9 +388,9 @@ def _render(out: Path):
                   "thresholds": {"loss_margin_nats": claim_base.LOSS_MARGIN, "confidence": claim_base.CONFIDENCE,
                                  "equivalence_tost": claim_base.EQUIVALENCE, "sign_test_level": claim_base.SIGN_LEVEL,
                                  "trains_if_seeds_at_least": claim_base.TRAINS, "min_seeds": claim_base.MIN_SEEDS}}
+    sections = general_sections(main_records(spec, registry.records(set(ids))), registry.measurements())
     paths = render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
-                          claim_figures=figures, records=main_records(spec, registry.records(set(ids))),
-                          measurements=registry.measurements(), study_info=study_info,
+                          claim_figures=figures, sections=sections, study_info=study_info,
                           completion=status.to_dict(), failed_runs=status.failed)
     return paths, verdicts, status
 

@@ -405,7 +405,8 @@ def test_mix_ratio_outside_unit_interval_raises(ratio):
 def test_every_scheme_carries_its_display_facts_and_the_report_reads_them_from_it():
     """A scheme's label, colour and place in lists live on its class: the report and the claims' summaries
     derive theirs from the registry, so a new scheme needs no edit elsewhere (the report once lacked `residual`)."""
-    from normlab.report import general, plots
+    from normlab.report import plots
+    from normlab.study import sections as general
     from normlab.study.claims.stability import SCHEME_NAMES
 
     schemes = dict(SCHEMES.items())

@@ -1,6 +1,7 @@
-"""A plot as plain data: what a claim (or `normlab diagnose --html`) hands the report to draw. It lives with the
-report, which draws it (report/plots.py), so that the study and the diagnostics depend on the report's types,
-never the other way round."""
+"""What the report renders, as plain data: a plot (`Figure`, its `Series`), a drawn block of plots (`Plot`), a
+table, and a section of them. The study (and `normlab diagnose --html`) build these from run records; the report
+draws and writes them without knowing claims or records. They live with the report so that the study and the
+diagnostics depend on the report's types, never the other way round."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -34,3 +35,34 @@ class Figure:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class Plot:
+    """Figures drawn as one image: small multiples (`grid`: report.plots.draw_grid's options) or one figure
+    (`single`: report.plots.draw's options); the renderer draws it. `error`: why there is nothing to draw."""
+
+    figures: list[Figure] = field(default_factory=list)
+    caption: str = ""
+    grid: dict[str, Any] | None = None
+    single: dict[str, Any] | None = None
+    error: str | None = None
+
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+    classes: list[str] = field(default_factory=list)  # one CSS class per row
+
+
+@dataclass
+class Section:
+    """One section of the report after the claims: an intro, plots, a table (collapsed: inside <details>)."""
+
+    id: str
+    title: str
+    intro: str
+    plots: list[Plot] = field(default_factory=list)
+    table: Table | None = None
+    collapsed: bool = False

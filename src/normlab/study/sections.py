@@ -1,8 +1,9 @@
-"""The report's general sections, drawn from the run records rather than from one claim.
+"""The report's general sections, built from the run records rather than from one claim, as plain data.
 
 Loss curves, per-layer profiles (gradient norm at init, residual RMS, contribution
 ratio, angular distance, layer-skip ΔL), divergence heatmaps and norm timings. Each
-builder returns a `Section`, or None when the records hold none of its data.
+builder returns a `Section` (report/figure.py), or None when the records hold none of its
+data; the report draws and writes it, knowing nothing of records or claims.
 """
 from __future__ import annotations
 
@@ -10,14 +11,13 @@ import logging
 import math
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from normlab.nn.schemes import SCHEMES
 from normlab.report import plots
-from normlab.report.figure import Figure, Series
+from normlab.report.figure import Figure, Plot, Section, Series, Table
 from normlab.report.format import fmt_duration, fmt_value, natural_key
-from normlab.report.plots import NORM_STYLES, SCHEME_COLORS, Png
+from normlab.report.plots import NORM_STYLES, SCHEME_COLORS
 
 log = logging.getLogger(__name__)
 
@@ -27,30 +27,6 @@ SCHEME_ORDER = list(SCHEMES)  # the schemes' registration order (nn/schemes.py)
 TITLE_KEYS = ("model.n_layer", "model.d_model", "train.lr", "train.warmup_steps")  # always in a panel's title
 SHORT_KEYS = {"model.n_layer": "L", "model.d_model": "d", "train.lr": "lr", "train.warmup_steps": "warmup",
               "model.norm": "norm", "model.scheme": "scheme", "train.steps": "steps"}
-
-
-@dataclass
-class Plot:
-    png: Png | None
-    caption: str = ""
-    error: str | None = None  # why it could not be drawn
-
-
-@dataclass
-class Table:
-    headers: list[str]
-    rows: list[list[str]]
-    classes: list[str] = field(default_factory=list)  # one CSS class per row
-
-
-@dataclass
-class Section:
-    id: str
-    title: str
-    intro: str
-    plots: list[Plot] = field(default_factory=list)
-    table: Table | None = None
-    collapsed: bool = False  # shown inside <details>
 
 
 def general_sections(records: list, measurements: dict[str, dict]) -> list[Section]:
@@ -71,7 +47,7 @@ def general_sections(records: list, measurements: dict[str, dict]) -> list[Secti
             section = build()
         except Exception as error:  # noqa: BLE001 - the report is the last step of a long study: keep going
             log.exception("report section %s failed", name)
-            section = Section(name, name.replace("-", " ").capitalize(), "", [Plot(None, error=repr(error))])
+            section = Section(name, name.replace("-", " ").capitalize(), "", [Plot(error=repr(error))])
         if section is not None:
             sections.append(section)
     return sections
@@ -99,8 +75,8 @@ def loss_curves(records: list) -> Section | None:
         specs.append(Figure(title, "step", "val loss (nats)", series))
     styles = {label: NORM_STYLES.get(norm, "-") for label, (_, norm) in ends.items()}
     markers = {label: END_MARKERS.get(end) for label, (end, _) in ends.items()}
-    png = plots.draw_grid(specs, ncols=plots.balanced_columns(len(specs), 3), colors=scheme_colors(ends),
-                          linestyles=styles, markers=markers, ylim=ylim, alpha=0.85, mark_last=True, widen=False)
+    grid = dict(ncols=plots.balanced_columns(len(specs), 3), colors=scheme_colors(ends), linestyles=styles,
+                markers=markers, ylim=ylim, alpha=0.85, mark_last=True, widen=False)
     rest = [i for i in range(len(keys)) if usual[i] is not None and (keys[i] not in TITLE_KEYS or i not in varies)]
     common = describe([keys[i] for i in rest], tuple(usual[i] for i in rest))
     endings = {end for end, _ in ends.values()}
@@ -111,7 +87,7 @@ def loss_curves(records: list) -> Section | None:
                + ("A line ending in × diverged (it leaves the top of the plot). " if "diverged" in endings else "")
                + (f"Unless a panel's title says otherwise: {common}. " if common else "") + _omitted(len(groups))
                + _panel_note([keys[i] for i in varies]))
-    return Section("loss-curves", "Loss curves", "", [Plot(png, caption)])
+    return Section("loss-curves", "Loss curves", "", [Plot(specs, caption, grid=grid)])
 
 
 STYLE_NAMES = {"--": "dashed", ":": "dotted", "-.": "dash-dot", (0, (1, 1)): "densely dotted"}
@@ -259,9 +235,9 @@ def layer_profile(records: list, getter: Callable[[Any], list | None], ylabel: s
         series = [_mean_series(label, [getter(m) for m in group]) for label, group in lines.items()]
         labels.update(lines)
         specs.append(Figure(describe(panel_keys, key), "layer", ylabel, series, logy=logy))
-    png = plots.draw_grid(specs, ncols=plots.balanced_columns(len(specs), 4), colors=scheme_colors(labels),
-                          linestyles=norm_styles(chosen))
-    return Plot(png, "Mean over seeds and training settings; one panel per depth. " + _omitted(len(panels)))
+    grid = dict(ncols=plots.balanced_columns(len(specs), 4), colors=scheme_colors(labels),
+                linestyles=norm_styles(chosen))
+    return Plot(specs, "Mean over seeds and training settings; one panel per depth. " + _omitted(len(panels)), grid=grid)
 
 
 def _mean_series(label: str, profiles: list[list]) -> Series:
@@ -306,13 +282,12 @@ def divergence_section(records: list) -> Section | None:
         specs.append(Figure(f"warmup = {warmup} steps", "learning rate", "", kind="heatmap", matrix=matrix,
                             rows=schemes, cols=[fmt_value(lr) for lr in lrs], cell_text=text))  # "k/n", not k/n
     size = (2.2 + 0.85 * len(lrs), 1.5 + 0.42 * len(schemes))
-    png = plots.draw_grid(specs, ncols=max(1, min(len(specs), int(11 // size[0]))), panel_size=size, cmap="Reds",
-                          vmin=0.0, vmax=1.0)
+    grid = dict(ncols=max(1, min(len(specs), int(11 // size[0]))), panel_size=size, cmap="Reds", vmin=0.0, vmax=1.0)
     caption = ("Fraction of runs that did not train: diverged, or failed to train (ended within the margin of "
                "the unigram cross-entropy). Cells: (diverged + failed to train)/total, pooled over depths, norms "
                "and seeds; grey: no run.")
     intro = "C1, C4, C11, C14: which schemes survive large learning rates and no warmup."
-    return Section("divergence", "Divergence and failure to train", intro, [Plot(png, caption)])
+    return Section("divergence", "Divergence and failure to train", intro, [Plot(specs, caption, grid=grid)])
 
 
 def _divergence_matrix(runs: list, schemes: list[str], lrs: list[float]) -> tuple[list, list]:
@@ -347,7 +322,7 @@ def norm_timings_section(measurements: dict[str, dict]) -> Section | None:
     width = min(11.0, 4.0 + 0.5 * len(timings))
     caption = "Median wall time of one normalizer forward and backward pass (C10), per input shape."
     return Section("norm-timings", "Norm timings", "C10: RMSNorm should cost less than LayerNorm.",
-                   [Plot(plots.draw(spec, size=(width, 3.4)), caption)])
+                   [Plot([spec], caption, single={"size": (width, 3.4)})])
 
 
 def _shape_label(timing: dict) -> str:
