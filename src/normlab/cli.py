@@ -265,7 +265,9 @@ def study(
         if tensorboard:  # runs trained before the flag was given (or shipped to Ray nodes) get theirs now
             from normlab.study.tensorboard import write_events
             write_events(out)
-        paths, verdicts, status = _render(out)  # the state as the report has it, so the two never disagree
+        # the state as the registry has it now, so the report and the terminal never disagree; verdicts the study
+        # judged final are not judged again
+        paths, verdicts, status = _render(out, (outcome.verdicts, outcome.figures) if outcome.final else None)
     except ConfigError as e:  # OUT's study.sqlite is not a study registry
         fail(str(e))
     _print_verdicts(verdicts, status.describe())
@@ -356,8 +358,9 @@ def report(out: Path = typer.Argument(Path("normlab-study"), metavar="OUT", help
     console.print(f"{status.describe()} → {paths['html']}, {paths['markdown']}, {paths['json']}", highlight=False)
 
 
-def _render(out: Path):
-    """Write the report from the registry; returns (paths, verdicts, `Completion`)."""
+def _render(out: Path, judged: tuple[list, dict] | None = None):
+    """Write the report from the registry; returns (paths, verdicts, `Completion`). `judged`: (verdicts, figures)
+    the study computed, used when the registry is final (else, or without them, they are computed here)."""
     from normlab.device import resolve_device
     from normlab.report import render_report
     from normlab.study.claims import CLAIMS
@@ -375,7 +378,7 @@ def _render(out: Path):
     spec = spec_from_meta(meta)
     ids = study_ids(spec, registry, meta["study"]["run_ids"])
     status = completion(spec, registry, ids)  # before the verdicts: a run settling meanwhile is not called final
-    verdicts, figures = compute_verdicts(spec, registry, ids)
+    verdicts, figures = judged if judged is not None and status.final else compute_verdicts(spec, registry, ids)
     info = {cid: {"title": CLAIMS.get(cid).title, "statement": CLAIMS.get(cid).statement,
                   "sources": CLAIMS.get(cid).sources} for cid in spec.claims}
     rows = [r for r in registry.rows() if r["id"] in set(ids)]

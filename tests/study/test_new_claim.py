@@ -47,3 +47,22 @@ def test_a_claim_registered_in_its_own_module_runs_in_a_study_and_its_report(tmp
     assert c99["verdict"] == HOLDS and c99["parts"][0]["name"] == "the measurement is positive"
     html = (tmp_path / "s" / "report.html").read_text()
     assert "A claim added in its own module" in html and "measured 1.0" in html
+
+
+def test_normlab_study_judges_each_claim_once_and_the_cli_shows_those_verdicts(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from normlab.cli import app
+
+    monkeypatch.setattr(CLAIMS, "_entries", {**CLAIMS._entries})
+    CLAIMS.register("C99")(CausalMaskSizeC99)
+    judged = []
+    verdict = CausalMaskSizeC99.verdict
+    monkeypatch.setattr(CausalMaskSizeC99, "verdict", lambda self, *a: judged.append(1) or verdict(self, *a))
+    result = CliRunner().invoke(app, ["study", "--claims", "C99", "--seeds", "0", "--out", str(tmp_path / "s"),
+                                      "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    assert judged == [1]  # the study's verdict, shown and rendered as it is (not judged again for the report)
+    assert "C99" in result.output and json.loads((tmp_path / "s" / "verdicts.json").read_text())["final"]
+    report = CliRunner().invoke(app, ["report", str(tmp_path / "s")])  # judges from the registry alone
+    assert report.exit_code == 0 and judged == [1, 1]
