@@ -155,29 +155,33 @@ def grad_norm_section(records: list) -> Section | None:
 
 
 def residual_section(records: list) -> Section | None:
-    found = []
-    for stage, getter in (("init", _init("residual_rms/block")), ("final", _final("residual_rms/block"))):
-        plot = layer_profile(records, getter, "residual RMS", logy=None, completed_only=stage == "final")
-        if plot is not None:
-            plot.caption = f"RMS of the residual stream entering each layer, {_stage(stage)}. " + plot.caption
-            found.append(plot)
+    profiles = [("residual_rms/block", stage, "residual RMS", "RMS of the residual stream entering each layer", None)
+                for stage in ("init", "final")]
     intro = "C5: in Pre-LN the residual stream grows with depth (‖x_l‖ ~ O(l))."
-    return Section("residual-rms", "Residual stream RMS", intro, found) if found else None
+    return _profiles_section(records, "residual-rms", "Residual stream RMS", intro, profiles)
 
 
 def contribution_section(records: list) -> Section | None:
-    found = []
-    for metric, what in (("contribution_ratio/block", "contribution ratio ‖F_l‖/‖x_l‖"),
-                         ("angular_distance/block", "angular distance between x_l and x_{l+1}")):
-        stage = "final" if any(r.layers_final.get(metric) for r in records) else "init"
-        getter = _final(metric) if stage == "final" else _init(metric)
-        plot = layer_profile(records, getter, what.split(" ‖")[0].split(" between")[0],
-                             completed_only=stage == "final")
-        if plot is not None:
-            plot.caption = f"{what.capitalize()} per layer, {_stage(stage)}. " + plot.caption
-            found.append(plot)
+    profiles = [(metric, "final" if any(r.layers_final.get(metric) for r in records) else "init", ylabel,
+                 f"{what} per layer", False)
+                for metric, ylabel, what in (
+                    ("contribution_ratio/block", "contribution ratio", "Contribution ratio ‖F_l‖/‖x_l‖"),
+                    ("angular_distance/block", "angular distance", "Angular distance between x_l and x_{l+1}"))]
     intro = "C6: in Pre-LN deep layers contribute little and consecutive layers' inputs become nearly parallel."
-    return Section("contribution", "Layer contribution and angular distance", intro, found) if found else None
+    return _profiles_section(records, "contribution", "Layer contribution and angular distance", intro, profiles)
+
+
+def _profiles_section(records: list, sid: str, title: str, intro: str, profiles: list[tuple]) -> Section | None:
+    """A section of per-layer profiles: (metric, stage init|final, y label, caption start, logy) each; a profile
+    with no data is left out, a section with none is None."""
+    found = []
+    for metric, stage, ylabel, what, logy in profiles:
+        getter = _final(metric) if stage == "final" else _init(metric)
+        plot = layer_profile(records, getter, ylabel, logy=logy, completed_only=stage == "final")
+        if plot is not None:
+            plot.caption = f"{what}, {_stage(stage)}. " + plot.caption
+            found.append(plot)
+    return Section(sid, title, intro, found) if found else None
 
 
 def layer_skip_section(records: list) -> Section | None:
