@@ -18,6 +18,7 @@ from normlab.config import ConfigError, load_config
 from normlab.data import CorpusError
 from normlab.nn.norms import NORMS
 from normlab.nn.schemes import SCHEMES
+from normlab.study.jobs import EXECUTORS
 from normlab.study.spec import PRESETS
 
 def _choices(name: str, values) -> type[Enum]:
@@ -26,7 +27,7 @@ def _choices(name: str, values) -> type[Enum]:
 
 
 Preset = _choices("Preset", tuple(PRESETS))
-Executor = _choices("Executor", ("local", "ray"))
+Executor = _choices("Executor", EXECUTORS)
 Parallel = _choices("Parallel", ("ddp", "fsdp"))
 Only = _choices("Only", ("norms", "steps"))
 Clock = _choices("Clock", ("wall", "cpu"))

@@ -11,6 +11,7 @@ from typing import Any
 from normlab.study.records import record_from_run_dir
 from normlab.study.registry import Registry, settled
 
+EXECUTORS = ("local", "ray")  # where a study's jobs run: worker processes here (runner.py), or Ray tasks
 MAX_GROUP = 16  # runs one worker stacks at most (benchmarks/multirun.py: the gain is flat from K = 8 on)
 GROUP_MEMORY_BYTES = 2 * 1024 ** 3  # activation memory one worker's stack may take
 
