@@ -28,7 +28,8 @@ from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS, INCONCLUSIVE, Claim, Figure, Verdict, claim_number
 from normlab.study.claims.base import at_look, init_text, look_alpha
 from normlab.study.records import UNPINNED, flatten, unflatten
-from normlab.study.jobs import EXECUTORS, claim_jobs, done_cost, events_dir, is_stacked, record_results, run_cost, train_jobs
+from normlab.study.jobs import (EXECUTORS, claim_jobs, done_cost, events_dir, is_stacked, record_results, run_cost,
+                                train_jobs)
 from normlab.study.registry import Registry
 from normlab.study.spec import INIT_KEY, StudySpec
 
