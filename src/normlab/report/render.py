@@ -23,7 +23,8 @@ def render_report(out_dir: Path, *, title: str, verdicts: list, claim_info: dict
 
     verdicts: `Verdict`s (or their dicts); claim_info: id -> {"title", "statement", "sources"};
     claim_figures: id -> `Figure` specs; sections: the general sections after the claims (`Section`s, built by
-    the study from its records: normlab.study.sections.general_sections); study_info: shown at the top (scalars in one table, each dict value in its own);
+    the study from its records: normlab.study.sections.general_sections); study_info: shown at the top (scalars in
+    one table, each dict value in its own);
     completion: {"final", "status" ("final" or "partial: N of M runs"), "done", "total"}: a report
     that is not final says so on its first line; failed_runs: {"id", "settings", "attempts", "reason"}.
 

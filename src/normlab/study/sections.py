@@ -241,7 +241,8 @@ def layer_profile(records: list, getter: Callable[[Any], list | None], ylabel: s
         specs.append(Figure(describe(panel_keys, key), "layer", ylabel, series, logy=logy))
     grid = dict(ncols=plots.balanced_columns(len(specs), 4), colors=scheme_colors(labels),
                 linestyles=norm_styles(chosen))
-    return Plot(specs, "Mean over seeds and training settings; one panel per depth. " + _omitted(len(panels)), grid=grid)
+    caption = "Mean over seeds and training settings; one panel per depth. " + _omitted(len(panels))
+    return Plot(specs, caption, grid=grid)
 
 
 def _mean_series(label: str, profiles: list[list]) -> Series:

@@ -129,9 +129,10 @@ PRESETS: dict[str, Preset] = {
     "standard": Preset(
         name="standard", summary="every claim on a 2-core CPU (`make run`)",
         description="all 16 claims on a 2-core CPU: 4-layer, 64-wide char models, 300 steps, 5 seeds, depths 2–16, "
-                    "C5 and C6 at 12 layers × 1,000 steps, a second round to 10 seeds where an interval straddles (C1–C4, C10, "
-                    "C13, C15), 5 learning rates 3e-4–3e-2, DeepNorm vs Post-/Pre-LN at 48 layers × 600 steps, each claim "
-                    "under its paper's init and C7, C10, C13, C15 also under the other; "
+                    "C5 and C6 at 12 layers × 1,000 steps, a second round to 10 seeds where an interval straddles "
+                    "(C1–C4, C10, "
+                    "C13, C15), 5 learning rates 3e-4–3e-2, DeepNorm vs Post-/Pre-LN at 48 layers × 600 steps, each "
+                    "claim under its paper's init and C7, C10, C13, C15 also under the other; "
                     + measured_cost("standard"),
         base=QUICK_BASE, seeds=[0, 1, 2, 3, 4], claims=ALL_CLAIMS,
         lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
@@ -155,8 +156,8 @@ PRESETS: dict[str, Preset] = {
     "full": Preset(
         name="full", summary="every claim, deeper and longer, both init recipes, for a GPU",
         description="all 16 claims for a GPU: 6-layer, 128-wide models, 2,000 steps, 5 seeds, depths to 32, "
-                    "C5–C7 at 12 layers, DeepNorm to 200 layers; 75× the standard preset's compute in run_cost units (about "
-                    "30 hours on 2 CPU cores by extrapolation; not measured on a GPU)",
+                    "C5–C7 at 12 layers, DeepNorm to 200 layers; 75× the standard preset's compute in run_cost units "
+                    "(about 30 hours on 2 CPU cores by extrapolation; not measured on a GPU)",
         base={**QUICK_BASE, "model.n_layer": 6, "model.d_model": 128, "train.steps": 2000,
               "train.eval_interval": 250, "train.eval_batches": 20, "train.ckpt_interval": 250,
               "diagnostics.interval": 250, "train.device": "auto"},
