@@ -20,7 +20,7 @@ import torch
 
 import normlab
 from normlab.bench.timing import peak_step_memory_mb, tensor_bytes
-from normlab.train.loop import cpu_model
+from normlab.device import cpu_model
 
 
 def measure(depth: int, checkpointing: bool, steps: int) -> dict:

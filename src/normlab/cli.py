@@ -18,14 +18,16 @@ from normlab.config import ConfigError, load_config
 from normlab.data import CorpusError
 from normlab.nn.norms import NORMS
 from normlab.nn.schemes import SCHEMES
+from normlab.study.jobs import EXECUTORS
+from normlab.study.spec import PRESETS
 
 def _choices(name: str, values) -> type[Enum]:
     """An option's valid values, which --help lists and a bad value is told (click names both)."""
     return Enum(name, {v: v for v in values}, type=str)
 
 
-Preset = _choices("Preset", ("standard", "quick", "deep", "full"))
-Executor = _choices("Executor", ("local", "ray"))
+Preset = _choices("Preset", tuple(PRESETS))
+Executor = _choices("Executor", EXECUTORS)
 Parallel = _choices("Parallel", ("ddp", "fsdp"))
 Only = _choices("Only", ("norms", "steps"))
 Clock = _choices("Clock", ("wall", "cpu"))
@@ -191,26 +193,20 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
     if as_json:
         print(json.dumps({"schemes": scheme_rows, "norms": norm_rows}, indent=2, ensure_ascii=False))
         return
-    table = Table(title="placement schemes", title_justify="left")
-    for col in ("name", "formula", "paper"):
-        table.add_column(col)
-    for row in scheme_rows:
-        table.add_row(row["name"], row["formula"], row["paper"])
-    console.print(table)
-    table = Table(title="normalizers", title_justify="left")
-    for col in ("name", "formula", "paper"):
-        table.add_column(col)
-    for row in norm_rows:
-        table.add_row(row["name"], row["formula"], row["paper"])
-    console.print(table)
+    for title, rows in (("placement schemes", scheme_rows), ("normalizers", norm_rows)):
+        table = Table(title=title, title_justify="left")
+        for col in ("name", "formula", "paper"):
+            table.add_column(col)
+        for row in rows:
+            table.add_row(row["name"], row["formula"], row["paper"])
+        console.print(table)
 
 
 @app.command()
 def study(
     preset: Preset = typer.Option("standard", "--preset",
-                                  help="standard: all 16 claims, ~24 min on 2 CPU cores; quick: its 14-claim subset; "
-                                       "deep: C8 at 100-1,000 layers; full: all 16, for a GPU. README lists their "
-                                       "cost."),
+                                  help="; ".join(f"{p.name}: {p.summary}" for p in PRESETS.values())
+                                       + ". The README lists what each costs."),
     study_file: Optional[Path] = typer.Option(None, "--study", metavar="FILE",
                                               help="A study TOML (preset, claims, seeds, base, axes)."),
     out: Path = typer.Option(Path("normlab-study"), "--out", "-o", metavar="DIR",
@@ -239,7 +235,7 @@ def study(
                                           help="With --executor ray: the cluster's address "
                                           "(HOST:PORT, or auto); unset: a local Ray started for this study."),
 ) -> None:
-    """Turn the claims C1–C16 into verdicts: train the runs they need, measure, write the report.
+    """Turn the claims into verdicts: train the runs they need, measure, write the report.
 
     \b
     Exit codes:
@@ -270,7 +266,9 @@ def study(
         if tensorboard:  # runs trained before the flag was given (or shipped to Ray nodes) get theirs now
             from normlab.study.tensorboard import write_events
             write_events(out)
-        paths, verdicts, status = _render(out)  # the state as the report has it, so the two never disagree
+        # the state as the registry has it now, so the report and the terminal never disagree; verdicts the study
+        # judged final are not judged again
+        paths, verdicts, status = _render(out, (outcome.verdicts, outcome.figures) if outcome.final else None)
     except ConfigError as e:  # OUT's study.sqlite is not a study registry
         fail(str(e))
     _print_verdicts(verdicts, status.describe())
@@ -361,15 +359,18 @@ def report(out: Path = typer.Argument(Path("normlab-study"), metavar="OUT", help
     console.print(f"{status.describe()} → {paths['html']}, {paths['markdown']}, {paths['json']}", highlight=False)
 
 
-def _render(out: Path):
-    """Write the report from the registry; returns (paths, verdicts, `Completion`)."""
+def _render(out: Path, judged: tuple[list, dict] | None = None):
+    """Write the report from the registry; returns (paths, verdicts, `Completion`). `judged`: (verdicts, figures)
+    the study computed, used when the registry is final (else, or without them, they are computed here)."""
+    from normlab.device import resolve_device
     from normlab.report import render_report
     from normlab.study.claims import CLAIMS
     from normlab.study.claims import base as claim_base
     from normlab.study.registry import Registry
     from normlab.study.runner import completion, compute_verdicts, main_records, study_ids
+    from normlab.study.sections import general_sections
     from normlab.study.spec import spec_from_meta
-    from normlab.train.loop import environment, resolve_device
+    from normlab.train.loop import environment
 
     registry = Registry(out)
     meta = registry.meta()
@@ -378,7 +379,7 @@ def _render(out: Path):
     spec = spec_from_meta(meta)
     ids = study_ids(spec, registry, meta["study"]["run_ids"])
     status = completion(spec, registry, ids)  # before the verdicts: a run settling meanwhile is not called final
-    verdicts, figures = compute_verdicts(spec, registry, ids)
+    verdicts, figures = judged if judged is not None and status.final else compute_verdicts(spec, registry, ids)
     info = {cid: {"title": CLAIMS.get(cid).title, "statement": CLAIMS.get(cid).statement,
                   "sources": CLAIMS.get(cid).sources} for cid in spec.claims}
     rows = [r for r in registry.rows() if r["id"] in set(ids)]
@@ -391,9 +392,9 @@ def _render(out: Path):
                   "thresholds": {"loss_margin_nats": claim_base.LOSS_MARGIN, "confidence": claim_base.CONFIDENCE,
                                  "equivalence_tost": claim_base.EQUIVALENCE, "sign_test_level": claim_base.SIGN_LEVEL,
                                  "trains_if_seeds_at_least": claim_base.TRAINS, "min_seeds": claim_base.MIN_SEEDS}}
+    sections = general_sections(main_records(spec, registry.records(set(ids))), registry.measurements())
     paths = render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
-                          claim_figures=figures, records=main_records(spec, registry.records(set(ids))),
-                          measurements=registry.measurements(), study_info=study_info,
+                          claim_figures=figures, sections=sections, study_info=study_info,
                           completion=status.to_dict(), failed_runs=status.failed)
     return paths, verdicts, status
 

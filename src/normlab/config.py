@@ -110,6 +110,10 @@ class DiagnosticsConfig(BaseModel):
     """Per-layer metrics at step 0 and every this many steps, into DIR/diagnostics.sqlite (0: off)."""
     layer_skip: bool = True
     """At the end, the val loss with each block skipped, into DIR/layer_skip.json."""
+    layer_skip_most: int = Field(default=100, ge=0)
+    """The layer-skip ablation skips at most this many blocks, evenly spaced (the first and the last among them),
+    and estimates the effective depth from them; 0: every block (the full sweep). Why: one evaluation per block
+    kept a 10-step 1,000-layer run going past 15 minutes (4.4 without the ablation); with 100, it pays 100."""
 
 
 class RunConfig(BaseModel):
@@ -151,7 +155,7 @@ class RunConfig(BaseModel):
 
 
 # fields added after runs were first hashed, and the value all those runs had
-HASH_NEUTRAL = {"model.arch": "decoder", "train.activation_checkpointing": False}
+HASH_NEUTRAL = {"model.arch": "decoder", "train.activation_checkpointing": False, "diagnostics.layer_skip_most": 100}
 
 
 class ConfigError(ValueError):
@@ -190,12 +194,18 @@ def apply_override(raw: dict[str, Any], item: str) -> None:
         value = tomllib.loads(f"v = {text.strip()}")["v"]
     except tomllib.TOMLDecodeError:
         value = text.strip()
-    *parents, leaf = key.strip().split(".")
+    set_value(raw, key.strip(), value, item)
+
+
+def set_value(raw: dict[str, Any], key: str, value: Any, said: str | None = None) -> None:
+    """Set the dotted `key` (`model.n_layer`) to a typed value in the nested dict. `said`: how the user wrote it,
+    for the error (a `--set` item); a study's overrides come here as values, never as TOML text."""
+    *parents, leaf = key.split(".")
     node = raw
     for part in parents:
         node = node.setdefault(part, {})
         if not isinstance(node, dict):
-            raise ConfigError(f"override {item!r}: {part!r} is not a table")
+            raise ConfigError(f"override {said or f'{key}={value!r}'!r}: {part!r} is not a table")
     node[leaf] = value
 
 

@@ -258,3 +258,23 @@ def test_trainer_writes_layer_skip_json_only_when_enabled(tmp_path, enabled):
     assert data["relative_delta"] == pytest.approx([d / data["base_loss"] for d in data["delta_loss"]])
     assert data["effective_depth"] == sum(r > data["threshold"] for r in data["relative_delta"])
     assert data["effective_depth_fraction"] == pytest.approx(data["effective_depth"] / 3)
+
+
+@pytest.mark.parametrize("most, measured", [(2, [0, 4]), (3, [0, 2, 4]), (0, [0, 1, 2, 3, 4])])
+def test_trainer_samples_the_layer_skip_as_its_config_says(tmp_path, most, measured):
+    """diagnostics.layer_skip_most: at most that many evenly spaced blocks (first and last among them); 0: all."""
+    cfg = tiny_config(model={"n_layer": 5}, train={"steps": 4},
+                      diagnostics={"interval": 0, "layer_skip": True, "layer_skip_most": most})
+    assert train(cfg, tmp_path / "run").status == "completed"
+    data = RunDir(tmp_path / "run").read_json("layer_skip.json")
+    assert [i for i, d in enumerate(data["delta_loss"]) if d is not None] == measured
+    assert data["skipped"] == len(measured)
+
+
+def test_the_layer_skip_sample_size_leaves_run_ids_as_they_were():
+    """A field added after runs were hashed: at its default (100) a config hashes as it did before the field
+    existed (the standard preset's base run, seed 0, hashed by the code before it: a61bc7fca1f7)."""
+    from normlab.study.spec import PRESETS, build_config
+
+    assert build_config(PRESETS["standard"], {}, 0).hash() == "a61bc7fca1f7"
+    assert build_config(PRESETS["standard"], {"diagnostics.layer_skip_most": 0}, 0).hash() != "a61bc7fca1f7"

@@ -149,7 +149,7 @@ def test_an_encoders_probe_measures_unmasked_attention(tmp_path):
     """The probe passes each attention's own mask choice: an encoder's entropy at init is near log T."""
     import normlab
     from normlab.diagnostics.probe import LayerProbe
-    from normlab.diagnostics.store import DiagnosticsStore
+    from normlab.rundir.diagnostics_store import DiagnosticsStore
 
     torch.manual_seed(0)
     model = normlab.build_model(dict(vocab_size=12, block_size=16, n_layer=1, n_head=2, d_model=16, arch="encoder",

@@ -106,7 +106,7 @@ def test_a_fresh_admin_run_is_profiled_and_records_omega(tmp_path):
 def test_diagnostics_see_admin_and_residual_branches(tmp_path, scheme):
     """The probe taps each branch at out_norm; a residual that bypassed it crashed every measured step."""
     from normlab.config import validate_config
-    from normlab.diagnostics.store import DiagnosticsStore
+    from normlab.rundir.diagnostics_store import DiagnosticsStore
     from normlab.train.loop import train
 
     cfg = validate_config({"model": {"n_layer": 2, "d_model": 16, "n_head": 2, "block_size": 16, "scheme": scheme},

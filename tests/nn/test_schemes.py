@@ -400,3 +400,18 @@ def test_mix_ratio_outside_unit_interval_raises(ratio):
         normlab.build_model(tiny(scheme="mix", scheme_options={"mix_ratio": ratio}))
     with pytest.raises(ValueError, match="mix_ratio"):
         build_scheme("mix", 4, {"mix_ratio": ratio})
+
+
+def test_every_scheme_carries_its_display_facts_and_the_report_reads_them_from_it():
+    """A scheme's label, colour and place in lists live on its class: the report and the claims' summaries
+    derive theirs from the registry, so a new scheme needs no edit elsewhere (the report once lacked `residual`)."""
+    from normlab.report import plots
+    from normlab.study import sections as general
+    from normlab.study.claims.stability import SCHEME_NAMES
+
+    schemes = dict(SCHEMES.items())
+    assert all(s.label and s.color.startswith("#") for s in schemes.values())
+    assert len({s.color for s in schemes.values()}) == len(schemes)  # one colour each, no two alike
+    assert plots.SCHEME_COLORS == {n: s.color for n, s in schemes.items()} and plots.SCHEME_COLORS["post"] == "#d62728"
+    assert general.SCHEME_ORDER == list(schemes) and general.SCHEME_ORDER[:2] == ["post", "pre"]
+    assert SCHEME_NAMES["residual"] == "ResiDual" and SCHEME_NAMES["peri"] == "Peri-LN"

@@ -6,6 +6,7 @@ import random
 
 from normlab.study.claims.base import Figure, Series, Verdict
 from normlab.study.records import RunRecord
+from normlab.study.sections import general_sections
 
 SCRIPT_TITLE = 'Post-LN needs warmup <script>alert("x")</script> & more'
 VERDICTS = ["holds", "does not hold", "inconclusive"]
@@ -125,5 +126,5 @@ def study_info() -> dict:
 
 def render_kwargs() -> dict:
     return {"title": "normlab study: quick", "verdicts": verdicts(), "claim_info": claim_info(),
-            "claim_figures": claim_figures(), "records": records(), "measurements": measurements(),
+            "claim_figures": claim_figures(), "sections": general_sections(records(), measurements()),
             "study_info": study_info()}

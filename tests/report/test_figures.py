@@ -113,16 +113,13 @@ def test_loss_curve_panels_are_titled_by_what_differs_and_the_legend_says_what_t
 
 
 def _loss_curves_drawn(runs) -> tuple:
-    """`loss_curves`' section, and what it hands `draw_grid` (the panels' specs and the style arguments);
-    drawing them is the other tests' business."""
-    from unittest import mock
+    """`loss_curves`' section, and what it asks the report to draw (the panels' specs and `draw_grid`'s style
+    arguments); drawing them is the other tests' business."""
+    from normlab.study import sections
 
-    from normlab.report import general
-
-    drawn = {}
-    with mock.patch.object(general.plots, "draw_grid", lambda specs, **kwargs: drawn.update(kwargs, specs=specs)):
-        section = general.loss_curves(runs)
-    return section, drawn
+    section = sections.loss_curves(runs)
+    (plot,) = section.plots
+    return section, {**plot.grid, "specs": plot.figures}
 
 
 def test_a_config_error_reads_as_its_message():

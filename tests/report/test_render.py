@@ -67,7 +67,7 @@ def test_verdicts_json_round_trips(report):
     rows = doc["verdicts"]
     assert [r["id"] for r in rows] == CLAIMS
     keys = {"id", "verdict", "statistic", "value", "reading", "n_seeds", "settings", "details", "summary", "fragile",
-            "robustness", "parts", "interval", "test", "seeds", "init", "init_dependent", "other_init"}
+            "robustness", "parts", "interval", "test", "seeds", "init", "init_dependent", "other_init", "look"}
     assert all(set(r) == keys for r in rows)
     for row, original in zip(rows, verdicts()):
         assert Verdict(**row).to_dict() == row
@@ -138,7 +138,7 @@ def test_text_is_escaped(html_text):
 
 
 def test_missing_data_leaves_out_the_general_sections(tmp_path):
-    kwargs = render_kwargs() | {"records": [], "measurements": {}, "claim_figures": {}}
+    kwargs = render_kwargs() | {"sections": [], "claim_figures": {}}
     paths = render_report(tmp_path, **kwargs)
     page = Page(paths["html"].read_text(encoding="utf-8"))
     assert page.verdict_rows == CLAIMS and not page.images
@@ -149,7 +149,7 @@ def test_a_figure_that_cannot_be_drawn_leaves_a_note(tmp_path):
     broken = Figure("ragged", "x", "y", kind="heatmap", matrix=[[1.0, 2.0], [3.0]], rows=["a", "b"], cols=["x"])
     line = Figure("fine", "x", "y", [Series("a", [1, 2], [1.0, math.nan])])
     paths = render_report(tmp_path, title=SCRIPT_TITLE, verdicts=[v.to_dict() for v in verdicts()[:1]],
-                          claim_info={}, claim_figures={"C1": [broken, line]}, records=[], measurements={},
+                          claim_info={}, claim_figures={"C1": [broken, line]}, sections=[],
                           study_info={})
     text = paths["html"].read_text(encoding="utf-8")
     assert 'class="fig-error"' in text and text.count("data:image/png;base64,") == 1
@@ -175,7 +175,7 @@ def test_markdown_escapes_user_strings(tmp_path):
     rows = [Verdict("C1", "holds", "Δ <loss>", 0.1, 2, {}, {}, f"summary {SCRIPT} & more").to_dict()]
     info = {"description": SCRIPT, "axes": {"model.norm": ["layernorm", SCRIPT], SCRIPT: [1]}}
     paths = render_report(tmp_path, title=f"study {SCRIPT}", verdicts=rows, claim_info={"C1": {"title": SCRIPT}},
-                          claim_figures={}, records=[], measurements={}, study_info=info)
+                          claim_figures={}, sections=[], study_info=info)
     text = paths["markdown"].read_text(encoding="utf-8")
     assert "<script" not in text and "<loss>" not in text
     # the title, the description, an axis key and an axis value, C1's title and its summary
@@ -189,7 +189,7 @@ FAILED = [{"id": "abc123", "settings": {"model.scheme": "post", "train.lr": 0.01
 
 def test_a_partial_report_says_so_first_and_lists_failed_runs(tmp_path):
     status = {"final": False, "status": "partial: 3 of 4 runs", "done": 3, "total": 4}
-    paths = render_report(tmp_path, **render_kwargs() | {"records": [], "claim_figures": {}},
+    paths = render_report(tmp_path, **render_kwargs() | {"sections": [], "claim_figures": {}},
                           completion=status, failed_runs=FAILED)
     md = paths["markdown"].read_text(encoding="utf-8")
     assert md.splitlines()[0] == "**partial: 3 of 4 runs — the verdicts below are not final.**"
@@ -251,7 +251,7 @@ def test_comparison_details_are_a_table_with_named_sides():
 
 
 def test_the_run_table_shows_every_setting_that_differs_and_marks_runs_that_did_not_train():
-    from normlab.report.general import runs_section
+    from normlab.study.sections import runs_section
     from normlab.study.records import RunRecord
 
     def record(rid, status, **changes):

@@ -3,6 +3,7 @@ and a study that adds a round for one claim while a claim sharing its runs keeps
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -120,12 +121,16 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
 
     looked, seen = [], {}
     monkeypatch.setattr(runner, "undecided", lambda v: looked.append((v.id, v.look["look"])) or True)
+    # claims are measured (C10's timings) before a look judges them: a verdict without its measurement is no look
+    measure = runner.measure_claims
+    monkeypatch.setattr(runner, "measure_claims", lambda *a: looked.append("measured") or measure(*a))
     c1 = CLAIMS.get("C1")
     verdict = c1.verdict
     monkeypatch.setattr(c1, "verdict", lambda self, records, *a: seen.update(C1={r.seed for r in records})
                         or verdict(self, records, *a))
     out = runner.run_study(make(), tmp_path / "s", workers=1, batch=False)
-    assert looked == [("C13", 1)]  # one round: the second look is C13's last
+    assert looked[:2] == ["measured", ("C13", 1)]  # one round: the second look is C13's last
+    assert ("C13", 2) not in looked
     verdicts = {v.id: v for v in out.verdicts}
     assert verdicts["C13"].look["look"] == 2 and verdicts["C13"].look["alpha"] == pytest.approx(0.015)
     assert "look 2 of 2 at 3 seeds (α = 0.015 at this look)" in verdicts["C13"].test
@@ -140,10 +145,15 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
               and r.get("model.final_norm") is None and r.get("train.lr") == PRESETS["quick"].lr_fixed]
     assert sorted(r.seed for r in shared) == [0, 1, 2]  # C1 judges this run at seeds 0 and 1 only
     assert registry.meta()["study"]["claim_seeds"] == {"C13": [0, 1, 2]}
-    # the report rebuilds the same looks from the registry
+    # the report rebuilds the same looks from the registry, and verdicts.json carries them
+    from normlab import cli
+
+    cli._render(tmp_path / "s")
+    doc = {v["id"]: v for v in json.loads((tmp_path / "s" / "verdicts.json").read_text())["verdicts"]}
+    assert doc["C13"]["look"]["look"] == 2 and doc["C13"]["look"]["n_seeds"] == 3 and doc["C1"]["look"] == {}
     again = spec_from_meta(registry.meta())
     assert again.seeds_of("C13") == [0, 1, 2] and again.look("C13") == (2, 2)
     # a rerun on the finished directory decides the same round and trains nothing
     looked.clear()
     rerun = runner.run_study(make(), tmp_path / "s", workers=1, batch=False)
-    assert rerun.counts == out.counts and rerun.final and looked == [("C13", 1)]
+    assert rerun.counts == out.counts and rerun.final and ("C13", 1) in looked and ("C13", 2) not in looked

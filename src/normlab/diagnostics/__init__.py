@@ -6,6 +6,6 @@ Diagnostics observe and never edit the model's math.
 from normlab.diagnostics.nan import find_nonfinite_origin
 from normlab.diagnostics.probe import LayerProbe
 from normlab.diagnostics.skip import layer_skip, skipped
-from normlab.diagnostics.store import METRICS, DiagnosticsStore
+from normlab.rundir.diagnostics_store import METRICS, DiagnosticsStore
 
 __all__ = ["METRICS", "DiagnosticsStore", "LayerProbe", "find_nonfinite_origin", "layer_skip", "skipped"]

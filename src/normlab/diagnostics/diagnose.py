@@ -62,7 +62,7 @@ def load_subject(target: str | Path, text: str | None = None, init: bool = False
 
     A normlab run without a checkpoint is refused unless `init` asks for its untrained model.
     """
-    from normlab.train.loop import resolve_device
+    from normlab.device import resolve_device
 
     if dtype not in DTYPES:
         raise ValueError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")

@@ -13,7 +13,7 @@ from normlab.diagnostics.skip import depth_sentence
 from normlab.report import plots
 from normlab.report.html import CSS, esc, figure
 from normlab.report.format import fmt_value
-from normlab.study.claims.base import Figure, Series
+from normlab.report.figure import Figure, Series
 
 METRICS = [  # (row key, panel title, y label, log y)
     ("residual_rms", "Residual stream RMS entering the layer", "RMS", True),

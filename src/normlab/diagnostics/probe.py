@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from normlab.diagnostics import stats
-from normlab.diagnostics.store import DiagnosticsStore, Row
+from normlab.rundir.diagnostics_store import DiagnosticsStore, Row
 
 
 class _NoProbe:

@@ -10,8 +10,12 @@ from typing import Callable, Sequence
 
 from torch import nn
 
+from normlab.config import DiagnosticsConfig
+
 SKIP_THRESHOLD = 0.01  # a layer counts as essential if skipping it raises the loss by > 1 %
-SKIP_MOST = 100  # layers the ablation skips at most: every one up to 100, then 100 evenly spaced
+# layers the ablation skips at most: every one up to 100, then 100 evenly spaced (a run sets its own:
+# diagnostics.layer_skip_most)
+SKIP_MOST = DiagnosticsConfig.model_fields["layer_skip_most"].default
 NEAR_ZERO = 0.01  # nats: a loss this small gives no scale of its own to be 1 % of (MiniLM's InfoNCE: 0.0006)
 
 

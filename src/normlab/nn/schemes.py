@@ -103,6 +103,10 @@ class Scheme:
     name: ClassVar[str] = ""
     formula: ClassVar[str] = ""
     paper: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+    """How a reader names it (`Post-LN`): summaries and legends. Its place in lists is its registration order."""
+    color: ClassVar[str] = "#7f7f7f"
+    """Its colour in every plot of the report, so one scheme looks the same in all of them."""
     final_norm: ClassVar[bool] = True
     """Default: a norm before the output head."""
     embed_norm: ClassVar[bool] = False
@@ -155,6 +159,7 @@ class PostLN(Scheme):
             └───────┘
     """
 
+    label, color = "Post-LN", "#d62728"
     name, formula, paper = "post", "x ← Norm(x + F(x))", "arXiv 1706.03762"
     final_norm = False
 
@@ -170,6 +175,7 @@ class PreLN(Scheme):
             └───────────────┘
     """
 
+    label, color = "Pre-LN", "#1f77b4"
     name, formula, paper = "pre", "x ← x + F(Norm(x)); final Norm", "arXiv 2002.04745"
     degenerate_norms = {}  # pre + none is *the* no-norm control
 
@@ -187,6 +193,7 @@ class SandwichLN(Scheme):
     Same block as Peri-LN; CogView leaves the embedding un-normalized.
     """
 
+    label, color = "Sandwich-LN", "#9467bd"
     name, formula, paper = "sandwich", "x ← x + Norm(F(Norm(x))); final Norm", "arXiv 2105.13290"
 
     def residual(self, sublayer, layer, make_norm):
@@ -204,6 +211,7 @@ class PeriLN(SandwichLN):
     before the first block, which CogView's Sandwich-LN does not.
     """
 
+    label, color = "Peri-LN", "#2ca02c"
     name, formula, paper = "peri", "x ← x + Norm(F(Norm(x))); Norm on embeddings; final Norm", "arXiv 2502.02732"
     embed_norm = True
 
@@ -250,6 +258,7 @@ class DeepNorm(Scheme):
     query and key keep gain 1. No final norm (it is Post-LN with an up-weighted residual).
     """
 
+    label, color = "DeepNorm", "#ff7f0e"
     name, formula, paper = ("deepnorm", "x ← Norm(α·x + F(x)); α, β per architecture (decoder-only: α=(2L)^¼, "
                                         "init gain β=(8L)^−¼)", "arXiv 2203.00555")
     final_norm = False
@@ -285,6 +294,7 @@ class MixLN(Scheme):
     Option `mix_ratio` ρ (default 0.25).
     """
 
+    label, color = "Mix-LN", "#8c564b"
     name, formula, paper = "mix", "Post-LN in blocks < ⌊ρL⌋, Pre-LN after; final Norm", "arXiv 2412.13795"
     OPTIONS = {"mix_ratio": 0.25}
 
@@ -314,6 +324,7 @@ class LayerNormScaling(PreLN):
             └────────────────────────┘
     """
 
+    label, color = "LayerNorm Scaling", "#e377c2"
     name, formula, paper = "lns", "x ← x + F(Norm(x)/√ℓ), ℓ = layer + 1; final Norm", "arXiv 2502.05795"
     incompatible_norms = {"none": "LayerNorm Scaling scales a normalizer's output; with no normalizer there is none to scale"}
 
@@ -333,6 +344,7 @@ class SubLN(PreLN):
             └────────────────────────────┘
     """
 
+    label, color = "Sub-LN", "#17becf"
     name, formula, paper = "subln", "x ← x + F(Norm(x)), F with an inner Norm; init γ=√(log 2L)", "arXiv 2210.06423"
     inner_norms = True
     degenerate_norms = Scheme.degenerate_norms
@@ -375,6 +387,7 @@ class Admin(Scheme):
     ω₁ = √Var x₀ rather than 0. Not stackable by normlab.nn.stacked (ω lives on the residual).
     """
 
+    label, color = "Admin", "#bcbd22"
     name, formula, paper = "admin", "x ← Norm(ω⊙x + F(x)); ω_i = √(Var x₀ + Σ_{j<i} Var F_j) from a profiling pass", \
         "arXiv 2004.08249"
     final_norm = False
@@ -436,6 +449,7 @@ class ResiDual(Scheme):
     adds to x_d: only its Post-LN path is removed. Not stackable by normlab.nn.stacked.
     """
 
+    label, color = "ResiDual", "#7f7f7f"
     name, formula, paper = "residual", "x_a ← Norm(x_a + F(x_a)); x_d ← x_d + F(x_a); y = x_a + Norm(x_d)", \
         "arXiv 2304.14802"
     stackable = checkpointable = False

@@ -15,7 +15,7 @@ from normlab.report.format import (failure_groups, failure_text, init_text, inte
                                    seeds_used, first_line, fmt_info_value, fmt_settings, fmt_value, info_label,
                                    key_label,
                                    key_number, label, partial_note)
-from normlab.report.general import Plot, Section, Table
+from normlab.report.figure import Plot, Section, Table
 from normlab.report.plots import Png
 
 log = logging.getLogger(__name__)
@@ -357,9 +357,18 @@ def general_section(section: Section) -> str:
 
 
 def general_plot(plot: Plot) -> str:
-    if plot.png is None:
-        return f'<p class="fig-error">Could not draw this section: {esc(plot.error or "no data")}</p>'
-    return f'<div class="wide">{figure(plot.png, plot.caption, plot.caption or "plot")}</div>'
+    """A section's plot, drawn here (small multiples, or one figure); a failure leaves a note, not a lost report."""
+    error = plot.error or ("" if plot.figures else "no data")
+    if not error:
+        try:
+            png = (plots.draw(plot.figures[0], **plot.single) if plot.single is not None else
+                   plots.draw_grid(plot.figures, **(plot.grid or {})))
+        except Exception as e:  # noqa: BLE001 - one bad plot must not lose the report
+            log.exception("could not draw a plot of the report's general sections")
+            error = repr(e)
+    if error:
+        return f'<p class="fig-error">Could not draw this section: {esc(error)}</p>'
+    return f'<div class="wide">{figure(png, plot.caption, plot.caption or "plot")}</div>'
 
 
 def data_table(table: Table) -> str:

@@ -27,6 +27,7 @@ from matplotlib.colors import LogNorm, Normalize, to_rgb
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
+from normlab.nn.schemes import SCHEMES
 from normlab.report.format import fmt_value
 
 DPI = 144  # PNG resolution; shown at 96 CSS px per inch, so sharp on high-density screens
@@ -38,10 +39,7 @@ MAX_ANNOTATED_CELLS = 400
 LOG_COLOR_SPREAD = 100  # a heatmap whose positive values span more than this ratio is coloured on a log scale
 
 # one colour per placement scheme everywhere in the report, so "post" is always red
-SCHEME_COLORS = {
-    "post": "#d62728", "pre": "#1f77b4", "peri": "#2ca02c", "deepnorm": "#ff7f0e", "sandwich": "#9467bd",
-    "mix": "#8c564b", "lns": "#e377c2", "subln": "#17becf", "admin": "#bcbd22",
-}
+SCHEME_COLORS = {name: scheme.color for name, scheme in SCHEMES.items()}  # each scheme's own (nn/schemes.py)
 CYCLE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
          "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"]
 NORM_STYLES = {"layernorm": "-", "rmsnorm": "--", "scalenorm": ":", "dyt": "-.", "none": (0, (1, 1))}

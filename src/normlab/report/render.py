@@ -1,4 +1,4 @@
-"""`render_report`: a study's verdicts, figures and records as report.html, report.md and verdicts.json."""
+"""`render_report`: a study's verdicts, figures and sections as report.html, report.md and verdicts.json."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,6 @@ from typing import Any
 
 from normlab.jsonsafe import json_safe
 from normlab.report.format import natural_key
-from normlab.report.general import general_sections
 from normlab.report.html import page
 from normlab.report.markdown import markdown
 
@@ -17,15 +16,15 @@ FINAL = {"final": True, "status": "final", "done": None, "total": None}  # a rep
 
 
 def render_report(out_dir: Path, *, title: str, verdicts: list, claim_info: dict[str, dict],
-                  claim_figures: dict[str, list], records: list, measurements: dict[str, dict],
+                  claim_figures: dict[str, list], sections: list | None = None,
                   study_info: dict, completion: dict | None = None,
                   failed_runs: list[dict] | None = None) -> dict[str, Path]:
     """Write the three report files into out_dir; returns {"html", "markdown", "json"} -> path.
 
     verdicts: `Verdict`s (or their dicts); claim_info: id -> {"title", "statement", "sources"};
-    claim_figures: id -> `Figure` specs; records: `RunRecord`s; measurements: id -> the
-    claim's measurement dict (norm timings from measurements["C10"]["norm_timings"]);
-    study_info: shown at the top (scalars in one table, each dict value in its own);
+    claim_figures: id -> `Figure` specs; sections: the general sections after the claims (`Section`s, built by
+    the study from its records: normlab.study.sections.general_sections); study_info: shown at the top (scalars in
+    one table, each dict value in its own);
     completion: {"final", "status" ("final" or "partial: N of M runs"), "done", "total"}: a report
     that is not final says so on its first line; failed_runs: {"id", "settings", "attempts", "reason"}.
 
@@ -41,17 +40,16 @@ def render_report(out_dir: Path, *, title: str, verdicts: list, claim_info: dict
     document = {**status, "verdicts": rows, "failed_runs": failed}
     _write(paths["json"], json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     _write(paths["markdown"], markdown(title, study_info or {}, rows, claim_info or {}, status, failed))
-    sections = general_sections(list(records or []), measurements or {})
     _write(paths["html"], page(title, study_info or {}, rows, claims, claim_info or {}, claim_figures or {},
-                               sections, status, failed))
+                               list(sections or []), status, failed))
     return paths
 
 
 def _as_dict(verdict: Any) -> dict[str, Any]:
     data = verdict.to_dict() if hasattr(verdict, "to_dict") else dict(verdict)
     keys = ("id", "verdict", "statistic", "value", "reading", "interval", "test", "n_seeds", "seeds", "parts",
-            "init", "init_dependent", "other_init", "settings", "details", "summary", "fragile", "robustness")
-    empty = {"settings": {}, "details": {}, "parts": [], "seeds": [], "other_init": {}}
+            "init", "init_dependent", "other_init", "look", "settings", "details", "summary", "fragile", "robustness")
+    empty = {"settings": {}, "details": {}, "parts": [], "seeds": [], "other_init": {}, "look": {}}
     return {k: data.get(k, empty.get(k)) for k in keys}
 
 

@@ -62,7 +62,7 @@ class EventLog:
         for row in run_dir.metrics():
             self.scalars(row)
         if (run_dir.path / "diagnostics.sqlite").is_file():
-            from normlab.diagnostics import DiagnosticsStore
+            from normlab.rundir.diagnostics_store import DiagnosticsStore
 
             self.layers(DiagnosticsStore(run_dir.path).rows())
         self.writer.flush()

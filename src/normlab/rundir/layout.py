@@ -7,7 +7,7 @@
     DIR/metrics.jsonl   one JSON object per logged step, flushed as written
     DIR/status.json     running | completed | diverged | failed, with step and reason
     DIR/checkpoint.pt, checkpoint.prev.pt, checkpoints.json   (normlab.rundir.checkpoint)
-    DIR/diagnostics.sqlite  per-layer metrics (normlab.diagnostics.store)
+    DIR/diagnostics.sqlite  per-layer metrics (normlab.rundir.diagnostics_store)
     DIR/layer_skip.json     val loss with each block skipped (effective depth)
 """
 from __future__ import annotations

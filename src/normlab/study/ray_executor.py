@@ -124,7 +124,7 @@ def ray_train(jobs: list[tuple[str, dict[str, Any]]], run_dirs: list[str], threa
     directory, entered where this node has it, so a relative `data.path` means what it meant to the driver."""
     import torch
 
-    from normlab.study.runner import train_jobs
+    from normlab.study.jobs import train_jobs
 
     if cwd and Path(cwd).is_dir():
         os.chdir(cwd)
@@ -146,7 +146,7 @@ def ray_train(jobs: list[tuple[str, dict[str, Any]]], run_dirs: list[str], threa
 def _submit(task, jobs, dirs, registry: Registry, threads: int, batch: bool, shipped: bool, tensorboard: bool,
             anywhere: dict, here: dict):
     """One Ray task for one claim: in place, or shipped (fine-tunes then pinned to the driver's node)."""
-    from normlab.study.runner import events_dir, is_stacked
+    from normlab.study.jobs import events_dir, is_stacked
 
     local = shipped and any(cfg["train"].get("init_from") for _, cfg in jobs)
     packed = [pack(d) for d in dirs] if shipped and not local else None
@@ -159,7 +159,7 @@ def _submit(task, jobs, dirs, registry: Registry, threads: int, batch: bool, shi
 
 def _collect(ray, ref, jobs, dirs, registry: Registry) -> None:
     """A finished task's results into the registry (and a shipped task's directories into the study)."""
-    from normlab.study.runner import record_results
+    from normlab.study.jobs import record_results
     from normlab.train.loop import RunResult
 
     try:
@@ -176,7 +176,7 @@ def _collect(ray, ref, jobs, dirs, registry: Registry) -> None:
 def train_all_ray(registry: Registry, ids: list[str], costs: dict[str, float], threads: int, progress,
                   batch: bool, address: str | None, say=print, tensorboard: bool = False) -> None:
     """Train `ids` on the Ray cluster until each is settled or claimed by another process (see the module doc)."""
-    from normlab.study.runner import _done_cost, claim_jobs
+    from normlab.study.jobs import claim_jobs, done_cost
 
     ray, started = connect(address)
     try:
@@ -215,7 +215,7 @@ def train_all_ray(registry: Registry, ids: list[str], costs: dict[str, float], t
                         raise
                     inflight[ref] = inflight_jobs
                 if progress is not None:
-                    progress(_done_cost(registry, costs), total, registry.counts(set(costs)))
+                    progress(done_cost(registry, costs), total, registry.counts(set(costs)))
                 if not inflight:
                     return
                 ready, _ = ray.wait(list(inflight), num_returns=1, timeout=0.5)

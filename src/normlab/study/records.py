@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from normlab.config import RunConfig
-from normlab.diagnostics.store import DiagnosticsStore
+from normlab.rundir.diagnostics_store import DiagnosticsStore
 from normlab.rundir import RunDir
 
 # per-layer metrics kept in a record: (metric, site)

@@ -19,21 +19,19 @@ import multiprocessing
 import os
 import signal
 import time
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from normlab.bench.timing import steady_allocator
 from normlab.config import ConfigError
-from normlab.study.claims import CLAIMS, INCONCLUSIVE, ORDER, Claim, Figure, Verdict
+from normlab.study.claims import CLAIMS, INCONCLUSIVE, Claim, Figure, Verdict, claim_number
 from normlab.study.claims.base import at_look, init_text, look_alpha
-from normlab.study.records import UNPINNED, flatten, record_from_run_dir, unflatten
-from normlab.study.registry import Registry, settled
-
-MAX_GROUP = 16  # runs one worker stacks at most (benchmarks/multirun.py: the gain is flat from K = 8 on)
-GROUP_MEMORY_BYTES = 2 * 1024 ** 3  # activation memory one worker's stack may take
-from normlab.study.spec import INIT_KEY, StudySpec, build_config
+from normlab.study.records import UNPINNED, flatten, unflatten
+from normlab.study.jobs import (EXECUTORS, claim_jobs, done_cost, events_dir, is_stacked, record_results, run_cost,
+                                train_jobs)
+from normlab.study.registry import Registry
+from normlab.study.spec import INIT_KEY, StudySpec
 
 ProgressCallback = Callable[[float, float, dict[str, int]], None]  # (done cost, total cost, status counts)
 
@@ -43,12 +41,6 @@ def default_workers() -> int:
     one run on two threads (see benchmarks/study_workers.py); more cores → more workers of 2 threads."""
     cores = os.cpu_count() or 1
     return max(1, cores if cores <= 2 else cores // 2)
-
-
-def run_cost(config: dict[str, Any]) -> float:
-    """Relative compute of a run (tokens × layers × width²), for a progress bar that moves evenly."""
-    m, t = config["model"], config["train"]
-    return t["steps"] * t["batch_size"] * m["block_size"] * m["n_layer"] * m["d_model"] ** 2
 
 
 def _die_with_parent() -> None:
@@ -62,44 +54,9 @@ def _die_with_parent() -> None:
 def default_batch(spec: StudySpec) -> bool:
     """Stack runs on a GPU, where one small model leaves the device mostly idle; not on a CPU, where the
     quick preset measured 250 s stacked vs 236 s alone end to end (2 workers × 1 thread; README)."""
-    from normlab.train.loop import resolve_device
+    from normlab.device import resolve_device
 
-    return resolve_device(build_config(spec.preset, {}, spec.preset.seeds[0]).train.device).type == "cuda"
-
-
-def group_limit(config: dict[str, Any], budget_bytes: float = GROUP_MEMORY_BYTES, cap: int = MAX_GROUP) -> int:
-    """How many runs of this shape one worker stacks: an activation-memory estimate against a budget.
-
-    Per member: the stream and its per-layer intermediates (≈ 40 floats per token, layer and
-    channel for attention + a 4× MLP, kept for backward) plus the logits (3 copies of B·T·V).
-    """
-    m, t = config["model"], config["train"]
-    tokens = t["batch_size"] * m["block_size"]
-    per_member = 4 * tokens * (40 * m["n_layer"] * m["d_model"] + 3 * (m.get("vocab_size") or 256))
-    return int(max(1, min(cap, budget_bytes // per_member)))
-
-
-def group_of(config: dict[str, Any], batch: bool) -> str:
-    """The key runs share when one worker may train them as one stack; a run's own hash (a group of one) else."""
-    from normlab.config import validate_config
-    from normlab.train.group import group_key, groupable
-
-    cfg = validate_config(config)
-    return group_key(cfg) if batch and groupable(cfg) else cfg.hash()
-
-
-def is_stacked(jobs: list[tuple[str, dict[str, Any]]], batch: bool) -> bool:
-    from normlab.config import validate_config
-    from normlab.train.group import groupable
-
-    return batch and groupable(validate_config(jobs[0][1]))
-
-
-def claim_jobs(registry: Registry, owner: int, ids: list[str], batch: bool) -> list[tuple[str, dict[str, Any]]]:
-    """The next runs to train together (up to `group_limit`), claimed for process `owner`; [] when none is left."""
-    claimed = registry.claim_group(owner, set(ids), lambda config: group_of(config, batch),
-                                   limit_of=lambda config: group_limit(config) if batch else 1)
-    return [(rid, relocated(registry, config)) for rid, config in claimed]
+    return resolve_device(spec.base_config().train.device).type == "cuda"
 
 
 def worker_main(study_dir: str, ids: list[str], threads: int, batch: bool = True, tensorboard: bool = False) -> None:
@@ -133,57 +90,12 @@ def _raise_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def _train_alone(cfg, out: str, events: str | None = None):
-    from normlab.train.loop import RunError, RunResult, train
-
-    try:
-        return train(cfg, out, events=events)
-    except RunError as e:  # as GroupTrainer reports a member that could not run
-        return RunResult("failed", 0, None, str(e))
-
-
 def _train_group(registry: Registry, jobs: list[tuple[str, dict[str, Any]]], stacked: bool,
                  tensorboard: bool = False) -> None:
     """Train the claimed runs (as one stack, or the one run alone); each is finished or failed on its own."""
     runs = [(cfg, str(registry.run_dir(rid))) for rid, cfg in jobs]
     events = [str(events_dir(registry.dir, rid, cfg)) for rid, cfg in jobs] if tensorboard else None
     record_results(registry, jobs, train_jobs(runs, stacked, events))
-
-
-def events_dir(study_dir: Path, run_id: str, config: dict[str, Any]) -> Path:
-    """A run's live TensorBoard directory: STUDY/tensorboard/<scheme-norm-depth-lr-warmup-seed-id>."""
-    from normlab.rundir.events import run_name
-
-    return Path(study_dir) / "tensorboard" / run_name(config, run_id)
-
-
-def train_jobs(runs: list[tuple[dict[str, Any], str]], stacked: bool, events: list[str | None] | None = None) -> list:
-    """Train (config, run directory) pairs as one stack, or the one run alone: a `RunResult` each. What the
-    local workers and the Ray tasks both run; it touches the run directories (and `events`, each run's live
-    TensorBoard directory), never the registry."""
-    from normlab.config import validate_config
-    from normlab.train.group import GroupTrainer
-    from normlab.train.loop import RunResult
-
-    events = events or [None] * len(runs)
-    try:
-        runs = [(validate_config(cfg), out) for cfg, out in runs]
-        return GroupTrainer(runs, events=events).run() if stacked else [_train_alone(*runs[0], events[0])]
-    except Exception as e:  # the group itself could not run: every member failed for that reason
-        reason = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
-        return [RunResult("failed", 0, None, reason) for _ in runs]
-
-
-def record_results(registry: Registry, jobs: list[tuple[str, dict[str, Any]]], results: list) -> None:
-    """Each run finished (its record summarized from its run directory) or failed, with its reason."""
-    for (rid, _), result in zip(jobs, results):
-        try:
-            if result.status == "failed":
-                registry.fail(rid, result.reason or "failed")
-            else:
-                registry.finish(rid, record_from_run_dir(rid, registry.run_dir(rid)))
-        except Exception as e:  # a run directory that cannot be summarized: that run failed
-            registry.fail(rid, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
 
 
 @dataclass
@@ -223,7 +135,6 @@ class StudyOutcome:
     failed: list[dict[str, Any]]  # `failed_runs`
 
 
-EXECUTORS = ("local", "ray")
 
 
 def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None,
@@ -291,6 +202,7 @@ def seed_round(spec: StudySpec, registry: Registry, ids: list[str], say: Callabl
     done, total = registry.progress(set(ids))
     if done < total:
         return []
+    measure_claims(spec, registry)  # a quiet machine now too; C10's verdict needs its timings to be judged at all
     known, grown = set(ids), []
     round_claims = [c for c in spec.claims if spec.look(c) is not None]
     for verdict in compute_verdicts(spec, registry, ids, round_claims)[0]:
@@ -324,7 +236,7 @@ def followup_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list:
     if done < total:
         return []
     records = registry.records(set(ids))
-    base = flatten(build_config(spec.preset, {}, spec.preset.seeds[0]).to_dict())
+    base = spec.base_flat()
     # a follow-up registered earlier is the same run even if the study directory has moved since (its
     # init_from then names the old place): it is found by its config with init_from cut to the source's id
     registered = {_source_key(config): rid for rid, config in registry.configs() if config["train"].get("init_from")}
@@ -353,18 +265,6 @@ def _source_key(config: dict[str, Any]) -> str:
     flat = {**flatten(config), "train.init_from": Path(str(config["train"]["init_from"])).name}
     flat.pop("model.vocab_size", None)
     return validate_config(unflatten(flat)).hash()
-
-
-def relocated(registry: Registry, config: dict[str, Any]) -> dict[str, Any]:
-    """A claimed run's config with `train.init_from` pointing into this study's directory where it named a run
-    of this study that has moved with it (a study copied or moved elsewhere: its run directories came along)."""
-    source = config["train"].get("init_from")
-    if not source or Path(source).exists():
-        return config
-    here = registry.run_dir(Path(source).name)
-    if not (here / "config.toml").is_file():
-        return config  # not one of this study's runs: the trainer says what is missing
-    return {**config, "train": {**config["train"], "init_from": str(here.resolve())}}
 
 
 def study_ids(spec: StudySpec, registry: Registry, ids: list[str]) -> list[str]:
@@ -398,7 +298,7 @@ def _measures(claim_id: str) -> bool:
 def failed_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list[dict[str, Any]]:
     """The failed runs: id, attempts, reason, and settings (the config keys that set the run apart from the
     study's base, and its seed), so a reader can tell which run it was without opening the registry."""
-    base = flatten(build_config(spec.preset, {}, spec.preset.seeds[0]).to_dict())
+    base = spec.base_flat()
     out = []
     for run in registry.failed(set(ids)):
         config = flatten(run["config"])
@@ -420,7 +320,7 @@ def _train_all(registry: Registry, ids: list[str], costs: dict[str, float], work
         while True:
             alive = any(p.is_alive() for p in procs)
             if progress is not None:
-                progress(_done_cost(registry, costs), total, registry.counts(set(costs)))  # the whole study
+                progress(done_cost(registry, costs), total, registry.counts(set(costs)))  # the whole study
             if not alive:
                 break
             time.sleep(0.5)
@@ -465,11 +365,6 @@ def active_runs(registry: Registry, ids: set[str] | None = None) -> list[ActiveR
     return out
 
 
-def _done_cost(registry: Registry, costs: dict[str, float]) -> float:
-    return sum(costs[row["id"]] for row in registry.rows()
-               if row["id"] in costs and settled(row["status"], row["attempts"]))
-
-
 def measure_claims(spec: StudySpec, registry: Registry) -> None:
     """Timings, memory, constants, causality: once per study, after the training runs (a quiet machine)."""
     steady_allocator()  # as `normlab bench`: freed memory stays warm, so no candidate pays another's page faults
@@ -483,10 +378,10 @@ def compute_verdicts(spec: StudySpec, registry: Registry, ids: list[str] | None 
                      claims: list[str] | None = None) -> tuple[list[Verdict], dict[str, list[Figure]]]:
     """Every claim's verdict and figures from the registry alone (no training); `claims`: only these."""
     records = registry.records(set(ids) if ids is not None else None)
-    base = flatten(build_config(spec.preset, {}, spec.preset.seeds[0]).to_dict())
+    base = spec.base_flat()
     measurements = registry.measurements()
     verdicts, figures = [], {}
-    for claim_id in sorted(claims if claims is not None else spec.claims, key=ORDER.index):
+    for claim_id in sorted(claims if claims is not None else spec.claims, key=claim_number):
         look = spec.look(claim_id)
         with at_look(*look) if look else contextlib.nullcontext():
             verdict, figures[claim_id] = judge(spec, CLAIMS.get(claim_id)(), records, base,

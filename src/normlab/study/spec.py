@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from normlab.config import ConfigError, RunConfig, apply_override, validate_config
+from normlab.config import ConfigError, RunConfig, apply_override, set_value, validate_config
+from normlab.study.claims import CLAIMS, ORDER
 from normlab.study.records import flatten
 
 
@@ -29,6 +30,8 @@ class Preset:
     warmup: int  # the "with warmup" length; "without" is 0
     lr_fixed: float  # the lr of the fixed-lr comparisons (C1's verdict, C4, C6, C13, ...)
     depths: list[int]  # the depth sweep (C2–C6)
+    # one line for `normlab study --help`: what it runs and where (its cost is the description's, measured)
+    summary: str = ""
     # larger lrs C14 adds to its sweep without warmup: where Pre-LN trains at every lr of the grid, only an lr
     # beyond it can show whether Peri-LN is *more* stable (the standard run of 2026-11-24: both trained everywhere)
     stress_lrs: list[float] = field(default_factory=list)
@@ -90,7 +93,7 @@ DEEP_CPU = {"model.d_model": 32, "model.n_head": 2, "train.batch_size": 8, "trai
 # 40 min on 2 workers) does not fit the preset's 30 minutes; the `full` preset measures C7 in its cell
 DEPTH_CELL = {"model.n_layer": 12, "train.steps": 1000, "train.eval_interval": 250, "train.ckpt_interval": 250,
               "diagnostics.interval": 250}
-ALL_CLAIMS = [f"C{i}" for i in range(1, 17)]
+ALL_CLAIMS = list(ORDER)  # every registered claim
 # the claims on the standard preset's two looks (5, then 10 seeds): those whose second round costs at most about 3 min
 # of wall time on 2 cores (C2–C4 share the depth sweep: 40 runs, about 190 s; C1, C10, C13, C15: 4–8 small runs
 # each). Not C5/C6 (the depth cell: 5 runs of 96 s), C7, C11, C14 (lr sweeps of 50–100 runs, with C7's fine-tunes)
@@ -112,7 +115,7 @@ def measured_cost(preset: str) -> str:
 
 PRESETS: dict[str, Preset] = {
     "quick": Preset(
-        name="quick",
+        name="quick", summary="the standard preset without C8, C14 and the init pass",
         description="the standard preset without C8 and C14 (very deep models, Peri-LN in both sweeps) and "
                     "without its init pass; " + measured_cost("quick"),
         # 5 seeds: a 95 % t interval at 2 seeds is ±4.3 standard errors, and a two-mode outcome (Post-LN
@@ -124,11 +127,12 @@ PRESETS: dict[str, Preset] = {
         depth_cell=DEPTH_CELL, cell_claims=["C5", "C6"],
     ),
     "standard": Preset(
-        name="standard",
+        name="standard", summary="every claim on a 2-core CPU (`make run`)",
         description="all 16 claims on a 2-core CPU: 4-layer, 64-wide char models, 300 steps, 5 seeds, depths 2–16, "
-                    "C5 and C6 at 12 layers × 1,000 steps, a second round to 10 seeds where an interval straddles (C1–C4, C10, "
-                    "C13, C15), 5 learning rates 3e-4–3e-2, DeepNorm vs Post-/Pre-LN at 48 layers × 600 steps, each claim "
-                    "under its paper's init and C7, C10, C13, C15 also under the other; "
+                    "C5 and C6 at 12 layers × 1,000 steps, a second round to 10 seeds where an interval straddles "
+                    "(C1–C4, C10, "
+                    "C13, C15), 5 learning rates 3e-4–3e-2, DeepNorm vs Post-/Pre-LN at 48 layers × 600 steps, each "
+                    "claim under its paper's init and C7, C10, C13, C15 also under the other; "
                     + measured_cost("standard"),
         base=QUICK_BASE, seeds=[0, 1, 2, 3, 4], claims=ALL_CLAIMS,
         lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
@@ -137,7 +141,7 @@ PRESETS: dict[str, Preset] = {
         round_claims=ROUND_CLAIMS,
     ),
     "deep": Preset(
-        name="deep",
+        name="deep", summary="C8 alone at 100, 300 and 1,000 layers, for a GPU",
         description="C8 alone at DeepNet's depths: DeepNorm, Post-LN and Pre-LN at 100, 300 and 1,000 layers, "
                     "64 wide, 300 steps, activation checkpointing, 5 seeds; 0.43 / about 1.4 / 4.73 s per step "
                     "at 100 / 300 / 1,000 layers on 2 CPU cores (benchmarks/deep_checkpointing.py; 300 "
@@ -150,10 +154,10 @@ PRESETS: dict[str, Preset] = {
                    "diagnostics.interval": 300},
     ),
     "full": Preset(
-        name="full",
+        name="full", summary="every claim, deeper and longer, both init recipes, for a GPU",
         description="all 16 claims for a GPU: 6-layer, 128-wide models, 2,000 steps, 5 seeds, depths to 32, "
-                    "C5–C7 at 12 layers, DeepNorm to 200 layers; 75× the standard preset's compute in run_cost units (about "
-                    "30 hours on 2 CPU cores by extrapolation; not measured on a GPU)",
+                    "C5–C7 at 12 layers, DeepNorm to 200 layers; 75× the standard preset's compute in run_cost units "
+                    "(about 30 hours on 2 CPU cores by extrapolation; not measured on a GPU)",
         base={**QUICK_BASE, "model.n_layer": 6, "model.d_model": 128, "train.steps": 2000,
               "train.eval_interval": 250, "train.eval_batches": 20, "train.ckpt_interval": 250,
               "diagnostics.interval": 250, "train.device": "auto"},
@@ -183,20 +187,11 @@ class RunSpec:
 
 
 def build_config(preset: Preset, overrides: dict[str, Any], seed: int) -> RunConfig:
+    """The run of `preset`'s base with `overrides` (dotted keys, typed values) at `seed`, validated."""
     raw: dict[str, Any] = {}
     for key, value in {**preset.base, **overrides, "train.seed": seed}.items():
-        apply_override(raw, f"{key}={_toml_literal(value)}")
+        set_value(raw, key, value)
     return validate_config(raw)
-
-
-def _toml_literal(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return '"' + value.replace('"', '\\"') + '"'
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k} = {_toml_literal(v)}" for k, v in value.items()) + "}"
-    return repr(value)
 
 
 @dataclass
@@ -210,6 +205,19 @@ class StudySpec:
     robustness: bool = False  # also rerun every claim's runs at preset.robust_threads threads (`fragile` marks)
     init_pass: bool | None = None  # also judge every training claim under the other init; None: the preset's
     claim_seeds: dict[str, list[int]] = field(default_factory=dict)  # a claim's seeds after its rounds; else seeds
+    _base: tuple = field(default=(None, None), init=False, repr=False, compare=False)  # (preset key, base config)
+
+    def base_config(self) -> RunConfig:
+        """The study's base run (the preset's base with the user's overrides, its first seed), validated: what
+        every claim's groups are matched against on the axes they do not name."""
+        key = repr(sorted(self.preset.base.items())), self.preset.seeds[0]
+        if self._base[0] != key:  # built once per study (again only if the preset changed)
+            self._base = key, build_config(self.preset, {}, self.preset.seeds[0])
+        return self._base[1]
+
+    def base_flat(self) -> dict[str, Any]:
+        """`base_config` flattened (`model.n_layer` keys), as records compare themselves to it."""
+        return flatten(self.base_config().to_dict())
 
     def seeds_of(self, claim_id: str) -> list[int]:
         """The seeds a claim's runs and verdict use: the preset's, or more after sequential rounds."""
@@ -315,8 +323,6 @@ def load_study(preset: str = "standard", study_file: str | Path | None = None, c
         chosen.seeds = _check_seeds(seeds, "seeds")
         if chosen.seed_rounds and len(chosen.seeds) != chosen.seed_rounds[0]:
             chosen.seed_rounds = []  # a schedule of looks starts at the preset's seeds: a user's own seeds look once
-    from normlab.study.claims import CLAIMS
-
     claim_ids = list(claims) if claims else list(chosen.claims)
     for cid in claim_ids:
         CLAIMS.get(cid)  # unknown ids: a clear error listing the valid ones

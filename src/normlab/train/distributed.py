@@ -82,7 +82,7 @@ def from_env(device: str, parallel: str = "ddp") -> Dist:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
         return SINGLE
-    from normlab.train.loop import resolve_device
+    from normlab.device import resolve_device
 
     rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
     dev = resolve_device(device)

@@ -25,6 +25,7 @@ from normlab.data import corpus_of
 from normlab.nn.schemes import SCHEMES
 from normlab.diagnostics.probe import NO_PROBE
 from normlab.nn.stacked import StackedGPT
+from normlab.train.cadence import run_cadence
 from normlab.train.loop import EVAL_SEED, Diverged, RunError, RunResult, Trainer, run_threads
 from normlab.train.optim import StackedAdamW, clip_stacked_grads, learning_rate
 
@@ -155,36 +156,38 @@ class _Stack:
 
     # -- the loop -------------------------------------------------------------------------
     def train(self) -> None:
-        tc = self.tc
-        if self.step == 0:
-            self._evaluate()
-            self._log(lambda s: {"step": 0, "val_loss": s.val_loss})
-        tokens_per_step = tc.batch_size * self.cfg.model.block_size
-        self._start_clocks()
-        window_start, window_steps = time.perf_counter(), 0  # tokens/s is measured over training steps only
-        while self.slots and self.step < tc.steps:
-            self._train_step()
-            if not self.slots:
-                break
-            step = self.step + 1
-            window_steps += 1
-            last = step == tc.steps
-            log, evaluate = step % tc.log_interval == 0 or last, step % tc.eval_interval == 0 or last
-            speed = tokens_per_step * window_steps / (time.perf_counter() - window_start) if log else None
-            for s in self.slots:
-                s.trainer.step = step
-            if evaluate:
-                self._evaluate()
-            self._tick_clocks()
-            if log or evaluate:
-                self._log(lambda s: {"step": step, "lr": s.lr, "train_loss": s.loss, "grad_norm": s.grad_norm,
-                                     **({"tokens_per_s": speed} if log else {}),
-                                     **({"val_loss": s.val_loss} if evaluate else {})})
-            if step % tc.ckpt_interval == 0 or last:
-                self._each(self._checkpoint)
-            if log or evaluate:
-                window_start, window_steps = time.perf_counter(), 0
+        """Train every member to the end on the one cadence (train/cadence.py), as one stacked step."""
+        run_cadence(self.tc, self.tc.batch_size * self.cfg.model.block_size, self)
         self._each(lambda s: self.results.__setitem__(s.index, s.trainer.finish(s.val_loss)))
+
+    # -- the cadence's `Steps` ------------------------------------------------------------
+    def active(self) -> bool:
+        return bool(self.slots)  # members that diverged or failed have left
+
+    def evaluate(self) -> None:
+        self._evaluate()
+
+    def take_step(self) -> None:
+        self._train_step()
+        for s in self.slots:
+            s.trainer.step += 1
+
+    def start_clock(self) -> None:
+        self._start_clocks()
+
+    def tick_clock(self) -> None:
+        self._tick_clocks()
+
+    def log(self, step: int, tokens_per_s: float | None, evaluated: bool) -> None:
+        if step == 0:
+            self._log(lambda s: {"step": 0, "val_loss": s.val_loss})
+            return
+        self._log(lambda s: {"step": step, "lr": s.lr, "train_loss": s.loss, "grad_norm": s.grad_norm,
+                             **({"tokens_per_s": tokens_per_s} if tokens_per_s is not None else {}),
+                             **({"val_loss": s.val_loss} if evaluated else {})})
+
+    def checkpoint(self) -> None:
+        self._each(self._checkpoint)
 
     def _start_clocks(self) -> None:
         now = time.perf_counter()

@@ -19,15 +19,16 @@ import torch
 
 import normlab
 from normlab.config import RunConfig
+from normlab.device import cpu_model, resolve_device
 from normlab.data import Corpus, corpus_of
 from normlab.data.objectives import objective_for
 from normlab.diagnostics import DiagnosticsStore, LayerProbe, find_nonfinite_origin, layer_skip
 from normlab.diagnostics.probe import NO_PROBE
-from normlab.diagnostics.skip import SKIP_MOST
 from normlab.nn.kernels import get_norm_impl
 from normlab.nn.model import IGNORE
 from normlab.nn.schemes import profile_model
 from normlab.rundir import RunDir, RunDirError, RunLock, RunLockedError, load_model, with_vocab
+from normlab.train.cadence import run_cadence
 from normlab.train.distributed import SINGLE, Dist, full_state, shard_optimizer_state, sharded, wrap
 from normlab.train.optim import build_optimizer, learning_rate
 
@@ -49,19 +50,6 @@ class Diverged(Exception):
     def __init__(self, step: int, reason: str, origin: dict | None = None):
         super().__init__(reason)
         self.step, self.reason, self.origin = step, reason, origin
-
-
-def resolve_device(name: str) -> torch.device:
-    """`auto` picks CUDA when present, else CPU; anything else is taken as given and checked."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise ValueError(f"unknown device {name!r}; valid: auto, cpu, cuda, cuda:N, mps") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {name!r} asked for, but torch sees no CUDA device; use device = 'auto' or 'cpu'")
-    return device
 
 
 def environment(device: torch.device, dist: Dist = SINGLE) -> dict[str, Any]:
@@ -88,15 +76,45 @@ def run_threads(threads: int):
         torch.set_num_threads(before)
 
 
-def cpu_model() -> str:
-    """The CPU's model name (Linux: /proc/cpuinfo), else what `platform` knows."""
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+class _RunSteps:
+    """A single run as the cadence's `Steps`: one AdamW update, its own val loss, its metrics row."""
+
+    def __init__(self, trainer: "Trainer"):
+        self.trainer, self.val_loss, self.row = trainer, math.nan, {}
+        self.clock_from, self.elapsed_from = time.perf_counter(), trainer.elapsed
+
+    @property
+    def step(self) -> int:
+        return self.trainer.step
+
+    def active(self) -> bool:
+        return True  # a single run leaves by raising (Diverged), never by dropping out
+
+    def evaluate(self) -> None:
+        self.val_loss = self.trainer.evaluate()
+
+    def take_step(self) -> None:
+        lr = learning_rate(self.trainer.step, self.trainer.tc)
+        loss, grad_norm = self.trainer.train_step(lr)
+        self.trainer.step += 1
+        self.row = {"lr": lr, "train_loss": loss, "grad_norm": grad_norm}
+
+    def start_clock(self) -> None:
+        self.clock_from, self.elapsed_from = time.perf_counter(), self.trainer.elapsed
+
+    def tick_clock(self) -> None:
+        self.trainer.elapsed = self.elapsed_from + time.perf_counter() - self.clock_from
+
+    def log(self, step: int, tokens_per_s: float | None, evaluated: bool) -> None:
+        row: dict[str, Any] = {"step": step, **(self.row if step else {})}
+        if tokens_per_s is not None:
+            row["tokens_per_s"] = tokens_per_s
+        if evaluated:
+            row["val_loss"] = self.val_loss
+        self.trainer._log({**row, "elapsed_s": self.trainer.elapsed})
+
+    def checkpoint(self) -> None:
+        self.trainer._checkpoint()
 
 
 @dataclass
@@ -416,34 +434,10 @@ class Trainer:
             self.on_note(message)
 
     def _loop(self) -> float:
-        tc = self.tc
-        val_loss = math.nan
-        if self.step == 0:
-            val_loss = self.evaluate()
-            self._log({"step": 0, "val_loss": val_loss, "elapsed_s": self.elapsed})
-        tokens_per_step = tc.batch_size * self.cfg.model.block_size
-        t0, elapsed_before = time.perf_counter(), self.elapsed
-        window_start, window_steps = t0, 0  # tokens/s is measured over training steps only
-        while self.step < tc.steps:
-            lr = learning_rate(self.step, tc)
-            loss, grad_norm = self.train_step(lr)
-            self.step += 1
-            window_steps += 1
-            last = self.step == tc.steps
-            log, evaluate = self.step % tc.log_interval == 0 or last, self.step % tc.eval_interval == 0 or last
-            row: dict[str, Any] = {"step": self.step, "lr": lr, "train_loss": loss, "grad_norm": grad_norm}
-            if log:
-                row["tokens_per_s"] = tokens_per_step * window_steps / (time.perf_counter() - window_start)
-            if evaluate:
-                val_loss = row["val_loss"] = self.evaluate()
-            self.elapsed = elapsed_before + time.perf_counter() - t0
-            if log or evaluate:
-                self._log({**row, "elapsed_s": self.elapsed})
-            if self.step % tc.ckpt_interval == 0 or last:
-                self._checkpoint()
-            if log or evaluate:
-                window_start, window_steps = time.perf_counter(), 0
-        return val_loss
+        """Train to the end on the one cadence (train/cadence.py); the last val loss measured (nan if none)."""
+        steps = _RunSteps(self)
+        run_cadence(self.tc, self.tc.batch_size * self.cfg.model.block_size, steps)
+        return steps.val_loss
 
     def train_step(self, lr: float) -> tuple[float, float]:
         """One AdamW update on a fresh batch; raises `Diverged` on a non-finite or runaway loss."""
@@ -509,10 +503,10 @@ class Trainer:
         raise Diverged(step, reason, origin)
 
     def layer_skip(self) -> dict[str, Any]:
-        """Val loss with each block skipped (ΔL per layer, effective depth); above SKIP_MOST blocks, that many
-        evenly spaced ones (one evaluation each)."""
+        """Val loss with each block skipped (ΔL per layer, effective depth), one evaluation each; above
+        diagnostics.layer_skip_most blocks (0: never), that many evenly spaced ones."""
         return layer_skip(self.model.blocks, lambda: self.evaluate(eager=True),  # compiled code ignores new hooks
-                          most=SKIP_MOST)
+                          most=self.cfg.diagnostics.layer_skip_most or None)
 
     @torch.no_grad()
     def evaluate(self, split: str = "val", eager: bool = False) -> float:

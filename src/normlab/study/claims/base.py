@@ -17,6 +17,7 @@ from scipy.stats import t as student_t
 
 from normlab.jsonsafe import json_safe
 from normlab.registry import Registry
+from normlab.report.figure import Figure, Series  # noqa: F401 (the claims draw with these, from here)
 from normlab.study.records import RunRecord
 
 CLAIMS: Registry[type["Claim"]] = Registry("claim")
@@ -100,35 +101,6 @@ class Verdict:
     # the sequential seed rounds: {"look": k, "looks": K, "alpha": level of this look, "n_seeds": seeds at it};
     # empty where the claim looks once
     look: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class Series:
-    label: str
-    x: list[Any]
-    y: list[float | None]
-    yerr: list[float | None] | None = None
-
-
-@dataclass
-class Figure:
-    """A plot as data; `normlab.report` draws it. kind: line | bar | dot | heatmap (see report/plots.py)."""
-
-    title: str
-    xlabel: str
-    ylabel: str
-    series: list[Series] = field(default_factory=list)
-    kind: str = "line"
-    logx: bool = False
-    logy: bool = False
-    matrix: list[list[float | None]] | None = None  # heatmap values, rows × cols
-    rows: list[str] | None = None
-    cols: list[str] | None = None
-    caption: str = ""
-    cell_text: list[list[str]] | None = None  # a heatmap's cell labels, where its numbers alone would mislead
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -37,7 +37,8 @@ def profiles_by_seed(records, scheme: str, depth: int, preset, key: str, when: s
 
 
 def seed_interval(values: dict[int, float | None]) -> tuple[float | None, list[float] | None, list[int], str]:
-    """Mean over seeds of a per-seed statistic, its t interval at the level of a decision now (95 % at one look), the seeds, and the test in words."""
+    """Mean over seeds of a per-seed statistic, its t interval at the level of a decision now (95 % at one look),
+    the seeds, and the test in words."""
     kept = {s: v for s, v in values.items() if v is not None}
     mean = sum(kept.values()) / len(kept) if kept else None
     return (mean, t_interval(list(kept.values())), sorted(kept),
@@ -116,7 +117,8 @@ class GradientsAtInitC2(Claim):
                  Part("Post-LN's gradients grow toward the output layers", sign(post_ci, +1),
                       f"fitted log(last / first block gradient) at L = {deepest}", post_g, post_ci,
                       f"{post_test}; holds when the interval is above 0, does not hold when below", post_seeds,
-                      f"the last block's gradient is {_x(post_g)} the first's, {pct(confidence())} interval {_ci(post_ci, '+.2f')} "
+                      f"the last block's gradient is {_x(post_g)} the first's, {pct(confidence())} interval "
+                      f"{_ci(post_ci, '+.2f')} "
                       f"(log scale)")]
         if not post or not pre or pre_p is None:
             return self.make(INCONCLUSIVE, "no step-0 gradients recorded", None, 0, settings,
@@ -125,8 +127,8 @@ class GradientsAtInitC2(Claim):
         summary = (f"at step 0: the last layer's FFN-weight gradient goes as L^{_f(slopes['pre'], '+.2f')} in "
                    f"Pre-LN (per seed {_ci(pre_ci, '+.2f')}) and L^{_f(slopes['post'], '+.2f')} in Post-LN over L = "
                    f"{', '.join(map(str, sorted(last['pre'])))}; at L={deepest}, Post-LN's last block gets "
-                   f"{_x(post_g)} the first block's gradient ({_ci(post_ci, '+.2f')} on the log scale); Pre-LN's max/min "
-                   f"across layers {pre_ratio:.2f} (reported, not judged: see C3)")
+                   f"{_x(post_g)} the first block's gradient ({_ci(post_ci, '+.2f')} on the log scale); Pre-LN's "
+                   f"max/min across layers {pre_ratio:.2f} (reported, not judged: see C3)")
         return self.make(None, "exponent p of Pre-LN's last-layer FFN gradient ∝ L^p", pre_p,
                          n_seeds(select(records, False, model__n_layer=deepest, **self.WHERE)), settings, summary,
                          parts=parts, interval=pre_ci, test=parts[0].test, seeds=pre_seeds,
@@ -190,7 +192,8 @@ class BottomGradientsC3(Claim):
         final_trend = spearman(*_clean(final)) if final else None
         verdict = sign(ci, +1)
         summary = (f"Pre-LN, L={deepest}, step 0: the first block's gradient is {_f(ratio, '.2f')}× the last's "
-                   f"(fitted over the layers, per seed; {pct(confidence())} interval {_ci(interval, '.2f')}); rank correlation "
+                   f"(fitted over the layers, per seed; {pct(confidence())} interval {_ci(interval, '.2f')}); rank "
+                   "correlation "
                    f"with the layer {_f(trend, '+.2f')} at init, {_f(final_trend, '+.2f')} at the last measured step")
         settings = {"n_layer": deepest, "measured": "block weight-gradient norm at step 0, per layer and seed",
                     "rule": "holds when the interval of the fitted first/last ratio lies above 1, does not hold "
@@ -241,13 +244,14 @@ class ResidualGrowthC5(Claim):
             verdict = HOLDS  # contains 1 and excludes √l
         else:
             verdict = INCONCLUSIVE  # contains both l and √l
-        summary = (f"trained Pre-LN, {cell_label(deepest, where)}: RMS(x_l) grows like l^{_f(p, '.2f')} for l ≥ 1, {pct(confidence())} interval over "
-                   f"seeds {_ci(ci, '+.2f')}; at init like l^{_f(p_init, '.2f')} ({_ci(ci_init, '+.2f')}). O(l) is p = 1; Xiong et "
-                   f"al.'s Lemma 1 (‖x_l‖² linear in l) is p = ½")
+        summary = (f"trained Pre-LN, {cell_label(deepest, where)}: RMS(x_l) grows like l^{_f(p, '.2f')} for l ≥ 1, "
+                   f"{pct(confidence())} interval over "
+                   f"seeds {_ci(ci, '+.2f')}; at init like l^{_f(p_init, '.2f')} ({_ci(ci_init, '+.2f')}). O(l) is p "
+                   f"= 1; Xiong et al.'s Lemma 1 (‖x_l‖² linear in l) is p = ½")
         settings = {"n_layer": deepest, **_budget(preset, where),
                     "measured": "RMS of the stream x_l entering block l, trained, per seed",
-                    "rule": f"holds when the exponent's {pct(confidence())} interval contains 1 and excludes ½; does not hold when it "
-                            "excludes 1; inconclusive when it contains both",
+                    "rule": f"holds when the exponent's {pct(confidence())} interval contains 1 and excludes ½; "
+                            "does not hold when it excludes 1; inconclusive when it contains both",
                     "fitted": "from l ≥ 1: x_0 is the embedding, whose small RMS alone pulls the slope to ≈ 1"}
         return self.make(verdict, "exponent p of RMS(x_l) ∝ l^p for l ≥ 1, trained", p,
                          n_seeds(select(records, False, model__scheme="pre", model__n_layer=deepest, **where)),
@@ -288,8 +292,8 @@ class WateredDownDepthC6(Claim):
         settings = {"n_layer": deepest, **_budget(preset, where),
                     "measured": f"trained Pre-LN runs at {cell_label(deepest, where)}, per seed; the Post-LN contrast "
                                 "in the depth sweep, at the deepest depth where Post-LN trains",
-                    "rule": f"each part: the {pct(confidence())} interval over seeds of a fitted per-layer trend excludes 0 on the "
-                            "claimed side (holds) or on the other side (does not hold)",
+                    "rule": f"each part: the {pct(confidence())} interval over seeds of a fitted per-layer trend "
+                            "excludes 0 on the claimed side (holds) or on the other side (does not hold)",
                     "trend": "least-squares slope of log(value) on the layer index, times L − 1 (the fitted log "
                              "change from the first layer to the last); for ΔL, of ΔL itself",
                     "effective_depth": "fraction of layers whose skip raises val loss by more than 1 % (reported)"}
@@ -319,7 +323,8 @@ class WateredDownDepthC6(Claim):
             _trend_part("Post-LN layers stay full weight: its contribution ratio falls less than Pre-LN's (paired by "
                         f"seed, at L = {contrast_depth or 'n/a'}: the deepest depth where Post-LN trains)",
                         post_minus_pre, +1, "Post-LN − Pre-LN fitted log change of the contribution ratio")]
-        summary = (f"trained, {cell_label(deepest, where)}: Pre-LN's contribution ratio changes {_x(contribution[0])} from the first "
+        summary = (f"trained, {cell_label(deepest, where)}: Pre-LN's contribution ratio changes {_x(contribution[0])} "
+                   "from the first "
                    f"layer to the last ({_ci(contribution[1], '+.2f')} log), the angle between consecutive inputs "
                    f"{_x(angular[0])} ({_ci(angular[1], '+.2f')} log), the layer-skip ΔL by {_f(skip[0], '+.3f')} nats "
                    f"({_ci(skip[1], '+.3f')}); Post-LN − Pre-LN contribution trend at L = {contrast_depth or 'n/a'} "

@@ -113,8 +113,10 @@ class PostLNCeilingC7(Claim):
                     "steps": at.get("train__steps", preset.base["train.steps"]), "margin_nats": LOSS_MARGIN,
                     "selection": "per scheme, the lr with the lowest mean val loss among lrs where it trains (≥ "
                                  "80 % of seeds), same budget; a best lr at the grid's edge is not tuned",
-                    "rule": f"holds when Post-LN is better by more than the margin ({pct(confidence())} interval below 0); does "
-                            f"not hold when the {pct(equivalence())} interval shows it cannot be better by more than the margin",
+                    "rule": f"holds when Post-LN is better by more than the margin ({pct(confidence())} interval "
+                            "below 0); does "
+                            f"not hold when the {pct(equivalence())} interval shows it cannot be better by more than "
+                            "the margin",
                     "fine_tune": {"corpus": FINETUNE_CORPUS, **preset.finetune}}
         if not best["pre"] or not best["post"]:
             return self.make(INCONCLUSIVE, "no converged runs", None, 0, settings,
@@ -132,8 +134,8 @@ class PostLNCeilingC7(Claim):
             parts.append(Part(f"best-tuned Post-LN ends better than Pre-LN, {name}", verdict,
                               f"Post-LN − Pre-LN val loss, {name} (nats)", info.get("diff"), loss_interval(info),
                               _test(info), info.get("seeds", []),
-                              f"{_nats(info.get('diff'))} nats, {pct(confidence())} interval {_ci(info.get('ci95'))}, {pct(equivalence())} "
-                              f"{_ci(info.get('ci90'))} ({said(cmp)})"
+                              f"{_nats(info.get('diff'))} nats, {pct(confidence())} interval {_ci(info.get('ci95'))}, "
+                              f"{pct(equivalence())} {_ci(info.get('ci90'))} ({said(cmp)})"
                               + (f"; best lr at the grid's edge for {', '.join(edge)}: not tuned" if edge else "")))
         fell = {s: self._last_quarter_drop(records, preset, s, best[s][0]) for s in ("pre", "post")}
         cmp, info = infos["from scratch"]
@@ -256,11 +258,12 @@ class RMSNormC10(Claim):
                         HOLDS if ni == "not worse" else FAILS if ni == "worse" else INCONCLUSIVE,
                         "RMSNorm − LayerNorm final val loss (nats)", info.get("diff"), info.get("ci90"),
                         _tost(info), info.get("seeds", []),
-                        f"{info.get('diff', float('nan')):+.4f} nats, {pct(equivalence())} interval {_ci(info.get('ci90'))} "
+                        f"{info.get('diff', float('nan')):+.4f} nats, {pct(equivalence())} interval "
+                        f"{_ci(info.get('ci90'))} "
                         f"({said(ni)})")
         summary = (f"norm forward+backward at {TIMING_SHAPES[0]} fp32, RMSNorm/LayerNorm time as the same algorithm "
-                   f"(paired by round, {pct(confidence())}): " + ", ".join(f"{a} {r['ratio']:.2f}× {_ci(r['ci95'], '.2f')}"
-                                                          for a, r in ratios.items())
+                   f"(paired by round, {pct(confidence())}): "
+                   + ", ".join(f"{a} {r['ratio']:.2f}× {_ci(r['ci95'], '.2f')}" for a, r in ratios.items())
                    + "; a training step (reported, not judged: the norms are a small part of a step, which caps "
                      "what a step can show): "
                    + ", ".join(f"{a} norms {r:.2f}×" for a, r in step_ratios.items())
@@ -319,13 +322,15 @@ class FinalNormC13(Claim):
         else:
             verdict = INCONCLUSIVE
         summary = (f"Pre-LN without the final norm ends {info.get('diff', float('nan')):+.4f} nats from Pre-LN with it "
-                   f"({pct(confidence())} interval {_ci(info.get('ci95'))}, {pct(equivalence())} {_ci(info.get('ci90'))}; {said(cmp)}; "
+                   f"({pct(confidence())} interval {_ci(info.get('ci95'))}, {pct(equivalence())} "
+                   f"{_ci(info.get('ci90'))}; {said(cmp)}; "
                    f"{failures(without)}{_p(failed)})")
         settings = {"lr": preset.lr_fixed, "warmup_steps": preset.warmup, "n_layer": preset.depth,
                     "margin_nats": LOSS_MARGIN,
-                    "rule": f"holds when the stack without it is worse by more than the margin ({pct(confidence())} interval above "
-                            f"0) or fails to train more often; does not hold when its {pct(equivalence())} interval lies below "
-                            "+margin (not needed)"}
+                    "rule": f"holds when the stack without it is worse by more than the margin "
+                            f"({pct(confidence())} interval above "
+                            f"0) or fails to train more often; does not hold when its {pct(equivalence())} interval "
+                            "lies below +margin (not needed)"}
         return self.make(verdict, "val loss without − with final norm (nats)", info.get("diff"),
                          n_seeds(base), settings, summary, interval=loss_interval(info), test=_test(info, failed),
                          seeds=info.get("seeds"), comparison=info, with_final_norm=describe(with_norm),
@@ -370,16 +375,16 @@ class LlamaRecipeC15(Claim):
                    HOLDS if cmp == "not worse" and llama.n_failed <= classic.n_failed else INCONCLUSIVE)
         speed_ratio = (sum(speeds["llama"]) / len(speeds["llama"])) / (sum(speeds["classic"]) / len(speeds["classic"])) \
             if speeds["llama"] and speeds["classic"] else None
-        summary = (f"LLaMA recipe − classic val loss {info.get('diff', float('nan')):+.4f}, {pct(equivalence())} interval "
-                   f"{_ci(info.get('ci90'))} ({said(cmp)}); "
+        summary = (f"LLaMA recipe − classic val loss {info.get('diff', float('nan')):+.4f}, {pct(equivalence())} "
+                   f"interval {_ci(info.get('ci90'))} ({said(cmp)}); "
                    f"tokens/s ratio "
                    f"{'n/a' if speed_ratio is None else format(speed_ratio, '.2f')} (from the training runs, "
                    f"which shared the machine with other runs)")
         return self.make(verdict, "val loss LLaMA recipe − classic (nats)", info.get("diff"),
                          n_seeds(select(records, False, model__mlp="swiglu")),
                          {**self.RECIPES, "margin_nats": LOSS_MARGIN,
-                          "rule": f"at least as well: non-inferiority, the {pct(equivalence())} interval of LLaMA − classic below "
-                                  "+margin; does not hold when it lies above +margin"},
+                          "rule": f"at least as well: non-inferiority, the {pct(equivalence())} interval of LLaMA "
+                                  "− classic below +margin; does not hold when it lies above +margin"},
                          summary, interval=info.get("ci90"), test=_tost(info), seeds=info.get("seeds"),
                          comparison=info, tokens_per_s_ratio=speed_ratio)
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from normlab.nn.schemes import SCHEMES
 from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, MIN_SEEDS, TRAINS, Claim,
                                        Figure, Part, Series, alpha, compare, confidence, equivalence, failures,
                                        fails_more, from_runs, group, loss_interval, n_seeds, noninferior, pct, said,
                                        select, setting_text, sign_test, spearman)
 
-SCHEME_NAMES = {"pre": "Pre-LN", "post": "Post-LN", "peri": "Peri-LN", "deepnorm": "DeepNorm"}  # in summaries
+SCHEME_NAMES = {name: scheme.label for name, scheme in SCHEMES.items()}  # in summaries (nn/schemes.py)
 
 
 def lr_sweep(preset, schemes: tuple[str, ...], lrs: list[float] | None = None) -> list[dict[str, Any]]:
@@ -138,8 +139,8 @@ class WarmupC1(Claim):
             HOLDS if pre_ni == "not worse" and pre0.n_failed <= preW.n_failed else INCONCLUSIVE,
             "Pre-LN val loss without − with warmup (nats)", pre_info.get("diff"), pre_info.get("ci90"),
             _tost(pre_info), pre_info.get("seeds", []),
-            f"{_fmt(pre_info.get('diff'))} nats, {pct(equivalence())} interval {_ci(pre_info.get('ci90'))} against +{LOSS_MARGIN:g} "
-            f"({said(pre_ni)}); without warmup {failures(pre0)}" + _p(pre_fail))
+            f"{_fmt(pre_info.get('diff'))} nats, {pct(equivalence())} interval {_ci(pre_info.get('ci90'))} against "
+            f"+{LOSS_MARGIN:g} ({said(pre_ni)}); without warmup {failures(pre0)}" + _p(pre_fail))
         settings = {"lr": preset.lr_fixed, "warmup_steps": preset.warmup, "n_layer": preset.depth,
                     "steps": preset.base["train.steps"], "margin_nats": LOSS_MARGIN,
                     "margin_why": "under 1 % of the loss, about 4× the seed-to-seed sd (0.005 nats) of the "
@@ -288,8 +289,7 @@ class DepthC4(Claim):
             for d, g in zip(preset.depths, gaps))
         summary = (f"Post-LN − Pre-LN val loss by depth: {by_depth}; "
                    f"rank correlation with depth {_fmt(trend)}; at {deepest} layers Post-LN against Pre-LN: "
-                   f"{said(cmp)} "
-                   f"({failures(post_d)}). 100+ layers are not tested at this preset.")
+                   f"{said(cmp)} ({failures(post_d)}). 100+ layers are not tested at this preset.")
         settings = {"depths": preset.depths, "lr": preset.lr_fixed, "warmup_steps": preset.warmup,
                     "steps": preset.base["train.steps"], "d_model": preset.base["model.d_model"]}
         missing = (f"at {deepest} layers too few Post-LN runs trained to compare ({failures(post_d)}) where Pre-LN's "
@@ -479,7 +479,8 @@ def _test(info: dict[str, Any], failed: dict[str, Any] | None = None) -> str:
 
 
 def _tost(info: dict[str, Any]) -> str:
-    return (f"one-sided equivalence (TOST half) at α = {alpha():g}: {info['test']}, {pct(equivalence())} interval inside +margin"
+    return (f"one-sided equivalence (TOST half) at α = {alpha():g}: {info['test']}, {pct(equivalence())} interval "
+            "inside +margin"
             if "test" in info else "too few runs trained for an equivalence test")
 
 

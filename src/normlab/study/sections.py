@@ -1,8 +1,9 @@
-"""The report's general sections, drawn from the run records rather than from one claim.
+"""The report's general sections, built from the run records rather than from one claim, as plain data.
 
 Loss curves, per-layer profiles (gradient norm at init, residual RMS, contribution
 ratio, angular distance, layer-skip ΔL), divergence heatmaps and norm timings. Each
-builder returns a `Section`, or None when the records hold none of its data.
+builder returns a `Section` (report/figure.py), or None when the records hold none of its
+data; the report draws and writes it, knowing nothing of records or claims.
 """
 from __future__ import annotations
 
@@ -10,46 +11,22 @@ import logging
 import math
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from normlab.nn.schemes import SCHEMES
 from normlab.report import plots
+from normlab.report.figure import Figure, Plot, Section, Series, Table
 from normlab.report.format import fmt_duration, fmt_value, natural_key
-from normlab.report.plots import NORM_STYLES, SCHEME_COLORS, Png
-from normlab.study.claims.base import Figure, Series
+from normlab.report.plots import NORM_STYLES, SCHEME_COLORS
 
 log = logging.getLogger(__name__)
 
 MAX_PANELS = 12  # small multiples per plot; more groups are left out (and the caption says so)
 LOG_SPAN = 20.0  # per-layer values spanning more than this ratio get a log axis
-SCHEME_ORDER = ["post", "pre", "sandwich", "peri", "deepnorm", "mix", "lns", "subln", "admin"]
+SCHEME_ORDER = list(SCHEMES)  # the schemes' registration order (nn/schemes.py)
 TITLE_KEYS = ("model.n_layer", "model.d_model", "train.lr", "train.warmup_steps")  # always in a panel's title
 SHORT_KEYS = {"model.n_layer": "L", "model.d_model": "d", "train.lr": "lr", "train.warmup_steps": "warmup",
               "model.norm": "norm", "model.scheme": "scheme", "train.steps": "steps"}
-
-
-@dataclass
-class Plot:
-    png: Png | None
-    caption: str = ""
-    error: str | None = None  # why it could not be drawn
-
-
-@dataclass
-class Table:
-    headers: list[str]
-    rows: list[list[str]]
-    classes: list[str] = field(default_factory=list)  # one CSS class per row
-
-
-@dataclass
-class Section:
-    id: str
-    title: str
-    intro: str
-    plots: list[Plot] = field(default_factory=list)
-    table: Table | None = None
-    collapsed: bool = False  # shown inside <details>
 
 
 def general_sections(records: list, measurements: dict[str, dict]) -> list[Section]:
@@ -70,7 +47,7 @@ def general_sections(records: list, measurements: dict[str, dict]) -> list[Secti
             section = build()
         except Exception as error:  # noqa: BLE001 - the report is the last step of a long study: keep going
             log.exception("report section %s failed", name)
-            section = Section(name, name.replace("-", " ").capitalize(), "", [Plot(None, error=repr(error))])
+            section = Section(name, name.replace("-", " ").capitalize(), "", [Plot(error=repr(error))])
         if section is not None:
             sections.append(section)
     return sections
@@ -98,8 +75,8 @@ def loss_curves(records: list) -> Section | None:
         specs.append(Figure(title, "step", "val loss (nats)", series))
     styles = {label: NORM_STYLES.get(norm, "-") for label, (_, norm) in ends.items()}
     markers = {label: END_MARKERS.get(end) for label, (end, _) in ends.items()}
-    png = plots.draw_grid(specs, ncols=plots.balanced_columns(len(specs), 3), colors=scheme_colors(ends),
-                          linestyles=styles, markers=markers, ylim=ylim, alpha=0.85, mark_last=True, widen=False)
+    grid = dict(ncols=plots.balanced_columns(len(specs), 3), colors=scheme_colors(ends), linestyles=styles,
+                markers=markers, ylim=ylim, alpha=0.85, mark_last=True, widen=False)
     rest = [i for i in range(len(keys)) if usual[i] is not None and (keys[i] not in TITLE_KEYS or i not in varies)]
     common = describe([keys[i] for i in rest], tuple(usual[i] for i in rest))
     endings = {end for end, _ in ends.values()}
@@ -110,7 +87,7 @@ def loss_curves(records: list) -> Section | None:
                + ("A line ending in × diverged (it leaves the top of the plot). " if "diverged" in endings else "")
                + (f"Unless a panel's title says otherwise: {common}. " if common else "") + _omitted(len(groups))
                + _panel_note([keys[i] for i in varies]))
-    return Section("loss-curves", "Loss curves", "", [Plot(png, caption)])
+    return Section("loss-curves", "Loss curves", "", [Plot(specs, caption, grid=grid)])
 
 
 STYLE_NAMES = {"--": "dashed", ":": "dotted", "-.": "dash-dot", (0, (1, 1)): "densely dotted"}
@@ -178,29 +155,33 @@ def grad_norm_section(records: list) -> Section | None:
 
 
 def residual_section(records: list) -> Section | None:
-    found = []
-    for stage, getter in (("init", _init("residual_rms/block")), ("final", _final("residual_rms/block"))):
-        plot = layer_profile(records, getter, "residual RMS", logy=None, completed_only=stage == "final")
-        if plot is not None:
-            plot.caption = f"RMS of the residual stream entering each layer, {_stage(stage)}. " + plot.caption
-            found.append(plot)
+    profiles = [("residual_rms/block", stage, "residual RMS", "RMS of the residual stream entering each layer", None)
+                for stage in ("init", "final")]
     intro = "C5: in Pre-LN the residual stream grows with depth (‖x_l‖ ~ O(l))."
-    return Section("residual-rms", "Residual stream RMS", intro, found) if found else None
+    return _profiles_section(records, "residual-rms", "Residual stream RMS", intro, profiles)
 
 
 def contribution_section(records: list) -> Section | None:
-    found = []
-    for metric, what in (("contribution_ratio/block", "contribution ratio ‖F_l‖/‖x_l‖"),
-                         ("angular_distance/block", "angular distance between x_l and x_{l+1}")):
-        stage = "final" if any(r.layers_final.get(metric) for r in records) else "init"
-        getter = _final(metric) if stage == "final" else _init(metric)
-        plot = layer_profile(records, getter, what.split(" ‖")[0].split(" between")[0],
-                             completed_only=stage == "final")
-        if plot is not None:
-            plot.caption = f"{what.capitalize()} per layer, {_stage(stage)}. " + plot.caption
-            found.append(plot)
+    profiles = [(metric, "final" if any(r.layers_final.get(metric) for r in records) else "init", ylabel,
+                 f"{what} per layer", False)
+                for metric, ylabel, what in (
+                    ("contribution_ratio/block", "contribution ratio", "Contribution ratio ‖F_l‖/‖x_l‖"),
+                    ("angular_distance/block", "angular distance", "Angular distance between x_l and x_{l+1}"))]
     intro = "C6: in Pre-LN deep layers contribute little and consecutive layers' inputs become nearly parallel."
-    return Section("contribution", "Layer contribution and angular distance", intro, found) if found else None
+    return _profiles_section(records, "contribution", "Layer contribution and angular distance", intro, profiles)
+
+
+def _profiles_section(records: list, sid: str, title: str, intro: str, profiles: list[tuple]) -> Section | None:
+    """A section of per-layer profiles: (metric, stage init|final, y label, caption start, logy) each; a profile
+    with no data is left out, a section with none is None."""
+    found = []
+    for metric, stage, ylabel, what, logy in profiles:
+        getter = _final(metric) if stage == "final" else _init(metric)
+        plot = layer_profile(records, getter, ylabel, logy=logy, completed_only=stage == "final")
+        if plot is not None:
+            plot.caption = f"{what}, {_stage(stage)}. " + plot.caption
+            found.append(plot)
+    return Section(sid, title, intro, found) if found else None
 
 
 def layer_skip_section(records: list) -> Section | None:
@@ -258,9 +239,10 @@ def layer_profile(records: list, getter: Callable[[Any], list | None], ylabel: s
         series = [_mean_series(label, [getter(m) for m in group]) for label, group in lines.items()]
         labels.update(lines)
         specs.append(Figure(describe(panel_keys, key), "layer", ylabel, series, logy=logy))
-    png = plots.draw_grid(specs, ncols=plots.balanced_columns(len(specs), 4), colors=scheme_colors(labels),
-                          linestyles=norm_styles(chosen))
-    return Plot(png, "Mean over seeds and training settings; one panel per depth. " + _omitted(len(panels)))
+    grid = dict(ncols=plots.balanced_columns(len(specs), 4), colors=scheme_colors(labels),
+                linestyles=norm_styles(chosen))
+    caption = "Mean over seeds and training settings; one panel per depth. " + _omitted(len(panels))
+    return Plot(specs, caption, grid=grid)
 
 
 def _mean_series(label: str, profiles: list[list]) -> Series:
@@ -305,13 +287,12 @@ def divergence_section(records: list) -> Section | None:
         specs.append(Figure(f"warmup = {warmup} steps", "learning rate", "", kind="heatmap", matrix=matrix,
                             rows=schemes, cols=[fmt_value(lr) for lr in lrs], cell_text=text))  # "k/n", not k/n
     size = (2.2 + 0.85 * len(lrs), 1.5 + 0.42 * len(schemes))
-    png = plots.draw_grid(specs, ncols=max(1, min(len(specs), int(11 // size[0]))), panel_size=size, cmap="Reds",
-                          vmin=0.0, vmax=1.0)
+    grid = dict(ncols=max(1, min(len(specs), int(11 // size[0]))), panel_size=size, cmap="Reds", vmin=0.0, vmax=1.0)
     caption = ("Fraction of runs that did not train: diverged, or failed to train (ended within the margin of "
                "the unigram cross-entropy). Cells: (diverged + failed to train)/total, pooled over depths, norms "
                "and seeds; grey: no run.")
     intro = "C1, C4, C11, C14: which schemes survive large learning rates and no warmup."
-    return Section("divergence", "Divergence and failure to train", intro, [Plot(png, caption)])
+    return Section("divergence", "Divergence and failure to train", intro, [Plot(specs, caption, grid=grid)])
 
 
 def _divergence_matrix(runs: list, schemes: list[str], lrs: list[float]) -> tuple[list, list]:
@@ -346,7 +327,7 @@ def norm_timings_section(measurements: dict[str, dict]) -> Section | None:
     width = min(11.0, 4.0 + 0.5 * len(timings))
     caption = "Median wall time of one normalizer forward and backward pass (C10), per input shape."
     return Section("norm-timings", "Norm timings", "C10: RMSNorm should cost less than LayerNorm.",
-                   [Plot(plots.draw(spec, size=(width, 3.4)), caption)])
+                   [Plot([spec], caption, single={"size": (width, 3.4)})])
 
 
 def _shape_label(timing: dict) -> str:

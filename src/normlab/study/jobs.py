@@ -1,0 +1,119 @@
+"""A study's jobs, as every executor runs them: which runs train together (a stack of one shape, up to a memory
+budget), training them into their run directories, and writing their outcomes to the registry. The local worker
+processes (runner.py) and the Ray tasks (ray_executor.py) both take their jobs from here, so neither imports the
+other."""
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+from typing import Any
+
+from normlab.study.records import record_from_run_dir
+from normlab.study.registry import Registry, settled
+
+EXECUTORS = ("local", "ray")  # where a study's jobs run: worker processes here (runner.py), or Ray tasks
+MAX_GROUP = 16  # runs one worker stacks at most (benchmarks/multirun.py: the gain is flat from K = 8 on)
+GROUP_MEMORY_BYTES = 2 * 1024 ** 3  # activation memory one worker's stack may take
+
+
+def run_cost(config: dict[str, Any]) -> float:
+    """Relative compute of a run (tokens × layers × width²), for a progress bar that moves evenly."""
+    m, t = config["model"], config["train"]
+    return t["steps"] * t["batch_size"] * m["block_size"] * m["n_layer"] * m["d_model"] ** 2
+
+
+def group_limit(config: dict[str, Any], budget_bytes: float = GROUP_MEMORY_BYTES, cap: int = MAX_GROUP) -> int:
+    """How many runs of this shape one worker stacks: an activation-memory estimate against a budget.
+
+    Per member: the stream and its per-layer intermediates (≈ 40 floats per token, layer and
+    channel for attention + a 4× MLP, kept for backward) plus the logits (3 copies of B·T·V).
+    """
+    m, t = config["model"], config["train"]
+    tokens = t["batch_size"] * m["block_size"]
+    per_member = 4 * tokens * (40 * m["n_layer"] * m["d_model"] + 3 * (m.get("vocab_size") or 256))
+    return int(max(1, min(cap, budget_bytes // per_member)))
+
+
+def group_of(config: dict[str, Any], batch: bool) -> str:
+    """The key runs share when one worker may train them as one stack; a run's own hash (a group of one) else."""
+    from normlab.config import validate_config
+    from normlab.train.group import group_key, groupable
+
+    cfg = validate_config(config)
+    return group_key(cfg) if batch and groupable(cfg) else cfg.hash()
+
+
+def is_stacked(jobs: list[tuple[str, dict[str, Any]]], batch: bool) -> bool:
+    from normlab.config import validate_config
+    from normlab.train.group import groupable
+
+    return batch and groupable(validate_config(jobs[0][1]))
+
+
+def claim_jobs(registry: Registry, owner: int, ids: list[str], batch: bool) -> list[tuple[str, dict[str, Any]]]:
+    """The next runs to train together (up to `group_limit`), claimed for process `owner`; [] when none is left."""
+    claimed = registry.claim_group(owner, set(ids), lambda config: group_of(config, batch),
+                                   limit_of=lambda config: group_limit(config) if batch else 1)
+    return [(rid, relocated(registry, config)) for rid, config in claimed]
+
+
+def train_alone(cfg, out: str, events: str | None = None):
+    from normlab.train.loop import RunError, RunResult, train
+
+    try:
+        return train(cfg, out, events=events)
+    except RunError as e:  # as GroupTrainer reports a member that could not run
+        return RunResult("failed", 0, None, str(e))
+
+
+def events_dir(study_dir: Path, run_id: str, config: dict[str, Any]) -> Path:
+    """A run's live TensorBoard directory: STUDY/tensorboard/<scheme-norm-depth-lr-warmup-seed-id>."""
+    from normlab.rundir.events import run_name
+
+    return Path(study_dir) / "tensorboard" / run_name(config, run_id)
+
+
+def train_jobs(runs: list[tuple[dict[str, Any], str]], stacked: bool, events: list[str | None] | None = None) -> list:
+    """Train (config, run directory) pairs as one stack, or the one run alone: a `RunResult` each. What the
+    local workers and the Ray tasks both run; it touches the run directories (and `events`, each run's live
+    TensorBoard directory), never the registry."""
+    from normlab.config import validate_config
+    from normlab.train.group import GroupTrainer
+    from normlab.train.loop import RunResult
+
+    events = events or [None] * len(runs)
+    try:
+        runs = [(validate_config(cfg), out) for cfg, out in runs]
+        return GroupTrainer(runs, events=events).run() if stacked else [train_alone(*runs[0], events[0])]
+    except Exception as e:  # the group itself could not run: every member failed for that reason
+        reason = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
+        return [RunResult("failed", 0, None, reason) for _ in runs]
+
+
+def record_results(registry: Registry, jobs: list[tuple[str, dict[str, Any]]], results: list) -> None:
+    """Each run finished (its record summarized from its run directory) or failed, with its reason."""
+    for (rid, _), result in zip(jobs, results):
+        try:
+            if result.status == "failed":
+                registry.fail(rid, result.reason or "failed")
+            else:
+                registry.finish(rid, record_from_run_dir(rid, registry.run_dir(rid)))
+        except Exception as e:  # a run directory that cannot be summarized: that run failed
+            registry.fail(rid, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
+
+
+def relocated(registry: Registry, config: dict[str, Any]) -> dict[str, Any]:
+    """A claimed run's config with `train.init_from` pointing into this study's directory where it named a run
+    of this study that has moved with it (a study copied or moved elsewhere: its run directories came along)."""
+    source = config["train"].get("init_from")
+    if not source or Path(source).exists():
+        return config
+    here = registry.run_dir(Path(source).name)
+    if not (here / "config.toml").is_file():
+        return config  # not one of this study's runs: the trainer says what is missing
+    return {**config, "train": {**config["train"], "init_from": str(here.resolve())}}
+
+
+def done_cost(registry: Registry, costs: dict[str, float]) -> float:
+    return sum(costs[row["id"]] for row in registry.rows()
+               if row["id"] in costs and settled(row["status"], row["attempts"]))

@@ -1,0 +1,68 @@
+"""A new claim is one module: registered from where it is written, it is a valid study claim, judged, listed in
+order and rendered in the report with no edit anywhere else (the README's developer section shows the module)."""
+from __future__ import annotations
+
+import json
+
+from normlab.study.claims import CLAIMS, HOLDS, Claim, Figure, Series, claim_number
+from normlab.study.claims.base import Part
+
+
+class CausalMaskSizeC99(Claim):
+    """A claim as a contributor writes it: what it states, where it comes from, what it measures, its rule."""
+
+    id, title = "C99", "A claim added in its own module"
+    statement = "Adding a claim needs one module: the study, the CLI and the report find it in the registry."
+    sources = "none (a test)"
+    paper = "none: the developer section's example"
+
+    def measure(self, preset):
+        return {"value": 1.0, "interval": [0.5, 1.5]}
+
+    def verdict(self, records, measurement, preset):
+        part = Part("the measurement is positive", HOLDS, "measured value", measurement["value"],
+                    measurement["interval"], "fixed", [])
+        return self.make(HOLDS, "measured value", measurement["value"], 0, {"rule": "holds when positive"},
+                         "measured 1.0", parts=[part], interval=measurement["interval"])
+
+    def figures(self, records, measurement, preset):
+        return [Figure("C99's measurement", "x", "value", [Series("measured", [0, 1], [0.5, 1.0])])]
+
+
+def test_a_claim_registered_in_its_own_module_runs_in_a_study_and_its_report(tmp_path, monkeypatch):
+    from normlab.study.runner import run_study
+    from normlab.study.spec import load_study
+
+    monkeypatch.setattr(CLAIMS, "_entries", {**CLAIMS._entries})  # the registry as it was, after the test
+    CLAIMS.register("C99")(CausalMaskSizeC99)
+    spec = load_study("quick", claims=["C99"], seeds=[0])
+    out = run_study(spec, tmp_path / "s", workers=1, batch=False)
+    assert out.final and [v.id for v in out.verdicts] == ["C99"]
+    assert sorted(["C99", "C16", "C9"], key=claim_number) == ["C9", "C16", "C99"]  # listed by number
+    from normlab import cli
+
+    cli._render(tmp_path / "s")
+    doc = json.loads((tmp_path / "s" / "verdicts.json").read_text())
+    c99 = next(v for v in doc["verdicts"] if v["id"] == "C99")
+    assert c99["verdict"] == HOLDS and c99["parts"][0]["name"] == "the measurement is positive"
+    html = (tmp_path / "s" / "report.html").read_text()
+    assert "A claim added in its own module" in html and "measured 1.0" in html
+
+
+def test_normlab_study_judges_each_claim_once_and_the_cli_shows_those_verdicts(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from normlab.cli import app
+
+    monkeypatch.setattr(CLAIMS, "_entries", {**CLAIMS._entries})
+    CLAIMS.register("C99")(CausalMaskSizeC99)
+    judged = []
+    verdict = CausalMaskSizeC99.verdict
+    monkeypatch.setattr(CausalMaskSizeC99, "verdict", lambda self, *a: judged.append(1) or verdict(self, *a))
+    result = CliRunner().invoke(app, ["study", "--claims", "C99", "--seeds", "0", "--out", str(tmp_path / "s"),
+                                      "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    assert judged == [1]  # the study's verdict, shown and rendered as it is (not judged again for the report)
+    assert "C99" in result.output and json.loads((tmp_path / "s" / "verdicts.json").read_text())["final"]
+    report = CliRunner().invoke(app, ["report", str(tmp_path / "s")])  # judges from the registry alone
+    assert report.exit_code == 0 and judged == [1, 1]
