@@ -54,11 +54,12 @@ def record(preset: str, wall: float, runs: int, decisive: int, claims: int) -> N
     import datetime
     import os
 
+    from normlab.device import cpu_model
     from normlab.study.spec import MEASURED
 
     data = json.loads(MEASURED.read_text("utf-8")) if MEASURED.is_file() else {}
     data[preset] = {"wall_s": round(wall, 1), "runs": runs, "decisive": decisive, "claims": claims,
-                    "machine": f"{os.cpu_count()}-core CPU", "date": datetime.date.today().isoformat()}
+                    "machine": f"{os.cpu_count()}-core {cpu_model()}", "date": datetime.date.today().isoformat()}
     MEASURED.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", "utf-8")
     print(f"recorded in {MEASURED}")
 

@@ -48,7 +48,7 @@ def test_choices_are_listed_as_choices_and_a_bad_one_is_named_with_the_valid_one
     from normlab.study.spec import PRESETS
     from normlab.train.distributed import PARALLEL
 
-    # the CLI's choice lists (kept literal, so `normlab -h` imports little) match the modules that act on them
+    # the CLI's choice lists match the modules that act on them (presets and executors are read from them)
     for choices, valid in ((Preset, PRESETS), (Executor, EXECUTORS), (Parallel, PARALLEL), (Dtype, DTYPES),
                            (BenchConfig, [c.name for c in CONFIGS])):
         assert sorted(c.value for c in choices) == sorted(valid)

@@ -114,18 +114,6 @@ def measured_cost(preset: str) -> str:
             f"{m['decisive']} of {m['claims']} verdicts decisive)")
 
 PRESETS: dict[str, Preset] = {
-    "quick": Preset(
-        name="quick", summary="the standard preset without C8, C14 and the init pass",
-        description="the standard preset without C8 and C14 (very deep models, Peri-LN in both sweeps) and "
-                    "without its init pass; " + measured_cost("quick"),
-        # 5 seeds: a 95 % t interval at 2 seeds is ±4.3 standard errors, and a two-mode outcome (Post-LN
-        # stuck or not) needs a rate, which 2 seeds cannot give
-        base=QUICK_BASE, seeds=[0, 1, 2, 3, 4],
-        # C8 (very deep models) and C14 (Peri-LN in both sweeps) are the standard preset's
-        claims=[c for c in ALL_CLAIMS if c not in ("C8", "C14")],
-        lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9, paper_inits=True,
-        depth_cell=DEPTH_CELL, cell_claims=["C5", "C6"],
-    ),
     "standard": Preset(
         name="standard", summary="every claim on a 2-core CPU (`make run`)",
         description="all 16 claims on a 2-core CPU: 4-layer, 64-wide char models, 300 steps, 5 seeds, depths 2–16, "
@@ -139,6 +127,18 @@ PRESETS: dict[str, Preset] = {
         deep_depths=[48], deep_base=DEEP_CPU, paper_inits=True, init_pass=["C7", "C10", "C13", "C15"],
         stress_lrs=[0.1], depth_cell=DEPTH_CELL, cell_claims=["C5", "C6"], seed_rounds=[5, 10],
         round_claims=ROUND_CLAIMS,
+    ),
+    "quick": Preset(
+        name="quick", summary="the standard preset without C8, C14 and the init pass",
+        description="the standard preset without C8 and C14 (very deep models, Peri-LN in both sweeps) and "
+                    "without its init pass; " + measured_cost("quick"),
+        # 5 seeds: a 95 % t interval at 2 seeds is ±4.3 standard errors, and a two-mode outcome (Post-LN
+        # stuck or not) needs a rate, which 2 seeds cannot give
+        base=QUICK_BASE, seeds=[0, 1, 2, 3, 4],
+        # C8 (very deep models) and C14 (Peri-LN in both sweeps) are the standard preset's
+        claims=[c for c in ALL_CLAIMS if c not in ("C8", "C14")],
+        lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9, paper_inits=True,
+        depth_cell=DEPTH_CELL, cell_claims=["C5", "C6"],
     ),
     "deep": Preset(
         name="deep", summary="C8 alone at 100, 300 and 1,000 layers, for a GPU",

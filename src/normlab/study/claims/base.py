@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Iterable
 
-from scipy.stats import t as student_t
 
 from normlab.jsonsafe import json_safe
 from normlab.registry import Registry
@@ -41,6 +40,14 @@ MIN_SEEDS = 2
 TRAINS = 0.8  # a configuration "trains" when at least this fraction of its seeds trained (C11, C14)
 
 
+def t_quantile(p: float, df: float) -> float:
+    """Student's t quantile. scipy.stats is imported here, not at the top: it takes 0.7 s, which every
+    `normlab -h` would pay (the CLI lists the presets, whose module imports the claims)."""
+    from scipy.stats import t
+
+    return float(t.ppf(p, df))
+
+
 def alpha() -> float:
     """The error level of the decisions being made now: ALPHA, or a look's share of it (`at_look`)."""
     return _ALPHA.get()
@@ -65,7 +72,7 @@ def look_alpha(look: int, looks: int) -> float:
     """The level look `look` (1-based) of a schedule of `looks` spends (SPENDING)."""
     if looks not in SPENDING:
         raise ValueError(f"no spending schedule for {looks} looks; valid: {', '.join(map(str, SPENDING))}")
-    return ALPHA * SPENDING[looks][look - 1]
+    return round(ALPHA * SPENDING[looks][look - 1], 12)  # 0.035, not 0.034999999999999996
 
 
 @contextmanager
@@ -216,7 +223,7 @@ class Group:
         """95 % t interval of the mean val loss of the runs that trained (None below 2 of them)."""
         if self.n < 2:
             return None
-        half = float(student_t.ppf(0.5 + CONFIDENCE / 2, self.n - 1)) * self.sd / math.sqrt(self.n)
+        half = t_quantile(0.5 + CONFIDENCE / 2, self.n - 1) * self.sd / math.sqrt(self.n)
         return [self.mean - half, self.mean + half]
 
     @property
@@ -316,7 +323,7 @@ def t_interval(values: list[float], level: float | None = None) -> list[float] |
     if len(values) < 2:
         return None
     mean, sd = statistics.fmean(values), statistics.stdev(values)
-    half = float(student_t.ppf(0.5 + level / 2, len(values) - 1)) * sd / math.sqrt(len(values))
+    half = t_quantile(0.5 + level / 2, len(values) - 1) * sd / math.sqrt(len(values))
     return [mean - half, mean + half]
 
 
@@ -398,7 +405,7 @@ def difference(a: Group, b: Group) -> dict[str, Any] | None:
         test, seeds = f"Welch t ({a.n} vs {b.n} runs, not paired by seed)", sorted(set(a.seeds) | set(b.seeds))
         mean_a, mean_b = a.mean, b.mean
     levels = {"ci95": confidence(), "ci90": equivalence()}
-    half = {key: float(student_t.ppf(0.5 + level / 2, df)) * se for key, level in levels.items()}
+    half = {key: t_quantile(0.5 + level / 2, df) * se for key, level in levels.items()}
     # paired: the means over the seeds compared, so that diff = mean_a − mean_b as the report's tables show them.
     # "ci95" / "ci90" name the two intervals by their levels at a single look; `levels` says what they are now
     return {"diff": diff, "se": se, "df": df, "test": test, "seeds": seeds, "mean_a": mean_a, "mean_b": mean_b,
