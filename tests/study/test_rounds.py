@@ -116,7 +116,7 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
                           overrides=[f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in TINY.items()])
         # one init for every claim (paper_inits off), so that C1's Pre-LN run with warmup is C13's baseline
         spec.preset = dataclasses.replace(spec.preset, seed_rounds=[2, 3], round_claims=["C13"], warmup=2,
-                                          paper_inits=False, init_pass=[])
+                                          paper_inits=False, init_pass=[], lrs=[spec.preset.lr_fixed])
         return spec
 
     looked, seen = [], {}
@@ -145,6 +145,8 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
               and r.get("model.final_norm") is None and r.get("train.lr") == PRESETS["quick"].lr_fixed]
     assert sorted(r.seed for r in shared) == [0, 1, 2]  # C1 judges this run at seeds 0 and 1 only
     assert registry.meta()["study"]["claim_seeds"] == {"C13": [0, 1, 2]}
+    run_ids = registry.meta()["study"]["run_ids"]
+    assert len(run_ids) == len(set(run_ids)) == len(registry.rows())  # every run listed once
     # the report rebuilds the same looks from the registry, and verdicts.json carries them
     from normlab import cli
 

@@ -47,7 +47,7 @@ def test_expansion_dedups_shared_runs_by_config_hash():
 
 
 def test_bad_study_input_is_a_clear_error(tmp_path):
-    with pytest.raises(ConfigError, match="unknown preset 'fast'.*quick, standard, deep, full"):
+    with pytest.raises(ConfigError, match="unknown preset 'fast'.*standard, quick, deep, full"):
         load_study("fast")
     with pytest.raises(ValueError, match="unknown claim 'C99'"):
         load_study("quick", claims=["C99"])

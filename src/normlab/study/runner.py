@@ -170,7 +170,12 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
                 _train_all(registry, phase_ids, costs, phase_workers, threads, progress, batch, tensorboard)
 
     def train_more(more: list) -> None:
-        """Register runs the study found it needs after the first ones (follow-ups, seed rounds) and train them."""
+        """Register runs the study found it needs after the first ones (follow-ups, seed rounds) and train them;
+        runs it already has (the follow-ups of earlier rounds) are not listed twice."""
+        known = set(ids)
+        more = [r for r in more if r.id not in known]
+        if not more:
+            return
         registry.add_runs([(r.id, r.config.to_dict()) for r in more])
         costs.update({r.id: run_cost(r.config.to_dict()) for r in more})
         ids.extend(r.id for r in more)
