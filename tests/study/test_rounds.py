@@ -145,8 +145,6 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
               and r.get("model.final_norm") is None and r.get("train.lr") == PRESETS["quick"].lr_fixed]
     assert sorted(r.seed for r in shared) == [0, 1, 2]  # C1 judges this run at seeds 0 and 1 only
     assert registry.meta()["study"]["claim_seeds"] == {"C13": [0, 1, 2]}
-    run_ids = registry.meta()["study"]["run_ids"]
-    assert len(run_ids) == len(set(run_ids)) == len(registry.rows())  # every run listed once
     # the report rebuilds the same looks from the registry, and verdicts.json carries them
     from normlab import cli
 
