@@ -87,15 +87,15 @@ FINETUNE = {"train.steps": 150, "train.lr": 3e-4, "train.warmup_steps": 15}
 DEEP_CPU = {"model.d_model": 32, "model.n_head": 2, "train.batch_size": 8, "train.steps": 600,
             "diagnostics.layer_skip": False, "diagnostics.interval": 600}
 # C5 and C6 on a CPU: Pre-LN at 12 layers × 1,000 steps, the base's width and batch (the cell differs from the
-# base only in the two things the claims are about: depth and training length). 96 s a run on one core of this
-# machine (12 × 64, batch 12), so the cell's 5 Pre-LN runs cost about 4 min of the study's wall time on 2 workers.
+# base only in the two things the claims are about: depth and training length). 96 s a run alone on one core (12 ×
+# 64, batch 12); the standard run of 2026-11-25 spent 581 s of its training on the cell's 5 runs (10 %).
 # C7 stays at the base depth here: its lr sweep in the cell (2 schemes × 5 lrs × 5 seeds = 50 such runs, about
 # 40 min on 2 workers) does not fit the preset's 30 minutes; the `full` preset measures C7 in its cell
 DEPTH_CELL = {"model.n_layer": 12, "train.steps": 1000, "train.eval_interval": 250, "train.ckpt_interval": 250,
               "diagnostics.interval": 250}
 ALL_CLAIMS = list(ORDER)  # every registered claim
-# the claims on the standard preset's two looks (5, then 10 seeds): those whose second round costs at most about 3 min
-# of wall time on 2 cores (C2–C4 share the depth sweep: 40 runs, about 190 s; C1, C10, C13, C15: 4–8 small runs
+# the claims on the standard preset's two looks (5, then 10 seeds): those with the cheapest second round (C2–C4 share
+# the depth sweep: 40 runs, 670 s of training in the standard run of 2026-11-25; C1, C10, C13, C15: 4–8 small runs
 # each). Not C5/C6 (the depth cell: 5 runs of 96 s), C7, C11, C14 (lr sweeps of 50–100 runs, with C7's fine-tunes)
 # nor C8 (15 runs of 48 layers, about 10 min): they look once, at 5 seeds, at the full α
 ROUND_CLAIMS = ["C1", "C2", "C3", "C4", "C10", "C13", "C15"]
@@ -118,8 +118,7 @@ PRESETS: dict[str, Preset] = {
         name="standard", summary="every claim on a 2-core CPU (`make run`)",
         description="all 16 claims on a 2-core CPU: 4-layer, 64-wide char models, 300 steps, 5 seeds, depths 2–16, "
                     "C5 and C6 at 12 layers × 1,000 steps, a second round to 10 seeds where an interval straddles "
-                    "(C1–C4, C10, "
-                    "C13, C15), 5 learning rates 3e-4–3e-2, DeepNorm vs Post-/Pre-LN at 48 layers × 600 steps, each "
+                    "(C1–C4, C10, C13, C15), 5 learning rates 3e-4–3e-2, DeepNorm vs Post-/Pre-LN at 48 layers × 600 steps, each "
                     "claim under its paper's init and C7, C10, C13, C15 also under the other; "
                     + measured_cost("standard"),
         base=QUICK_BASE, seeds=[0, 1, 2, 3, 4], claims=ALL_CLAIMS,
@@ -129,7 +128,7 @@ PRESETS: dict[str, Preset] = {
         round_claims=ROUND_CLAIMS,
     ),
     "quick": Preset(
-        name="quick", summary="the standard preset without C8, C14 and the init pass",
+        name="quick", summary="the standard preset without C8, C14, the init pass and the seed rounds",
         description="the standard preset without C8 and C14 (very deep models, Peri-LN in both sweeps) and "
                     "without its init pass; " + measured_cost("quick"),
         # 5 seeds: a 95 % t interval at 2 seeds is ±4.3 standard errors, and a two-mode outcome (Post-LN

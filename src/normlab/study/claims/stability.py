@@ -32,7 +32,7 @@ def depth_sweep(preset, schemes: tuple[str, ...], depths: list[int] | None = Non
 def cell(preset, claim_id: str) -> tuple[int, dict[str, Any]]:
     """Where a depth claim is measured: (depth, the other `select` keys of the cell). The preset's depth cell
     (`Preset.depth_cell`) for the claims it names, else the deepest depth of the sweep at the base budget."""
-    if preset.depth_cell and claim_id in preset.cell_claims:
+    if in_cell(preset, claim_id):
         where = {k.replace(".", "__"): v for k, v in preset.depth_cell.items()}
         return where.pop("model__n_layer", preset.depth), where
     return max(preset.depths), {}
