@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 from normlab.study.claims import CLAIMS, HOLDS, Claim, Figure, Series, claim_number
-from normlab.study.claims.base import Part
+from normlab.study.claims.base import Part, claim
 
 
 class CausalMaskSizeC99(Claim):
     """A claim as a contributor writes it: what it states, where it comes from, what it measures, its rule."""
 
-    id, title = "C99", "A claim added in its own module"
+    title = "A claim added in its own module"
     statement = "Adding a claim needs one module: the study, the CLI and the report find it in the registry."
     sources = "none (a test)"
     paper = "none: the developer section's example"
@@ -34,7 +34,7 @@ def test_a_claim_registered_in_its_own_module_runs_in_a_study_and_its_report(tmp
     from normlab.study.spec import load_study
 
     monkeypatch.setattr(CLAIMS, "_entries", {**CLAIMS._entries})  # the registry as it was, after the test
-    CLAIMS.register("C99")(CausalMaskSizeC99)
+    claim("C99")(CausalMaskSizeC99)
     spec = load_study("quick", claims=["C99"], seeds=[0])
     out = run_study(spec, tmp_path / "s", workers=1, batch=False)
     assert out.final and [v.id for v in out.verdicts] == ["C99"]
@@ -55,7 +55,7 @@ def test_normlab_study_judges_each_claim_once_and_the_cli_shows_those_verdicts(t
     from normlab.cli import app
 
     monkeypatch.setattr(CLAIMS, "_entries", {**CLAIMS._entries})
-    CLAIMS.register("C99")(CausalMaskSizeC99)
+    claim("C99")(CausalMaskSizeC99)
     judged = []
     verdict = CausalMaskSizeC99.verdict
     monkeypatch.setattr(CausalMaskSizeC99, "verdict", lambda self, *a: judged.append(1) or verdict(self, *a))

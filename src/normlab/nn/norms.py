@@ -61,6 +61,24 @@ class Norm(nn.Module):
     def extra_repr(self) -> str:
         return f"{self.d}, eps={self.eps}, affine={self.affine}, bias={self.bias is not None}"
 
+    # the fused CPU kernel of this formula (normlab.nn.kernels), where one exists: (x, weight, bias, eps) → y
+    fused = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.fused is not None and kernels.use_fast(self.name, x):
+            return type(self).fused(x, self.weight, self.bias, self.eps)
+        return self.reference_forward(x)
+
+    def reference_forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The plain torch code: `normalize` on x in at least fp32, autocast off, back in x's dtype."""
+        with _fp32_region(x):
+            y = self.normalize(_fp32_up(x))
+        return y.to(x.dtype)
+
+    def normalize(self, xf: torch.Tensor) -> torch.Tensor:
+        """The formula, on xf already in at least fp32."""
+        raise NotImplementedError
+
     def _affine(self, y: torch.Tensor) -> torch.Tensor:
         """y * weight + bias, in y's (at least fp32) dtype."""
         if self.weight is not None:
@@ -78,21 +96,14 @@ class LayerNorm(Norm):
     formula = "γ · (x − mean(x)) / sqrt(var(x) + ε) + β"
     paper = "arXiv 1607.06450"
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if kernels.use_fast(self.name, x):
-            return kernels.fast_layer_norm(x, self.weight, self.bias, self.eps)
-        return self.reference_forward(x)
+    fused = staticmethod(kernels.fast_layer_norm)
 
-    def reference_forward(self, x: torch.Tensor) -> torch.Tensor:
-        with _fp32_region(x):
-            xf = _fp32_up(x)
-            w = None if self.weight is None else self.weight.to(xf.dtype)
-            b = None if self.bias is None else self.bias.to(xf.dtype)
-            if w is not None and w.dim() > 1:  # a stack's (K, 1, d) gains (normlab.nn.stacked): affine after
-                y = self._affine(F.layer_norm(xf, (self.d,), None, None, self.eps))
-            else:
-                y = F.layer_norm(xf, (self.d,), w, b, self.eps)  # fused native kernel
-        return y.to(x.dtype)
+    def normalize(self, xf: torch.Tensor) -> torch.Tensor:
+        w = None if self.weight is None else self.weight.to(xf.dtype)
+        b = None if self.bias is None else self.bias.to(xf.dtype)
+        if w is not None and w.dim() > 1:  # a stack's (K, 1, d) gains (normlab.nn.stacked): affine after
+            return self._affine(F.layer_norm(xf, (self.d,), None, None, self.eps))
+        return F.layer_norm(xf, (self.d,), w, b, self.eps)  # fused native kernel
 
 
 @NORMS.register("rmsnorm")
@@ -103,17 +114,10 @@ class RMSNorm(Norm):
     formula = "γ · x / sqrt(mean(x²) + ε)"
     paper = "arXiv 1910.07467"
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if kernels.use_fast(self.name, x):
-            return kernels.fast_rms_norm(x, self.weight, self.bias, self.eps)
-        return self.reference_forward(x)
+    fused = staticmethod(kernels.fast_rms_norm)
 
-    def reference_forward(self, x: torch.Tensor) -> torch.Tensor:
-        with _fp32_region(x):
-            xf = _fp32_up(x)
-            y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
-            y = self._affine(y)
-        return y.to(x.dtype)
+    def normalize(self, xf: torch.Tensor) -> torch.Tensor:
+        return self._affine(xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps))
 
 
 @NORMS.register("scalenorm")
@@ -138,11 +142,8 @@ class ScaleNorm(Norm):
         else:
             self.register_buffer("g", g)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        with _fp32_region(x):
-            xf = _fp32_up(x)
-            y = self.g.to(xf.dtype) * xf * torch.rsqrt(xf.pow(2).sum(-1, keepdim=True) + self.eps)
-        return y.to(x.dtype)
+    def normalize(self, xf: torch.Tensor) -> torch.Tensor:
+        return self.g.to(xf.dtype) * xf * torch.rsqrt(xf.pow(2).sum(-1, keepdim=True) + self.eps)
 
 
 @NORMS.register("dyt")
@@ -163,11 +164,8 @@ class DyT(Norm):
         super().__init__(d, eps, affine, bias)
         self.alpha = nn.Parameter(torch.tensor(float(alpha_init)))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        with _fp32_region(x):
-            xf = _fp32_up(x)
-            y = self._affine(torch.tanh(self.alpha.to(xf.dtype) * xf))
-        return y.to(x.dtype)
+    def normalize(self, xf: torch.Tensor) -> torch.Tensor:
+        return self._affine(torch.tanh(self.alpha.to(xf.dtype) * xf))
 
 
 @NORMS.register("none")

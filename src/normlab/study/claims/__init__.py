@@ -1,5 +1,5 @@
 """The claims C1–C16 as code (see ../shared/spec/claims.md). Importing this package registers them all: every
-module of this package is imported, and each registers its claims (`@CLAIMS.register("C17")`), so a new claim is
+module of this package is imported, and each registers its claims (`@claim("C17")`), so a new claim is
 a new module here and nothing else."""
 import importlib
 import pkgutil

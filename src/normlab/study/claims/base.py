@@ -21,6 +21,14 @@ from normlab.study.records import RunRecord
 
 CLAIMS: Registry[type["Claim"]] = Registry("claim")
 
+
+def claim(cid: str):
+    """Register a Claim subclass under `cid` and give it that id (the id is written once, here)."""
+    def add(cls: type["Claim"]) -> type["Claim"]:
+        cls.id = cid
+        return CLAIMS.register(cid)(cls)
+    return add
+
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
 # nats: val-loss differences smaller than this count as "the same". Why 0.02: under 1 % of the standard preset's
 # loss (≈ 2.44 nats), below what a user changing a norm would act on, and about 4× the seed-to-seed sd of its
@@ -123,6 +131,9 @@ class Claim:
     paper: ClassVar[str] = ""  # the paper and section whose setup the measurement follows
     # the init recipe of that paper's setup (`model.init`); the study's init pass re-measures under the other one
     init: ClassVar[str] = "xiong"
+    # a loss gap's reading, for claims whose key number is "A's loss − B's": (A, " than B"), said as
+    # "A ends 0.123 nats worse than B" (a positive gap is worse: lower loss is better)
+    gap: ClassVar[tuple[str, str] | None] = None
 
     def runs(self, preset) -> list[dict[str, Any]]:
         """Config overrides (dotted keys) this claim needs, one dict per run; the study adds the seeds."""
@@ -165,7 +176,10 @@ class Claim:
     def reading(self, value: float) -> str | None:
         """The key number said in the claim's direction (which side is better, by how much); None: `statistic =
         value` says it well enough."""
-        return None
+        if self.gap is None:
+            return None
+        who, than = self.gap
+        return f"{who} ends {abs(value):.3f} nats {'worse' if value > 0 else 'better'}{than}"
 
 
 # -- statistics shared by the claims ------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, Claim, Figure, Part, Series, band,
+from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, Claim, claim, Figure, Part, Series, band,
                                        confidence, group, loglog_slope, mean_over_seeds, n_seeds, pct, select,
                                        sign, slope, spearman, t_interval)
 from normlab.study.claims.stability import _ci, cell, cell_label, cell_runs, depth_sweep, trains
@@ -75,9 +75,9 @@ def _clean(values: list[float | None]) -> tuple[list[int], list[float]]:
     return [i for i, _ in pairs], [v for _, v in pairs]
 
 
-@CLAIMS.register("C2")
+@claim("C2")
 class GradientsAtInitC2(Claim):
-    id, title = "C2", "Gradients at init: Post-LN grows toward the output, Pre-LN is uniform and ~1/√L"
+    title = "Gradients at init: Post-LN grows toward the output, Pre-LN is uniform and ~1/√L"
     statement = ("At initialization Post-LN's gradient norms grow toward the output layers, while Pre-LN's are "
                  "nearly uniform across layers and shrink like 1/sqrt(L) as L grows (Xiong et al. 2020).")
     sources = "000, 001"
@@ -164,9 +164,9 @@ class GradientsAtInitC2(Claim):
                                      logy=True, **self.WHERE)]
 
 
-@CLAIMS.register("C3")
+@claim("C3")
 class BottomGradientsC3(Claim):
-    id, title = "C3", "Pre-LN's bottom layers get larger gradients than its top layers"
+    title = "Pre-LN's bottom layers get larger gradients than its top layers"
     statement = "Pre-LN's bottom layers get larger gradients than its top layers (DeepNet paper)."
     sources = "004"
     paper = "Shleifer et al. 2021 (NormFormer, arXiv 2110.09456) §1 and Fig. 1: Pre-LN's early layers get much larger gradients than its later ones; Wang et al. 2022 (DeepNet) §3"
@@ -210,9 +210,9 @@ class BottomGradientsC3(Claim):
                                 "‖∇W‖ at the last measured step", when="final", logy=True)]
 
 
-@CLAIMS.register("C5")
+@claim("C5")
 class ResidualGrowthC5(Claim):
-    id, title = "C5", "Pre-LN's residual stream grows like O(l)"
+    title = "Pre-LN's residual stream grows like O(l)"
     statement = "In Pre-LN the residual stream grows with depth: ‖x_l‖ grows like O(l)."
     sources = "000, 003, 004"
     paper = ("the claim as three source articles make it (a Q&A on norm placement; \"Is Pre-Norm perfect?\"; "
@@ -267,9 +267,9 @@ class ResidualGrowthC5(Claim):
                                 "RMS(x_l)", logy=True, claim_id=self.id)]
 
 
-@CLAIMS.register("C6")
+@claim("C6")
 class WateredDownDepthC6(Claim):
-    id, title = "C6", "Pre-LN's depth is watered down"
+    title = "Pre-LN's depth is watered down"
     statement = ("In Pre-LN deep layers contribute little: ‖F_l‖/‖x_l‖ falls with l, consecutive layers' inputs "
                  "become nearly parallel, so an L-layer Pre-LN net behaves like a shallower one; Post-LN layers "
                  "stay full weight.")

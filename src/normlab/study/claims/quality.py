@@ -11,7 +11,7 @@ import torch
 from normlab.bench.norms import bench_norm_group
 from normlab.bench.steps import bench_steps
 from normlab.data import DEFAULT_CORPUS
-from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, Claim, Figure, Part, Series,
+from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, Claim, claim, Figure, Part, Series,
                                        compare, confidence, equivalence, failures, fails_more, group, loss_interval,
                                        n_seeds, noninferior, pct, said, select, t_interval)
 from normlab.study.claims.stability import (_ci, _p, _test, _tost, cell, describe, in_cell, lr_sweep,
@@ -62,9 +62,9 @@ def loss_bars(records, preset, title, groups: dict[str, dict]) -> Figure:
 FINETUNE_CORPUS = "paradise_lost"  # Milton, packaged: the transfer half of C7
 
 
-@CLAIMS.register("C7")
+@claim("C7")
 class PostLNCeilingC7(Claim):
-    id, title = "C7", "Tuned Post-LN ends better than Pre-LN"
+    title = "Tuned Post-LN ends better than Pre-LN"
     statement = ("Post-LN, once it trains (with warmup and tuning), reaches a better final result than Pre-LN of "
                  "the same depth (and transfers/fine-tunes better).")
     sources = "000, 004"
@@ -72,8 +72,7 @@ class PostLNCeilingC7(Claim):
              "Pre-LN; Su Jianlin (spaces.ac.cn/archives/9009) adds that it transfers and fine-tunes better")
 
 
-    def reading(self, value):
-        return f"best-tuned Post-LN ends {abs(value):.3f} nats {'better' if value < 0 else 'worse'} than Pre-LN"
+    gap = ("best-tuned Post-LN", " than Pre-LN")
 
     def runs(self, preset):
         extra = preset.depth_cell if in_cell(preset, self.id) else {}
@@ -207,9 +206,9 @@ def _nats(v) -> str:
     return "n/a" if v is None else f"{v:.3f}"
 
 
-@CLAIMS.register("C10")
+@claim("C10")
 class RMSNormC10(Claim):
-    id, title = "C10", "RMSNorm is cheaper than LayerNorm and converges as well"
+    title = "RMSNorm is cheaper than LayerNorm and converges as well"
     statement = ("RMSNorm drops the mean subtraction and the bias, costs less (7–64 % less time in the norm; "
                  "10–40 % faster training are the figures quoted) and converges as well as LayerNorm.")
     sources = "001, 002, 003"
@@ -291,17 +290,16 @@ class RMSNormC10(Claim):
             n: dict(model__scheme="pre", model__norm=n, **_at(preset)) for n in ("layernorm", "rmsnorm")})]
 
 
-@CLAIMS.register("C13")
+@claim("C13")
 class FinalNormC13(Claim):
-    id, title = "C13", "A Pre-LN stack needs a final norm"
+    title = "A Pre-LN stack needs a final norm"
     statement = "A Pre-LN stack needs a final norm before the output head (GPT-2's ln_f)."
     sources = "000, 002"
     paper = 'Radford et al. 2019 (GPT-2) §2.3: a final layer norm after the last block'
     init = "gpt2"  # the claim is GPT-2's: judged under GPT-2's init, re-measured under Xiong et al.'s
 
 
-    def reading(self, value):
-        return f"without its final norm the stack ends {abs(value):.3f} nats {'better' if value < 0 else 'worse'}"
+    gap = ("without its final norm the stack", "")
 
     def runs(self, preset):
         # "with" is the default (final_norm unset), so it is the same run as C1's and C10's Pre-LN
@@ -342,9 +340,9 @@ class FinalNormC13(Claim):
                           {"final norm": at, "no final norm": dict(at, model__final_norm=False)})]
 
 
-@CLAIMS.register("C15")
+@claim("C15")
 class LlamaRecipeC15(Claim):
-    id, title = "C15", "The LLaMA recipe does at least as well as the classic one"
+    title = "The LLaMA recipe does at least as well as the classic one"
     statement = ("Bias-free linear layers with SwiGLU and RMSNorm (the LLaMA recipe) do at least as well as the "
                  "classic recipe.")
     sources = "003"
@@ -355,8 +353,7 @@ class LlamaRecipeC15(Claim):
                "classic": {"model.norm": "layernorm", "model.mlp": "gelu", "model.bias": True}}
 
 
-    def reading(self, value):
-        return f"the LLaMA recipe ends {abs(value):.3f} nats {'better' if value < 0 else 'worse'} than the classic one"
+    gap = ("the LLaMA recipe", " than the classic one")
 
     def runs(self, preset):
         return [_fixed(preset, **{"model.scheme": "pre", **r}) for r in self.RECIPES.values()]

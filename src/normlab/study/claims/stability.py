@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from normlab.nn.schemes import SCHEMES
-from normlab.study.claims.base import (CLAIMS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, MIN_SEEDS, TRAINS, Claim,
+from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, MIN_SEEDS, TRAINS, Claim, claim,
                                        Figure, Part, Series, alpha, compare, confidence, equivalence, failures,
                                        fails_more, from_runs, group, loss_interval, n_seeds, noninferior, pct, said,
                                        select, setting_text, sign_test, spearman)
@@ -97,9 +97,9 @@ def trained_label(label: str, groups) -> str:
     return label
 
 
-@CLAIMS.register("C1")
+@claim("C1")
 class WarmupC1(Claim):
-    id, title = "C1", "Pre-LN needs no warmup; Post-LN does"
+    title = "Pre-LN needs no warmup; Post-LN does"
     statement = ("Pre-LN trains stably without learning-rate warmup; Post-LN needs warmup and, without it, "
                  "diverges or ends clearly worse at the same learning rate.")
     sources = "000, 001, 002, 003"
@@ -159,9 +159,9 @@ class WarmupC1(Claim):
         return [sweep_figure(records, preset, ("pre", "post"), "Final val loss vs lr, with and without warmup")]
 
 
-@CLAIMS.register("C11")
+@claim("C11")
 class LearningRateC11(Claim):
-    id, title = "C11", "Pre-LN tolerates larger learning rates"
+    title = "Pre-LN tolerates larger learning rates"
     statement = "Pre-LN tolerates larger learning rates than Post-LN."
     sources = "000, 002"
     paper = "Xiong et al. 2020 (arXiv 2002.04745) §4: Pre-LN trains at larger learning rates than Post-LN"
@@ -248,17 +248,16 @@ def _seeds(records, **where) -> list[int]:
     return sorted({r.seed for r in select(records, False, **where)})
 
 
-@CLAIMS.register("C4")
+@claim("C4")
 class DepthC4(Claim):
-    id, title = "C4", "Post-LN gets harder to train with depth"
+    title = "Post-LN gets harder to train with depth"
     statement = "Post-LN gets harder to train as depth grows (beyond roughly 10–20 layers); Pre-LN trains 100+ layers."
     sources = "000, 001"
     paper = ("Wang et al. 2022 (DeepNet, arXiv 2203.00555) §3 and Fig. 3: Post-LN's training breaks down as "
              "depth grows; Liu et al. 2020 (Admin, arXiv 2004.08249) §3")
 
 
-    def reading(self, value):
-        return f"at the deepest depth Post-LN ends {abs(value):.3f} nats {'worse' if value > 0 else 'better'} than Pre-LN"
+    gap = ("at the deepest depth Post-LN", " than Pre-LN")
 
     def runs(self, preset):
         return depth_sweep(preset, ("pre", "post"))
@@ -328,9 +327,9 @@ def depth_figure(records, preset, schemes, depths=None, **where) -> Figure:
     return fig
 
 
-@CLAIMS.register("C8")
+@claim("C8")
 class DeepNormC8(Claim):
-    id, title = "C8", "DeepNorm trains very deep models"
+    title = "DeepNorm trains very deep models"
     statement = ("DeepNorm trains extremely deep models (1,000 layers) stably, where Post-LN fails, and beats "
                  "Pre-LN at the same depth.")
     sources = "001, 003"
@@ -338,8 +337,7 @@ class DeepNormC8(Claim):
              "diverges, and beats Pre-LN")
 
 
-    def reading(self, value):
-        return f"DeepNorm ends {abs(value):.3f} nats {'worse' if value > 0 else 'better'} than Pre-LN at the deepest depth"
+    gap = ("DeepNorm", " than Pre-LN at the deepest depth")
 
     def runs(self, preset):
         return [{**preset.deep_base, **r} for r in
@@ -398,9 +396,9 @@ class DeepNormC8(Claim):
         return [depth_figure(records, preset, ("pre", "post", "deepnorm"), preset.deep_depths, **_deep(preset))]
 
 
-@CLAIMS.register("C14")
+@claim("C14")
 class PeriC14(Claim):
-    id, title = "C14", "Peri-LN is a further stabilizer"
+    title = "Peri-LN is a further stabilizer"
     statement = "Peri-LN (normalize both the input and the output of each sub-layer) is a further stabilizer."
     sources = "002"
     paper = ("Kim et al. 2025 (Peri-LN, arXiv 2502.02732) §4: fewer divergences and larger usable learning rates "

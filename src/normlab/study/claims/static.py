@@ -13,7 +13,7 @@ from normlab.config import format_validation_error
 from normlab.nn.schemes import Residual, deepnorm_constants
 from normlab.bench.steps import bench_steps
 from normlab.study import measure
-from normlab.study.claims.base import CLAIMS, FAILS, HOLDS, INCONCLUSIVE, Claim, Figure, Series
+from normlab.study.claims.base import claim, FAILS, HOLDS, INCONCLUSIVE, Claim, Figure, Series
 from normlab.study.claims.quality import STEP_CONFIG
 
 # Seed 001's simplified table (fixed numbers, independent of depth)
@@ -38,9 +38,9 @@ MEMORY_SAVING = (0.05, 0.10)  # the claimed saving of Pre-LN over Post-LN
 MEMORY_SAME = 0.01  # relative differences below this count as "no saving"
 
 
-@CLAIMS.register("C9")
+@claim("C9")
 class DeepNormConstantsC9(Claim):
-    id, title = "C9", "DeepNorm's constants depend on the architecture"
+    title = "DeepNorm's constants depend on the architecture"
     statement = ("DeepNorm's constants depend on the architecture: encoder-only α=(2N)^¼, β=(8N)^-¼; decoder-only "
                  "α=(2M)^¼, β=(8M)^-¼; encoder-decoder: encoder α=0.81(N⁴M)^1/16, β=0.87(N⁴M)^-1/16, decoder "
                  "α=(3M)^¼, β=(12M)^-¼. Seed 001 prints fixed numbers instead.")
@@ -145,9 +145,9 @@ def _used_by_model(architecture: str, depth: int) -> dict[str, dict[str, float |
     return out
 
 
-@CLAIMS.register("C12")
+@claim("C12")
 class MemoryC12(Claim):
-    id, title = "C12", "Pre-LN lowers peak training memory by 5–10 %"
+    title = "Pre-LN lowers peak training memory by 5–10 %"
     statement = "Pre-LN lowers peak training memory by 5–10 %."
     sources = "002"
     paper = ("the source article 'Understanding Pre-LayerNorm' (2025) only; no paper measures it; "
@@ -183,9 +183,9 @@ class MemoryC12(Claim):
                          summary, pre=measurement["pre"], post=measurement["post"])
 
 
-@CLAIMS.register("C16")
+@claim("C16")
 class CausalityC16(Claim):
-    id, title = "C16", "Every scheme stays causal"
+    title = "Every scheme stays causal"
     statement = "Norm placement does not change the causal mask: autoregressive models stay causal in every scheme."
     sources = "002"
     paper = ("the source article 'Understanding Pre-LayerNorm' (2025); a property of the attention mask"
