@@ -32,44 +32,102 @@ def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dropout_
     return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal)
 
 
+class Rotary(nn.Module):
+    """Rotary position embedding (RoPE, Su et al. 2021, arXiv 2104.09864; LLaMA): q and k of each head are
+    rotated by an angle proportional to their position, so q·k depends on positions only through their
+    difference. Pairs are (i, i + hs/2), the half-split layout of GPT-NeoX and Hugging Face's Llama, with
+    frequencies θ^(−2i/hs).
+    """
+
+    def __init__(self, head_dim: int, theta: float = 10000.0):
+        super().__init__()
+        self.head_dim, self.theta = head_dim, theta
+        exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim
+        self.register_buffer("inv_freq", 1.0 / theta ** exponents, persistent=False)  # (hs/2,)
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        T = q.size(-2)
+        angles = torch.outer(torch.arange(T, device=q.device, dtype=torch.float32), self.inv_freq.float())
+        angles = torch.cat((angles, angles), dim=-1)  # (T, hs)
+        cos, sin = angles.cos().to(q.dtype), angles.sin().to(q.dtype)
+        return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+
+    def extra_repr(self) -> str:
+        return f"head_dim={self.head_dim}, theta={self.theta:g}"
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
 class CausalSelfAttention(nn.Module):
     """softmax(QKᵀ/√d_head + causal mask) V, through `F.scaled_dot_product_attention`.
 
     `causal=False` drops the mask: an encoder's bidirectional self-attention.
     `inner_norm` sits between the head mixing and the output projection
     (Sub-LN / Magneto); it is an Identity in every other scheme.
+
+    Options the Hugging Face families need, each off by default:
+    `n_kv_head` < n_head: grouped-query attention (Ainslie et al. 2023, arXiv 2305.13245): each group of
+    n_head / n_kv_head query heads shares one key and value head. `head_dim`: the head width when it is not
+    d_model / n_head (Qwen3). `qk_norm`: (q_norm, k_norm, "per_head" | "full_width"), QK-norm (Dehghani et
+    al. 2023, arXiv 2302.05442): q and k normalized per head (Qwen3, Gemma-3) or over their full width
+    (OLMo-2), before the rotation. `rotary`: RoPE instead of learned positions.
     """
 
     def __init__(self, d_model: int, n_head: int, bias: bool, dropout: float,
-                 inner_norm: nn.Module | None = None, causal: bool = True):
+                 inner_norm: nn.Module | None = None, causal: bool = True, *, n_kv_head: int | None = None,
+                 head_dim: int | None = None, qkv_bias: bool | None = None,
+                 qk_norm: tuple[nn.Module, nn.Module, str] | None = None, rotary: Rotary | None = None):
         super().__init__()
         self.n_head, self.d_model, self.dropout, self.causal = n_head, d_model, dropout, causal
-        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)  # q, k, v stacked on the out dim
+        self.n_kv_head = n_kv_head or n_head
+        self.head_dim = head_dim or d_model // n_head
+        q_width, kv_width = n_head * self.head_dim, self.n_kv_head * self.head_dim
+        self.sizes = (q_width, kv_width, kv_width)
+        self.qkv = nn.Linear(d_model, sum(self.sizes), bias=bias if qkv_bias is None else qkv_bias)  # q, k, v
+        self.qk_norm = qk_norm[2] if qk_norm else "none"
+        if qk_norm:
+            self.q_norm, self.k_norm = qk_norm[0], qk_norm[1]
+        self.rotary = rotary
         self.inner_norm = inner_norm if inner_norm is not None else nn.Identity()
-        self.proj = nn.Linear(d_model, d_model, bias=bias)
+        self.proj = nn.Linear(q_width, d_model, bias=bias)
         self.resid_dropout = nn.Dropout(dropout)
 
     def heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """q, k, v of input x (B, T, C), each split into heads: (B, nh, T, hs)."""
-        B, T, C = x.shape
-        q, k, v = self.qkv(x).split(C, dim=2)
-        return tuple(t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        """q, k, v of input x (B, T, C), each split into heads: (B, nh, T, hs); grouped k, v repeated to nh."""
+        B, T, _ = x.shape
+        q, k, v = self.qkv(x).split(self.sizes, dim=2)
+        if self.qk_norm == "full_width":
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k, v = (t.reshape(B, T, -1, self.head_dim) for t in (q, k, v))  # (B, T, heads, hs)
+        if self.qk_norm == "per_head":
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (B, heads, T, hs)
+        if self.rotary is not None:
+            q, k = self.rotary(q, k)
+        if self.n_kv_head != self.n_head:
+            group = self.n_head // self.n_kv_head
+            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        return q, k, v
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
         q, k, v = self.heads(x)  # (B, nh, T, hs) each
         p = self.dropout if self.training else 0.0
         y = causal_attention(q, k, v, p, self.causal)  # (B, nh, T, hs)
-        y = y.transpose(1, 2).contiguous().view(B, T, C)  # re-assemble heads side by side
+        y = y.transpose(1, 2).contiguous().view(B, T, -1)  # re-assemble heads side by side
         return self.resid_dropout(self.proj(self.inner_norm(y)))
 
     def projections(self) -> Iterator[tuple[str, torch.Tensor]]:
         """(role, weight) for init: q, k, v are row blocks of the fused qkv weight."""
-        q, k, v = self.qkv.weight.split(self.d_model, dim=0)
+        q, k, v = self.qkv.weight.split(self.sizes, dim=0)
         yield from (("q", q), ("k", k), ("v", v), ("out", self.proj.weight))
 
     def extra_repr(self) -> str:
-        return f"causal={self.causal}"
+        extra = "" if self.n_kv_head == self.n_head else f", n_kv_head={self.n_kv_head}"
+        return f"causal={self.causal}{extra}" + ("" if self.qk_norm == "none" else f", qk_norm={self.qk_norm}")
 
 
 class CrossAttention(nn.Module):

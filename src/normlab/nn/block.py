@@ -6,7 +6,7 @@ import functools
 import torch
 from torch import nn
 
-from normlab.nn.attention import CausalSelfAttention, CrossAttention
+from normlab.nn.attention import CausalSelfAttention, CrossAttention, Rotary
 from normlab.nn.config import ModelConfig
 from normlab.nn.mlp import MLPS
 from normlab.nn.norms import make_norm
@@ -17,6 +17,19 @@ def norm_factory(cfg: ModelConfig, d: int):
     """A zero-argument function that builds one of the config's normalizers of width d."""
     return functools.partial(make_norm, cfg.norm, d, eps=cfg.norm_eps, affine=cfg.norm_affine,
                              bias=cfg.resolved_norm_bias(), options=cfg.norm_options)
+
+
+def self_attention(cfg: ModelConfig, inner_norm: nn.Module | None, causal: bool) -> CausalSelfAttention:
+    """The config's self-attention: heads, grouped k/v, QK-norm and rotary positions as it names them."""
+    qk_norm = None
+    if cfg.qk_norm != "none":
+        q_width = cfg.head_dim if cfg.qk_norm == "per_head" else cfg.n_head * cfg.head_dim
+        k_width = cfg.head_dim if cfg.qk_norm == "per_head" else (cfg.n_kv_head or cfg.n_head) * cfg.head_dim
+        qk_norm = (norm_factory(cfg, q_width)(), norm_factory(cfg, k_width)(), cfg.qk_norm)
+    rotary = Rotary(cfg.head_dim, cfg.rope_theta) if cfg.positions == "rope" else None
+    return CausalSelfAttention(cfg.d_model, cfg.n_head, cfg.bias, cfg.dropout, inner_norm, causal=causal,
+                               n_kv_head=cfg.n_kv_head, head_dim=cfg.d_head, qkv_bias=cfg.qkv_bias,
+                               qk_norm=qk_norm, rotary=rotary)
 
 
 class Block(nn.Module):
@@ -34,8 +47,8 @@ class Block(nn.Module):
         d_ff = cfg.resolved_d_ff()
         inner = norm_factory(cfg, cfg.d_model) if scheme.inner_norms else lambda: None
         mlp_inner = norm_factory(cfg, d_ff)() if scheme.inner_norms else None
-        attention = CausalSelfAttention(cfg.d_model, cfg.n_head, cfg.bias, cfg.dropout, inner(), causal=causal)
-        mlp = MLPS.get(cfg.mlp)(cfg.d_model, d_ff, cfg.bias, cfg.dropout, mlp_inner)
+        attention = self_attention(cfg, inner(), causal)
+        mlp = MLPS.get(cfg.mlp)(cfg.d_model, d_ff, cfg.bias, cfg.dropout, mlp_inner, cfg.gelu_approximate)
         self.attn = scheme.residual(attention, layer, norm_factory(cfg, cfg.d_model))
         self.cross = (scheme.residual(CrossAttention(cfg.d_model, cfg.n_head, cfg.bias, cfg.dropout, inner()),
                                       layer, norm_factory(cfg, cfg.d_model)) if cross else None)

@@ -30,6 +30,19 @@ class ModelConfig(BaseModel):
     """Attention heads per block; d_model must be divisible by it."""
     d_model: int = Field(default=384, ge=1)
     """Width of the residual stream."""
+    n_kv_head: int | None = Field(default=None, ge=1)
+    """Key/value heads: fewer than n_head is grouped-query attention (Ainslie et al. 2023, arXiv 2305.13245;
+    Llama 2/3, Mistral, Qwen); unset: n_head."""
+    d_head: int | None = Field(default=None, ge=1)
+    """Width of one attention head; unset: d_model / n_head (Qwen3 sets it apart from the stream's width)."""
+    positions: Literal["learned", "rope"] = "learned"
+    """learned: absolute position embeddings up to block_size (GPT-2, BERT); rope: rotary embeddings of q and
+    k (Su et al. 2021, arXiv 2104.09864; LLaMA), no position embedding."""
+    rope_theta: float = Field(default=10000.0, gt=0)
+    """RoPE's base θ: pair i turns at θ^(-2i/d_head) radians per position."""
+    qk_norm: Literal["none", "per_head", "full_width"] = "none"
+    """QK-norm (Dehghani et al. 2023, arXiv 2302.05442) with the model's normalizer: q and k normalized per
+    head (Qwen3, Gemma-3) or over their full width (OLMo-2), before the rotation."""
 
     scheme: str = "pre"
     """Normalization placement: see `normlab schemes` (post, pre, sandwich, peri, deepnorm, mix, lns, subln)."""
@@ -54,6 +67,17 @@ class ModelConfig(BaseModel):
     """Hidden width of the MLP; unset: 4·d_model for gelu, 8/3·d_model (rounded up to 8) for swiglu."""
     bias: bool = False
     """Bias in every linear layer."""
+    qkv_bias: bool | None = None
+    """Bias in the q, k, v projections; unset: same as `bias` (Qwen2 has it there and nowhere else)."""
+    gelu_approximate: Literal["none", "tanh"] = "none"
+    """GELU's form: the exact erf (BERT, nanoGPT) or the tanh approximation GPT-2 was trained with."""
+    embed_norm: bool | None = None
+    """A norm on the embeddings before the first block; unset: the scheme's default (Peri-LN's). BERT is
+    Post-LN with one."""
+    head_transform: bool = False
+    """BERT's masked-LM head (Devlin et al. 2019): dense → GELU → norm before the output projection."""
+    head_bias: bool = False
+    """A bias on the output projection (BERT's decoder bias)."""
     dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
     """Dropout on attention weights, sub-layer outputs and embeddings."""
     tie_weights: bool = True
@@ -77,8 +101,18 @@ class ModelConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> "ModelConfig":
-        if self.d_model % self.n_head:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
+        if self.d_head is None and self.d_model % self.n_head:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head}), or set d_head")
+        if self.n_kv_head is not None and self.n_head % self.n_kv_head:
+            raise ValueError(f"n_head ({self.n_head}) must be divisible by n_kv_head ({self.n_kv_head})")
+        if self.positions == "rope" and self.head_dim % 2:
+            raise ValueError(f"rotary positions turn pairs of channels: the head width ({self.head_dim}) must be even")
+        if self.arch == "encoder-decoder" and (self.positions != "learned" or self.head_transform):
+            raise ValueError("an encoder-decoder has learned positions and a plain head (positions = 'rope' and "
+                             "head_transform are for decoder or encoder models)")
+        if self.scheme == "subln" and self.head_dim * self.n_head != self.d_model:
+            raise ValueError(f"scheme 'subln' normalizes the heads' output at d_model; d_head × n_head "
+                             f"({self.head_dim} × {self.n_head}) must equal d_model ({self.d_model})")
         scheme_cls = SCHEMES.get(self.scheme)
         norm_cls = NORMS.get(self.norm)
         if self.n_dec_layer is not None and self.arch != "encoder-decoder":
@@ -100,7 +134,17 @@ class ModelConfig(BaseModel):
 
     @property
     def head_dim(self) -> int:
-        return self.d_model // self.n_head
+        return self.d_head or self.d_model // self.n_head
+
+    def resolved_embed_norm(self) -> bool:
+        return SCHEMES.get(self.scheme).embed_norm if self.embed_norm is None else self.embed_norm
+
+    @property
+    def stackable(self) -> bool:
+        """Whether normlab.nn.stacked can train many of these models as one: its embedding and head carry
+        learned positions and a plain projection only."""
+        return (self.positions == "learned" and not self.head_transform and not self.head_bias
+                and SCHEMES.get(self.scheme).stackable)
 
     def stacks(self) -> dict[str, "Stack"]:
         """The model's stacks ("encoder", "decoder") and what each scheme instance needs to know of them."""

@@ -90,7 +90,8 @@ def _init_tables(model: nn.Module, cfg: ModelConfig) -> None:
     output projection is N(0, d^-½) (under the base inits and gpt2 both are init_std)."""
     emb_std = embedding_std(cfg)
     for emb in (model.wte, model.wpe, *([model.dec_wpe] if hasattr(model, "dec_wpe") else [])):
-        nn.init.normal_(emb.weight, 0.0, emb_std)
+        if emb is not None:  # rotary positions: no position table
+            nn.init.normal_(emb.weight, 0.0, emb_std)
     for module in model.modules():
         if isinstance(module, nn.Linear) and module.bias is not None:
             nn.init.zeros_(module.bias)

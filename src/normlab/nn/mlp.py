@@ -18,9 +18,9 @@ class _MLPBase(nn.Module):
     n_in: int = 1  # how many d → hidden projections `fc` stacks
 
     def __init__(self, d_model: int, d_ff: int, bias: bool, dropout: float,
-                 inner_norm: nn.Module | None = None):
+                 inner_norm: nn.Module | None = None, gelu_approximate: str = "none"):
         super().__init__()
-        self.d_ff = d_ff
+        self.d_ff, self.gelu_approximate = d_ff, gelu_approximate
         self.fc = nn.Linear(d_model, self.n_in * d_ff, bias=bias)
         self.inner_norm = inner_norm if inner_norm is not None else nn.Identity()
         self.proj = nn.Linear(d_ff, d_model, bias=bias)
@@ -38,10 +38,11 @@ class _MLPBase(nn.Module):
 
 @MLPS.register("gelu")
 class GeluMLP(_MLPBase):
-    """GELU(x W₁) W₂ (GPT-2)."""
+    """GELU(x W₁) W₂ (Hendrycks & Gimpel 2016, arXiv 1606.08415): the exact erf form (BERT, nanoGPT), or
+    `gelu_approximate = "tanh"`, the tanh approximation GPT-2 was trained with (HF's `gelu_new`)."""
 
     def activate(self, h: torch.Tensor) -> torch.Tensor:
-        return F.gelu(h)
+        return F.gelu(h, approximate=self.gelu_approximate)
 
 
 @MLPS.register("swiglu")

@@ -34,14 +34,31 @@ def run_block(model: nn.Module, block: nn.Module, *args: torch.Tensor) -> torch.
     return block(*args)
 
 
-def embed(model: nn.Module, tokens: torch.Tensor, wpe: nn.Embedding, embed_norm: nn.Module,
+def embed(model: nn.Module, tokens: torch.Tensor, wpe: nn.Embedding | None, embed_norm: nn.Module,
           what: str = "sequence") -> torch.Tensor:
-    """Token + learned position embeddings, dropout, and the scheme's embedding norm (if any): (B, T, C)."""
+    """Token + learned position embeddings (none with rotary positions), dropout, and the embedding norm
+    (if any): (B, T, C)."""
     T = tokens.size(1)
     if T > model.cfg.block_size:
         raise ValueError(f"{what} length {T} exceeds block_size {model.cfg.block_size}")
-    x = model.drop(model.wte(tokens) * model.embed_scale + wpe(torch.arange(T, device=tokens.device)))
-    return embed_norm(x)
+    x = model.wte(tokens) * model.embed_scale
+    if wpe is not None:
+        x = x + wpe(torch.arange(T, device=tokens.device))
+    return embed_norm(model.drop(x))
+
+
+class HeadTransform(nn.Module):
+    """BERT's masked-LM head before its output projection (Devlin et al. 2019, arXiv 1810.04805, and its
+    released code): dense d → d, GELU, norm."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.dense = nn.Linear(cfg.d_model, cfg.d_model, bias=cfg.bias)
+        self.gelu_approximate = cfg.gelu_approximate
+        self.norm = norm_factory(cfg, cfg.d_model)()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(F.gelu(self.dense(x), approximate=self.gelu_approximate))
 
 
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -62,13 +79,14 @@ class GPT(nn.Module):
         make = norm_factory(cfg, cfg.d_model)
         self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.embed_scale = embed_scale(cfg)  # √d under the xiong recipe (fairseq), else 1
-        self.wpe = nn.Embedding(cfg.block_size, cfg.d_model)
+        self.wpe = nn.Embedding(cfg.block_size, cfg.d_model) if cfg.positions == "learned" else None
         self.drop = nn.Dropout(cfg.dropout)
-        self.embed_norm = make() if self.scheme.embed_norm else nn.Identity()
+        self.embed_norm = make() if cfg.resolved_embed_norm() else nn.Identity()
         self.blocks = nn.ModuleList(Block(cfg, layer, self.scheme, causal=cfg.arch == "decoder")
                                     for layer in range(cfg.n_layer))
         self.final_norm = self.scheme.final(make) if cfg.resolved_final_norm() else nn.Identity()
-        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.head_transform = HeadTransform(cfg) if cfg.head_transform else nn.Identity()
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=cfg.head_bias)
         if cfg.tie_weights:
             self.lm_head.weight = self.wte.weight  # Press & Wolf 2017, arXiv 1608.05859
         self.init_record = init_weights(self, cfg, self.scheme)
@@ -78,7 +96,7 @@ class GPT(nn.Module):
         x = embed(self, idx, self.wpe, self.embed_norm)  # (B, T, C)
         for block in self.blocks:
             x = run_block(self, block, x)
-        logits = self.lm_head(self.final_norm(x))  # (B, T, vocab)
+        logits = self.lm_head(self.head_transform(self.final_norm(x)))  # (B, T, vocab)
         return logits, (None if targets is None else cross_entropy(logits, targets))
 
     def projections(self) -> Iterator[tuple[str, torch.Tensor]]:
@@ -94,7 +112,7 @@ class GPT(nn.Module):
     def num_params(self, non_embedding: bool = True) -> int:
         """Parameter count; by default without the position embedding (as nanoGPT)."""
         n = sum(p.numel() for p in self.parameters())
-        return n - self.wpe.weight.numel() if non_embedding else n
+        return n - self.wpe.weight.numel() if non_embedding and self.wpe is not None else n
 
 
 class EncoderDecoder(nn.Module):
@@ -119,8 +137,8 @@ class EncoderDecoder(nn.Module):
         self.wpe = nn.Embedding(cfg.block_size, cfg.d_model)  # encoder positions
         self.dec_wpe = nn.Embedding(cfg.block_size, cfg.d_model)
         self.drop = nn.Dropout(cfg.dropout)
-        self.enc_embed_norm = make() if self.enc_scheme.embed_norm else nn.Identity()
-        self.embed_norm = make() if self.scheme.embed_norm else nn.Identity()
+        self.enc_embed_norm = make() if cfg.resolved_embed_norm() else nn.Identity()
+        self.embed_norm = make() if cfg.resolved_embed_norm() else nn.Identity()
         self.encoder = nn.ModuleList(Block(cfg, layer, self.enc_scheme, causal=False) for layer in range(cfg.n_layer))
         self.enc_final_norm = self.enc_scheme.final(make) if cfg.resolved_final_norm() else nn.Identity()
         self.decoder = nn.ModuleList(Block(cfg, layer, self.scheme, causal=True, cross=True)

@@ -22,7 +22,6 @@ import torch
 
 from normlab.config import RunConfig
 from normlab.data import corpus_of
-from normlab.nn.schemes import SCHEMES
 from normlab.diagnostics.probe import NO_PROBE
 from normlab.nn.stacked import StackedGPT
 from normlab.train.cadence import run_cadence
@@ -45,7 +44,7 @@ def groupable(cfg: RunConfig) -> bool:
     """torch.compile compiles one model's graph, and StackedGPT stacks decoder-only GPTs of schemes whose
     parameters all live in Linear/Embedding/Norm leaves: others train alone."""
     return (not cfg.train.compile and not cfg.train.activation_checkpointing and cfg.model.arch == "decoder"
-            and SCHEMES.get(cfg.model.scheme).stackable)
+            and cfg.model.stackable)
 
 
 @dataclass
