@@ -93,11 +93,15 @@ class GPT(nn.Module):
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
         """Logits (B, T, vocab) and, given targets, the mean cross-entropy."""
+        logits = self.lm_head(self.head_transform(self.hidden(idx)))  # (B, T, vocab)
+        return logits, (None if targets is None else cross_entropy(logits, targets))
+
+    def hidden(self, idx: torch.Tensor) -> torch.Tensor:
+        """The last hidden states (B, T, C): the stream after the last block and the final norm, if any."""
         x = embed(self, idx, self.wpe, self.embed_norm)  # (B, T, C)
         for block in self.blocks:
             x = run_block(self, block, x)
-        logits = self.lm_head(self.head_transform(self.final_norm(x)))  # (B, T, vocab)
-        return logits, (None if targets is None else cross_entropy(logits, targets))
+        return self.final_norm(x)
 
     def projections(self) -> Iterator[tuple[str, torch.Tensor]]:
         """(role, weight) of every block projection: q, k, v, out, ffn_in, ffn_out."""
