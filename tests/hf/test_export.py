@@ -1,0 +1,86 @@
+"""`export_hf`: a normlab model of each exportable layout written as a Hugging Face directory, loaded by
+`transformers.AutoModel*.from_pretrained` (no remote code), must give normlab's logits within 1e-4; the
+placements with no layout are refused in one line."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from normlab.hf.convert import import_hf  # noqa: E402
+from normlab.hf.export import export_hf, layout_for  # noqa: E402
+from normlab.nn import ModelConfig, build_model  # noqa: E402
+
+TOL = 1e-4
+TINY = dict(vocab_size=71, block_size=32, n_layer=2, n_head=4, d_model=32)
+LAYOUTS = {
+    "gpt2": (dict(scheme="pre", norm="layernorm", bias=True, gelu_approximate="tanh"), "AutoModelForCausalLM"),
+    "gpt2-xiong": (dict(scheme="pre", norm="layernorm", init="xiong"), "AutoModelForCausalLM"),  # √d-scaled embedding
+    "llama": (dict(scheme="pre", norm="rmsnorm", positions="rope", mlp="swiglu", n_kv_head=2, tie_weights=False),
+              "AutoModelForCausalLM"),
+    "qwen3": (dict(scheme="pre", norm="rmsnorm", positions="rope", mlp="swiglu", qk_norm="per_head", d_head=16),
+              "AutoModelForCausalLM"),
+    "bert": (dict(arch="encoder", scheme="post", norm="layernorm", embed_norm=True, bias=True), "AutoModel"),
+    "bert-mlm": (dict(arch="encoder", scheme="post", norm="layernorm", embed_norm=True, bias=True,
+                      head_transform=True, head_bias=True), "AutoModelForMaskedLM"),
+}
+
+
+def _model(settings):
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(**TINY, **settings)).eval()
+    with torch.no_grad():  # move norms and biases off their init, so that a swapped one would show
+        for name, p in model.named_parameters():
+            if "norm" in name or name.endswith("bias"):
+                p.add_(0.1 * torch.randn_like(p))
+    return model
+
+
+@pytest.mark.parametrize("case", list(LAYOUTS))
+def test_transformers_loads_the_export_with_the_same_logits(tmp_path, case):
+    settings, auto = LAYOUTS[case]
+    model = _model(settings)
+    export_hf(model, model.cfg, tmp_path / "out", char_vocab=[chr(32 + i) for i in range(71)])
+    hf = getattr(transformers, auto).from_pretrained(tmp_path / "out", local_files_only=True,
+                                                     trust_remote_code=False).eval()
+    ids = torch.randint(0, 71, (2, 20), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        out = hf(input_ids=ids, attention_mask=torch.ones_like(ids))
+        want = out.logits if hasattr(out, "logits") else out.last_hidden_state
+        got = model(ids)[0] if auto != "AutoModel" else model.hidden(ids)
+    assert (got - want).abs().max().item() <= TOL
+    # and back: the exported directory imports to the same function
+    back = import_hf(tmp_path / "out").model
+    with torch.no_grad():
+        again = back(ids)[0] if auto != "AutoModel" else back.hidden(ids)
+    assert (again - got).abs().max().item() <= TOL
+
+
+def test_the_character_vocabulary_travels_as_a_tokenizer(tmp_path):
+    model = _model(LAYOUTS["gpt2"][0])
+    chars = ["\n", " ", "!"] + [chr(c) for c in range(ord("A"), ord("A") + 68)]
+    export_hf(model, model.cfg, tmp_path / "out", char_vocab=chars)
+    tok = transformers.AutoTokenizer.from_pretrained(tmp_path / "out", local_files_only=True)
+    ids = tok("AB C!\nA", add_special_tokens=False)["input_ids"]
+    assert ids == [chars.index(c) for c in "AB C!\nA"]
+    assert tok.decode(ids) == "AB C!\nA"
+
+
+@pytest.mark.parametrize("settings, named", [
+    (dict(scheme="post"), "scheme 'post'"), (dict(scheme="deepnorm"), "scheme 'deepnorm'"),
+    (dict(scheme="mix"), "scheme 'mix'"), (dict(scheme="pre", norm="rmsnorm"), "exportable: gpt2")])
+def test_a_placement_without_a_layout_is_refused_in_one_line(settings, named):
+    cfg = ModelConfig(**TINY, **settings)
+    with pytest.raises(ValueError, match=named) as e:
+        layout_for(cfg)
+    assert "\n" not in str(e.value) and "llama" in str(e.value) and "bert" in str(e.value)
+
+
+def test_export_never_writes_into_a_directory_it_did_not_make(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "mine.txt").write_text("keep")
+    model = _model(LAYOUTS["gpt2"][0])
+    with pytest.raises(ValueError, match="not empty"):
+        export_hf(model, model.cfg, tmp_path / "out")
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["mine.txt"]
