@@ -30,8 +30,11 @@ class DataConfig(BaseModel):
     path: str | None = None
     """A UTF-8 text file, or a packaged corpus by name (`tinyshakespeare`, `paradise_lost`); unset: tiny
     Shakespeare."""
-    tokenizer: Literal["char", "byte"] = "char"
-    """`char`: one token per distinct character; `byte`: the 256 UTF-8 byte values."""
+    tokenizer: Literal["char", "byte", "hf"] = "char"
+    """`char`: one token per distinct character; `byte`: the 256 UTF-8 byte values; `hf`: the Hugging Face
+    tokenizer.json in `tokenizer_dir` (an imported model's own tokens)."""
+    tokenizer_dir: str | None = None
+    """With tokenizer = 'hf': the directory holding tokenizer.json (`normlab import-hf` sets it)."""
     vocab_from: str | None = None
     """Tokenize with this corpus's vocabulary instead of the text's own (fine-tuning keeps the pretrained
     model's tokens); characters outside it are dropped and counted in run.json."""
@@ -89,7 +92,11 @@ class TrainConfig(BaseModel):
     forward of compute. Same numerics (dropout's RNG is replayed). Measured steps (diagnostics) run without."""
     init_from: str | None = None
     """A run directory whose trained weights start this run (fine-tuning). Loaded with weights_only; its model
-    config must be this run's. The optimizer, schedule and step start fresh."""
+    config must be this run's (see init_from_match). The optimizer, schedule and step start fresh."""
+    init_from_match: Literal["exact", "by_name"] = "exact"
+    """exact: init_from must be this very model. by_name: another placement or normalizer of the same weights
+    (a swap): every tensor of the source with this model's name and shape is kept, the rest start at their
+    init, and run.json lists what was kept, new and left behind."""
     untrained_margin: float = Field(default=0.1, ge=0)
     """A completed run whose final val loss is within this many nats of the corpus's unigram cross-entropy
     (or above it) failed to train: it never left the plateau of token frequencies (0: never judged)."""
@@ -157,7 +164,8 @@ class RunConfig(BaseModel):
 # fields added after runs were first hashed, and the value all those runs had
 HASH_NEUTRAL = {"model.arch": "decoder", "train.activation_checkpointing": False, "diagnostics.layer_skip_most": 100,
                 "model.positions": "learned", "model.rope_theta": 10000.0, "model.qk_norm": "none",
-                "model.gelu_approximate": "none", "model.head_transform": False, "model.head_bias": False}
+                "model.gelu_approximate": "none", "model.head_transform": False, "model.head_bias": False,
+                "train.init_from_match": "exact"}
 
 
 class ConfigError(ValueError):

@@ -71,6 +71,45 @@ class ByteTokenizer:
 TOKENIZERS = {"char": CharTokenizer, "byte": ByteTokenizer}
 
 
+class HFTokenizer:
+    """A Hugging Face fast tokenizer: the tokenizer.json of a model directory, read by the `tokenizers`
+    library (a JSON description of the vocabulary and rules; nothing in it runs). An imported model keeps its
+    own tokens (`normlab import-hf` copies the file into the run directory's `tokenizer/`), and a masked LM
+    its own mask token."""
+
+    kind = "hf"
+    MASKS = ("[MASK]", "<mask>")
+
+    def __init__(self, directory: str | Path):
+        try:
+            from tokenizers import Tokenizer
+        except ImportError:
+            raise CorpusError("data.tokenizer = 'hf' needs the `tokenizers` package: pip install 'normlab[hf]'") from None
+        file = Path(directory) / "tokenizer.json"
+        if not file.is_file():
+            raise CorpusError(f"data.tokenizer = 'hf': no tokenizer.json in {str(directory)!r}")
+        try:
+            self.tok = Tokenizer.from_file(str(file))
+        except Exception as e:  # the library's own error types; one line either way
+            raise CorpusError(f"{file}: not a tokenizer the `tokenizers` library reads ({str(e).splitlines()[0]})") from None
+        self.tok.no_truncation()  # a corpus is one long text: a model's saved max_length must not cut it
+        self.tok.no_padding()
+        self.mask_id = next((i for i in map(self.tok.token_to_id, self.MASKS) if i is not None), None)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tok.get_vocab_size()
+
+    def encode(self, text: str) -> list[int]:
+        return self.tok.encode(text, add_special_tokens=False).ids
+
+    def encode_known(self, text: str) -> tuple[list[int], int]:
+        return self.encode(text), 0  # an unknown character becomes the tokenizer's own unknown token
+
+    def decode(self, ids: list[int]) -> str:
+        return self.tok.decode(ids)
+
+
 @dataclass
 class Corpus:
     """A tokenized text split into train and val token streams."""
@@ -120,19 +159,21 @@ def read_text(path: str | None) -> tuple[str, str]:
 
 
 def load_corpus(path: str | None = None, tokenizer: str = "char", block_size: int = 256,
-                vocab_from: str | None = None) -> Corpus:
+                vocab_from: str | None = None, tokenizer_dir: str | None = None) -> Corpus:
     """Read, tokenize and split a corpus; refuse one too short for `block_size`.
 
     `vocab_from` names another corpus whose vocabulary tokenizes this one (a model fine-tuned on this
     text keeps the tokens it was trained with); characters that vocabulary lacks are dropped and counted.
     """
-    if tokenizer not in TOKENIZERS:
-        raise CorpusError(f"unknown tokenizer {tokenizer!r}; valid: {', '.join(TOKENIZERS)}")
+    if tokenizer not in (*TOKENIZERS, "hf"):
+        raise CorpusError(f"unknown tokenizer {tokenizer!r}; valid: {', '.join(TOKENIZERS)}, hf")
+    if tokenizer == "hf" and not tokenizer_dir:
+        raise CorpusError("data.tokenizer = 'hf' needs data.tokenizer_dir: the directory of its tokenizer.json")
     name, text = read_text(path)
     if not text:
         raise CorpusError(f"corpus {name!r} is empty")
     source = None if vocab_from is None else read_text(vocab_from)
-    tok = TOKENIZERS[tokenizer](text if source is None else source[1])
+    tok = HFTokenizer(tokenizer_dir) if tokenizer == "hf" else TOKENIZERS[tokenizer](text if source is None else source[1])
     encoded, dropped = tok.encode_known(text)
     if not encoded:
         raise CorpusError(f"corpus {name!r} has no character in the vocabulary of {source[0]!r}")
@@ -151,4 +192,5 @@ def load_corpus(path: str | None = None, tokenizer: str = "char", block_size: in
 
 def corpus_of(cfg) -> Corpus:
     """The corpus a RunConfig trains on (its data section and block size)."""
-    return load_corpus(cfg.data.path, cfg.data.tokenizer, cfg.model.block_size, cfg.data.vocab_from)
+    return load_corpus(cfg.data.path, cfg.data.tokenizer, cfg.model.block_size, cfg.data.vocab_from,
+                       cfg.data.tokenizer_dir)

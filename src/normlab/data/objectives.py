@@ -30,10 +30,16 @@ class Objective:
     n_special: ClassVar[int] = 0
     plateau_what: ClassVar[str] = "corpus's unigram cross-entropy"
     text_vocab: int = 0
+    own_mask: int | None = None  # a tokenizer's own mask token (an imported BERT's [MASK]): no special added
 
     @property
     def mask_id(self) -> int:
-        return self.text_vocab
+        return self.text_vocab if self.own_mask is None else self.own_mask
+
+    @property
+    def specials(self) -> int:
+        """Tokens this objective adds after the text's own."""
+        return 0 if self.own_mask is not None and self.n_special == 1 else self.n_special
 
     def batch(self, corpus: Corpus, split: str, batch_size: int, block_size: int, generator: torch.Generator):
         raise NotImplementedError
@@ -108,7 +114,9 @@ class Denoising(Objective):
 OBJECTIVES: dict[str, type[Objective]] = {"decoder": NextToken, "encoder": MaskedLM, "encoder-decoder": Denoising}
 
 
-def objective_for(arch: str, text_vocab: int) -> Objective:
+def objective_for(arch: str, text_vocab: int, own_mask: int | None = None) -> Objective:
+    """The objective of `arch` over a vocabulary of `text_vocab` tokens; `own_mask`: the tokenizer's own mask
+    token, used by a masked LM instead of one added after the vocabulary."""
     if arch not in OBJECTIVES:
         raise ValueError(f"unknown arch {arch!r}; valid: {', '.join(OBJECTIVES)}")
-    return OBJECTIVES[arch](text_vocab)
+    return OBJECTIVES[arch](text_vocab, own_mask if arch == "encoder" else None)

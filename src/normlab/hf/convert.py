@@ -263,7 +263,9 @@ class BERT(Family):
     def tensors(self, cfg, fetch, has):
         types = fetch("embeddings.token_type_embeddings.weight")
         if types.shape[0] > 1:
-            self.notes.append(f"segment embeddings 1–{types.shape[0] - 1} left out: normlab reads one segment")
+            rest = "1" if types.shape[0] == 2 else f"1–{types.shape[0] - 1}"
+            self.notes.append(f"segment embedding {rest} left out: normlab reads one segment (segment 0's is "
+                              "added into the position table)")
         out = {"wte.weight": fetch("embeddings.word_embeddings.weight"),
                "wpe.weight": fetch("embeddings.position_embeddings.weight") + types[0],
                "embed_norm.weight": fetch("embeddings.LayerNorm.weight"),

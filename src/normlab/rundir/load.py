@@ -31,16 +31,19 @@ class LoadedModel:
         return self.checkpoint.step if self.checkpoint else 0
 
 
-def with_vocab(cfg: RunConfig, text_vocab: int | None = None) -> RunConfig:
+def with_vocab(cfg: RunConfig, text_vocab: int | None = None, own_mask: int | None = None) -> RunConfig:
     """The config with model.vocab_size filled in (checked if already set): the tokenizer's vocabulary plus
     the special tokens of the architecture's objective (an encoder's MASK; an encoder–decoder's MASK, BOS)."""
     if text_vocab is None:
         if cfg.model.vocab_size is not None:
             return cfg
-        text_vocab = corpus_of(cfg).tokenizer.vocab_size
-    special = objective_for(cfg.model.arch, text_vocab).n_special
+        tokenizer = corpus_of(cfg).tokenizer
+        text_vocab, own_mask = tokenizer.vocab_size, getattr(tokenizer, "mask_id", None)
+    special = objective_for(cfg.model.arch, text_vocab, own_mask).specials
     vocab_size = text_vocab + special
     given = cfg.model.vocab_size
+    if given is not None and cfg.data.tokenizer == "hf" and given >= vocab_size:
+        return cfg  # a Hugging Face model's table may be padded past its tokenizer (Qwen: to a multiple of 128)
     if given is not None and given != vocab_size:
         raise ValueError(f"model.vocab_size = {given}, but the {cfg.data.tokenizer} tokenizer of this corpus "
                          f"has {text_vocab} tokens" + (f" (+ {special} special)" if special else "")

@@ -169,9 +169,10 @@ class Trainer:
                              "run it once without torchrun, or choose another --out")
         self.device = dist.device or resolve_device(cfg.train.device)
         self.corpus: Corpus = corpus or corpus_of(cfg)
-        self.cfg = with_vocab(cfg, self.corpus.tokenizer.vocab_size)
+        self.cfg = with_vocab(cfg, self.corpus.tokenizer.vocab_size, getattr(self.corpus.tokenizer, "mask_id", None))
         self.tc = self.cfg.train
-        self.objective = objective_for(self.cfg.model.arch, self.corpus.tokenizer.vocab_size)
+        tokenizer = self.corpus.tokenizer
+        self.objective = objective_for(self.cfg.model.arch, tokenizer.vocab_size, getattr(tokenizer, "mask_id", None))
 
     # -- set-up ---------------------------------------------------------------------------
     def _build(self) -> dict[str, Any] | None:
@@ -179,6 +180,7 @@ class Trainer:
         loaded = load_model(self.run_dir, self.device, cfg=self.cfg, require_checkpoint=False)
         self.model = loaded.model
         self.profile: dict[str, list[float]] = {}  # Admin's ω per stack, when this start profiled them
+        self.swap: dict[str, Any] | None = None  # what a by-name init_from kept (_swapped_weights)
         if loaded.checkpoint is None and self.tc.init_from:  # a fine-tune's first start: the source's weights
             self.model.load_state_dict(self._source_weights())
         elif loaded.checkpoint is None:  # Admin's profiling pass (ω), on one batch of its own generator
@@ -208,12 +210,26 @@ class Trainer:
             loaded = load_model(source, self.device)
         except (ValueError, OSError) as e:
             raise ValueError(f"train.init_from {source!r} cannot be loaded: {e}") from None
+        if self.tc.init_from_match == "by_name":
+            return self._swapped_weights(loaded.model.state_dict())
         theirs, ours = loaded.cfg.model.model_dump(mode="json"), self.cfg.model.model_dump(mode="json")
         differ = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
         if differ:
             raise ValueError(f"train.init_from {source!r} is another model: "
                              + ", ".join(f"model.{k} = {theirs.get(k)!r} there, {ours.get(k)!r} here" for k in differ))
         return loaded.model.state_dict()
+
+    def _swapped_weights(self, source: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The source's tensors where this model has the same name and shape; its own init elsewhere (a swap
+        of placement or normalizer). What was kept, new and left behind goes to run.json as "swap"."""
+        ours = self.model.state_dict()
+        kept = [k for k, v in ours.items() if k in source and source[k].shape == v.shape]
+        if not kept:
+            raise ValueError(f"train.init_from {self.tc.init_from!r} shares no tensor (name and shape) with this model")
+        self.swap = {"kept": len(kept), "new": sorted(set(ours) - set(kept)), "left_behind": sorted(set(source) - set(ours))}
+        self._note(f"swap: {len(kept)} of {len(ours)} tensors from {self.tc.init_from}; new at init: "
+                   f"{len(self.swap['new'])}, left behind: {len(self.swap['left_behind'])}")
+        return {**ours, **{k: source[k] for k in kept}}
 
     def _restore(self, ckpt: dict[str, Any]) -> None:
         self.optimizer.load_state_dict(ckpt["optimizer"])
@@ -545,6 +561,7 @@ class Trainer:
                        "vocab_from": self.corpus.vocab_from, "dropped_chars": self.corpus.dropped},
             "objective": self.objective.describe(),
             "init_from": self.tc.init_from,
+            **({"swap": self.swap} if self.swap else {}),
             "model": {"n_params": self.model.num_params(), "scheme": self.model.scheme.describe(),
                       "final_norm": self.cfg.model.resolved_final_norm(), "init": self.model.init_record,
                       **({"admin_omega": self.profile} if self.profile else {}),

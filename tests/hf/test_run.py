@@ -1,0 +1,90 @@
+"""`normlab import-hf` writes an ordinary run directory (check, diagnose, train --set train.init_from accept
+it); a by-name init_from swaps its placement; `normlab export` writes it back for transformers."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+transformers = pytest.importorskip("transformers")
+
+from normlab.cli import app  # noqa: E402
+from normlab.hf.convert import import_hf  # noqa: E402
+
+runner = CliRunner()
+CHARS = sorted(set("\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"))
+
+
+def _gpt2_with_tokenizer(path):
+    """A tiny GPT-2 over tiny Shakespeare's characters, with a tokenizer.json, as a user's directory."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(vocab_size=len(CHARS) + 1, n_embd=32, n_layer=2, n_head=4, n_positions=32)
+    transformers.GPT2LMHeadModel(config).save_pretrained(path)
+    tok = Tokenizer(models.WordLevel({**{c: i for i, c in enumerate(CHARS)}, "<unk>": len(CHARS)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>").save_pretrained(path)
+    return path
+
+
+def test_import_check_swap_train_and_export(tmp_path):
+    source = _gpt2_with_tokenizer(tmp_path / "hf")
+    run = tmp_path / "run"
+    result = runner.invoke(app, ["import-hf", str(source), "--out", str(run)])
+    assert result.exit_code == 0, result.output
+    assert "imported GPT-2" in result.output
+    assert (run / "checkpoint.pt").is_file() and (run / "tokenizer" / "tokenizer.json").is_file()
+    assert runner.invoke(app, ["check", str(run)]).exit_code == 0
+
+    # the same weights under RMSNorm: a by-name init_from keeps every tensor but the norms' biases
+    swapped = tmp_path / "swapped"
+    result = runner.invoke(app, ["train", str(run / "config.toml"), "-o", str(swapped), "--set",
+                                 f"train.init_from={run}", "--set", "train.init_from_match=by_name", "--set",
+                                 "model.norm=rmsnorm", "--set", "model.norm_bias=false", "--set", "train.steps=3",
+                                 "--set", "train.eval_interval=3", "--set", "train.eval_batches=1", "--set",
+                                 "train.batch_size=2", "--set", "diagnostics.interval=0", "--set",
+                                 "diagnostics.layer_skip=false", "--set", "train.untrained_margin=0"])
+    assert result.exit_code == 0, result.output
+    swap = json.loads((swapped / "run.json").read_text())["swap"]
+    assert swap["new"] == [] and len(swap["left_behind"]) == 5  # ln_1, ln_2 × 2 layers, ln_f: their biases
+    assert all(k.endswith("norm.bias") for k in swap["left_behind"])
+
+    out = tmp_path / "exported"
+    result = runner.invoke(app, ["export", str(swapped), "--format", "hf", "--out", str(out)])
+    assert result.exit_code == 2 and "scheme 'pre'" in result.output and "llama" in result.output  # no such layout
+    result = runner.invoke(app, ["export", str(run), "--format", "hf", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    hf = transformers.AutoModelForCausalLM.from_pretrained(out, local_files_only=True).eval()
+    ids = torch.tensor([[3, 5, 8, 13, 21, 34]])
+    with torch.no_grad():
+        want = hf(input_ids=ids).logits
+        got = import_hf(source).model(ids)[0]
+    assert (want - got).abs().max().item() <= 1e-4
+    tok = transformers.AutoTokenizer.from_pretrained(out, local_files_only=True)
+    assert tok.decode(tok("To be", add_special_tokens=False)["input_ids"]) == "To be"
+
+
+def test_import_refuses_a_directory_that_is_not_its_own(tmp_path):
+    source = _gpt2_with_tokenizer(tmp_path / "hf")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "notes.txt").write_text("mine")
+    result = runner.invoke(app, ["import-hf", str(source), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2 and "not empty" in result.output
+    assert [p.name for p in (tmp_path / "run").iterdir()] == ["notes.txt"]
+
+
+def test_block_size_cuts_learned_positions_exactly(tmp_path):
+    source = _gpt2_with_tokenizer(tmp_path / "hf")
+    result = runner.invoke(app, ["import-hf", str(source), "--out", str(tmp_path / "run"), "--block-size", "16"])
+    assert result.exit_code == 0, result.output
+    from normlab.rundir import load_model
+
+    short = load_model(tmp_path / "run").model
+    ids = torch.tensor([[1, 2, 3, 4, 5, 6, 7, 8]])
+    with torch.no_grad():
+        assert torch.equal(short(ids)[0], import_hf(source).model(ids)[0])
+    assert short.wpe.weight.shape[0] == 16
