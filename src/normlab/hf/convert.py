@@ -10,6 +10,7 @@ a `.bin` through torch's weights-only unpickler); no code from the directory run
     GPT-2         Pre-LN, LayerNorm, learned positions, GELU (tanh), biases, tied head
     Llama         Pre-LN, RMSNorm, RoPE, SwiGLU, grouped-query attention (Mistral, Qwen2: q/k/v bias)
     Qwen3         Llama's layout with QK-norm per head and its own head width
+    Gemma-2       Sandwich-LN, RMSNorm (1 + w), GeGLU, RoPE, soft-capping, √d-scaled embeddings
     BERT          Post-LN encoder, an embedding LayerNorm, GELU, the masked-LM head where it has one
 """
 from __future__ import annotations
@@ -62,7 +63,6 @@ def family(cls: type["Family"]) -> type["Family"]:
 # model types normlab knows it cannot represent yet, and what each lacks
 MISSING = {
     "gemma": "Gemma's (1 + w) norm weights and √d-scaled embeddings",
-    "gemma2": "Gemma-2's (1 + w) norm weights, attention and final-logit soft-capping and sliding-window layers",
     "gemma3": "Gemma-3's (1 + w) norm weights, sliding-window layers and dual RoPE bases",
     "gemma3_text": "Gemma-3's (1 + w) norm weights, sliding-window layers and dual RoPE bases",
     "olmo2": "OLMo-2's reordered placement (x + Norm(F(x)), no input norm)",
@@ -123,6 +123,18 @@ def _rope_theta(fam: Family) -> float:
     return float(params.get("rope_theta") or fam.get("rope_theta") or 10000.0)
 
 
+def _context(fam: Family) -> int:
+    """The longest sequence: max_position_embeddings, or a sliding window where one is on. Sequences no longer
+    than the window attend exactly as the model does, so the window is where normlab stops."""
+    context = fam.get("max_position_embeddings") or 2048
+    window = fam.get("sliding_window")
+    if window and fam.get("use_sliding_window", True) and window < context:
+        fam.notes.append(f"block_size = the sliding window ({window}) of max_position_embeddings {context}: "
+                         "within it attention is exact")
+        return window
+    return context
+
+
 @family
 class GPT2(Family):
     """GPT-2 (Radford et al. 2019): Pre-LN with LayerNorm, learned positions, Conv1D weights stored (in, out)."""
@@ -175,22 +187,11 @@ class Llama(Family):
         head_dim = self.get("head_dim") or d // n_head
         return ModelConfig(
             arch="decoder", scheme="pre", norm="rmsnorm", norm_bias=False, vocab_size=self.get("vocab_size"),
-            block_size=self._context(), n_layer=self.get("num_hidden_layers"), n_head=n_head, d_model=d,
+            block_size=_context(self), n_layer=self.get("num_hidden_layers"), n_head=n_head, d_model=d,
             n_kv_head=self.get("num_key_value_heads") or n_head, d_head=None if head_dim * n_head == d else head_dim,
             d_ff=self.get("intermediate_size"), norm_eps=self.get("rms_norm_eps", 1e-6), bias=False,
             qkv_bias=self.qkv_bias or None, qk_norm=self.qk_norm, mlp="swiglu", positions="rope",
             rope_theta=_rope_theta(self), tie_weights=bool(self.get("tie_word_embeddings", False)), final_norm=True)
-
-    def _context(self) -> int:
-        """The longest sequence: max_position_embeddings, or a sliding window where one is on. Sequences no
-        longer than the window attend exactly as the model does, so the window is where normlab stops."""
-        context = self.get("max_position_embeddings") or 2048
-        window = self.get("sliding_window")
-        if window and self.get("use_sliding_window", True) and window < context:
-            self.notes.append(f"block_size = the sliding window ({window}) of max_position_embeddings {context}: "
-                              "within it attention is exact")
-            return window
-        return context
 
     def tensors(self, cfg, fetch, has):
         out = {"wte.weight": fetch("embed_tokens.weight"), "final_norm.weight": fetch("norm.weight")}
@@ -230,6 +231,49 @@ class Qwen3(Llama):
 
     name, model_types = "Qwen3", ("qwen3",)
     qk_norm = "per_head"
+
+
+@family
+class Gemma2(Family):
+    """Gemma 2 (arXiv 2408.00118): Sandwich-LN with RMSNorm (a norm before and after each sub-layer), GeGLU,
+    RoPE, grouped-query attention, √d-scaled embeddings, attention and final-logit soft-capping.
+
+    Its norms scale by (1 + w): normlab's RMSNorm scales by its weight, so the weight is read as 1 + w, the
+    same fp32 value the model computes. Its sliding-window layers attend exactly as the others up to the
+    window, which caps the context as for Mistral.
+    """
+
+    name, model_types, embedding = "Gemma-2", ("gemma2",), "embed_tokens.weight"
+    prefixes = ("model.", "")
+    norms = {"attn.in_norm": "input_layernorm", "attn.out_norm": "post_attention_layernorm",
+             "mlp.in_norm": "pre_feedforward_layernorm", "mlp.out_norm": "post_feedforward_layernorm"}
+
+    def model_config(self, heads_in_checkpoint):
+        self.require(not self.get("attention_bias"), "attention_bias")
+        act = self.get("hidden_activation") or self.get("hidden_act") or "gelu_pytorch_tanh"
+        d, n_head = self.get("hidden_size"), self.get("num_attention_heads")
+        head_dim = self.get("head_dim") or d // n_head
+        return ModelConfig(
+            arch="decoder", scheme="sandwich", norm="rmsnorm", norm_bias=False, vocab_size=self.get("vocab_size"),
+            block_size=_context(self), n_layer=self.get("num_hidden_layers"), n_head=n_head, d_model=d,
+            n_kv_head=self.get("num_key_value_heads") or n_head, d_head=None if head_dim * n_head == d else head_dim,
+            d_ff=self.get("intermediate_size"), norm_eps=self.get("rms_norm_eps", 1e-6), bias=False, mlp="geglu",
+            gelu_approximate=_gelu_form(self, act), positions="rope", rope_theta=_rope_theta(self),
+            attn_scale=self.get("query_pre_attn_scalar", head_dim) ** -0.5, attn_softcap=self.get("attn_logit_softcapping"),
+            logit_softcap=self.get("final_logit_softcapping"), embed_scale=d ** 0.5,
+            tie_weights=bool(self.get("tie_word_embeddings", True)), final_norm=True)
+
+    def tensors(self, cfg, fetch, has):
+        out = {"wte.weight": fetch("embed_tokens.weight"), "final_norm.weight": 1.0 + fetch("norm.weight")}
+        for i in range(cfg.n_layer):
+            h, b = f"layers.{i}.", f"blocks.{i}."
+            out.update({f"{b}{ours}.weight": 1.0 + fetch(f"{h}{theirs}.weight") for ours, theirs in self.norms.items()})
+            out[f"{b}attn.sublayer.qkv.weight"] = torch.cat([fetch(f"{h}self_attn.{p}_proj.weight") for p in "qkv"])
+            out[f"{b}attn.sublayer.proj.weight"] = fetch(f"{h}self_attn.o_proj.weight")
+            out[f"{b}mlp.sublayer.fc.weight"] = torch.cat([fetch(f"{h}mlp.gate_proj.weight"),
+                                                           fetch(f"{h}mlp.up_proj.weight")])
+            out[f"{b}mlp.sublayer.proj.weight"] = fetch(f"{h}mlp.down_proj.weight")
+        return out
 
 
 @family

@@ -1,6 +1,6 @@
 """A normlab model written back as a Hugging Face directory: `normlab export RUN_DIR --format hf --out DIR`.
 
-DIR gets config.json and model.safetensors that `transformers.AutoModel*.from_pretrained(DIR)` loads with no
+DIR gets config.json and model.safetensors (layouts: GPT-2, Llama, Qwen3, Gemma-2, BERT) that `transformers.AutoModel*.from_pretrained(DIR)` loads with no
 remote code, and the run's tokenizer: the one an imported model came with, or normlab's character
 vocabulary as a `tokenizers` word-level tokenizer over single characters. A layout is one class: which
 normlab models it can hold (`refusal` says why not, else None), its transformers config, and where each
@@ -34,6 +34,7 @@ class Layout:
 
     name: ClassVar[str] = ""
     holds: ClassVar[str] = ""  # the normlab models it holds, in words (for the refusal)
+    embed_scale: ClassVar[str] = "1"  # the token embedding's factor the layout applies: "1" or "sqrt(d)"
 
     def refusal(self, cfg: ModelConfig) -> str | None:
         raise NotImplementedError
@@ -144,6 +145,55 @@ class Qwen3Layout(LlamaLayout):
     name, holds, model_type, qk_norm = "qwen3", "the Llama layout with QK-norm per head", "qwen3", "per_head"
 
 
+class Gemma2Layout(Layout):
+    name, holds = "gemma2", "Sandwich-LN RMSNorm decoder, rotary positions, GeGLU MLP, no biases"
+    embed_scale: ClassVar[str] = "sqrt(d)"
+    norms = {"attn.in_norm": "input_layernorm", "attn.out_norm": "post_attention_layernorm",
+             "mlp.in_norm": "pre_feedforward_layernorm", "mlp.out_norm": "post_feedforward_layernorm"}
+
+    def refusal(self, cfg):
+        wrong = _differences(cfg, arch="decoder", scheme="sandwich", norm="rmsnorm", positions="rope", mlp="geglu",
+                             final_norm=True, dropout=False, **{"grouped k/v": None})
+        if wrong is None and (cfg.bias or cfg.qkv_bias or cfg.resolved_norm_bias()):
+            return "bias = true (the Gemma-2 layout has no biases)"
+        scalar = self._scalar(cfg)
+        if wrong is None and abs(scalar - round(scalar)) > 1e-6 * scalar:
+            return f"attn_scale = {cfg.attn_scale} (Gemma-2 scales by query_pre_attn_scalar^-½, an integer's)"
+        return wrong
+
+    @staticmethod
+    def _scalar(cfg: ModelConfig) -> float:
+        return (cfg.attn_scale or cfg.head_dim ** -0.5) ** -2
+
+    def config(self, cfg, tied):
+        import transformers
+
+        return transformers.Gemma2Config(
+            vocab_size=cfg.vocab_size, hidden_size=cfg.d_model, intermediate_size=cfg.resolved_d_ff(),
+            num_hidden_layers=cfg.n_layer, num_attention_heads=cfg.n_head,
+            num_key_value_heads=cfg.n_kv_head or cfg.n_head, head_dim=cfg.head_dim,
+            hidden_activation="gelu_pytorch_tanh" if cfg.gelu_approximate == "tanh" else "gelu",
+            max_position_embeddings=cfg.block_size, sliding_window=cfg.block_size, rms_norm_eps=cfg.norm_eps,
+            query_pre_attn_scalar=round(self._scalar(cfg)),
+            attn_logit_softcapping=cfg.attn_softcap, final_logit_softcapping=cfg.logit_softcap,
+            tie_word_embeddings=tied, rope_parameters={"rope_type": "default", "rope_theta": cfg.rope_theta},
+            architectures=["Gemma2ForCausalLM"])
+
+    def tensors(self, cfg, state):
+        out = {"model.embed_tokens.weight": state["wte.weight"], "model.norm.weight": state["final_norm.weight"] - 1.0}
+        q_rows, kv_rows = cfg.n_head * cfg.head_dim, (cfg.n_kv_head or cfg.n_head) * cfg.head_dim
+        for i in range(cfg.n_layer):
+            h, b = f"model.layers.{i}.", f"blocks.{i}."
+            out.update({f"{h}{theirs}.weight": state[f"{b}{ours}.weight"] - 1.0 for ours, theirs in self.norms.items()})
+            q, k, v = state[f"{b}attn.sublayer.qkv.weight"].split((q_rows, kv_rows, kv_rows))
+            out.update({f"{h}self_attn.q_proj.weight": q, f"{h}self_attn.k_proj.weight": k,
+                        f"{h}self_attn.v_proj.weight": v, f"{h}self_attn.o_proj.weight": state[f"{b}attn.sublayer.proj.weight"]})
+            gate, up = state[f"{b}mlp.sublayer.fc.weight"].chunk(2)
+            out.update({f"{h}mlp.gate_proj.weight": gate, f"{h}mlp.up_proj.weight": up,
+                        f"{h}mlp.down_proj.weight": state[f"{b}mlp.sublayer.proj.weight"]})
+        return out
+
+
 class BertLayout(Layout):
     name, holds = "bert", "Post-LN LayerNorm encoder with an embedding norm, learned positions, GELU MLP"
 
@@ -191,7 +241,8 @@ class BertLayout(Layout):
         return out
 
 
-LAYOUTS: dict[str, Layout] = {layout.name: layout for layout in (GPT2Layout(), LlamaLayout(), Qwen3Layout(), BertLayout())}
+LAYOUTS: dict[str, Layout] = {layout.name: layout for layout in (GPT2Layout(), LlamaLayout(), Qwen3Layout(),
+                                                                   Gemma2Layout(), BertLayout())}
 
 
 def layout_for(cfg: ModelConfig) -> Layout:
@@ -206,12 +257,14 @@ def layout_for(cfg: ModelConfig) -> Layout:
                      + "; ".join(f"{n} ({layout.holds})" for n, layout in LAYOUTS.items()))
 
 
-def hf_state(model: nn.Module, cfg: ModelConfig) -> tuple[dict[str, torch.Tensor], bool]:
-    """The model's tensors as the layout stores them, fp32, contiguous, and whether its head stays tied: a
-    token embedding scaled in the forward pass is stored scaled, and its tied head then stored apart."""
+def hf_state(model: nn.Module, cfg: ModelConfig, layout: Layout) -> tuple[dict[str, torch.Tensor], bool]:
+    """The model's tensors in fp32, and whether its head stays tied: where the model scales its token
+    embedding by another factor than the layout does, the embedding is stored rescaled (the layout's factor
+    then gives the model's), and a tied head is stored apart with the embedding as it was."""
     state = {k: v.detach().float().cpu() for k, v in model.state_dict().items()}
     tied = cfg.tie_weights
-    scale = float(getattr(model, "embed_scale", 1.0))
+    theirs = cfg.d_model ** 0.5 if layout.embed_scale == "sqrt(d)" else 1.0
+    scale = float(getattr(model, "embed_scale", 1.0)) / theirs
     if scale != 1.0:
         if tied:
             state["lm_head.weight"], tied = state["wte.weight"].clone(), False
@@ -228,7 +281,7 @@ def export_hf(model: nn.Module, cfg: ModelConfig, out: str | Path, tokenizer_fro
         raise ValueError(f"{str(out)!r} exists and is not empty: export writes only into a new directory")
     from safetensors.torch import save_file
 
-    state, tied = hf_state(model, cfg)
+    state, tied = hf_state(model, cfg, layout)
     tensors = {k: v.contiguous() for k, v in layout.tensors(cfg, state).items()}
     if not tied and cfg.arch == "decoder":
         tensors["lm_head.weight"] = state["lm_head.weight"].contiguous()

@@ -13,7 +13,7 @@ CPU_BF16_MIN_WORK = 256 * 64
 
 
 def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dropout_p: float,
-                     is_causal: bool = True) -> torch.Tensor:
+                     is_causal: bool = True, scale: float | None = None) -> torch.Tensor:
     """SDPA (causal unless told otherwise). On CPU, small bf16 attention (bf16 autocast) runs in fp32 and
     returns bf16.
 
@@ -27,9 +27,22 @@ def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dropout_
     if q.device.type == "cpu" and q.dtype == torch.bfloat16 and q.size(-2) * q.size(-1) < CPU_BF16_MIN_WORK:
         with torch.autocast("cpu", enabled=False):
             y = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), dropout_p=dropout_p,
-                                               is_causal=is_causal)
+                                               is_causal=is_causal, scale=scale)
         return y.to(q.dtype)
-    return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal)
+    return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal, scale=scale)
+
+
+def softcapped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dropout_p: float, is_causal: bool,
+                         scale: float, cap: float) -> torch.Tensor:
+    """softmax(cap · tanh(QKᵀ·scale / cap) + mask) V: attention-logit soft-capping (Gemma 2, arXiv 2408.00118
+    §2), written out because SDPA has no hook between the scores and the softmax. Softmax in fp32."""
+    scores = torch.matmul(q, k.transpose(-2, -1)) * scale  # (B, nh, T, S)
+    scores = torch.tanh(scores / cap) * cap
+    if is_causal:
+        T, S = scores.shape[-2:]
+        scores = scores.masked_fill(torch.ones(T, S, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    weights = F.dropout(F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype), dropout_p)
+    return torch.matmul(weights, v)
 
 
 class Rotary(nn.Module):
@@ -73,13 +86,15 @@ class CausalSelfAttention(nn.Module):
     n_head / n_kv_head query heads shares one key and value head. `head_dim`: the head width when it is not
     d_model / n_head (Qwen3). `qk_norm`: (q_norm, k_norm, "per_head" | "full_width"), QK-norm (Dehghani et
     al. 2023, arXiv 2302.05442): q and k normalized per head (Qwen3, Gemma-3) or over their full width
-    (OLMo-2), before the rotation. `rotary`: RoPE instead of learned positions.
+    (OLMo-2), before the rotation. `rotary`: RoPE instead of learned positions. `scale`: the scores' factor
+    when it is not 1/√d_head (Gemma 2's query_pre_attn_scalar^-½); `softcap`: attention-logit soft-capping.
     """
 
     def __init__(self, d_model: int, n_head: int, bias: bool, dropout: float,
                  inner_norm: nn.Module | None = None, causal: bool = True, *, n_kv_head: int | None = None,
                  head_dim: int | None = None, qkv_bias: bool | None = None,
-                 qk_norm: tuple[nn.Module, nn.Module, str] | None = None, rotary: Rotary | None = None):
+                 qk_norm: tuple[nn.Module, nn.Module, str] | None = None, rotary: Rotary | None = None,
+                 scale: float | None = None, softcap: float | None = None):
         super().__init__()
         self.n_head, self.d_model, self.dropout, self.causal = n_head, d_model, dropout, causal
         self.n_kv_head = n_kv_head or n_head
@@ -91,6 +106,7 @@ class CausalSelfAttention(nn.Module):
         if qk_norm:
             self.q_norm, self.k_norm = qk_norm[0], qk_norm[1]
         self.rotary = rotary
+        self.scale, self.softcap = scale, softcap  # None: 1/√d_head, no soft-capping
         self.inner_norm = inner_norm if inner_norm is not None else nn.Identity()
         self.proj = nn.Linear(q_width, d_model, bias=bias)
         self.resid_dropout = nn.Dropout(dropout)
@@ -116,7 +132,10 @@ class CausalSelfAttention(nn.Module):
         B, T, C = x.shape
         q, k, v = self.heads(x)  # (B, nh, T, hs) each
         p = self.dropout if self.training else 0.0
-        y = causal_attention(q, k, v, p, self.causal)  # (B, nh, T, hs)
+        if self.softcap is None:
+            y = causal_attention(q, k, v, p, self.causal, self.scale)  # (B, nh, T, hs)
+        else:
+            y = softcapped_attention(q, k, v, p, self.causal, self.scale or self.head_dim ** -0.5, self.softcap)
         y = y.transpose(1, 2).contiguous().view(B, T, -1)  # re-assemble heads side by side
         return self.resid_dropout(self.proj(self.inner_norm(y)))
 

@@ -29,7 +29,7 @@ def self_attention(cfg: ModelConfig, inner_norm: nn.Module | None, causal: bool)
     rotary = Rotary(cfg.head_dim, cfg.rope_theta) if cfg.positions == "rope" else None
     return CausalSelfAttention(cfg.d_model, cfg.n_head, cfg.bias, cfg.dropout, inner_norm, causal=causal,
                                n_kv_head=cfg.n_kv_head, head_dim=cfg.d_head, qkv_bias=cfg.qkv_bias,
-                               qk_norm=qk_norm, rotary=rotary)
+                               qk_norm=qk_norm, rotary=rotary, scale=cfg.attn_scale, softcap=cfg.attn_softcap)
 
 
 class Block(nn.Module):

@@ -40,6 +40,15 @@ class ModelConfig(BaseModel):
     k (Su et al. 2021, arXiv 2104.09864; LLaMA), no position embedding."""
     rope_theta: float = Field(default=10000.0, gt=0)
     """RoPE's base θ: pair i turns at θ^(-2i/d_head) radians per position."""
+    attn_scale: float | None = Field(default=None, gt=0)
+    """The attention scores' factor; unset: 1/√d_head (Gemma 2 sets query_pre_attn_scalar^-½)."""
+    attn_softcap: float | None = Field(default=None, gt=0)
+    """Attention-logit soft-capping c: scores → c·tanh(scores/c) before the softmax (Gemma 2, arXiv 2408.00118)."""
+    logit_softcap: float | None = Field(default=None, gt=0)
+    """Final-logit soft-capping c: logits → c·tanh(logits/c) (Gemma 2)."""
+    embed_scale: float | None = Field(default=None, gt=0)
+    """The token embedding's factor in the forward pass; unset: the init recipe's (√d under xiong, else 1).
+    Gemma multiplies by √d whatever the init."""
     qk_norm: Literal["none", "per_head", "full_width"] = "none"
     """QK-norm (Dehghani et al. 2023, arXiv 2302.05442) with the model's normalizer: q and k normalized per
     head (Qwen3, Gemma-3) or over their full width (OLMo-2), before the rotation."""
@@ -61,8 +70,8 @@ class ModelConfig(BaseModel):
     final_norm: bool | None = None
     """Norm before the output head (GPT-2's ln_f); unset: the scheme's default."""
 
-    mlp: Literal["gelu", "swiglu"] = "gelu"
-    """Feed-forward: GELU MLP (d → 4d → d) or SwiGLU (LLaMA)."""
+    mlp: Literal["gelu", "swiglu", "geglu"] = "gelu"
+    """Feed-forward: GELU MLP (d → 4d → d), SwiGLU (LLaMA) or GeGLU (Gemma)."""
     d_ff: int | None = Field(default=None, ge=1)
     """Hidden width of the MLP; unset: 4·d_model for gelu, 8/3·d_model (rounded up to 8) for swiglu."""
     bias: bool = False
@@ -144,6 +153,7 @@ class ModelConfig(BaseModel):
         """Whether normlab.nn.stacked can train many of these models as one: its embedding and head carry
         learned positions and a plain projection only."""
         return (self.positions == "learned" and not self.head_transform and not self.head_bias
+                and self.logit_softcap is None and self.embed_scale is None
                 and SCHEMES.get(self.scheme).stackable)
 
     def stacks(self) -> dict[str, "Stack"]:
@@ -167,7 +177,7 @@ class ModelConfig(BaseModel):
     def resolved_d_ff(self) -> int:
         if self.d_ff is not None:
             return self.d_ff
-        if self.mlp == "swiglu":  # same parameter count as a 4d GELU MLP (LLaMA)
+        if self.mlp in ("swiglu", "geglu"):  # same parameter count as a 4d GELU MLP (LLaMA)
             return 8 * -(-(8 * self.d_model // 3) // 8)
         return 4 * self.d_model
 

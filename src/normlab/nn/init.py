@@ -47,7 +47,10 @@ def recipe_of(cfg: ModelConfig) -> InitRecipe:
 
 
 def embed_scale(cfg: ModelConfig) -> float:
-    """The token embedding's forward multiplier: √d under `xiong` (fairseq's embed_scale), else 1."""
+    """The token embedding's forward multiplier: the config's own, else √d under `xiong` (fairseq's
+    embed_scale), else 1."""
+    if cfg.embed_scale is not None:
+        return cfg.embed_scale
     return math.sqrt(cfg.d_model) if recipe_of(cfg).embed_scale == "sqrt(d)" else 1.0
 
 

@@ -54,3 +54,14 @@ class SwiGLU(_MLPBase):
     def activate(self, h: torch.Tensor) -> torch.Tensor:
         gate, up = h.chunk(2, dim=-1)
         return F.silu(gate) * up
+
+
+@MLPS.register("geglu")
+class GeGLU(_MLPBase):
+    """(GELU(x W₁) ⊙ x W₃) W₂ (Shazeer 2020, arXiv 2002.05202; Gemma, with GELU's tanh form)."""
+
+    n_in = 2
+
+    def activate(self, h: torch.Tensor) -> torch.Tensor:
+        gate, up = h.chunk(2, dim=-1)
+        return F.gelu(gate, approximate=self.gelu_approximate) * up

@@ -94,6 +94,8 @@ class GPT(nn.Module):
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
         """Logits (B, T, vocab) and, given targets, the mean cross-entropy."""
         logits = self.lm_head(self.head_transform(self.hidden(idx)))  # (B, T, vocab)
+        if self.cfg.logit_softcap is not None:  # Gemma 2: c·tanh(logits / c)
+            logits = torch.tanh(logits / self.cfg.logit_softcap) * self.cfg.logit_softcap
         return logits, (None if targets is None else cross_entropy(logits, targets))
 
     def hidden(self, idx: torch.Tensor) -> torch.Tensor:
