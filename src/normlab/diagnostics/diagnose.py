@@ -29,6 +29,7 @@ from normlab.data.corpus import read_text
 from normlab.diagnostics import stats
 from normlab.diagnostics.skip import SKIP_MOST, layer_skip
 from normlab.diagnostics.structure import detect_placement, find_layers, find_stacks, first_tensor, layer_input
+from normlab.hf.files import CONFIG, WEIGHTS, HFDirError, check_weights, read_config
 from normlab.rundir import load_model
 
 BATCH, WINDOW, MAX_CHARS = 8, 128, 200_000
@@ -73,7 +74,7 @@ def load_subject(target: str | Path, text: str | None = None, init: bool = False
     subject = None
     if (run_dir / "config.toml").is_file():
         subject = _normlab_subject(path, text, init, dev, DTYPES[dtype])
-    elif path.is_dir() and (path / "config.json").is_file():
+    elif path.is_dir() and any((path / name).is_file() for name in (CONFIG, *(n for pair in WEIGHTS for n in pair))):
         subject = _hf_subject(path, text, dev, DTYPES[dtype])
     if subject is not None:
         subject.known["device"], subject.known["dtype"] = str(dev), dtype
@@ -88,7 +89,7 @@ def _normlab_subject(path: Path, text: str | None, init: bool, device: torch.dev
     corpus = corpus_of(cfg)
     ids = corpus.val if text is None else torch.tensor(corpus.tokenizer.encode(read_text(text)[1]), dtype=torch.long)
     x, y = _windows(ids, cfg.model.block_size + 1)
-    objective = objective_for(cfg.model.arch, corpus.tokenizer.vocab_size)
+    objective = objective_for(cfg.model.arch, corpus.tokenizer.vocab_size, getattr(corpus.tokenizer, "mask_id", None))
     if cfg.model.arch != "decoder":  # the run's own objective on the same windows (masks from a fixed seed)
         x, y = objective.corrupt(x, torch.Generator().manual_seed(0))
     x, y = x.to(device), y.to(device)
@@ -112,6 +113,10 @@ def _windows(ids: torch.Tensor, length: int) -> tuple[torch.Tensor, torch.Tensor
 
 
 def _hf_subject(path: Path, text: str | None, device: torch.device, dtype: torch.dtype) -> Subject:
+    # the directory is checked before transformers reads it: a missing or broken config.json, a truncated or
+    # foreign weight file, a planted pickle, each end in one line naming the file
+    model_type = read_config(path)["model_type"]
+    weights = check_weights(path)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
         import transformers
@@ -122,7 +127,7 @@ def _hf_subject(path: Path, text: str | None, device: torch.device, dtype: torch
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
     # never run code from a directory a user points at: no remote code, even where transformers would ask
-    config = transformers.AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+    config = _hf_config(transformers, path, model_type)
     arch = (config.architectures or [""])[0]
     if arch.endswith("ForCausalLM") or arch.endswith("LMHeadModel"):
         auto, objective = transformers.AutoModelForCausalLM, "causal"
@@ -132,7 +137,7 @@ def _hf_subject(path: Path, text: str | None, device: torch.device, dtype: torch
         auto, objective = transformers.AutoModelForSeq2SeqLM, "seq2seq"
     else:
         auto, objective = transformers.AutoModel, "infonce"
-    model = auto.from_pretrained(path, local_files_only=True, trust_remote_code=False).to(device, dtype).eval()
+    model = _hf_model(auto, path, weights).to(device, dtype).eval()
     ids, special = _hf_ids(path, config, text)
     length = min(WINDOW, getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", WINDOW))
     if config.model_type in OFFSET_POSITIONS:  # positions start after the padding index (RoBERTa: 514 = 512 + 2)
@@ -142,9 +147,8 @@ def _hf_subject(path: Path, text: str | None, device: torch.device, dtype: torch
         inputs = torch.cat([torch.full((BATCH, 1), special[0]), inputs, torch.full((BATCH, 1), special[-1])], 1)
     inputs = inputs.contiguous().to(device)  # a slice of the windows; HF's seq2seq loss views its labels flat
     mask = torch.ones_like(inputs)
-    forward = ((lambda: model(input_ids=inputs, attention_mask=mask, labels=inputs)) if objective == "seq2seq" else
-               (lambda: model(input_ids=inputs, attention_mask=mask)))
     loss = _hf_objective(model, objective, inputs, mask, config)
+    forward = loss if objective == "seq2seq" else (lambda: model(input_ids=inputs, attention_mask=mask))
     described = {"causal": "next-token cross-entropy", "masked": "masked-token cross-entropy (15 %)",
                  "seq2seq": "cross-entropy of reconstructing each window from itself (source = target)",
                  "infonce": "in-batch InfoNCE between mean-pooled halves of each window (scale 20)"}[objective]
@@ -153,6 +157,40 @@ def _hf_subject(path: Path, text: str | None, device: torch.device, dtype: torch
     return Subject(str(path), "hf", model, forward, loss, described, mask=mask,
                    known={"architecture": arch or type(model).__name__, "model_type": config.model_type},
                    chance=chance)
+
+
+def _hf_config(transformers, path: Path, model_type: str):
+    """The directory's config, read by transformers from its own classes only (a model_type it does not know
+    would need the directory's code, which normlab never runs)."""
+    file = path / CONFIG
+    if model_type not in transformers.CONFIG_MAPPING:
+        raise HFDirError(file, f"model_type {model_type!r} is not one transformers {transformers.__version__} "
+                               "knows, and normlab never runs a directory's own code")
+    try:
+        return transformers.AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+    except (ValueError, KeyError, TypeError, AttributeError, OSError) as e:
+        raise HFDirError(file, f"transformers cannot read it ({_first_line(e)})") from None
+
+
+def _hf_model(auto, path: Path, weights: list[Path]) -> nn.Module:
+    """The model with its checkpoint loaded; a tensor whose shape is not the config's is refused in one line
+    (transformers would raise pointing at a report it logs, which normlab keeps quiet)."""
+    where = weights[0] if len(weights) == 1 else path
+    try:
+        model, info = auto.from_pretrained(path, local_files_only=True, trust_remote_code=False,
+                                           output_loading_info=True, ignore_mismatched_sizes=True)
+    except (RuntimeError, ValueError, KeyError, TypeError, OSError) as e:
+        raise HFDirError(where, f"transformers cannot load it ({_first_line(e)})") from None
+    mismatched = sorted(info.get("mismatched_keys") or [])
+    if mismatched:
+        name, found, wanted = mismatched[0]
+        raise HFDirError(where, f"{len(mismatched)} tensor(s) do not match {CONFIG}'s shapes: {name} is "
+                                f"{list(found)} in the checkpoint, {list(wanted)} by the config")
+    return model
+
+
+def _first_line(e: Exception) -> str:
+    return next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)
 
 
 def _hf_ids(path: Path, config, text: str | None) -> tuple[torch.Tensor, list[int]]:
@@ -172,8 +210,10 @@ def _hf_ids(path: Path, config, text: str | None) -> tuple[torch.Tensor, list[in
 
 
 def _hf_objective(model, objective: str, inputs, mask, config) -> Callable[[], torch.Tensor]:
-    if objective == "seq2seq":  # the decoder reads the labels shifted right (the model's own decoder_start_token)
-        return lambda: model(input_ids=inputs, attention_mask=mask, labels=inputs).loss
+    if objective == "seq2seq":  # the decoder reads the labels shifted right, after the model's start token
+        start = _decoder_start(config)
+        shifted = torch.cat([torch.full_like(inputs[:, :1], start), inputs[:, :-1]], 1)
+        return lambda: model(input_ids=inputs, attention_mask=mask, decoder_input_ids=shifted, labels=inputs).loss
     if objective == "causal":
         return lambda: model(input_ids=inputs, attention_mask=mask, labels=inputs).loss
     if objective == "masked":
@@ -192,6 +232,16 @@ def _hf_objective(model, objective: str, inputs, mask, config) -> Callable[[], t
         b = F.normalize(hidden[:, half:].mean(1), dim=-1)
         return F.cross_entropy(INFONCE_SCALE * a.float() @ b.float().T, torch.arange(len(a), device=a.device))
     return infonce
+
+
+def _decoder_start(config) -> int:
+    """The decoder's start token: the config's, else its pad token (T5 starts from pad; a minimal T5Config names
+    no decoder_start_token_id, and HF's own shift then fails), else 0."""
+    for name in ("decoder_start_token_id", "pad_token_id"):
+        value = getattr(config, name, None)
+        if value is not None:
+            return int(value)
+    return 0
 
 
 def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
@@ -229,6 +279,8 @@ def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
         "normalizer": subject.known.get("normalizer", structure["normalizer"]),
         "final_norm": subject.known.get("final_norm", structure["final_norm"]),
         "qk_norm": structure["qk_norm"],
+        **({"placement_seen": structure["placement_seen"]}
+           if "placement" not in subject.known and "placement_seen" in structure else {}),
         "detected": {k: structure[k] for k in ("placement", "normalizer", "final_norm", "embed_norm", "qk_norm")},
         "n_layer": len(layers), "layers_module": layers_name,
         "objective": subject.objective, "loss": loss.item(),
@@ -238,8 +290,8 @@ def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
     stacks = find_stacks(model)
     if len(stacks) > 1:  # an encoder–decoder: each stack's placement on its own (the rows above are the longest's)
         result["stacks"] = {name: {k: v for k, v in detect_placement(model, subject.forward, (name, layers)).items()
-                                   if k in ("placement", "normalizer", "final_norm", "embed_norm", "qk_norm",
-                                            "n_layer")}
+                                   if k in ("placement", "placement_seen", "normalizer", "final_norm",
+                                            "embed_norm", "qk_norm", "n_layer")}
                             for name, layers in stacks}
     if skip:
         with torch.no_grad():
