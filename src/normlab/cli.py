@@ -497,6 +497,7 @@ def diagnose(
 ) -> None:
     """Per-layer residual RMS, contribution, angular distance, block influence, gradients and layer-skip ΔL."""
     from normlab.diagnostics.diagnose import diagnose as run_diagnose, load_subject
+    from normlab.diagnostics.structure import placement_text
 
     try:
         subject = load_subject(target, str(text) if text else None, init=init, device=device, dtype=dtype.value)
@@ -511,8 +512,7 @@ def diagnose(
     if as_json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return
-    qk = " + QK-norm" if result.get("qk_norm") else ""
-    console.print(f"[bold]{result['target']}[/]: placement [cyan]{result['placement']}{qk}[/], normalizer "
+    console.print(f"[bold]{result['target']}[/]: placement [cyan]{placement_text(result)}[/], normalizer "
                   f"[cyan]{result['normalizer']}[/], final norm {result['final_norm']}, {result['n_layer']} layers; "
                   f"{result['objective']} = {result['loss']:.4f}", highlight=False)
     if "weights" in result:

@@ -192,7 +192,7 @@ def test_check_runs_on_encoder_and_encoder_decoder_runs(tmp_path, arch):
     assert "no findings" in result.output
 
 
-@pytest.mark.parametrize("family, expected", [("gemma3", "sandwich"), ("qwen3", "pre"), ("olmo2", "post-sublayer")])
+@pytest.mark.parametrize("family, expected", [("gemma3", "sandwich"), ("qwen3", "pre"), ("olmo2", "reordered")])
 def test_qk_norm_is_named_apart_from_the_placement(tmp_path, family, expected):
     """Norms on queries and keys are QK-norm, not Sub-LN: Gemma 3 is sandwich + QK-norm, Qwen3 Pre-LN + QK-norm,
     OLMo 2 normalizes each sub-layer's output before the residual add (+ QK-norm)."""

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from normlab.diagnostics.skip import depth_sentence
+from normlab.diagnostics.structure import placement_text
 from normlab.report import plots
 from normlab.report.html import CSS, esc, figure
 from normlab.report.format import fmt_value
@@ -41,9 +42,8 @@ def figures(result: dict[str, Any]) -> list[Figure]:
 
 
 def structure_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
-    qk = " + QK-norm" if result.get("qk_norm") else ""
     rows = [("model", f"{result.get('architecture', '')} ({result['kind']})"),
-            ("placement", f"{result['placement']}{qk}"), ("normalizer", result["normalizer"]),
+            ("placement", placement_text(result)), ("normalizer", result["normalizer"]),
             ("final norm", fmt_value(result["final_norm"])),
             ("embedding norm", fmt_value(result.get("detected", {}).get("embed_norm"))),
             ("layers", f"{result['n_layer']} ({result['layers_module']})"),
@@ -51,8 +51,7 @@ def structure_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     if "weights" in result:
         rows.append(("weights", result["weights"]))
     for name, stack in (result.get("stacks") or {}).items():
-        qk_stack = " + QK-norm" if stack.get("qk_norm") else ""
-        rows.append((f"stack {name}", f"{stack['placement']}{qk_stack}, {stack['normalizer']}, "
+        rows.append((f"stack {name}", f"{placement_text(stack)}, {stack['normalizer']}, "
                                       f"{stack['n_layer']} layers, final norm {fmt_value(stack['final_norm'])}"))
     depth = result.get("effective_depth")
     if depth:

@@ -4,14 +4,16 @@
 - `norm_modules`: the normalization modules (normlab's, torch's, and any class named *LayerNorm/*RMSNorm).
 - `classify_norm`: LayerNorm vs RMSNorm by behaviour: LayerNorm is invariant to adding a constant
   to every channel, RMSNorm is not (both are invariant to scaling).
-- `detect_placement`: one forward pass with hooks. A norm whose input *is* the layer's input
-  tensor marks a pre-norm layer; a layer whose output *is* a norm's output is post-norm; four
-  norms per pre-norm layer is sandwich (peri when the embeddings are normalized too); a
-  pre-norm layer with a norm on a wider hidden (the FFN's) is Sub-LN; a layer whose norms
-  neither take its input nor give its output normalizes each sub-layer's output before the
-  residual add (OLMo 2; Swin v2's res-post-norm): `post-sublayer`; a norm after the last
-  layer is the final norm. DeepNorm reads as post and LayerNorm Scaling as pre: the residual
-  multiplier and the 1/√ℓ are not visible in the structure.
+- `detect_placement`: one forward pass with hooks on the norms, the layers and each layer's
+  sub-layers (its direct children with weights). By tensor identity it sees, per layer, which
+  norms read the layer's input x, whether the layer's output *is* a norm's output, which norms
+  read a sub-layer's output, and whether the sub-layers read x side by side; `LAYOUTS` names the
+  layer from those facts (pre, post, sandwich, Sub-LN, parallel, reordered), and a layer none of
+  them fits is `unrecognised`, with what was seen. Sandwich with a norm on the embeddings is
+  peri; a norm after the last layer is the final norm. DeepNorm reads as post and LayerNorm
+  Scaling as pre: the residual multiplier and the 1/√ℓ are not visible in the structure. No
+  model_type is looked up: GPT-J, GPT-NeoX (use_parallel_residual), Falcon (parallel_attn), Phi
+  and Cohere read as parallel because their MLP reads Norm(x), not x + Attn(...).
 - QK-norm (Gemma 3, Qwen3, OLMo 2, ViT-22B) normalizes queries and keys inside attention: a norm
   named q_norm/k_norm (q_layernorm, query_norm, ...) or one applied per head (its input has a
   heads axis). It is reported as `qk_norm` and left out of the placement, which is about the
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import re
 from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -112,6 +115,52 @@ def layer_input(args, kwargs) -> torch.Tensor:
     return args[0] if args else kwargs["hidden_states"]
 
 
+@dataclass
+class LayerSeen:
+    """What one forward pass shows of a layer's residual-stream norms (QK-norms left out) and its sub-layers
+    (the layer's direct children with weights that are not norms and are called: attention, MLP, OPT's fc1/fc2)."""
+
+    norms: int  # norms on the residual stream inside the layer
+    read_input: int  # of them, how many normalize the layer's input x itself
+    give_output: bool  # the layer's output *is* a norm's output
+    inner: bool  # a norm on another width (the FFN hidden: Sub-LN)
+    read_sublayer: int  # norms that normalize a sub-layer's output
+    side_by_side: int  # sub-layers reading x or Norm(x), while no sub-layer reads an intermediate sum
+
+    def describe(self) -> str:
+        return (f"{self.norms} norm(s), {self.read_input} on the layer input, {self.read_sublayer} on a sub-layer's "
+                f"output, output {'is' if self.give_output else 'is not'} a norm's"
+                + (", a norm on another width" if self.inner else "")
+                + (f", {self.side_by_side} sub-layers reading the input side by side" if self.side_by_side > 1 else ""))
+
+
+# Each layout a layer can be read as, first match wins: (name, test, formula). A layer none of them fits is
+# "unrecognised", reported with what was seen: a wrong name would be worse than none.
+LAYOUTS: list[tuple[str, Callable[[LayerSeen], bool], str]] = [
+    ("none", lambda s: s.norms == 0, "x ← x + F(x)"),
+    ("post", lambda s: s.give_output and s.read_input == 0, "x ← Norm(x + F(x))"),
+    ("parallel", lambda s: not s.give_output and 0 < s.read_input == s.norms and s.side_by_side >= 2,
+     "x ← x + Attn(Norm(x)) + MLP(Norm'(x)), Norm' = Norm or its own (GPT-J, GPT-NeoX, PaLM)"),
+    ("subln", lambda s: not s.give_output and s.read_input > 0 and s.inner, "x ← x + F(Norm(x)), F with a norm inside"),
+    ("sandwich", lambda s: not s.give_output and s.read_input > 0 and s.norms >= 4,
+     "x ← x + Norm(F(Norm(x)))"),
+    ("pre", lambda s: not s.give_output and s.read_input > 0, "x ← x + F(Norm(x))"),
+    ("reordered", lambda s: not s.give_output and s.read_input == 0 and 0 < s.read_sublayer == s.norms,
+     "x ← x + Norm(F(x)) (OLMo 2, Swin v2's res-post-norm)"),
+]
+
+
+def placement_text(result: dict) -> str:
+    """'pre + QK-norm', or 'unrecognised (layer 0: what was seen)': how the CLI and the page name a placement."""
+    qk = " + QK-norm" if result.get("qk_norm") else ""
+    seen = f" ({result['placement_seen']})" if result.get("placement_seen") else ""
+    return f"{result['placement']}{qk}{seen}"
+
+
+def layout_of(seen: LayerSeen) -> str:
+    return next((name for name, fits, _ in LAYOUTS if fits(seen)), "unrecognised")
+
+
 @torch.no_grad()
 def detect_placement(model: nn.Module, run_forward: Callable[[], object],
                      stack: tuple[str, nn.ModuleList] | None = None) -> dict[str, object]:
@@ -126,6 +175,7 @@ def detect_placement(model: nn.Module, run_forward: Callable[[], object],
             layer_of[name] = int(name[len(prefix):].split(".")[0])
     calls: list[tuple[str, torch.Tensor, torch.Tensor]] = []
     layer_io: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+    parts: dict[int, list[tuple[torch.Tensor, torch.Tensor]]] = {i: [] for i in range(len(layers))}
 
     with ExitStack() as hooks:
         for name, m in norms.items():
@@ -135,6 +185,10 @@ def detect_placement(model: nn.Module, run_forward: Callable[[], object],
             def tap(mod, args, kwargs, out, i=i):
                 layer_io[i] = (layer_input(args, kwargs), first_tensor(out))
             hooks.callback(layer.register_forward_hook(tap, with_kwargs=True).remove)
+            for part in _sublayers(layer):
+                def seen(mod, args, kwargs, out, i=i):
+                    parts[i].append((_first_input(args, kwargs), first_tensor(out)))
+                hooks.callback(part.register_forward_hook(seen, with_kwargs=True).remove)
         run_forward()
 
     per_layer = []
@@ -144,28 +198,19 @@ def detect_placement(model: nn.Module, run_forward: Callable[[], object],
         flags = [is_qk_norm(n, a) for n, a, _ in inside]  # (tuples of tensors: never compared with `in`)
         qk = [c for c, f in zip(inside, flags) if f]
         inside = [c for c, f in zip(inside, flags) if not f]  # the placement is about the residual stream's norms
-        pre = any(a is x_in for _, a, _ in inside)
-        post = any(o is x_out for _, _, o in inside)
-        kind = "none" if not inside else "post" if post and not pre else "pre" if pre and not post else "mixed"
-        inner = [a for _, a, _ in inside if a.shape[-1] != x_in.shape[-1]]  # e.g. a norm on the FFN hidden
-        if kind == "pre" and inner:
-            kind = "subln"
-        elif kind == "pre" and len(inside) >= 4:
-            kind = "sandwich"
-        elif kind == "mixed" and not pre and not post and not inner:
-            kind = "post-sublayer"  # each sub-layer's output normalized before the residual add (OLMo 2)
-        per_layer.append({"layer": i, "kind": kind, "norms": len(inside), "qk_norms": len(qk)})
+        seen = _seen(x_in, x_out, inside, parts[i])
+        per_layer.append({"layer": i, "kind": layout_of(seen), "norms": len(inside), "qk_norms": len(qk),
+                          "seen": seen.describe()})
 
     outside = [(n, a, o) for n, a, o in calls if n not in layer_of]
     last_out = layer_io[len(layers) - 1][1]
     first_in = layer_io[0][0]
     final_norm = any(a is last_out for _, a, _ in outside)
     embed_norm = any(o is first_in for _, _, o in outside)
-    kinds = [p["kind"] for p in per_layer]
-    placement = _overall(kinds, embed_norm)
+    placement, seen = _overall(per_layer, embed_norm)
     norm_kinds = sorted({classify_norm(norms[n]) for n, _, _ in calls})
     return {
-        "placement": placement,
+        "placement": placement, **({"placement_seen": seen} if seen else {}),
         "normalizer": norm_kinds[0] if len(norm_kinds) == 1 else ("none" if not norm_kinds else "+".join(norm_kinds)),
         "final_norm": final_norm, "embed_norm": embed_norm, "qk_norm": any(p["qk_norms"] for p in per_layer),
         "layers_module": layers_name,
@@ -173,13 +218,45 @@ def detect_placement(model: nn.Module, run_forward: Callable[[], object],
     }
 
 
-def _overall(kinds: list[str], embed_norm: bool) -> str:
+def _sublayers(layer: nn.Module) -> list[nn.Module]:
+    """The layer's direct children with weights that are not norms: its attention, MLP, HF's fc1/fc2, ..."""
+    return [m for m in layer.children() if not is_norm(m) and next(m.parameters(), None) is not None]
+
+
+def _first_input(args, kwargs):
+    for value in (*args, kwargs.get("hidden_states"), *kwargs.values()):
+        if isinstance(value, torch.Tensor):
+            return value
+    return None
+
+
+def _seen(x_in, x_out, inside, sublayers) -> LayerSeen:
+    """The facts `LAYOUTS` reads, by tensor identity: which norm or sub-layer read or gave which tensor."""
+    normed_input = [o for _, a, o in inside if a is x_in]
+    produced = [o for _, _, o in inside] + [o for _, o in sublayers]
+    # side by side: each sub-layer reads x, Norm(x), or another part's output; none reads a sum formed in between
+    side = [a for a, _ in sublayers if a is x_in or any(a is o for o in normed_input)]
+    clean = all(a is x_in or any(a is o for o in produced) for a, _ in sublayers)
+    return LayerSeen(
+        norms=len(inside), read_input=len(normed_input),
+        give_output=any(o is x_out for _, _, o in inside),
+        inner=any(a.shape[-1] != x_in.shape[-1] for _, a, _ in inside),
+        read_sublayer=sum(any(a is o for _, o in sublayers) for _, a, _ in inside),
+        side_by_side=len(side) if clean else 0)
+
+
+def _overall(per_layer: list[dict], embed_norm: bool) -> tuple[str, str | None]:
+    """The stack's placement, and what was seen when it is unrecognised."""
+    kinds = [p["kind"] for p in per_layer]
     distinct = set(kinds)
     if distinct == {"post", "pre"} and kinds.index("pre") > max(i for i, k in enumerate(kinds) if k == "post"):
-        return "mix"  # Post-LN bottom, Pre-LN top
+        return "mix", None  # Post-LN bottom, Pre-LN top
+    if "unrecognised" in distinct:
+        p = next(p for p in per_layer if p["kind"] == "unrecognised")
+        return "unrecognised", f"layer {p['layer']}: {p['seen']}"
     if len(distinct) != 1:
-        return "mixed"
+        return "unrecognised", "layers read as " + ", ".join(f"{k} ({kinds.count(k)})" for k in sorted(distinct))
     kind = kinds[0]
     if kind == "sandwich" and embed_norm:
-        return "peri"
-    return kind
+        return "peri", None
+    return kind, None
