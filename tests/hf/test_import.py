@@ -31,6 +31,7 @@ CASES = {
     "mistral": lambda: (transformers.MistralForCausalLM, _llama_like(transformers.MistralConfig, sliding_window=32)),
     "qwen2": lambda: (transformers.Qwen2ForCausalLM, _llama_like(transformers.Qwen2Config)),
     "qwen3": lambda: (transformers.Qwen3ForCausalLM, _llama_like(transformers.Qwen3Config, head_dim=16)),
+    "olmo2": lambda: (transformers.Olmo2ForCausalLM, _llama_like(transformers.Olmo2Config)),
     "gemma2": lambda: (transformers.Gemma2ForCausalLM,
                        transformers.Gemma2Config(**SMALL, num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=12,
                                                  sliding_window=32, attn_logit_softcapping=5.0,

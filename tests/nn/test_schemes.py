@@ -16,7 +16,7 @@ import normlab
 from normlab.nn import NORMS, SCHEMES, ModelConfig, Residual, build_scheme, deepnorm_constants
 from normlab.nn.norms import Norm
 
-ALL_SCHEMES = ["post", "pre", "sandwich", "peri", "deepnorm", "mix", "lns", "subln", "admin", "residual"]
+ALL_SCHEMES = ["post", "pre", "sandwich", "peri", "deepnorm", "mix", "lns", "subln", "admin", "residual", "reordered"]
 ALL_NORMS = ["layernorm", "rmsnorm", "scalenorm", "dyt", "none"]
 INCOMPATIBLE = {("deepnorm", "none"), ("lns", "none"), ("admin", "none"), ("residual", "none")}
 NORM_CLASS = {name: NORMS.get(name) for name in ALL_NORMS}
@@ -228,6 +228,7 @@ SANDWICH = ("norm", "norm", "id", 1.0, 1.0)
     ("mix", {"mix_ratio": 0.74}, [POST, POST, PRE, PRE], "id", "norm"),  # ⌊2.96⌋ = 2 (floor, not round)
     ("lns", {}, [("norm", "id", "id", 1.0, 1 / math.sqrt(ell)) for ell in (1, 2, 3, 4)], "id", "norm"),
     ("subln", {}, [PRE] * 4, "id", "norm"),
+    ("reordered", {}, [("id", "norm", "id", 1.0, 1.0)] * 4, "id", "norm"),
 ])
 @pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
 def test_slot_structure(scheme, options, per_layer, embed, final, norm):
@@ -298,12 +299,31 @@ def test_residual_formula():
     assert all(isinstance(m, nn.Identity) for m in (plain.in_norm, plain.out_norm, plain.post_norm))
 
 
+def test_reordered_block_is_olmo2s_formula():
+    """OLMo 2 (arXiv 2501.00656): h = x + RMSNorm(Attn(x)); out = h + RMSNorm(MLP(h)), transcribed by hand."""
+    torch.manual_seed(0)
+    model = normlab.build_model(tiny(scheme="reordered", norm="rmsnorm", n_layer=1)).eval()
+    block = model.blocks[0]
+    with torch.no_grad():
+        for p in block.parameters():  # norm gains away from 1, so a norm in the wrong slot shows
+            p.add_(0.1 * torch.randn_like(p))
+        x = torch.randn(2, 5, model.cfg.d_model)
+
+        def rms(t, w):
+            return w * t / torch.sqrt(t.pow(2).mean(-1, keepdim=True) + model.cfg.norm_eps)
+
+        h = x + rms(block.attn.sublayer(x), block.attn.out_norm.weight)
+        want = h + rms(block.mlp.sublayer(h), block.mlp.out_norm.weight)
+        torch.testing.assert_close(block(x), want, rtol=1e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------------------
 # 4. final_norm
 # ---------------------------------------------------------------------------
 
 FINAL_DEFAULT = {"post": False, "pre": True, "sandwich": True, "peri": True,
-                 "deepnorm": False, "mix": True, "lns": True, "subln": True, "admin": False, "residual": True}
+                 "deepnorm": False, "mix": True, "lns": True, "subln": True, "admin": False, "residual": True,
+                 "reordered": True}
 
 
 @pytest.mark.parametrize("scheme", ALL_SCHEMES)

@@ -10,6 +10,7 @@ a `.bin` through torch's weights-only unpickler); no code from the directory run
     GPT-2         Pre-LN, LayerNorm, learned positions, GELU (tanh), biases, tied head
     Llama         Pre-LN, RMSNorm, RoPE, SwiGLU, grouped-query attention (Mistral, Qwen2: q/k/v bias)
     Qwen3         Llama's layout with QK-norm per head and its own head width
+    OLMo-2        the reordered placement (x + Norm(F(x))) with QK-norm over the full width
     Gemma-2       Sandwich-LN, RMSNorm (1 + w), GeGLU, RoPE, soft-capping, √d-scaled embeddings
     BERT          Post-LN encoder, an embedding LayerNorm, GELU, the masked-LM head where it has one
 """
@@ -65,7 +66,6 @@ MISSING = {
     "gemma": "Gemma's (1 + w) norm weights and √d-scaled embeddings",
     "gemma3": "Gemma-3's (1 + w) norm weights, sliding-window layers and dual RoPE bases",
     "gemma3_text": "Gemma-3's (1 + w) norm weights, sliding-window layers and dual RoPE bases",
-    "olmo2": "OLMo-2's reordered placement (x + Norm(F(x)), no input norm)",
     "gptj": "a parallel-residual block (attention and MLP read the same input)",
     "gpt_neox": "a parallel-residual block and partial rotary embeddings",
     "falcon": "a parallel-residual block",
@@ -178,6 +178,8 @@ class Llama(Family):
     ignore = {r"layers\.\d+\.self_attn\.rotary_emb\.inv_freq": "RoPE's frequencies, recomputed from rope_theta"}
     qkv_bias: ClassVar[bool] = False
     qk_norm: ClassVar[str] = "none"
+    scheme: ClassVar[str] = "pre"
+    norm_slots: ClassVar[dict[str, str]] = {"attn.in_norm": "input_layernorm", "mlp.in_norm": "post_attention_layernorm"}
 
     def model_config(self, heads_in_checkpoint):
         self.require(self.get("hidden_act", "silu") == "silu", f"hidden_act {self.get('hidden_act')!r} (SwiGLU is SiLU-gated)")
@@ -186,7 +188,7 @@ class Llama(Family):
         d, n_head = self.get("hidden_size"), self.get("num_attention_heads")
         head_dim = self.get("head_dim") or d // n_head
         return ModelConfig(
-            arch="decoder", scheme="pre", norm="rmsnorm", norm_bias=False, vocab_size=self.get("vocab_size"),
+            arch="decoder", scheme=self.scheme, norm="rmsnorm", norm_bias=False, vocab_size=self.get("vocab_size"),
             block_size=_context(self), n_layer=self.get("num_hidden_layers"), n_head=n_head, d_model=d,
             n_kv_head=self.get("num_key_value_heads") or n_head, d_head=None if head_dim * n_head == d else head_dim,
             d_ff=self.get("intermediate_size"), norm_eps=self.get("rms_norm_eps", 1e-6), bias=False,
@@ -197,8 +199,7 @@ class Llama(Family):
         out = {"wte.weight": fetch("embed_tokens.weight"), "final_norm.weight": fetch("norm.weight")}
         for i in range(cfg.n_layer):
             h, b = f"layers.{i}.", f"blocks.{i}."
-            out[f"{b}attn.in_norm.weight"] = fetch(f"{h}input_layernorm.weight")
-            out[f"{b}mlp.in_norm.weight"] = fetch(f"{h}post_attention_layernorm.weight")
+            out.update({f"{b}{ours}.weight": fetch(f"{h}{theirs}.weight") for ours, theirs in self.norm_slots.items()})
             qkv = [f"{h}self_attn.{p}_proj" for p in "qkv"]
             out[f"{b}attn.sublayer.qkv.weight"] = torch.cat([fetch(f"{n}.weight") for n in qkv])
             if cfg.qkv_bias:
@@ -231,6 +232,16 @@ class Qwen3(Llama):
 
     name, model_types = "Qwen3", ("qwen3",)
     qk_norm = "per_head"
+
+
+@family
+class Olmo2(Llama):
+    """OLMo 2 (arXiv 2501.00656): Llama's layout with the norms moved to each sub-layer's output (the
+    `reordered` placement, x ← x + Norm(F(x))) and QK-norm over the full width of q and k."""
+
+    name, model_types = "OLMo-2", ("olmo2",)
+    scheme, qk_norm = "reordered", "full_width"
+    norm_slots = {"attn.out_norm": "post_attention_layernorm", "mlp.out_norm": "post_feedforward_layernorm"}
 
 
 @family

@@ -502,6 +502,23 @@ def profile_model(model: nn.Module, forward: Callable[[], object]) -> dict[str, 
     return out
 
 
+@SCHEMES.register("reordered")
+class ReorderedNorm(Scheme):
+    """OLMo 2's reordered norm (OLMo et al. 2025, arXiv 2501.00656, §3.2.1): the norm moves from the
+    sub-layer's input to its output, x ← x + Norm(F(x)); final norm. Sandwich-LN without its input norm:
+    the stream is never normalized on its way into a sub-layer, only each branch on its way out.
+
+        x ──┬── F ── Norm ──(+)──► x'        … last block ── Norm ── head
+            └───────────────┘
+    """
+
+    label, color = "Reordered (OLMo 2)", "#393b79"
+    name, formula, paper = "reordered", "x ← x + Norm(F(x)); final Norm", "arXiv 2501.00656"
+
+    def residual(self, sublayer, layer, make_norm):
+        return Residual(sublayer, out_norm=make_norm())
+
+
 def build_scheme(name: str, n_layer: int, options: dict[str, float] | None = None,
                  stack: Stack | None = None) -> Scheme:
     cls = SCHEMES.get(name)
