@@ -532,6 +532,49 @@ def diagnose(
                       highlight=False)
 
 
+@app.command("import-hf")
+def import_hf(
+    path: Path = typer.Argument(..., metavar="PATH", help="A local Hugging Face model directory (config.json and "
+                                "safetensors, or a .bin read weights-only). Nothing runs from it; nothing is "
+                                "downloaded."),
+    out: Path = typer.Option(..., "--out", "-o", metavar="RUN_DIR", help="The run directory to write (new)."),
+    block_size: Optional[int] = typer.Option(None, "--block-size", metavar="T", help="Shorten the context to T "
+                                             "tokens (learned positions past it are dropped)."),
+) -> None:
+    """Import a GPT-2, Llama, Mistral, Qwen2, Qwen3 or BERT model as a normlab run (train --set
+    train.init_from=RUN_DIR fine-tunes it; with train.init_from_match=by_name under another placement)."""
+    from normlab.hf.run import import_run
+
+    try:
+        run, record = import_run(path, out, block_size)
+    except (ConfigError, ValueError, OSError) as e:
+        fail(str(e))
+    left = f", {len(record['ignored'])} left out on purpose" if record["ignored"] else ""
+    console.print(f"imported {record['family']} ({record['used']} tensors{left}) → {run.path}", highlight=False)
+    for note in record["notes"]:
+        console.print(f"note: {note}", highlight=False)
+
+
+@app.command()
+def export(
+    target: Path = typer.Argument(..., metavar="RUN_DIR", help="A normlab run directory or its checkpoint."),
+    fmt: str = typer.Option("hf", "--format", help="hf: a Hugging Face directory (config.json, model.safetensors, "
+                            "tokenizer)."),
+    out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="The directory to write (new or empty)."),
+) -> None:
+    """Write a run in the Hugging Face layout that holds its placement: GPT-2, Llama, Qwen3 or BERT."""
+    from normlab.hf.run import export_run
+
+    if fmt != "hf":
+        fail(f"unknown --format {fmt!r}; valid: hf")
+    try:
+        written = export_run(target, out)
+    except (ConfigError, CorpusError, ValueError, OSError) as e:
+        fail(str(e))
+    console.print(f"exported {target} → {written} (transformers.AutoModel*.from_pretrained loads it)",
+                  highlight=False)
+
+
 def _fmt(value) -> str:
     if value is None:
         return "–"
