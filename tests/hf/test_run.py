@@ -88,3 +88,27 @@ def test_block_size_cuts_learned_positions_exactly(tmp_path):
     with torch.no_grad():
         assert torch.equal(short(ids)[0], import_hf(source).model(ids)[0])
     assert short.wpe.weight.shape[0] == 16
+
+
+def test_a_swap_moves_each_norm_to_the_same_point_of_the_stream():
+    """Post-LN → Pre-LN: the norm after sub-layer k becomes the norm before sub-layer k + 1, the last one the
+    final norm; the first sub-layer's input norm is new (Post-LN has none before it)."""
+    from normlab.nn import ModelConfig, build_model
+    from normlab.train.loop import _moved_norms
+
+    tiny = dict(vocab_size=50, block_size=16, n_layer=2, n_head=2, d_model=16, arch="encoder", bias=True)
+    post = build_model(ModelConfig(**tiny, scheme="post"))
+    pre = build_model(ModelConfig(**tiny, scheme="pre"))
+    source, ours = post.state_dict(), pre.state_dict()
+    kept = {k: k for k, v in ours.items() if k in source and source[k].shape == v.shape}
+    moved = _moved_norms(post, pre, source, ours, kept)
+    assert moved == {
+        "blocks.0.mlp.in_norm.weight": "blocks.0.attn.post_norm.weight",
+        "blocks.0.mlp.in_norm.bias": "blocks.0.attn.post_norm.bias",
+        "blocks.1.attn.in_norm.weight": "blocks.0.mlp.post_norm.weight",
+        "blocks.1.attn.in_norm.bias": "blocks.0.mlp.post_norm.bias",
+        "blocks.1.mlp.in_norm.weight": "blocks.1.attn.post_norm.weight",
+        "blocks.1.mlp.in_norm.bias": "blocks.1.attn.post_norm.bias",
+        "final_norm.weight": "blocks.1.mlp.post_norm.weight",
+        "final_norm.bias": "blocks.1.mlp.post_norm.bias",
+    }

@@ -111,6 +111,24 @@ class GPT(nn.Module):
             for residual in block.sublayers():
                 yield from residual.sublayer.projections()
 
+    def stream_norms(self) -> dict[str, int]:
+        """{module name: the point of the residual stream it reads} for every norm on the stream: 0 is the
+        embedding, k the stream between sub-layers k − 1 and k (attention and MLP of each block in turn), the
+        last the input of the head. A sub-layer's input norm reads point k, a post-norm after sub-layer k
+        writes point k + 1; branch norms (a sandwich's output norm) read no point of the stream and are not
+        listed. A swap of placement gives a new norm the gains of the old one at its point."""
+        points = {} if isinstance(self.embed_norm, nn.Identity) else {"embed_norm": 0}
+        for i, block in enumerate(self.blocks):
+            for j, (name, residual) in enumerate((("attn", block.attn), ("mlp", block.mlp))):
+                k = 2 * i + j
+                if not isinstance(residual.in_norm, nn.Identity):
+                    points[f"blocks.{i}.{name}.in_norm"] = k
+                if not isinstance(residual.post_norm, nn.Identity):
+                    points[f"blocks.{i}.{name}.post_norm"] = k + 1
+        if not isinstance(self.final_norm, nn.Identity):
+            points["final_norm"] = 2 * len(self.blocks)
+        return points
+
     def stack_of(self, layer: int) -> str:
         """Which stack block `layer` of `blocks` belongs to (diagnostics label layers with it)."""
         return "encoder" if self.cfg.arch == "encoder" else "decoder"

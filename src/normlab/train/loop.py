@@ -211,7 +211,7 @@ class Trainer:
         except (ValueError, OSError) as e:
             raise ValueError(f"train.init_from {source!r} cannot be loaded: {e}") from None
         if self.tc.init_from_match == "by_name":
-            return self._swapped_weights(loaded.model.state_dict())
+            return self._swapped_weights(loaded.model)
         theirs, ours = loaded.cfg.model.model_dump(mode="json"), self.cfg.model.model_dump(mode="json")
         differ = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
         if differ:
@@ -219,17 +219,24 @@ class Trainer:
                              + ", ".join(f"model.{k} = {theirs.get(k)!r} there, {ours.get(k)!r} here" for k in differ))
         return loaded.model.state_dict()
 
-    def _swapped_weights(self, source: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """The source's tensors where this model has the same name and shape; its own init elsewhere (a swap
-        of placement or normalizer). What was kept, new and left behind goes to run.json as "swap"."""
-        ours = self.model.state_dict()
-        kept = [k for k, v in ours.items() if k in source and source[k].shape == v.shape]
+    def _swapped_weights(self, source_model: torch.nn.Module) -> dict[str, torch.Tensor]:
+        """The source's tensors where this model has the same name and shape, its own init elsewhere (a swap
+        of placement or normalizer); a norm the placement moved takes the gains of the source's norm that
+        read the same point of the stream (`stream_norms`: Post-LN's norm after sub-layer k becomes Pre-LN's
+        norm before sub-layer k + 1, its last the final norm). run.json's "swap" lists what went where."""
+        source, ours = source_model.state_dict(), self.model.state_dict()
+        kept = {k: k for k, v in ours.items() if k in source and source[k].shape == v.shape}
+        moved = _moved_norms(source_model, self.model, source, ours, kept)
+        kept.update(moved)
         if not kept:
             raise ValueError(f"train.init_from {self.tc.init_from!r} shares no tensor (name and shape) with this model")
-        self.swap = {"kept": len(kept), "new": sorted(set(ours) - set(kept)), "left_behind": sorted(set(source) - set(ours))}
-        self._note(f"swap: {len(kept)} of {len(ours)} tensors from {self.tc.init_from}; new at init: "
-                   f"{len(self.swap['new'])}, left behind: {len(self.swap['left_behind'])}")
-        return {**ours, **{k: source[k] for k in kept}}
+        taken = set(kept.values())
+        self.swap = {"kept": sum(k == v for k, v in kept.items()), "moved": moved,
+                     "new": sorted(set(ours) - set(kept)), "left_behind": sorted(set(source) - taken)}
+        self._note(f"swap: {len(kept)} of {len(ours)} tensors from {self.tc.init_from} ({len(moved)} norm tensors "
+                   f"moved to the same point of the stream); new at init: {len(self.swap['new'])}, left behind: "
+                   f"{len(self.swap['left_behind'])}")
+        return {**ours, **{k: source[v] for k, v in kept.items()}}
 
     def _restore(self, ckpt: dict[str, Any]) -> None:
         self.optimizer.load_state_dict(ckpt["optimizer"])
@@ -590,3 +597,22 @@ def train(cfg: RunConfig, out: str, on_log: StepCallback | None = None, fresh: b
     """Train `cfg` into the run directory `out` (resuming it if it holds this run, interrupted); `events`: a
     directory for live TensorBoard events."""
     return Trainer(cfg, out, on_log, fresh=fresh, dist=dist, events=events).run()
+
+
+def _moved_norms(source_model, model, source: dict, ours: dict, kept: dict[str, str]) -> dict[str, str]:
+    """{our norm tensor: the source's} for our stream norms that found no namesake, from the source's unused
+    stream norm at the same point (models without `stream_norms`, an encoder–decoder: none)."""
+    if not (hasattr(source_model, "stream_norms") and hasattr(model, "stream_norms")):
+        return {}
+    used = set(kept.values())
+    theirs_at = {point: name for name, point in source_model.stream_norms().items()
+                 if not any(k.startswith(name + ".") for k in used)}
+    moved = {}
+    for name, point in model.stream_norms().items():
+        if any(k.startswith(name + ".") for k in kept) or point not in theirs_at:
+            continue
+        for suffix in ("weight", "bias"):
+            mine, theirs = f"{name}.{suffix}", f"{theirs_at[point]}.{suffix}"
+            if mine in ours and theirs in source and source[theirs].shape == ours[mine].shape:
+                moved[mine] = theirs
+    return moved
