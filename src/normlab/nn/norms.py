@@ -92,9 +92,7 @@ class Norm(nn.Module):
 class LayerNorm(Norm):
     """LayerNorm (Ba et al. 2016, arXiv 1607.06450): centre, scale to unit variance, affine."""
 
-    name = "layernorm"
-    formula = "γ · (x − mean(x)) / sqrt(var(x) + ε) + β"
-    paper = "arXiv 1607.06450"
+    name, formula, paper = "layernorm", "γ · (x − mean(x)) / sqrt(var(x) + ε) + β", "arXiv 1607.06450"
 
     fused = staticmethod(kernels.fast_layer_norm)
 
@@ -110,9 +108,7 @@ class LayerNorm(Norm):
 class RMSNorm(Norm):
     """RMSNorm (Zhang & Sennrich 2019, arXiv 1910.07467): no mean subtraction, no bias by default."""
 
-    name = "rmsnorm"
-    formula = "γ · x / sqrt(mean(x²) + ε)"
-    paper = "arXiv 1910.07467"
+    name, formula, paper = "rmsnorm", "γ · x / sqrt(mean(x²) + ε)", "arXiv 1910.07467"
 
     fused = staticmethod(kernels.fast_rms_norm)
 
@@ -128,9 +124,7 @@ class ScaleNorm(Norm):
     LayerNorm's; with `affine = false` g stays fixed at sqrt(d).
     """
 
-    name = "scalenorm"
-    formula = "g · x / sqrt(Σx² + ε),  g scalar, init √d"
-    paper = "arXiv 1910.05895"
+    name, formula, paper = "scalenorm", "g · x / sqrt(Σx² + ε),  g scalar, init √d", "arXiv 1910.05895"
     has_bias = False
 
     def __init__(self, d: int, eps: float = 1e-5, affine: bool = True, bias: bool = False):
@@ -154,9 +148,7 @@ class DyT(Norm):
     also with `affine = false`, which drops only the per-channel γ, β.
     """
 
-    name = "dyt"
-    formula = "γ · tanh(α · x) + β,  α scalar, init 0.5"
-    paper = "arXiv 2503.10622"
+    name, formula, paper = "dyt", "γ · tanh(α · x) + β,  α scalar, init 0.5", "arXiv 2503.10622"
     OPTIONS = {"alpha_init": 0.5}
 
     def __init__(self, d: int, eps: float = 1e-5, affine: bool = True, bias: bool = False,
@@ -172,8 +164,7 @@ class DyT(Norm):
 class NoNorm(Norm):
     """The control: identity, no parameters."""
 
-    name = "none"
-    formula = "x"
+    name, formula = "none", "x"
     has_bias = False
 
     def __init__(self, d: int, eps: float = 1e-5, affine: bool = True, bias: bool = False):
