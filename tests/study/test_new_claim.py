@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from normlab.study.claims import CLAIMS, HOLDS, Claim, Figure, Series, claim_number
 from normlab.study.claims.base import Part, claim
 
 
-class CausalMaskSizeC99(Claim):
-    """A claim as a contributor writes it: what it states, where it comes from, what it measures, its rule."""
+# A claim as a contributor writes it (CONTRIBUTING.md), less the `@`: each test applies it on a copy of the
+# registry that it restores, so that C99 joins no other test's list of claims
+as_c99 = claim("C99", "A claim added in its own module", sources="none (a test)",
+               paper="none: the developer section's example")
 
-    title = "A claim added in its own module"
-    statement = "Adding a claim needs one module: the study, the CLI and the report find it in the registry."
-    sources = "none (a test)"
-    paper = "none: the developer section's example"
+
+class CausalMaskSizeC99(Claim):
+    """Adding a claim needs one module: the study, the CLI and the report find it in the registry."""
 
     def measure(self, preset):
         return {"value": 1.0, "interval": [0.5, 1.5]}
@@ -34,7 +37,7 @@ def test_a_claim_registered_in_its_own_module_runs_in_a_study_and_its_report(tmp
     from normlab.study.spec import load_study
 
     monkeypatch.setattr(CLAIMS, "_entries", {**CLAIMS._entries})  # the registry as it was, after the test
-    claim("C99")(CausalMaskSizeC99)
+    as_c99(CausalMaskSizeC99)
     spec = load_study("quick", claims=["C99"], seeds=[0])
     out = run_study(spec, tmp_path / "s", workers=1, batch=False)
     assert out.final and [v.id for v in out.verdicts] == ["C99"]
@@ -47,6 +50,7 @@ def test_a_claim_registered_in_its_own_module_runs_in_a_study_and_its_report(tmp
     assert c99["verdict"] == HOLDS and c99["parts"][0]["name"] == "the measurement is positive"
     html = (tmp_path / "s" / "report.html").read_text()
     assert "A claim added in its own module" in html and "measured 1.0" in html
+    assert CausalMaskSizeC99.statement in html  # its docstring, on one line
 
 
 def test_normlab_study_judges_each_claim_once_and_the_cli_shows_those_verdicts(tmp_path, monkeypatch):
@@ -55,7 +59,7 @@ def test_normlab_study_judges_each_claim_once_and_the_cli_shows_those_verdicts(t
     from normlab.cli import app
 
     monkeypatch.setattr(CLAIMS, "_entries", {**CLAIMS._entries})
-    claim("C99")(CausalMaskSizeC99)
+    as_c99(CausalMaskSizeC99)
     judged = []
     verdict = CausalMaskSizeC99.verdict
     monkeypatch.setattr(CausalMaskSizeC99, "verdict", lambda self, *a: judged.append(1) or verdict(self, *a))
@@ -66,3 +70,21 @@ def test_normlab_study_judges_each_claim_once_and_the_cli_shows_those_verdicts(t
     assert "C99" in result.output and json.loads((tmp_path / "s" / "verdicts.json").read_text())["final"]
     report = CliRunner().invoke(app, ["report", str(tmp_path / "s")])  # judges from the registry alone
     assert report.exit_code == 0 and judged == [1, 1]
+
+
+def test_a_claim_states_itself_through_its_decorator_and_docstring(monkeypatch):
+    """The texts the report shows: title, sources and paper from `@claim`, the statement its docstring on one
+    line; a claim with no docstring states nothing and is refused where it is written."""
+    monkeypatch.setattr(CLAIMS, "_entries", {**CLAIMS._entries})
+    as_c99(CausalMaskSizeC99)
+    assert (CausalMaskSizeC99.id, CausalMaskSizeC99.title, CausalMaskSizeC99.sources) == \
+        ("C99", "A claim added in its own module", "none (a test)")
+    assert CausalMaskSizeC99.statement == ("Adding a claim needs one module: the study, the CLI and the report find "
+                                           "it in the registry.")
+
+    class Silent(Claim):
+        pass
+
+    with pytest.raises(ValueError, match="C98 states nothing"):
+        claim("C98", "no statement", sources="none", paper="none")(Silent)
+    assert "C98" not in CLAIMS

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextvars
 import math
 import statistics
+import sys
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Iterable
@@ -22,12 +23,19 @@ from normlab.study.records import RunRecord
 CLAIMS: Registry[type["Claim"]] = Registry("claim")
 
 
-def claim(cid: str):
-    """Register a Claim subclass under `cid` and give it that id (the id is written once, here)."""
+def claim(cid: str, title: str, *, sources: str, paper: str):
+    """Register a Claim subclass under `cid` with what it states, each written once, here: its title, the seed
+    articles that make it (`sources`), the paper and section whose setup it follows, and its statement, which is
+    the class's docstring (whitespace folded, as typer folds a command's help)."""
     def add(cls: type["Claim"]) -> type["Claim"]:
-        cls.id = cid
+        doc = cls.__dict__.get("__doc__")
+        if doc is None and sys.flags.optimize < 2:  # python -OO strips every docstring: the statement is then empty
+            raise ValueError(f"claim {cid} states nothing: a claim's statement is its class docstring")
+        cls.id, cls.title, cls.sources, cls.paper = cid, title, sources, paper
+        cls.statement = " ".join((doc or "").split())
         return CLAIMS.register(cid)(cls)
     return add
+
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
 # nats: val-loss differences smaller than this count as "the same". Why 0.02: under 1 % of the standard preset's
@@ -122,7 +130,8 @@ class Verdict:
 
 
 class Claim:
-    """Base class; one subclass per claim, registered in CLAIMS under its id."""
+    """Base class; one subclass per claim, registered in CLAIMS under its id by `@claim`, which sets the id and
+    the four texts below (the statement from the subclass's docstring)."""
 
     id: ClassVar[str] = ""
     title: ClassVar[str] = ""
@@ -465,6 +474,84 @@ def noninferior(a: Group, b: Group, margin: float = LOSS_MARGIN, sides: tuple[st
 def loss_interval(info: dict[str, Any]) -> list[float] | None:
     """The interval a comparison's verdict rests on: the 95 % one of a difference test."""
     return info.get("ci95")
+
+
+@dataclass
+class Contrast:
+    """Arm a against arm b, judged by `worse` or `not_worse`: the verdict, the loss comparison's outcome and
+    numbers (`compare` or `noninferior`), and the failure count (`fails_more`)."""
+
+    verdict: str
+    outcome: str
+    info: dict[str, Any]
+    failed: dict[str, Any]
+
+
+def worse(a: Group, b: Group, sides: tuple[str, str] = ("a", "b")) -> Contrast:
+    """"a is worse than b" (Post-LN without warmup than with it, a stack without its final norm than with it):
+    holds when a fails to train more often or ends worse by more than the margin; does not hold when a is not
+    worse by more than the margin and fails no more often; else inconclusive."""
+    outcome, info = compare(a, b, sides=sides)
+    failed = fails_more(a, b)
+    if failed["more"] or outcome == "worse":
+        return Contrast(HOLDS, outcome, info, failed)
+    if noninferior(a, b)[0] == "not worse" and a.n_failed <= b.n_failed:
+        return Contrast(FAILS, outcome, info, failed)
+    return Contrast(INCONCLUSIVE, outcome, info, failed)
+
+
+def not_worse(a: Group, b: Group, sides: tuple[str, str] = ("a", "b")) -> Contrast:
+    """"a does at least as well as b" (Pre-LN without warmup, the LLaMA recipe): holds when a is not worse by
+    more than the margin (`noninferior`) and fails no more often; does not hold when a fails more often or is
+    worse by more than the margin; else inconclusive."""
+    outcome, info = noninferior(a, b, sides=sides)
+    failed = fails_more(a, b)
+    if failed["more"] or outcome == "worse":
+        return Contrast(FAILS, outcome, info, failed)
+    if outcome == "not worse" and a.n_failed <= b.n_failed:
+        return Contrast(HOLDS, outcome, info, failed)
+    return Contrast(INCONCLUSIVE, outcome, info, failed)
+
+
+# -- words shared by the claims' summaries ------------------------------------------------
+def describe(g: Group) -> dict[str, Any]:
+    """One configuration over seeds: the loss of the runs that trained (mean, sd, 95 % t interval), and the
+    runs that did not, as a rate with its 95 % Wilson interval; `two_mode` when some seeds trained and some not."""
+    interval = g.failure_interval
+    return {"setting": setting_text(g.where), "mean_val_loss": g.mean, "sd": g.sd, "mean_ci95": g.mean_interval,
+            "n_runs": g.n_runs,
+            "n_trained": g.n, "n_diverged": g.n_diverged, "n_failed_to_train": g.n_failed_to_train,
+            "did_not_train_rate": g.failure_rate, "did_not_train_ci95": list(interval) if interval else None,
+            "two_mode": g.two_mode}
+
+
+def fmt(value: float | None, spec: str = ".3f") -> str:
+    """A number for a summary; `n/a` where it could not be computed."""
+    return "n/a" if value is None else format(value, spec)
+
+
+def ci_text(interval: list[float] | None, spec: str = "+.3f") -> str:
+    """An interval for a summary, `[-0.012, +0.034]`; `n/a` where there is none."""
+    return "n/a" if not interval else f"[{interval[0]:{spec}}, {interval[1]:{spec}}]"
+
+
+def loss_test(info: dict[str, Any], failed: dict[str, Any] | None = None) -> str:
+    """The tests a loss comparison (and, where given, its failure count) rests on, in words."""
+    loss = f"{info['test']}, {pct(confidence())} interval" if "test" in info else "too few runs trained for a loss test"
+    return loss + (f"; failures: {failed['test']}" if failed else "")
+
+
+def tost_test(info: dict[str, Any]) -> str:
+    """The one-sided equivalence test a "not worse" rests on, in words."""
+    return (f"one-sided equivalence (TOST half) at α = {alpha():g}: {info['test']}, {pct(equivalence())} interval "
+            "inside +margin"
+            if "test" in info else "too few runs trained for an equivalence test")
+
+
+def sign_p(failed: dict[str, Any]) -> str:
+    """` (sign test p = 0.031)` after a failure count, where some seeds failed on one side only."""
+    return "" if failed["p_one_sided"] is None or not (failed["only_a_failed"] + failed["only_b_failed"]) else \
+        f" (sign test p = {failed['p_one_sided']:.3f})"
 
 
 def init_text(recipe: str) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, Claim, claim, Figure, Part, Series, band,
-                                       confidence, group, loglog_slope, mean_over_seeds, n_seeds, pct, select,
-                                       sign, slope, spearman, t_interval)
-from normlab.study.claims.stability import _ci, cell, cell_label, cell_runs, depth_sweep, trains
+                                       ci_text, confidence, fmt, group, loglog_slope, mean_over_seeds, n_seeds, pct,
+                                       select, sign, slope, spearman, t_interval)
+from normlab.study.claims.stability import at_depth, cell, cell_label, cell_runs, depth_sweep, trains
 
 SQRT_BAND = (-0.75, -0.25)  # fitted exponent of Pre-LN's gradient vs L that counts as "like 1/sqrt(L)"
 LINEAR, RANDOM_WALK = 1.0, 0.5  # C5: O(l) is an exponent of 1; a random walk (Xiong et al.'s Lemma 1) is ½
@@ -18,8 +18,7 @@ LAST_FFN = "grad_norm/mlp.sublayer.proj.weight"
 
 def profile(records, scheme: str, depth: int, preset, key: str, when: str = "init", **where) -> list[float | None]:
     """Per-layer metric `key` ("metric/site"), mean over seeds, for one scheme and depth of the depth sweep."""
-    chosen = select(records, model__scheme=scheme, model__n_layer=depth, train__lr=preset.lr_fixed,
-                    train__warmup_steps=preset.warmup, **where)
+    chosen = select(records, **at_depth(preset, scheme, depth, **where))
     source = "layers_init" if when == "init" else "layers_final"
     values = [getattr(r, source).get(key) for r in chosen if r.status == "completed" or when == "init"]
     return mean_over_seeds([v for v in values if v])
@@ -29,8 +28,7 @@ def profiles_by_seed(records, scheme: str, depth: int, preset, key: str, when: s
                      **where) -> dict[int, list[float | None]]:
     """{seed: per-layer metric `key`} for one scheme and depth of the depth sweep (runs that trained, for
     `final`; every run at init)."""
-    chosen = select(records, model__scheme=scheme, model__n_layer=depth, train__lr=preset.lr_fixed,
-                    train__warmup_steps=preset.warmup, **where)
+    chosen = select(records, **at_depth(preset, scheme, depth, **where))
     source = "layers_init" if when == "init" else "layers_final"
     return {r.seed: getattr(r, source)[key] for r in chosen
             if (r.status == "completed" or when == "init") and getattr(r, source).get(key)}
@@ -75,13 +73,13 @@ def _clean(values: list[float | None]) -> tuple[list[int], list[float]]:
     return [i for i, _ in pairs], [v for _, v in pairs]
 
 
-@claim("C2")
+@claim("C2", "Gradients at init: Post-LN grows toward the output, Pre-LN is uniform and ~1/√L", sources="000, 001",
+       paper="Xiong et al. 2020 (arXiv 2002.04745) Theorem 1 and Fig. 3")
 class GradientsAtInitC2(Claim):
-    title = "Gradients at init: Post-LN grows toward the output, Pre-LN is uniform and ~1/√L"
-    statement = ("At initialization Post-LN's gradient norms grow toward the output layers, while Pre-LN's are "
-                 "nearly uniform across layers and shrink like 1/sqrt(L) as L grows (Xiong et al. 2020).")
-    sources = "000, 001"
-    paper = 'Xiong et al. 2020 (arXiv 2002.04745) Theorem 1 and Fig. 3'
+    """At initialization Post-LN's gradient norms grow toward the output layers, while Pre-LN's are nearly uniform
+    across layers and shrink like 1/sqrt(L) as L grows (Xiong et al. 2020).
+    """
+
     WHERE: dict = {}  # the runs of the depth sweep: Xiong et al.'s init is the claim's recipe (`init`)
 
     def runs(self, preset):
@@ -112,22 +110,23 @@ class GradientsAtInitC2(Claim):
                       "exponent p of ‖∂L/∂W²‖ of the last layer ∝ L^p", pre_p, pre_ci,
                       f"{pre_test}; holds when the interval lies inside {SQRT_BAND} (−½ ± ¼), does not hold when "
                       f"it lies outside", pre_seeds,
-                      f"L^{_f(pre_p, '+.2f')}, {pct(confidence())} interval {_ci(pre_ci, '+.2f')} over L = "
+                      f"L^{fmt(pre_p, '+.2f')}, {pct(confidence())} interval {ci_text(pre_ci, '+.2f')} over L = "
                       f"{', '.join(map(str, sorted(last['pre'])))}"),
                  Part("Post-LN's gradients grow toward the output layers", sign(post_ci, +1),
                       f"fitted log(last / first block gradient) at L = {deepest}", post_g, post_ci,
                       f"{post_test}; holds when the interval is above 0, does not hold when below", post_seeds,
                       f"the last block's gradient is {_x(post_g)} the first's, {pct(confidence())} interval "
-                      f"{_ci(post_ci, '+.2f')} "
+                      f"{ci_text(post_ci, '+.2f')} "
                       f"(log scale)")]
         if not post or not pre or pre_p is None:
             return self.make(INCONCLUSIVE, "no step-0 gradients recorded", None, 0, settings,
                              "the depth sweep has no per-layer gradients at two depths or more", parts=parts)
         pre_ratio = max(v for v in pre if v) / min(v for v in pre if v)
-        summary = (f"at step 0: the last layer's FFN-weight gradient goes as L^{_f(slopes['pre'], '+.2f')} in "
-                   f"Pre-LN (per seed {_ci(pre_ci, '+.2f')}) and L^{_f(slopes['post'], '+.2f')} in Post-LN over L = "
+        summary = (f"at step 0: the last layer's FFN-weight gradient goes as L^{fmt(slopes['pre'], '+.2f')} in "
+                   f"Pre-LN (per seed {ci_text(pre_ci, '+.2f')}) and L^{fmt(slopes['post'], '+.2f')} in Post-LN "
+                   f"over L = "
                    f"{', '.join(map(str, sorted(last['pre'])))}; at L={deepest}, Post-LN's last block gets "
-                   f"{_x(post_g)} the first block's gradient ({_ci(post_ci, '+.2f')} on the log scale); Pre-LN's "
+                   f"{_x(post_g)} the first block's gradient ({ci_text(post_ci, '+.2f')} on the log scale); Pre-LN's "
                    f"max/min across layers {pre_ratio:.2f} (reported, not judged: see C3)")
         return self.make(None, "exponent p of Pre-LN's last-layer FFN gradient ∝ L^p", pre_p,
                          n_seeds(select(records, False, model__n_layer=deepest, **self.WHERE)), settings, summary,
@@ -164,12 +163,11 @@ class GradientsAtInitC2(Claim):
                                      logy=True, **self.WHERE)]
 
 
-@claim("C3")
+@claim("C3", "Pre-LN's bottom layers get larger gradients than its top layers", sources="004",
+       paper="Shleifer et al. 2021 (NormFormer, arXiv 2110.09456) §1 and Fig. 1: Pre-LN's early layers get much "
+             "larger gradients than its later ones; Wang et al. 2022 (DeepNet) §3")
 class BottomGradientsC3(Claim):
-    title = "Pre-LN's bottom layers get larger gradients than its top layers"
-    statement = "Pre-LN's bottom layers get larger gradients than its top layers (DeepNet paper)."
-    sources = "004"
-    paper = "Shleifer et al. 2021 (NormFormer, arXiv 2110.09456) §1 and Fig. 1: Pre-LN's early layers get much larger gradients than its later ones; Wang et al. 2022 (DeepNet) §3"
+    """Pre-LN's bottom layers get larger gradients than its top layers (DeepNet paper)."""
 
     def runs(self, preset):
         return depth_sweep(preset, ("pre",))
@@ -191,10 +189,10 @@ class BottomGradientsC3(Claim):
         trend = spearman(*_clean(init))
         final_trend = spearman(*_clean(final)) if final else None
         verdict = sign(ci, +1)
-        summary = (f"Pre-LN, L={deepest}, step 0: the first block's gradient is {_f(ratio, '.2f')}× the last's "
-                   f"(fitted over the layers, per seed; {pct(confidence())} interval {_ci(interval, '.2f')}); rank "
+        summary = (f"Pre-LN, L={deepest}, step 0: the first block's gradient is {fmt(ratio, '.2f')}× the last's "
+                   f"(fitted over the layers, per seed; {pct(confidence())} interval {ci_text(interval, '.2f')}); rank "
                    "correlation "
-                   f"with the layer {_f(trend, '+.2f')} at init, {_f(final_trend, '+.2f')} at the last measured step")
+                   f"with the layer {fmt(trend, '+.2f')} at init, {fmt(final_trend, '+.2f')} at the last measured step")
         settings = {"n_layer": deepest, "measured": "block weight-gradient norm at step 0, per layer and seed",
                     "rule": "holds when the interval of the fitted first/last ratio lies above 1, does not hold "
                             "when it lies below 1"}
@@ -210,14 +208,12 @@ class BottomGradientsC3(Claim):
                                 "‖∇W‖ at the last measured step", when="final", logy=True)]
 
 
-@claim("C5")
+@claim("C5", "Pre-LN's residual stream grows like O(l)", sources="000, 003, 004",
+       paper="the claim as three source articles make it (a Q&A on norm placement; \"Is Pre-Norm perfect?\"; Su "
+             "Jianlin, spaces.ac.cn/archives/9009); Xiong et al. 2020 (arXiv 2002.04745) Lemma 1 gives E‖x_l‖² ∝ l at "
+             "init, i.e. ‖x_l‖ ∝ √l, so O(l) is the stronger claim")
 class ResidualGrowthC5(Claim):
-    title = "Pre-LN's residual stream grows like O(l)"
-    statement = "In Pre-LN the residual stream grows with depth: ‖x_l‖ grows like O(l)."
-    sources = "000, 003, 004"
-    paper = ("the claim as three source articles make it (a Q&A on norm placement; \"Is Pre-Norm perfect?\"; "
-             "Su Jianlin, spaces.ac.cn/archives/9009); Xiong et al. 2020 (arXiv 2002.04745) Lemma 1 gives "
-             "E‖x_l‖² ∝ l at init, i.e. ‖x_l‖ ∝ √l, so O(l) is the stronger claim")
+    """In Pre-LN the residual stream grows with depth: ‖x_l‖ grows like O(l)."""
 
     def runs(self, preset):
         return depth_sweep(preset, ("pre",)) + cell_runs(preset, self.id, ("pre",))
@@ -244,10 +240,10 @@ class ResidualGrowthC5(Claim):
             verdict = HOLDS  # contains 1 and excludes √l
         else:
             verdict = INCONCLUSIVE  # contains both l and √l
-        summary = (f"trained Pre-LN, {cell_label(deepest, where)}: RMS(x_l) grows like l^{_f(p, '.2f')} for l ≥ 1, "
+        summary = (f"trained Pre-LN, {cell_label(deepest, where)}: RMS(x_l) grows like l^{fmt(p, '.2f')} for l ≥ 1, "
                    f"{pct(confidence())} interval over "
-                   f"seeds {_ci(ci, '+.2f')}; at init like l^{_f(p_init, '.2f')} ({_ci(ci_init, '+.2f')}). O(l) is p "
-                   f"= 1; Xiong et al.'s Lemma 1 (‖x_l‖² linear in l) is p = ½")
+                   f"seeds {ci_text(ci, '+.2f')}; at init like l^{fmt(p_init, '.2f')} ({ci_text(ci_init, '+.2f')}). "
+                   f"O(l) is p = 1; Xiong et al.'s Lemma 1 (‖x_l‖² linear in l) is p = ½")
         settings = {"n_layer": deepest, **_budget(preset, where),
                     "measured": "RMS of the stream x_l entering block l, trained, per seed",
                     "rule": f"holds when the exponent's {pct(confidence())} interval contains 1 and excludes ½; "
@@ -267,16 +263,13 @@ class ResidualGrowthC5(Claim):
                                 "RMS(x_l)", logy=True, claim_id=self.id)]
 
 
-@claim("C6")
+@claim("C6", "Pre-LN's depth is watered down", sources="003, 004",
+       paper="Su Jianlin's analysis of Pre-LN's effective depth (spaces.ac.cn/archives/9009, and the article \"Is "
+             "Pre-Norm perfect?\"); Liu et al. 2020 (Admin, arXiv 2004.08249) §4.2 on Pre-LN's shallower dependency")
 class WateredDownDepthC6(Claim):
-    title = "Pre-LN's depth is watered down"
-    statement = ("In Pre-LN deep layers contribute little: ‖F_l‖/‖x_l‖ falls with l, consecutive layers' inputs "
-                 "become nearly parallel, so an L-layer Pre-LN net behaves like a shallower one; Post-LN layers "
-                 "stay full weight.")
-    sources = "003, 004"
-    paper = ("Su Jianlin's analysis of Pre-LN's effective depth (spaces.ac.cn/archives/9009, and the article "
-             "\"Is Pre-Norm perfect?\"); Liu et al. 2020 (Admin, arXiv 2004.08249) §4.2 on Pre-LN's shallower "
-             "dependency")
+    """In Pre-LN deep layers contribute little: ‖F_l‖/‖x_l‖ falls with l, consecutive layers' inputs become nearly
+    parallel, so an L-layer Pre-LN net behaves like a shallower one; Post-LN layers stay full weight.
+    """
 
     def runs(self, preset):
         return depth_sweep(preset, ("pre", "post")) + cell_runs(preset, self.id, ("pre",))
@@ -310,8 +303,7 @@ class WateredDownDepthC6(Claim):
         # Post-LN's contrast where it trains: an untrained net's layers say nothing about depth, and Post-LN often
         # does not train at the deepest L; the deepest depth where ≥ 80 % of its seeds trained, paired by seed
         contrast_depth = next((d for d in sorted(preset.depths, reverse=True)
-                               if trains(group(records, model__scheme="post", model__n_layer=d,
-                                               train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup))), None)
+                               if trains(group(records, **at_depth(preset, "post", d)))), None)
         post_minus_pre = seed_interval(_paired_trend(records, preset, contrast_depth) if contrast_depth else {})
         parts = [
             _trend_part("Pre-LN's contribution ratio ‖F_l‖/‖x_l‖ falls with l", contribution, -1,
@@ -325,13 +317,14 @@ class WateredDownDepthC6(Claim):
                         post_minus_pre, +1, "Post-LN − Pre-LN fitted log change of the contribution ratio")]
         summary = (f"trained, {cell_label(deepest, where)}: Pre-LN's contribution ratio changes {_x(contribution[0])} "
                    "from the first "
-                   f"layer to the last ({_ci(contribution[1], '+.2f')} log), the angle between consecutive inputs "
-                   f"{_x(angular[0])} ({_ci(angular[1], '+.2f')} log), the layer-skip ΔL by {_f(skip[0], '+.3f')} nats "
-                   f"({_ci(skip[1], '+.3f')}); Post-LN − Pre-LN contribution trend at L = {contrast_depth or 'n/a'} "
-                   f"{_f(post_minus_pre[0], '+.2f')} ({_ci(post_minus_pre[1], '+.2f')})"
+                   f"layer to the last ({ci_text(contribution[1], '+.2f')} log), the angle between consecutive inputs "
+                   f"{_x(angular[0])} ({ci_text(angular[1], '+.2f')} log), the layer-skip ΔL by "
+                   f"{fmt(skip[0], '+.3f')} nats ({ci_text(skip[1], '+.3f')}); Post-LN − Pre-LN contribution trend at "
+                   f"L = {contrast_depth or 'n/a'} "
+                   f"{fmt(post_minus_pre[0], '+.2f')} ({ci_text(post_minus_pre[1], '+.2f')})"
                    + ("" if contrast_depth else " (Post-LN trains at no depth of the sweep)")
-                   + f"; effective depth (reported) Pre-LN {_f(eff['pre'], '.2f')}·L at L={deepest}, "
-                     f"Post-LN {_f(eff['post'], '.2f')}·L at L={sweep_deepest}")
+                   + f"; effective depth (reported) Pre-LN {fmt(eff['pre'], '.2f')}·L at L={deepest}, "
+                     f"Post-LN {fmt(eff['post'], '.2f')}·L at L={sweep_deepest}")
         return self.make(None, "Pre-LN fitted log change of the contribution ratio, first → last layer",
                          contribution[0], n_seeds(select(records, False, model__n_layer=deepest, **where)),
                          settings, summary,
@@ -364,10 +357,6 @@ def _from_layer_1(values: list[float | None]) -> tuple[list[int], list[float]]:
     return [l for l, _ in pairs], [v for _, v in pairs]
 
 
-def _f(value, spec: str) -> str:
-    return "n/a" if value is None else format(value, spec)
-
-
 def _x(log_ratio: float | None) -> str:
     """A fitted log ratio as a factor: `3.1×`."""
     return "n/a" if log_ratio is None else f"{math.exp(log_ratio):.2f}×"
@@ -379,7 +368,7 @@ def _trend_part(name: str, estimate, claimed: int, statistic: str) -> Part:
     side = "below" if claimed < 0 else "above"
     return Part(name, sign(ci, claimed), statistic, mean, ci,
                 f"{test}; holds when the interval is {side} 0", seeds,
-                f"{_f(mean, '+.3f')}, {pct(confidence())} interval {_ci(ci, '+.3f')}")
+                f"{fmt(mean, '+.3f')}, {pct(confidence())} interval {ci_text(ci, '+.3f')}")
 
 
 def _paired_trend(records, preset, depth: int, key: str = "contribution_ratio/block") -> dict[int, float]:
@@ -398,8 +387,7 @@ def _budget(preset, where: dict) -> dict:
 
 
 def _skip_records(records, scheme, depth, preset, **where) -> dict[int, object]:
-    chosen = select(records, model__scheme=scheme, model__n_layer=depth, train__lr=preset.lr_fixed,
-                    train__warmup_steps=preset.warmup, **where)
+    chosen = select(records, **at_depth(preset, scheme, depth, **where))
     return {r.seed: r for r in chosen if r.layer_skip and r.status == "completed"}
 
 
@@ -411,8 +399,7 @@ def _skip_trend(record) -> float | None:
 
 
 def _effective(records, scheme, depth, preset, **where) -> float | None:
-    chosen = select(records, model__scheme=scheme, model__n_layer=depth, train__lr=preset.lr_fixed,
-                    train__warmup_steps=preset.warmup, **where)
+    chosen = select(records, **at_depth(preset, scheme, depth, **where))
     fractions = [r.layer_skip["effective_depth_fraction"] for r in chosen if r.layer_skip and r.status == "completed"]
     return sum(fractions) / len(fractions) if fractions else None
 

@@ -12,10 +12,10 @@ from normlab.bench.norms import bench_norm_group
 from normlab.bench.steps import bench_steps
 from normlab.data import DEFAULT_CORPUS
 from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, Claim, claim, Figure, Part, Series,
-                                       compare, confidence, equivalence, failures, fails_more, group, loss_interval,
-                                       n_seeds, noninferior, pct, said, select, t_interval)
-from normlab.study.claims.stability import (_ci, _p, _test, _tost, cell, describe, in_cell, lr_sweep,
-                                            sweep_figure, trains)
+                                       ci_text, compare, confidence, describe, equivalence, failures, fmt, group,
+                                       loss_interval, loss_test, n_seeds, noninferior, not_worse, pct, said, select,
+                                       sign_p, t_interval, tost_test, worse)
+from normlab.study.claims.stability import cell, in_cell, lr_sweep, sweep_figure, trains
 
 TIMING_SHAPES = [(4096, 768)]
 STEP_CONFIG = "nanogpt-cpu"  # the training step timed for C10 and C12 (normlab bench's config)
@@ -62,15 +62,13 @@ def loss_bars(records, preset, title, groups: dict[str, dict]) -> Figure:
 FINETUNE_CORPUS = "paradise_lost"  # Milton, packaged: the transfer half of C7
 
 
-@claim("C7")
-class PostLNCeilingC7(Claim):
-    title = "Tuned Post-LN ends better than Pre-LN"
-    statement = ("Post-LN, once it trains (with warmup and tuning), reaches a better final result than Pre-LN of "
-                 "the same depth (and transfers/fine-tunes better).")
-    sources = "000, 004"
-    paper = ("Liu et al. 2020 (Admin, arXiv 2004.08249) §1 and Fig. 1: Post-LN, when it trains, ends better than "
+@claim("C7", "Tuned Post-LN ends better than Pre-LN", sources="000, 004",
+       paper="Liu et al. 2020 (Admin, arXiv 2004.08249) §1 and Fig. 1: Post-LN, when it trains, ends better than "
              "Pre-LN; Su Jianlin (spaces.ac.cn/archives/9009) adds that it transfers and fine-tunes better")
-
+class PostLNCeilingC7(Claim):
+    """Post-LN, once it trains (with warmup and tuning), reaches a better final result than Pre-LN of the same depth
+    (and transfers/fine-tunes better).
+    """
 
     gap = ("best-tuned Post-LN", " than Pre-LN")
 
@@ -132,9 +130,10 @@ class PostLNCeilingC7(Claim):
             infos[name] = (cmp, info)
             parts.append(Part(f"best-tuned Post-LN ends better than Pre-LN, {name}", verdict,
                               f"Post-LN − Pre-LN val loss, {name} (nats)", info.get("diff"), loss_interval(info),
-                              _test(info), info.get("seeds", []),
-                              f"{_nats(info.get('diff'))} nats, {pct(confidence())} interval {_ci(info.get('ci95'))}, "
-                              f"{pct(equivalence())} {_ci(info.get('ci90'))} ({said(cmp)})"
+                              loss_test(info), info.get("seeds", []),
+                              f"{fmt(info.get('diff'))} nats, {pct(confidence())} interval "
+                              f"{ci_text(info.get('ci95'))}, "
+                              f"{pct(equivalence())} {ci_text(info.get('ci90'))} ({said(cmp)})"
                               + (f"; best lr at the grid's edge for {', '.join(edge)}: not tuned" if edge else "")))
         fell = {s: self._last_quarter_drop(records, preset, s, best[s][0]) for s in ("pre", "post")}
         cmp, info = infos["from scratch"]
@@ -145,13 +144,13 @@ class PostLNCeilingC7(Claim):
                    f"against Pre-LN: {said(cmp)}; fine-tuned on {FINETUNE_CORPUS} "
                    f"({preset.finetune.get('train.steps')} steps): Post-LN {_mean(ft['post'])} vs Pre-LN "
                    f"{_mean(ft['pre'])}, Post-LN against Pre-LN: {said(ft_cmp)}; val loss still fell "
-                   + ", ".join(f"{s} {_nats(fell[s])}" for s in ("pre", "post"))
+                   + ", ".join(f"{s} {fmt(fell[s])}" for s in ("pre", "post"))
                    + " nats over the last quarter (reported: the comparison is at a matched budget)"
                    + (f"; best lr at the grid's edge for {', '.join(edge)}: not tuned, a wider grid would decide"
                       if edge else ""))
         return self.make(None, "best-tuned Post-LN − Pre-LN val loss (nats)", info.get("diff"),
                          n_seeds(select(records, False, train__warmup_steps=preset.warmup)), settings, summary,
-                         parts=parts, interval=loss_interval(info), test=_test(info), seeds=info.get("seeds"),
+                         parts=parts, interval=loss_interval(info), test=loss_test(info), seeds=info.get("seeds"),
                          comparison=info, best_lr={s: b[0] for s, b in best.items()},
                          last_quarter_drop=fell, lr_at_grid_edge=edge, finetune=ft_info, finetune_cmp=ft_cmp,
                          finetune_pre=describe(ft["pre"]), finetune_post=describe(ft["post"]))
@@ -202,18 +201,12 @@ def _mean(g) -> str:
     return "n/a" if g.mean is None else f"{g.mean:.4f} ({failures(g)})"
 
 
-def _nats(v) -> str:
-    return "n/a" if v is None else f"{v:.3f}"
-
-
-@claim("C10")
+@claim("C10", "RMSNorm is cheaper than LayerNorm and converges as well", sources="001, 002, 003",
+       paper="Zhang & Sennrich 2019 (RMSNorm, arXiv 1910.07467) §5–6: 7–64 % less time")
 class RMSNormC10(Claim):
-    title = "RMSNorm is cheaper than LayerNorm and converges as well"
-    statement = ("RMSNorm drops the mean subtraction and the bias, costs less (7–64 % less time in the norm; "
-                 "10–40 % faster training are the figures quoted) and converges as well as LayerNorm.")
-    sources = "001, 002, 003"
-    paper = 'Zhang & Sennrich 2019 (RMSNorm, arXiv 1910.07467) §5–6: 7–64 % less time'
-
+    """RMSNorm drops the mean subtraction and the bias, costs less (7–64 % less time in the norm; 10–40 % faster
+    training are the figures quoted) and converges as well as LayerNorm.
+    """
 
     def reading(self, value):
         return f"RMSNorm's norm takes {value:.2f}× LayerNorm's time, forward + backward as the same formula"
@@ -252,17 +245,17 @@ class RMSNormC10(Claim):
                     decided and decided["ratio"], decided and decided["ci95"],
                     f"paired by interleaved round: t interval of the per-round log ratio over {preset.timing_repeats} "
                     f"rounds, {pct(confidence())}; holds below {1 - SPEED_SAME:g}", [],
-                    ", ".join(f"{a} {r['ratio']:.2f}× {_ci(r['ci95'], '.2f')}" for a, r in ratios.items()))
+                    ", ".join(f"{a} {r['ratio']:.2f}× {ci_text(r['ci95'], '.2f')}" for a, r in ratios.items()))
         converge = Part(f"RMSNorm converges as well as LayerNorm (within {LOSS_MARGIN:g} nats)",
                         HOLDS if ni == "not worse" else FAILS if ni == "worse" else INCONCLUSIVE,
                         "RMSNorm − LayerNorm final val loss (nats)", info.get("diff"), info.get("ci90"),
-                        _tost(info), info.get("seeds", []),
+                        tost_test(info), info.get("seeds", []),
                         f"{info.get('diff', float('nan')):+.4f} nats, {pct(equivalence())} interval "
-                        f"{_ci(info.get('ci90'))} "
+                        f"{ci_text(info.get('ci90'))} "
                         f"({said(ni)})")
         summary = (f"norm forward+backward at {TIMING_SHAPES[0]} fp32, RMSNorm/LayerNorm time as the same algorithm "
                    f"(paired by round, {pct(confidence())}): "
-                   + ", ".join(f"{a} {r['ratio']:.2f}× {_ci(r['ci95'], '.2f')}" for a, r in ratios.items())
+                   + ", ".join(f"{a} {r['ratio']:.2f}× {ci_text(r['ci95'], '.2f')}" for a, r in ratios.items())
                    + "; a training step (reported, not judged: the norms are a small part of a step, which caps "
                      "what a step can show): "
                    + ", ".join(f"{a} norms {r:.2f}×" for a, r in step_ratios.items())
@@ -290,14 +283,12 @@ class RMSNormC10(Claim):
             n: dict(model__scheme="pre", model__norm=n, **_at(preset)) for n in ("layernorm", "rmsnorm")})]
 
 
-@claim("C13")
+@claim("C13", "A Pre-LN stack needs a final norm", sources="000, 002",
+       paper="Radford et al. 2019 (GPT-2) §2.3: a final layer norm after the last block")
 class FinalNormC13(Claim):
-    title = "A Pre-LN stack needs a final norm"
-    statement = "A Pre-LN stack needs a final norm before the output head (GPT-2's ln_f)."
-    sources = "000, 002"
-    paper = 'Radford et al. 2019 (GPT-2) §2.3: a final layer norm after the last block'
-    init = "gpt2"  # the claim is GPT-2's: judged under GPT-2's init, re-measured under Xiong et al.'s
+    """A Pre-LN stack needs a final norm before the output head (GPT-2's ln_f)."""
 
+    init = "gpt2"  # the claim is GPT-2's: judged under GPT-2's init, re-measured under Xiong et al.'s
 
     gap = ("without its final norm the stack", "")
 
@@ -310,27 +301,21 @@ class FinalNormC13(Claim):
         without = group(records, model__scheme="pre", model__final_norm=False, **_at(preset))
         base = select(records, model__scheme="pre", **_at(preset)) + select(records, model__scheme="pre",
                                                                              model__final_norm=False, **_at(preset))
-        cmp, info = compare(without, with_norm, sides=("without final norm", "with final norm"))
-        ni, _ = noninferior(without, with_norm)
-        failed = fails_more(without, with_norm)
-        if failed["more"] or cmp == "worse":
-            verdict = HOLDS
-        elif ni == "not worse" and without.n_failed <= with_norm.n_failed:
-            verdict = FAILS  # not needed: without it the stack is not worse by more than the margin
-        else:
-            verdict = INCONCLUSIVE
+        # needed: without it the stack is worse; not needed: it is not worse by more than the margin
+        needed = worse(without, with_norm, sides=("without final norm", "with final norm"))
+        cmp, info, failed = needed.outcome, needed.info, needed.failed
         summary = (f"Pre-LN without the final norm ends {info.get('diff', float('nan')):+.4f} nats from Pre-LN with it "
-                   f"({pct(confidence())} interval {_ci(info.get('ci95'))}, {pct(equivalence())} "
-                   f"{_ci(info.get('ci90'))}; {said(cmp)}; "
-                   f"{failures(without)}{_p(failed)})")
+                   f"({pct(confidence())} interval {ci_text(info.get('ci95'))}, {pct(equivalence())} "
+                   f"{ci_text(info.get('ci90'))}; {said(cmp)}; "
+                   f"{failures(without)}{sign_p(failed)})")
         settings = {"lr": preset.lr_fixed, "warmup_steps": preset.warmup, "n_layer": preset.depth,
                     "margin_nats": LOSS_MARGIN,
                     "rule": f"holds when the stack without it is worse by more than the margin "
                             f"({pct(confidence())} interval above "
                             f"0) or fails to train more often; does not hold when its {pct(equivalence())} interval "
                             "lies below +margin (not needed)"}
-        return self.make(verdict, "val loss without − with final norm (nats)", info.get("diff"),
-                         n_seeds(base), settings, summary, interval=loss_interval(info), test=_test(info, failed),
+        return self.make(needed.verdict, "val loss without − with final norm (nats)", info.get("diff"),
+                         n_seeds(base), settings, summary, interval=loss_interval(info), test=loss_test(info, failed),
                          seeds=info.get("seeds"), comparison=info, with_final_norm=describe(with_norm),
                          without_final_norm=describe(without))
 
@@ -340,18 +325,16 @@ class FinalNormC13(Claim):
                           {"final norm": at, "no final norm": dict(at, model__final_norm=False)})]
 
 
-@claim("C15")
+@claim("C15", "The LLaMA recipe does at least as well as the classic one", sources="003",
+       paper="Touvron et al. 2023 (LLaMA, arXiv 2302.13971) §2.2: pre-normalization with RMSNorm, SwiGLU; "
+             "Shazeer 2020 (arXiv 2002.05202)")
 class LlamaRecipeC15(Claim):
-    title = "The LLaMA recipe does at least as well as the classic one"
-    statement = ("Bias-free linear layers with SwiGLU and RMSNorm (the LLaMA recipe) do at least as well as the "
-                 "classic recipe.")
-    sources = "003"
-    paper = 'Touvron et al. 2023 (LLaMA, arXiv 2302.13971) §2.2: pre-normalization with RMSNorm, SwiGLU; Shazeer 2020 (arXiv 2002.05202)'
+    """Bias-free linear layers with SwiGLU and RMSNorm (the LLaMA recipe) do at least as well as the classic recipe."""
+
     # LLaMA's paper states no init; the GPT-style codebases its recipe is trained in (nanoGPT, litgpt) use GPT-2's
     init = "gpt2"
     RECIPES = {"llama": {"model.norm": "rmsnorm", "model.mlp": "swiglu", "model.bias": False},
                "classic": {"model.norm": "layernorm", "model.mlp": "gelu", "model.bias": True}}
-
 
     gap = ("the LLaMA recipe", " than the classic one")
 
@@ -364,25 +347,23 @@ class LlamaRecipeC15(Claim):
 
     def verdict(self, records, measurement, preset):
         llama, classic = (group(records, **self._where(preset, r)) for r in ("llama", "classic"))
-        cmp, info = noninferior(llama, classic, sides=("LLaMA recipe", "classic"))
+        as_well = not_worse(llama, classic, sides=("LLaMA recipe", "classic"))
+        cmp, info = as_well.outcome, as_well.info
         speeds = {r: [x.tokens_per_s for x in select(records, **self._where(preset, r)) if x.tokens_per_s]
                   for r in ("llama", "classic")}
-        failed = fails_more(llama, classic)
-        verdict = (FAILS if cmp == "worse" or failed["more"] else
-                   HOLDS if cmp == "not worse" and llama.n_failed <= classic.n_failed else INCONCLUSIVE)
         speed_ratio = (sum(speeds["llama"]) / len(speeds["llama"])) / (sum(speeds["classic"]) / len(speeds["classic"])) \
             if speeds["llama"] and speeds["classic"] else None
         summary = (f"LLaMA recipe − classic val loss {info.get('diff', float('nan')):+.4f}, {pct(equivalence())} "
-                   f"interval {_ci(info.get('ci90'))} ({said(cmp)}); "
+                   f"interval {ci_text(info.get('ci90'))} ({said(cmp)}); "
                    f"tokens/s ratio "
                    f"{'n/a' if speed_ratio is None else format(speed_ratio, '.2f')} (from the training runs, "
                    f"which shared the machine with other runs)")
-        return self.make(verdict, "val loss LLaMA recipe − classic (nats)", info.get("diff"),
+        return self.make(as_well.verdict, "val loss LLaMA recipe − classic (nats)", info.get("diff"),
                          n_seeds(select(records, False, model__mlp="swiglu")),
                          {**self.RECIPES, "margin_nats": LOSS_MARGIN,
                           "rule": f"at least as well: non-inferiority, the {pct(equivalence())} interval of LLaMA "
                                   "− classic below +margin; does not hold when it lies above +margin"},
-                         summary, interval=info.get("ci90"), test=_tost(info), seeds=info.get("seeds"),
+                         summary, interval=info.get("ci90"), test=tost_test(info), seeds=info.get("seeds"),
                          comparison=info, tokens_per_s_ratio=speed_ratio)
 
     def figures(self, records, measurement, preset):

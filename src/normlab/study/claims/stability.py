@@ -6,9 +6,10 @@ from typing import Any
 
 from normlab.nn.schemes import SCHEMES
 from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, MIN_SEEDS, TRAINS, Claim, claim,
-                                       Figure, Part, Series, alpha, compare, confidence, equivalence, failures,
-                                       fails_more, from_runs, group, loss_interval, n_seeds, noninferior, pct, said,
-                                       select, setting_text, sign_test, spearman)
+                                       Figure, Part, Series, alpha, ci_text, compare, describe, equivalence, failures,
+                                       fails_more, fmt, from_runs, group, loss_interval, loss_test, n_seeds,
+                                       noninferior, not_worse, pct, said, select, sign_p, sign_test, spearman,
+                                       tost_test, worse)
 
 SCHEME_NAMES = {name: scheme.label for name, scheme in SCHEMES.items()}  # in summaries (nn/schemes.py)
 
@@ -27,6 +28,13 @@ def stress_lrs(preset) -> list[float]:
 def depth_sweep(preset, schemes: tuple[str, ...], depths: list[int] | None = None, **extra) -> list[dict[str, Any]]:
     return [{"model.scheme": s, "model.n_layer": d, "train.lr": preset.lr_fixed,
              "train.warmup_steps": preset.warmup, **extra} for s in schemes for d in (depths or preset.depths)]
+
+
+def at_depth(preset, scheme: str, depth: int, **where) -> dict[str, Any]:
+    """`select` / `group` keywords of one point of the depth sweep: a scheme at a depth, at the fixed lr with
+    warmup (and `where`: a depth cell's budget, the very deep models' width)."""
+    return dict(model__scheme=scheme, model__n_layer=depth, train__lr=preset.lr_fixed,
+                train__warmup_steps=preset.warmup, **where)
 
 
 def cell(preset, claim_id: str) -> tuple[int, dict[str, Any]]:
@@ -53,17 +61,6 @@ def cell_runs(preset, claim_id: str, schemes: tuple[str, ...]) -> list[dict[str,
         return []
     return [{"model.scheme": s, "train.lr": preset.lr_fixed, "train.warmup_steps": preset.warmup,
              **preset.depth_cell} for s in schemes]
-
-
-def describe(g) -> dict[str, Any]:
-    """One configuration over seeds: the loss of the runs that trained (mean, sd, 95 % t interval), and the
-    runs that did not, as a rate with its 95 % Wilson interval; `two_mode` when some seeds trained and some not."""
-    interval = g.failure_interval
-    return {"setting": setting_text(g.where), "mean_val_loss": g.mean, "sd": g.sd, "mean_ci95": g.mean_interval,
-            "n_runs": g.n_runs,
-            "n_trained": g.n, "n_diverged": g.n_diverged, "n_failed_to_train": g.n_failed_to_train,
-            "did_not_train_rate": g.failure_rate, "did_not_train_ci95": list(interval) if interval else None,
-            "two_mode": g.two_mode}
 
 
 def sweep_table(records, preset, schemes, warmups=None, lrs=None) -> dict[str, Any]:
@@ -97,15 +94,13 @@ def trained_label(label: str, groups) -> str:
     return label
 
 
-@claim("C1")
+@claim("C1", "Pre-LN needs no warmup; Post-LN does", sources="000, 001, 002, 003",
+       paper="Xiong et al. 2020 (arXiv 2002.04745) §3.2 and Fig. 2: Post-LN without warmup ends worse or diverges; "
+             "Pre-LN trains without it (§4)")
 class WarmupC1(Claim):
-    title = "Pre-LN needs no warmup; Post-LN does"
-    statement = ("Pre-LN trains stably without learning-rate warmup; Post-LN needs warmup and, without it, "
-                 "diverges or ends clearly worse at the same learning rate.")
-    sources = "000, 001, 002, 003"
-    paper = ("Xiong et al. 2020 (arXiv 2002.04745) §3.2 and Fig. 2: Post-LN without warmup ends worse or "
-             "diverges; Pre-LN trains without it (§4)")
-
+    """Pre-LN trains stably without learning-rate warmup; Post-LN needs warmup and, without it, diverges or ends clearly
+    worse at the same learning rate.
+    """
 
     def reading(self, value):
         return (f"dropping warmup costs Post-LN {value:.3f} nats" if value > 0 else
@@ -120,34 +115,28 @@ class WarmupC1(Claim):
             group(records, model__scheme="pre", train__warmup_steps=preset.warmup, **at)
         post0, postW = group(records, model__scheme="post", train__warmup_steps=0, **at), \
             group(records, model__scheme="post", train__warmup_steps=preset.warmup, **at)
-        post_cmp, post_info = compare(post0, postW,
-                                      sides=("Post-LN without warmup", f"Post-LN, warmup {preset.warmup}"))
-        post_ni, _ = noninferior(post0, postW)
-        pre_ni, pre_info = noninferior(pre0, preW, sides=("Pre-LN without warmup", f"Pre-LN, warmup {preset.warmup}"))
-        post_fail, pre_fail = fails_more(post0, postW), fails_more(pre0, preW)
+        post = worse(post0, postW, sides=("Post-LN without warmup", f"Post-LN, warmup {preset.warmup}"))
+        pre = not_worse(pre0, preW, sides=("Pre-LN without warmup", f"Pre-LN, warmup {preset.warmup}"))
+        post_info, pre_info = post.info, pre.info
         post_part = Part(
-            "Post-LN needs warmup: without it, it fails to train more often or ends clearly worse",
-            HOLDS if post_fail["more"] or post_cmp == "worse" else
-            FAILS if post_ni == "not worse" and post0.n_failed <= postW.n_failed else INCONCLUSIVE,
+            "Post-LN needs warmup: without it, it fails to train more often or ends clearly worse", post.verdict,
             "Post-LN val loss without − with warmup (nats)", post_info.get("diff"), loss_interval(post_info),
-            _test(post_info, post_fail), post_info.get("seeds", []),
-            f"{_fmt(post_info.get('diff'))} nats ({said(post_cmp)}); without warmup {failures(post0)}, with "
-            f"{failures(postW)}" + _p(post_fail))
+            loss_test(post_info, post.failed), post_info.get("seeds", []),
+            f"{fmt(post_info.get('diff'))} nats ({said(post.outcome)}); without warmup {failures(post0)}, with "
+            f"{failures(postW)}" + sign_p(post.failed))
         pre_part = Part(
             f"Pre-LN is barely affected: without warmup it trains and ends within {LOSS_MARGIN:g} nats of warmup",
-            FAILS if pre_fail["more"] or pre_ni == "worse" else
-            HOLDS if pre_ni == "not worse" and pre0.n_failed <= preW.n_failed else INCONCLUSIVE,
-            "Pre-LN val loss without − with warmup (nats)", pre_info.get("diff"), pre_info.get("ci90"),
-            _tost(pre_info), pre_info.get("seeds", []),
-            f"{_fmt(pre_info.get('diff'))} nats, {pct(equivalence())} interval {_ci(pre_info.get('ci90'))} against "
-            f"+{LOSS_MARGIN:g} ({said(pre_ni)}); without warmup {failures(pre0)}" + _p(pre_fail))
+            pre.verdict, "Pre-LN val loss without − with warmup (nats)", pre_info.get("diff"), pre_info.get("ci90"),
+            tost_test(pre_info), pre_info.get("seeds", []),
+            f"{fmt(pre_info.get('diff'))} nats, {pct(equivalence())} interval {ci_text(pre_info.get('ci90'))} against "
+            f"+{LOSS_MARGIN:g} ({said(pre.outcome)}); without warmup {failures(pre0)}" + sign_p(pre.failed))
         settings = {"lr": preset.lr_fixed, "warmup_steps": preset.warmup, "n_layer": preset.depth,
                     "steps": preset.base["train.steps"], "margin_nats": LOSS_MARGIN,
                     "margin_why": "under 1 % of the loss, about 4× the seed-to-seed sd (0.005 nats) of the "
                                   "4-layer Pre-LN run"}
         summary = (f"at lr {preset.lr_fixed:g}: dropping warmup changes Post-LN's val loss by "
-                   f"{_fmt(post_info.get('diff'))} ({failures(post0)}; {said(post_cmp)}) and Pre-LN's by "
-                   f"{_fmt(pre_info.get('diff'))} ({failures(pre0)}; {said(pre_ni)})")
+                   f"{fmt(post_info.get('diff'))} ({failures(post0)}; {said(post.outcome)}) and Pre-LN's by "
+                   f"{fmt(pre_info.get('diff'))} ({failures(pre0)}; {said(pre.outcome)})")
         return self.make(None, "Post-LN val-loss penalty without warmup (nats)", post_info.get("diff"),
                          n_seeds(select(records, False, **at)), settings, summary, parts=[post_part, pre_part],
                          interval=loss_interval(post_info), test=post_part.test, seeds=post_part.seeds,
@@ -159,13 +148,10 @@ class WarmupC1(Claim):
         return [sweep_figure(records, preset, ("pre", "post"), "Final val loss vs lr, with and without warmup")]
 
 
-@claim("C11")
+@claim("C11", "Pre-LN tolerates larger learning rates", sources="000, 002",
+       paper="Xiong et al. 2020 (arXiv 2002.04745) §4: Pre-LN trains at larger learning rates than Post-LN")
 class LearningRateC11(Claim):
-    title = "Pre-LN tolerates larger learning rates"
-    statement = "Pre-LN tolerates larger learning rates than Post-LN."
-    sources = "000, 002"
-    paper = "Xiong et al. 2020 (arXiv 2002.04745) §4: Pre-LN trains at larger learning rates than Post-LN"
-
+    """Pre-LN tolerates larger learning rates than Post-LN."""
 
     def reading(self, value):
         return f"Pre-LN's highest trainable lr is {value:.3g}× Post-LN's"
@@ -190,8 +176,8 @@ class LearningRateC11(Claim):
             verdict = FAILS
         ratio = pre / post if pre and post else None
         summary = (f"highest lr at which ≥ {TRAINS:.0%} of seeds train, with warmup {preset.warmup}: Pre-LN "
-                   f"{_fmt(pre, 'g')}, Post-LN {_fmt(post, 'g')}; without warmup: Pre-LN {_fmt(best[0]['pre'], 'g')}, "
-                   f"Post-LN {_fmt(best[0]['post'], 'g')}"
+                   f"{fmt(pre, 'g')}, Post-LN {fmt(post, 'g')}; without warmup: Pre-LN {fmt(best[0]['pre'], 'g')}, "
+                   f"Post-LN {fmt(best[0]['post'], 'g')}"
                    + (f"; both train at the grid's top lr {top:g}: a larger lr would decide"
                       if pre == post == top else ""))
         settings = {"lrs": preset.lrs, "warmup_steps": preset.warmup, "n_layer": preset.depth,
@@ -248,14 +234,11 @@ def _seeds(records, **where) -> list[int]:
     return sorted({r.seed for r in select(records, False, **where)})
 
 
-@claim("C4")
+@claim("C4", "Post-LN gets harder to train with depth", sources="000, 001",
+       paper="Wang et al. 2022 (DeepNet, arXiv 2203.00555) §3 and Fig. 3: Post-LN's training breaks down as depth "
+             "grows; Liu et al. 2020 (Admin, arXiv 2004.08249) §3")
 class DepthC4(Claim):
-    title = "Post-LN gets harder to train with depth"
-    statement = "Post-LN gets harder to train as depth grows (beyond roughly 10–20 layers); Pre-LN trains 100+ layers."
-    sources = "000, 001"
-    paper = ("Wang et al. 2022 (DeepNet, arXiv 2203.00555) §3 and Fig. 3: Post-LN's training breaks down as "
-             "depth grows; Liu et al. 2020 (Admin, arXiv 2004.08249) §3")
-
+    """Post-LN gets harder to train as depth grows (beyond roughly 10–20 layers); Pre-LN trains 100+ layers."""
 
     gap = ("at the deepest depth Post-LN", " than Pre-LN")
 
@@ -265,8 +248,7 @@ class DepthC4(Claim):
     def verdict(self, records, measurement, preset):
         rows, gaps = depth_rows(records, preset, ("pre", "post"))
         deepest = max(preset.depths)
-        at = dict(model__n_layer=deepest, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup)
-        pre_d, post_d = group(records, model__scheme="pre", **at), group(records, model__scheme="post", **at)
+        pre_d, post_d = (group(records, **at_depth(preset, s, deepest)) for s in ("pre", "post"))
         cmp, info = compare(post_d, pre_d, sides=("Post-LN", "Pre-LN"))
         trend = spearman(list(preset.depths), gaps)
         seeds = n_seeds(select(records, False, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup))
@@ -283,11 +265,11 @@ class DepthC4(Claim):
         else:
             verdict = INCONCLUSIVE
         by_depth = ", ".join(
-            f"{d} layers " + (_fmt(g) if g != float("inf") else
+            f"{d} layers " + (fmt(g) if g != float("inf") else
                               f"n/a: {_did_not_train(rows[str(d)]['post'])} Post-LN runs did not train")
             for d, g in zip(preset.depths, gaps))
         summary = (f"Post-LN − Pre-LN val loss by depth: {by_depth}; "
-                   f"rank correlation with depth {_fmt(trend)}; at {deepest} layers Post-LN against Pre-LN: "
+                   f"rank correlation with depth {fmt(trend)}; at {deepest} layers Post-LN against Pre-LN: "
                    f"{said(cmp)} ({failures(post_d)}). 100+ layers are not tested at this preset.")
         settings = {"depths": preset.depths, "lr": preset.lr_fixed, "warmup_steps": preset.warmup,
                     "steps": preset.base["train.steps"], "d_model": preset.base["model.d_model"]}
@@ -297,9 +279,9 @@ class DepthC4(Claim):
                    f"no loss gap at {deepest} layers: too few runs trained to compare (Post-LN {failures(post_d)}, "
                    f"Pre-LN {failures(pre_d)})")
         return self.make(verdict, f"Post-LN − Pre-LN val loss at {deepest} layers (nats)", info.get("diff"), seeds,
-                         settings, summary, missing=missing, interval=loss_interval(info), test=_test(info, post_fail),
-                         seeds=info.get("seeds") or post_fail["seeds"], depth_trend_spearman=trend, by_depth=rows,
-                         deepest=info, failures_deepest=post_fail)
+                         settings, summary, missing=missing, interval=loss_interval(info),
+                         test=loss_test(info, post_fail), seeds=info.get("seeds") or post_fail["seeds"],
+                         depth_trend_spearman=trend, by_depth=rows, deepest=info, failures_deepest=post_fail)
 
     def figures(self, records, measurement, preset):
         return [depth_figure(records, preset, ("pre", "post"))]
@@ -308,8 +290,7 @@ class DepthC4(Claim):
 def depth_rows(records, preset, schemes, **where) -> tuple[dict[str, Any], list[float | None]]:
     rows, gaps = {}, []
     for d in preset.depths:
-        gs = {s: group(records, model__scheme=s, model__n_layer=d, train__lr=preset.lr_fixed,
-                       train__warmup_steps=preset.warmup, **where) for s in schemes}
+        gs = {s: group(records, **at_depth(preset, s, d, **where)) for s in schemes}
         rows[str(d)] = {s: describe(g) for s, g in gs.items()}
         a, b = gs[schemes[1]], gs[schemes[0]]
         gaps.append(float("inf") if a.n_failed and not b.n_failed else
@@ -321,21 +302,18 @@ def depth_figure(records, preset, schemes, depths=None, **where) -> Figure:
     depths = depths or preset.depths
     fig = Figure("Final val loss vs depth", "layers", "final val loss (nats)", logx=True, caption=OMITTED)
     for s in schemes:
-        gs = [group(records, model__scheme=s, model__n_layer=d, train__lr=preset.lr_fixed,
-                    train__warmup_steps=preset.warmup, **where) for d in depths]
+        gs = [group(records, **at_depth(preset, s, d, **where)) for d in depths]
         fig.series.append(Series(trained_label(s, gs), list(depths), [g.mean for g in gs], [g.sd for g in gs]))
     return fig
 
 
-@claim("C8")
+@claim("C8", "DeepNorm trains very deep models", sources="001, 003",
+       paper="Wang et al. 2022 (DeepNet, arXiv 2203.00555) §4–5: 1,000-layer DeepNorm trains where Post-LN diverges, "
+             "and beats Pre-LN")
 class DeepNormC8(Claim):
-    title = "DeepNorm trains very deep models"
-    statement = ("DeepNorm trains extremely deep models (1,000 layers) stably, where Post-LN fails, and beats "
-                 "Pre-LN at the same depth.")
-    sources = "001, 003"
-    paper = ("Wang et al. 2022 (DeepNet, arXiv 2203.00555) §4–5: 1,000-layer DeepNorm trains where Post-LN "
-             "diverges, and beats Pre-LN")
-
+    """DeepNorm trains extremely deep models (1,000 layers) stably, where Post-LN fails, and beats Pre-LN at the same
+    depth.
+    """
 
     gap = ("DeepNorm", " than Pre-LN at the deepest depth")
 
@@ -348,9 +326,8 @@ class DeepNormC8(Claim):
             return self.make(INCONCLUSIVE, "not measured", None, 0, {"preset": preset.name},
                              f"the {preset.name} preset has no very deep models; run the full preset")
         deepest = max(preset.deep_depths)
-        where = dict(model__n_layer=deepest, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup,
-                     **_deep(preset))
-        deep, post, pre = (group(records, model__scheme=s, **where) for s in ("deepnorm", "post", "pre"))
+        deep, post, pre = (group(records, **at_depth(preset, s, deepest, **_deep(preset)))
+                           for s in ("deepnorm", "post", "pre"))
         cmp, info = compare(deep, pre, sides=("DeepNorm", "Pre-LN"))
         post_fail, post_cmp = fails_more(post, deep), compare(post, deep)[0]
         post_fails = post_fail["more"] or post_cmp == "worse"
@@ -373,21 +350,19 @@ class DeepNormC8(Claim):
             verdict = FAILS
         else:
             verdict = INCONCLUSIVE
-        summary = (f"at {deepest} layers: DeepNorm {failures(deep)}, val {_fmt(deep.mean)}; "
-                   f"Post-LN {failures(post)}, val {_fmt(post.mean)}; Pre-LN val "
-                   f"{_fmt(pre.mean)} ({failures(pre)}); DeepNorm − Pre-LN {_fmt(info.get('diff'))} ({said(cmp)}). "
+        summary = (f"at {deepest} layers: DeepNorm {failures(deep)}, val {fmt(deep.mean)}; "
+                   f"Post-LN {failures(post)}, val {fmt(post.mean)}; Pre-LN val "
+                   f"{fmt(pre.mean)} ({failures(pre)}); DeepNorm − Pre-LN {fmt(info.get('diff'))} ({said(cmp)}). "
                    f"1,000 layers are beyond this preset.")
         settings = {"depths": preset.deep_depths, **{k.split(".")[-1]: v for k, v in preset.deep_base.items()},
                     "lr": preset.lr_fixed, "warmup_steps": preset.warmup}
-        rows = {str(d): {s: describe(group(records, model__scheme=s, model__n_layer=d, train__lr=preset.lr_fixed,
-                                           train__warmup_steps=preset.warmup, **_deep(preset)))
-                         for s in ("deepnorm", "post", "pre")}
-                for d in preset.deep_depths}
+        rows = {str(d): {s: describe(group(records, **at_depth(preset, s, d, **_deep(preset))))
+                         for s in ("deepnorm", "post", "pre")} for d in preset.deep_depths}
         missing = (f"no loss gap at {deepest} layers: too few runs trained to compare (DeepNorm {failures(deep)}, "
                    f"Pre-LN {failures(pre)})")
         return self.make(verdict, f"DeepNorm − Pre-LN val loss at {deepest} layers", info.get("diff"),
                          n_seeds(select(records, False, model__scheme="deepnorm")), settings, summary,
-                         missing=missing, interval=loss_interval(info), test=_test(info, post_fail),
+                         missing=missing, interval=loss_interval(info), test=loss_test(info, post_fail),
                          seeds=info.get("seeds") or post_fail["seeds"], by_depth=rows, post_vs_deepnorm=post_fail)
 
     def figures(self, records, measurement, preset):
@@ -396,14 +371,11 @@ class DeepNormC8(Claim):
         return [depth_figure(records, preset, ("pre", "post", "deepnorm"), preset.deep_depths, **_deep(preset))]
 
 
-@claim("C14")
+@claim("C14", "Peri-LN is a further stabilizer", sources="002",
+       paper="Kim et al. 2025 (Peri-LN, arXiv 2502.02732) §4: fewer divergences and larger usable learning rates than "
+             "Pre-LN")
 class PeriC14(Claim):
-    title = "Peri-LN is a further stabilizer"
-    statement = "Peri-LN (normalize both the input and the output of each sub-layer) is a further stabilizer."
-    sources = "002"
-    paper = ("Kim et al. 2025 (Peri-LN, arXiv 2502.02732) §4: fewer divergences and larger usable learning rates "
-             "than Pre-LN")
-
+    """Peri-LN (normalize both the input and the output of each sub-layer) is a further stabilizer."""
 
     def reading(self, value):
         return f"{100 * value:.0f} % of Peri-LN's runs did not train"
@@ -438,10 +410,10 @@ class PeriC14(Claim):
                   f"{paired['only_b_failed']} runs that one alone did not train): lrs above {top:g}, or depths "
                   f"above {max(preset.depths)}, where Pre-LN itself fails, would decide")
         summary = (f"runs that diverged or failed to train over the lr (no warmup) and depth sweeps: Peri-LN "
-                   f"{_fmt(rates['peri'])}, Pre-LN {_fmt(rates['pre'])}, Post-LN {_fmt(rates['post'])}; paired by "
+                   f"{fmt(rates['peri'])}, Pre-LN {fmt(rates['pre'])}, Post-LN {fmt(rates['post'])}; paired by "
                    f"configuration and seed, Peri-LN alone failed {paired['only_a_failed']}, Pre-LN alone "
-                   f"{paired['only_b_failed']}{_p(paired)}; highest trainable lr without warmup: "
-                   + ", ".join(f"{SCHEME_NAMES.get(k, k)} {_fmt(v, 'g')}" for k, v in lr_best.items()) + decide)
+                   f"{paired['only_b_failed']}{sign_p(paired)}; highest trainable lr without warmup: "
+                   + ", ".join(f"{SCHEME_NAMES.get(k, k)} {fmt(v, 'g')}" for k, v in lr_best.items()) + decide)
         return self.make(verdict, "Peri-LN rate of runs that did not train", rates["peri"], seeds,
                          {"lrs": stress_lrs(preset), "lr_sweep_warmup_steps": 0, "depths": preset.depths,
                           "depth_sweep": f"lr {preset.lr_fixed:g}, warmup {preset.warmup}",
@@ -460,31 +432,6 @@ class PeriC14(Claim):
 def _deep(preset) -> dict[str, Any]:
     """The very deep models' own overrides (e.g. a narrower width), as `select` keywords."""
     return {k.replace(".", "__"): v for k, v in preset.deep_base.items()}
-
-
-def _fmt(value, spec: str = ".3f") -> str:
-    return "n/a" if value is None else format(value, spec)
-
-
-def _ci(interval, spec: str = "+.3f") -> str:
-    return "n/a" if not interval else f"[{interval[0]:{spec}}, {interval[1]:{spec}}]"
-
-
-def _test(info: dict[str, Any], failed: dict[str, Any] | None = None) -> str:
-    """The tests a loss comparison (and, where given, its failure count) rests on, in words."""
-    loss = f"{info['test']}, {pct(confidence())} interval" if "test" in info else "too few runs trained for a loss test"
-    return loss + (f"; failures: {failed['test']}" if failed else "")
-
-
-def _tost(info: dict[str, Any]) -> str:
-    return (f"one-sided equivalence (TOST half) at α = {alpha():g}: {info['test']}, {pct(equivalence())} interval "
-            "inside +margin"
-            if "test" in info else "too few runs trained for an equivalence test")
-
-
-def _p(failed: dict[str, Any]) -> str:
-    return "" if failed["p_one_sided"] is None or not (failed["only_a_failed"] + failed["only_b_failed"]) else \
-        f" (sign test p = {failed['p_one_sided']:.3f})"
 
 
 def _did_not_train(g: dict[str, Any]) -> str:

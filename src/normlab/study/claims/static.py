@@ -38,14 +38,13 @@ MEMORY_SAVING = (0.05, 0.10)  # the claimed saving of Pre-LN over Post-LN
 MEMORY_SAME = 0.01  # relative differences below this count as "no saving"
 
 
-@claim("C9")
+@claim("C9", "DeepNorm's constants depend on the architecture", sources="001",
+       paper="Wang et al. 2022 (DeepNet, arXiv 2203.00555) Table 1 and §2.3")
 class DeepNormConstantsC9(Claim):
-    title = "DeepNorm's constants depend on the architecture"
-    statement = ("DeepNorm's constants depend on the architecture: encoder-only α=(2N)^¼, β=(8N)^-¼; decoder-only "
-                 "α=(2M)^¼, β=(8M)^-¼; encoder-decoder: encoder α=0.81(N⁴M)^1/16, β=0.87(N⁴M)^-1/16, decoder "
-                 "α=(3M)^¼, β=(12M)^-¼. Seed 001 prints fixed numbers instead.")
-    sources = "001"
-    paper = 'Wang et al. 2022 (DeepNet, arXiv 2203.00555) Table 1 and §2.3'
+    """DeepNorm's constants depend on the architecture: encoder-only α=(2N)^¼, β=(8N)^-¼; decoder-only α=(2M)^¼,
+    β=(8M)^-¼; encoder-decoder: encoder α=0.81(N⁴M)^1/16, β=0.87(N⁴M)^-1/16, decoder α=(3M)^¼, β=(12M)^-¼. Seed 001
+    prints fixed numbers instead.
+    """
 
     def measure(self, preset):
         rows = []
@@ -145,14 +144,11 @@ def _used_by_model(architecture: str, depth: int) -> dict[str, dict[str, float |
     return out
 
 
-@claim("C12")
+@claim("C12", "Pre-LN lowers peak training memory by 5–10 %", sources="002",
+       paper="the source article 'Understanding Pre-LayerNorm' (2025) only; no paper measures it; normlab bench's "
+             "accounting")
 class MemoryC12(Claim):
-    title = "Pre-LN lowers peak training memory by 5–10 %"
-    statement = "Pre-LN lowers peak training memory by 5–10 %."
-    sources = "002"
-    paper = ("the source article 'Understanding Pre-LayerNorm' (2025) only; no paper measures it; "
-             "normlab bench's accounting")
-
+    """Pre-LN lowers peak training memory by 5–10 %."""
 
     def reading(self, value):
         return f"Pre-LN uses {100 * abs(value):.1f} % {'less' if value > 0 else 'more'} peak memory than Post-LN"
@@ -183,13 +179,11 @@ class MemoryC12(Claim):
                          summary, pre=measurement["pre"], post=measurement["post"])
 
 
-@claim("C16")
+@claim("C16", "Every scheme stays causal", sources="002",
+       paper="the source article 'Understanding Pre-LayerNorm' (2025); a property of the attention mask "
+             "(Vaswani et al. 2017 §3.2.3), tested on built models")
 class CausalityC16(Claim):
-    title = "Every scheme stays causal"
-    statement = "Norm placement does not change the causal mask: autoregressive models stay causal in every scheme."
-    sources = "002"
-    paper = ("the source article 'Understanding Pre-LayerNorm' (2025); a property of the attention mask"
-             " (Vaswani et al. 2017 §3.2.3), tested on built models")
+    """Norm placement does not change the causal mask: autoregressive models stay causal in every scheme."""
 
     def measure(self, preset):
         """Every scheme × every normalizer, at init and after training (a combination that cannot be built is
