@@ -23,7 +23,8 @@ runner = CliRunner()
 LAYER_KEYS = {"layer", "residual_rms", "contribution_ratio", "angular_distance", "block_influence", "grad_norm",
               "skip_delta_loss"}
 EXPECTED_PLACEMENT = {"post": "post", "pre": "pre", "sandwich": "sandwich", "peri": "peri", "deepnorm": "post",
-                      "mix": "mix", "lns": "pre", "subln": "subln", "admin": "post", "residual": "post"}
+                      "mix": "mix", "lns": "pre", "subln": "subln", "admin": "post", "residual": "post",
+                      "reordered": "reordered"}
 
 
 def minilm_dir():

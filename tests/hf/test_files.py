@@ -161,3 +161,22 @@ def test_a_planted_pickle_is_refused_by_read_weights_too_without_running(model_d
     with pytest.raises(HFDirError, match=r"pytorch_model\.bin: refused: .* asks to call .*open") as refused:
         read_weights(model_dir)
     assert "\n" not in str(refused.value) and not (model_dir.parent / "ran").exists()
+
+
+def test_a_checkpoint_missing_a_tensor_is_refused_in_one_line(tmp_path):
+    """transformers fills a missing tensor at random; diagnose must not measure that half-random model."""
+    from safetensors.torch import load_file, save_file
+    from typer.testing import CliRunner
+
+    from normlab.cli import app
+
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config(vocab_size=64, n_embd=32, n_layer=2, n_head=4, n_positions=64)
+    transformers.GPT2LMHeadModel(config).save_pretrained(tmp_path / "m")
+    state = load_file(tmp_path / "m" / "model.safetensors")
+    del state["transformer.h.1.mlp.c_fc.weight"]
+    save_file(state, tmp_path / "m" / "model.safetensors", metadata={"format": "pt"})
+    result = CliRunner().invoke(app, ["diagnose", str(tmp_path / "m"), "--no-skip"])
+    assert result.exit_code == 2
+    assert "h.1.mlp.c_fc.weight" in result.output and "not in the checkpoint" in result.output
+    assert "Traceback" not in result.output

@@ -186,6 +186,11 @@ def _hf_model(auto, path: Path, weights: list[Path]) -> nn.Module:
         name, found, wanted = mismatched[0]
         raise HFDirError(where, f"{len(mismatched)} tensor(s) do not match {CONFIG}'s shapes: {name} is "
                                 f"{list(found)} in the checkpoint, {list(wanted)} by the config")
+    missing = sorted(info.get("missing_keys") or [])
+    if missing:  # transformers would draw them at random and measure that: never a silent half-model
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        raise HFDirError(where, f"{len(missing)} tensor(s) the {CONFIG} model needs are not in the checkpoint "
+                                f"(transformers would draw them at random): {missing[0]}{more}")
     return model
 
 

@@ -219,8 +219,10 @@ def detect_placement(model: nn.Module, run_forward: Callable[[], object],
 
 
 def _sublayers(layer: nn.Module) -> list[nn.Module]:
-    """The layer's direct children with weights that are not norms: its attention, MLP, HF's fc1/fc2, ..."""
-    return [m for m in layer.children() if not is_norm(m) and next(m.parameters(), None) is not None]
+    """The layer's direct children with weights that are not norms: its attention, MLP, HF's fc1/fc2, ...; a
+    child that wraps its sub-layer with the norms around it (normlab's `Residual`) stands for the sub-layer."""
+    children = [getattr(m, "sublayer", m) for m in layer.children()]
+    return [m for m in children if m is not None and not is_norm(m) and next(m.parameters(), None) is not None]
 
 
 def _first_input(args, kwargs):
