@@ -135,6 +135,22 @@ def _context(fam: Family) -> int:
     return context
 
 
+def _llama_projections(cfg: ModelConfig, fetch: Fetch, h: str, b: str) -> dict[str, torch.Tensor]:
+    """One block's attention and SwiGLU/GeGLU projections in the Llama naming (HF layer `h`, normlab block `b`),
+    with q/k/v bias and QK-norm where the config has them: shared by Llama, its kin and Gemma 2."""
+    qkv = [f"{h}self_attn.{p}_proj" for p in "qkv"]
+    out = {f"{b}attn.sublayer.qkv.weight": torch.cat([fetch(f"{n}.weight") for n in qkv]),
+           f"{b}attn.sublayer.proj.weight": fetch(f"{h}self_attn.o_proj.weight"),
+           f"{b}mlp.sublayer.fc.weight": torch.cat([fetch(f"{h}mlp.gate_proj.weight"), fetch(f"{h}mlp.up_proj.weight")]),
+           f"{b}mlp.sublayer.proj.weight": fetch(f"{h}mlp.down_proj.weight")}
+    if cfg.qkv_bias:
+        out[f"{b}attn.sublayer.qkv.bias"] = torch.cat([fetch(f"{n}.bias") for n in qkv])
+    if cfg.qk_norm != "none":
+        out[f"{b}attn.sublayer.q_norm.weight"] = fetch(f"{h}self_attn.q_norm.weight")
+        out[f"{b}attn.sublayer.k_norm.weight"] = fetch(f"{h}self_attn.k_norm.weight")
+    return out
+
+
 @family
 class GPT2(Family):
     """GPT-2 (Radford et al. 2019): Pre-LN with LayerNorm, learned positions, Conv1D weights stored (in, out)."""
@@ -200,17 +216,7 @@ class Llama(Family):
         for i in range(cfg.n_layer):
             h, b = f"layers.{i}.", f"blocks.{i}."
             out.update({f"{b}{ours}.weight": fetch(f"{h}{theirs}.weight") for ours, theirs in self.norm_slots.items()})
-            qkv = [f"{h}self_attn.{p}_proj" for p in "qkv"]
-            out[f"{b}attn.sublayer.qkv.weight"] = torch.cat([fetch(f"{n}.weight") for n in qkv])
-            if cfg.qkv_bias:
-                out[f"{b}attn.sublayer.qkv.bias"] = torch.cat([fetch(f"{n}.bias") for n in qkv])
-            if cfg.qk_norm != "none":
-                out[f"{b}attn.sublayer.q_norm.weight"] = fetch(f"{h}self_attn.q_norm.weight")
-                out[f"{b}attn.sublayer.k_norm.weight"] = fetch(f"{h}self_attn.k_norm.weight")
-            out[f"{b}attn.sublayer.proj.weight"] = fetch(f"{h}self_attn.o_proj.weight")
-            out[f"{b}mlp.sublayer.fc.weight"] = torch.cat([fetch(f"{h}mlp.gate_proj.weight"),
-                                                           fetch(f"{h}mlp.up_proj.weight")])
-            out[f"{b}mlp.sublayer.proj.weight"] = fetch(f"{h}mlp.down_proj.weight")
+            out.update(_llama_projections(cfg, fetch, h, b))
         return out
 
 
@@ -279,11 +285,7 @@ class Gemma2(Family):
         for i in range(cfg.n_layer):
             h, b = f"layers.{i}.", f"blocks.{i}."
             out.update({f"{b}{ours}.weight": 1.0 + fetch(f"{h}{theirs}.weight") for ours, theirs in self.norms.items()})
-            out[f"{b}attn.sublayer.qkv.weight"] = torch.cat([fetch(f"{h}self_attn.{p}_proj.weight") for p in "qkv"])
-            out[f"{b}attn.sublayer.proj.weight"] = fetch(f"{h}self_attn.o_proj.weight")
-            out[f"{b}mlp.sublayer.fc.weight"] = torch.cat([fetch(f"{h}mlp.gate_proj.weight"),
-                                                           fetch(f"{h}mlp.up_proj.weight")])
-            out[f"{b}mlp.sublayer.proj.weight"] = fetch(f"{h}mlp.down_proj.weight")
+            out.update(_llama_projections(cfg, fetch, h, b))
         return out
 
 
