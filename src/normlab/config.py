@@ -93,10 +93,11 @@ class TrainConfig(BaseModel):
     init_from: str | None = None
     """A run directory whose trained weights start this run (fine-tuning). Loaded with weights_only; its model
     config must be this run's (see init_from_match). The optimizer, schedule and step start fresh."""
-    init_from_match: Literal["exact", "by_name"] = "exact"
+    init_from_match: Literal["exact", "by_name", "by_stream"] = "exact"
     """exact: init_from must be this very model. by_name: another placement or normalizer of the same weights
     (a swap): every tensor of the source with this model's name and shape is kept, the rest start at their
-    init, and run.json lists what was kept, new and left behind."""
+    init. by_stream: as by_name, and a norm the placement moved takes the gains of the source's norm at the
+    same point of the residual stream. run.json's "swap" lists what was kept, moved, new and left behind."""
     untrained_margin: float = Field(default=0.1, ge=0)
     """A completed run whose final val loss is within this many nats of the corpus's unigram cross-entropy
     (or above it) failed to train: it never left the plateau of token frequencies (0: never judged)."""

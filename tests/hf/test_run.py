@@ -53,6 +53,20 @@ def test_import_check_swap_train_and_export(tmp_path):
     assert swap["new"] == [] and len(swap["left_behind"]) == 5  # ln_1, ln_2 × 2 layers, ln_f: their biases
     assert all(k.endswith("norm.bias") for k in swap["left_behind"])
 
+    # Pre-LN → Post-LN by the stream: each post-norm takes the gains of the pre-norm at its point
+    post = tmp_path / "post"
+    result = runner.invoke(app, ["train", str(run / "config.toml"), "-o", str(post), "--set", f"train.init_from={run}",
+                                 "--set", "train.init_from_match=by_stream", "--set", "model.scheme=post", "--set",
+                                 "model.final_norm=false", "--set", "train.steps=1", "--set", "train.eval_interval=1",
+                                 "--set", "train.eval_batches=1", "--set", "train.batch_size=2", "--set",
+                                 "diagnostics.interval=0", "--set", "diagnostics.layer_skip=false", "--set",
+                                 "train.untrained_margin=0"])
+    assert result.exit_code == 0, result.output
+    swap = json.loads((post / "run.json").read_text())["swap"]
+    assert swap["moved"]["blocks.0.attn.post_norm.weight"] == "blocks.0.mlp.in_norm.weight"
+    assert swap["moved"]["blocks.1.mlp.post_norm.bias"] == "final_norm.bias" and len(swap["moved"]) == 8
+    assert swap["left_behind"] == ["blocks.0.attn.in_norm.bias", "blocks.0.attn.in_norm.weight"]
+
     out = tmp_path / "exported"
     result = runner.invoke(app, ["export", str(swapped), "--format", "hf", "--out", str(out)])
     assert result.exit_code == 2 and "scheme 'pre'" in result.output and "llama" in result.output  # no such layout

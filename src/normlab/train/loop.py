@@ -210,7 +210,7 @@ class Trainer:
             loaded = load_model(source, self.device)
         except (ValueError, OSError) as e:
             raise ValueError(f"train.init_from {source!r} cannot be loaded: {e}") from None
-        if self.tc.init_from_match == "by_name":
+        if self.tc.init_from_match != "exact":
             return self._swapped_weights(loaded.model)
         theirs, ours = loaded.cfg.model.model_dump(mode="json"), self.cfg.model.model_dump(mode="json")
         differ = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
@@ -221,12 +221,14 @@ class Trainer:
 
     def _swapped_weights(self, source_model: torch.nn.Module) -> dict[str, torch.Tensor]:
         """The source's tensors where this model has the same name and shape, its own init elsewhere (a swap
-        of placement or normalizer); a norm the placement moved takes the gains of the source's norm that
-        read the same point of the stream (`stream_norms`: Post-LN's norm after sub-layer k becomes Pre-LN's
-        norm before sub-layer k + 1, its last the final norm). run.json's "swap" lists what went where."""
+        of placement or normalizer); with `by_stream`, a norm the placement moved takes the gains of the
+        source's norm that read the same point of the stream (`stream_norms`: Post-LN's norm after sub-layer
+        k becomes Pre-LN's norm before sub-layer k + 1, its last the final norm). run.json's "swap" lists what
+        went where."""
         source, ours = source_model.state_dict(), self.model.state_dict()
         kept = {k: k for k, v in ours.items() if k in source and source[k].shape == v.shape}
-        moved = _moved_norms(source_model, self.model, source, ours, kept)
+        by_stream = self.tc.init_from_match == "by_stream"
+        moved = _moved_norms(source_model, self.model, source, ours, kept) if by_stream else {}
         kept.update(moved)
         if not kept:
             raise ValueError(f"train.init_from {self.tc.init_from!r} shares no tensor (name and shape) with this model")
@@ -234,7 +236,7 @@ class Trainer:
         self.swap = {"kept": sum(k == v for k, v in kept.items()), "moved": moved,
                      "new": sorted(set(ours) - set(kept)), "left_behind": sorted(set(source) - taken)}
         self._note(f"swap: {len(kept)} of {len(ours)} tensors from {self.tc.init_from} ({len(moved)} norm tensors "
-                   f"moved to the same point of the stream); new at init: {len(self.swap['new'])}, left behind: "
+                   f"moved to their point of the stream); new at init: {len(self.swap['new'])}, left behind: "
                    f"{len(self.swap['left_behind'])}")
         return {**ours, **{k: source[v] for k, v in kept.items()}}
 
