@@ -126,3 +126,20 @@ def test_a_swap_moves_each_norm_to_the_same_point_of_the_stream():
         "final_norm.weight": "blocks.1.mlp.post_norm.weight",
         "final_norm.bias": "blocks.1.mlp.post_norm.bias",
     }
+
+
+def test_import_hf_refuses_a_bad_directory_in_one_line_and_writes_nothing(tmp_path):
+    source = _gpt2_with_tokenizer(tmp_path / "hf")
+    weights = source / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-100])  # truncated
+    result = runner.invoke(app, ["import-hf", str(source), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2 and "model.safetensors" in result.output and "truncated" in result.output
+    assert len(result.output.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+def test_from_hf_at_the_package_root(tmp_path):
+    import normlab
+
+    source = _gpt2_with_tokenizer(tmp_path / "hf")
+    model = normlab.from_hf(source)
+    assert model.cfg.scheme == "pre" and model.cfg.norm == "layernorm"
