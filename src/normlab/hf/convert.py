@@ -225,11 +225,7 @@ class Qwen2(Llama):
     """Qwen2 (arXiv 2407.10671): Llama's layout with a bias on q, k and v."""
 
     name, model_types = "Qwen2", ("qwen2",)
-    qkv_bias = True
-
-    def model_config(self, heads_in_checkpoint):  # its attention has q/k/v bias whatever attention_bias says
-        self.hf = {**self.hf, "attention_bias": False}
-        return super().model_config(heads_in_checkpoint)
+    qkv_bias = True  # always: its config has no switch for it
 
 
 @family
