@@ -70,6 +70,15 @@ def test_the_character_vocabulary_travels_as_a_tokenizer(tmp_path):
     assert tok.decode(ids) == "AB C!\nA"
 
 
+def test_a_masked_lms_mask_token_travels_with_its_id(tmp_path):
+    model = _model(LAYOUTS["bert-mlm"][0])
+    chars = [chr(32 + i) for i in range(70)] + ["[MASK]"]
+    export_hf(model, model.cfg, tmp_path / "out", char_vocab=chars, mask_token="[MASK]")
+    tok = transformers.AutoTokenizer.from_pretrained(tmp_path / "out", local_files_only=True)
+    assert tok.mask_token == "[MASK]" and tok.mask_token_id == 70
+    assert tok("a[MASK]b", add_special_tokens=False)["input_ids"] == [chars.index("a"), 70, chars.index("b")]
+
+
 @pytest.mark.parametrize("settings, named", [
     (dict(scheme="post"), "scheme 'post'"), (dict(scheme="deepnorm"), "scheme 'deepnorm'"),
     (dict(scheme="mix"), "scheme 'mix'"), (dict(scheme="pre", norm="rmsnorm"), "exportable: gpt2")])

@@ -273,7 +273,7 @@ def hf_state(model: nn.Module, cfg: ModelConfig, layout: Layout) -> tuple[dict[s
 
 
 def export_hf(model: nn.Module, cfg: ModelConfig, out: str | Path, tokenizer_from: Path | None = None,
-              char_vocab: list[str] | None = None) -> Path:
+              char_vocab: list[str] | None = None, mask_token: str | None = None) -> Path:
     """Write `model` (of `cfg`) to the new directory `out` in its Hugging Face layout (see the module doc)."""
     layout = layout_for(cfg)
     out = Path(out)
@@ -291,7 +291,7 @@ def export_hf(model: nn.Module, cfg: ModelConfig, out: str | Path, tokenizer_fro
     try:
         layout.config(cfg, tied).save_pretrained(tmp)
         save_file(tensors, tmp / "model.safetensors", metadata={"format": "pt"})
-        _tokenizer(tmp, tokenizer_from, char_vocab)
+        _tokenizer(tmp, tokenizer_from, char_vocab, mask_token)
         if out.exists():
             out.rmdir()
         os.replace(tmp, out)
@@ -301,8 +301,9 @@ def export_hf(model: nn.Module, cfg: ModelConfig, out: str | Path, tokenizer_fro
     return out
 
 
-def _tokenizer(out: Path, source: Path | None, char_vocab: list[str] | None) -> None:
-    """The tokenizer files of an imported model, copied; else normlab's characters as a word-level tokenizer."""
+def _tokenizer(out: Path, source: Path | None, char_vocab: list[str] | None, mask_token: str | None) -> None:
+    """The tokenizer files of an imported model, copied; else normlab's characters as a word-level tokenizer
+    (a masked LM's mask token, the last id, as its special token)."""
     if source is not None and any((source / f).is_file() for f in TOKENIZER_FILES):
         for name in TOKENIZER_FILES:
             if (source / name).is_file():
@@ -317,7 +318,7 @@ def _tokenizer(out: Path, source: Path | None, char_vocab: list[str] | None) -> 
     tok = Tokenizer(models.WordLevel(vocab, unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")  # every character alone
     tok.decoder = decoders.Fuse()  # characters join with nothing between them
-    PreTrainedTokenizerFast(tokenizer_object=tok).save_pretrained(out)
+    PreTrainedTokenizerFast(tokenizer_object=tok, mask_token=mask_token).save_pretrained(out)
 
 
 __all__ = ["LAYOUTS", "HFDirError", "export_hf", "layout_for"]

@@ -63,14 +63,14 @@ def export_run(target: str | Path, out: str | Path) -> Path:
     loaded = load_model(target, "cpu")
     data = loaded.cfg.data
     tokenizer_from = Path(data.tokenizer_dir) if data.tokenizer == "hf" and data.tokenizer_dir else None
-    chars = None
+    chars, mask = None, None
     if data.tokenizer == "char":
         from normlab.data import corpus_of
 
         tok = corpus_of(loaded.cfg).tokenizer
         chars = [tok.decode([i]) for i in range(tok.vocab_size)]
-        extra = loaded.cfg.model.vocab_size - len(chars)  # the objective's special tokens (MASK, BOS)
-        chars += [f"<normlab-special-{i}>" for i in range(extra)]
+        if loaded.cfg.model.arch == "encoder":  # the masked LM's MASK follows the text's own tokens
+            chars, mask = chars + ["[MASK]"], "[MASK]"
     with torch.no_grad():
         return export_hf(loaded.model.eval(), loaded.cfg.model, out, tokenizer_from=tokenizer_from,
-                         char_vocab=chars)
+                         char_vocab=chars, mask_token=mask)
