@@ -24,7 +24,10 @@ LAYER_KEYS = {"layer", "residual_rms", "contribution_ratio", "angular_distance",
               "skip_delta_loss"}
 EXPECTED_PLACEMENT = {"post": "post", "pre": "pre", "sandwich": "sandwich", "peri": "peri", "deepnorm": "post",
                       "mix": "mix", "lns": "pre", "subln": "subln", "admin": "post", "residual": "post",
-                      "reordered": "reordered"}
+                      "reordered": "reordered", "parallel": "parallel",
+                      # HybridNorm's only stream norm sits on the attention's sum inside the block, Keel's block
+                      # is Post-LN with an input norm too: no layout names either, and a wrong name is worse
+                      "hybrid": "unrecognised", "keel": "unrecognised"}
 
 
 def minilm_dir():
@@ -58,6 +61,17 @@ def test_placement_is_read_from_the_structure(scheme):
     # as Post-LN without a final norm (what `diagnose` can tell from one forward pass)
     assert found["final_norm"] == (model.cfg.resolved_final_norm() and scheme != "residual")
     assert found["embed_norm"] == (scheme == "peri")
+
+
+@pytest.mark.parametrize("scheme, options, placement, qk", [("parallel", {"shared_norm": 0.0}, "parallel", False),
+                                                            ("hybrid", {"first_pre": 1.0}, "unrecognised", True)])
+def test_scheme_options_read_as_their_layout(scheme, options, placement, qk):
+    """GPT-NeoX's two parallel norms read as parallel like GPT-J's one; HybridNorm's QKV-norm is reported as the
+    QK-norm it contains (per head: its input has a heads axis), never as a stream norm."""
+    model = normlab.build_model(dict(vocab_size=11, block_size=8, n_layer=2, n_head=2, d_model=16, scheme=scheme,
+                                     scheme_options=options))
+    found = detect_placement(model, lambda: model(torch.randint(11, (2, 8))))
+    assert (found["placement"], found["qk_norm"]) == (placement, qk)
 
 
 def test_normalizer_is_classified_by_behaviour():

@@ -16,9 +16,10 @@ import normlab
 from normlab.nn import NORMS, SCHEMES, ModelConfig, Residual, build_scheme, deepnorm_constants
 from normlab.nn.norms import Norm
 
-ALL_SCHEMES = ["post", "pre", "sandwich", "peri", "deepnorm", "mix", "lns", "subln", "admin", "residual", "reordered"]
+ALL_SCHEMES = ["post", "pre", "sandwich", "peri", "deepnorm", "mix", "lns", "subln", "admin", "residual", "reordered",
+               "parallel", "hybrid", "keel"]
 ALL_NORMS = ["layernorm", "rmsnorm", "scalenorm", "dyt", "none"]
-INCOMPATIBLE = {("deepnorm", "none"), ("lns", "none"), ("admin", "none"), ("residual", "none")}
+INCOMPATIBLE = {("deepnorm", "none"), ("lns", "none"), ("admin", "none"), ("residual", "none"), ("keel", "none")}
 NORM_CLASS = {name: NORMS.get(name) for name in ALL_NORMS}
 
 
@@ -213,6 +214,7 @@ def _layout(model):
 POST = ("id", "id", "norm", 1.0, 1.0)
 PRE = ("norm", "id", "id", 1.0, 1.0)
 SANDWICH = ("norm", "norm", "id", 1.0, 1.0)
+PLAIN = ("id", "id", "id", 1.0, 1.0)
 
 
 @pytest.mark.parametrize("scheme,options,per_layer,embed,final", [
@@ -229,6 +231,11 @@ SANDWICH = ("norm", "norm", "id", 1.0, 1.0)
     ("lns", {}, [("norm", "id", "id", 1.0, 1 / math.sqrt(ell)) for ell in (1, 2, 3, 4)], "id", "norm"),
     ("subln", {}, [PRE] * 4, "id", "norm"),
     ("reordered", {}, [("id", "norm", "id", 1.0, 1.0)] * 4, "id", "norm"),
+    ("parallel", {}, [(PRE, PLAIN)] * 4, "id", "norm"),  # the MLP branch reads the attention branch's norm
+    ("parallel", {"shared_norm": 0.0}, [PRE] * 4, "id", "norm"),
+    ("hybrid", {}, [(POST, PLAIN)] * 4, "id", "norm"),  # Norm(x + Attn(x)), then x + FFN(x)
+    ("hybrid", {"first_pre": 1.0}, [PRE] + [(POST, PLAIN)] * 3, "id", "norm"),
+    ("keel", {}, [("norm", "id", "norm", 8.0, 1.0)] * 4, "id", "id"),  # α = L = 2 sub-layers × 4 blocks
 ])
 @pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
 def test_slot_structure(scheme, options, per_layer, embed, final, norm):
@@ -238,6 +245,8 @@ def test_slot_structure(scheme, options, per_layer, embed, final, norm):
         for which in ("attn", "mlp"):
             got = slots[(layer, which)]
             want = per_layer[layer]
+            if isinstance(want[0], tuple):  # (attention's slots, the MLP's slots)
+                want = want[("attn", "mlp").index(which)]
             assert got[:3] == want[:3], (layer, which)
             assert got[3] == pytest.approx(want[3], rel=1e-12), (layer, which, "alpha")
             assert got[4] == pytest.approx(want[4], rel=1e-12), (layer, which, "in_scale")
@@ -317,13 +326,103 @@ def test_reordered_block_is_olmo2s_formula():
         torch.testing.assert_close(block(x), want, rtol=1e-5, atol=1e-6)
 
 
+def _rms(t, w, eps=1e-5):
+    return w * t / torch.sqrt(t.pow(2).mean(-1, keepdim=True) + eps)
+
+
+def _perturbed_block(scheme, options=None, n_layer=1, layer=0, **cfg):
+    """Block `layer` of a tiny RMSNorm model with every parameter moved off its init (norm gains away from 1, so a
+    norm in the wrong slot shows), and an input x."""
+    torch.manual_seed(0)
+    model = normlab.build_model(tiny(scheme=scheme, scheme_options=options or {}, norm="rmsnorm", n_layer=n_layer,
+                                     **cfg)).eval()
+    block = model.blocks[layer]
+    with torch.no_grad():
+        for p in block.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    return block, torch.randn(2, 5, model.cfg.d_model)
+
+
+@pytest.mark.parametrize("shared", [1.0, 0.0])
+def test_parallel_block_is_gptj_and_neox_formula(shared):
+    """GPT-J / PaLM (one norm): x + Attn(LN(x)) + MLP(LN(x)); GPT-NeoX use_parallel_residual (two):
+    x + Attn(LN₁(x)) + MLP(LN₂(x)), transcribed by hand."""
+    block, x = _perturbed_block("parallel", {"shared_norm": shared})
+    with torch.no_grad():
+        w_attn = block.attn.in_norm.weight
+        w_mlp = w_attn if shared else block.mlp.in_norm.weight
+        want = x + block.attn.sublayer(_rms(x, w_attn)) + block.mlp.sublayer(_rms(x, w_mlp))
+        torch.testing.assert_close(block(x), want, rtol=1e-5, atol=1e-6)
+    norms = [m for m in block.modules() if isinstance(m, Norm)]
+    assert len(norms) == (1 if shared else 2)  # shared: one module, one set of parameters, one state-dict name
+
+
+def _qkv_norm_attention(attn, x):
+    """HybridNorm's attention (its code: OLMo's attention with q_norm, k_norm, v_norm per head), written out:
+    softmax(Norm(Q)Norm(K)ᵀ/√d_h + causal mask) Norm(V), heads joined, output projection."""
+    B, T, C = x.shape
+    nh, hs = attn.n_head, C // attn.n_head
+    q, k, v = (t.reshape(B, T, nh, hs) for t in attn.qkv(x).split(C, dim=2))
+    q, k, v = (_rms(t, n.weight).transpose(1, 2) for t, n in ((q, attn.q_norm), (k, attn.k_norm), (v, attn.v_norm)))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(hs)  # (B, nh, T, T)
+    scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+    y = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, C)
+    return attn.proj(y)
+
+
+def test_hybrid_block_is_hybridnorms_formula():
+    """HybridNorm (arXiv 2503.04598, as its code computes it): Y = X + Attn_QKV(X); X' = Norm(Y) + FFN(Norm(Y))."""
+    block, x = _perturbed_block("hybrid", n_layer=2, layer=1)
+    with torch.no_grad():
+        y = x + _qkv_norm_attention(block.attn.sublayer, x)
+        z = _rms(y, block.attn.post_norm.weight)
+        torch.testing.assert_close(block(x), z + block.mlp.sublayer(z), rtol=1e-5, atol=1e-6)
+    assert [block.attn.sublayer.v_norm.d, block.attn.sublayer.q_norm.d] == [8, 8]  # per head: d_model / n_head
+
+
+def test_hybrid_star_first_block_is_pre_norm_with_qkv_norm():
+    """HybridNorm* (the official code's layer-0 override attn_norm = True, ffn_residual = False): block 0 is
+    Pre-Norm around both sub-layers, QKV-norm kept; the blocks after it are HybridNorm's."""
+    block, x = _perturbed_block("hybrid", {"first_pre": 1.0}, n_layer=2)
+    with torch.no_grad():
+        h = x + _qkv_norm_attention(block.attn.sublayer, _rms(x, block.attn.in_norm.weight))
+        want = h + block.mlp.sublayer(_rms(h, block.mlp.in_norm.weight))
+        torch.testing.assert_close(block(x), want, rtol=1e-5, atol=1e-6)
+    later, x = _perturbed_block("hybrid", {"first_pre": 1.0}, n_layer=2, layer=1)
+    assert kind(later.attn.post_norm) == "norm" and kind(later.attn.in_norm) == kind(later.mlp.in_norm) == "id"
+
+
+def test_hybrid_refuses_a_second_qk_norm():
+    with pytest.raises(ValueError, match="already normalizes q, k and v per head"):
+        normlab.build_model(tiny(scheme="hybrid", qk_norm="full_width"))
+
+
+@pytest.mark.parametrize("n_layer, alpha_lit", [(1, 2.0), (3, 6.0)])
+def test_keel_block_is_keels_formula(n_layer, alpha_lit):
+    """Keel (arXiv 2601.19895): x ← Norm(α·x + F(Norm′(x))) around each sub-layer, α = L = 2·n_layer sub-layers."""
+    block, x = _perturbed_block("keel", n_layer=n_layer)
+    alpha = 2 * n_layer
+    assert alpha == alpha_lit and block.attn.alpha == block.mlp.alpha == alpha_lit
+    with torch.no_grad():
+        h = _rms(alpha * x + block.attn.sublayer(_rms(x, block.attn.in_norm.weight)), block.attn.post_norm.weight)
+        want = _rms(alpha * h + block.mlp.sublayer(_rms(h, block.mlp.in_norm.weight)), block.mlp.post_norm.weight)
+        torch.testing.assert_close(block(x), want, rtol=1e-5, atol=1e-6)
+    assert build_scheme("keel", 4, {"alpha": 3.0}).describe()["alpha"] == 3.0
+
+
+@pytest.mark.parametrize("scheme, option", [("parallel", "shared_norm"), ("hybrid", "first_pre")])
+def test_switch_options_take_zero_or_one(scheme, option):
+    with pytest.raises(ValueError, match=option):
+        build_scheme(scheme, 4, {option: 0.5})
+
+
 # ---------------------------------------------------------------------------
 # 4. final_norm
 # ---------------------------------------------------------------------------
 
 FINAL_DEFAULT = {"post": False, "pre": True, "sandwich": True, "peri": True,
                  "deepnorm": False, "mix": True, "lns": True, "subln": True, "admin": False, "residual": True,
-                 "reordered": True}
+                 "reordered": True, "parallel": True, "hybrid": True, "keel": False}
 
 
 @pytest.mark.parametrize("scheme", ALL_SCHEMES)
@@ -405,6 +504,8 @@ def test_unknown_scheme_name_in_build_scheme():
     ("mix", {"mix_ratio": 0.5, "extra": 1.0}, "extra"),
     ("pre", {"mix_ratio": 0.5}, "mix_ratio"),
     ("deepnorm", {"alpha": 2.0}, "alpha"),
+    ("parallel", {"shared": 1.0}, "shared"),
+    ("hybrid", {"shared_norm": 1.0}, "shared_norm"),
 ])
 def test_unknown_scheme_option_raises(scheme, options, bad):
     with pytest.raises(ValueError) as info:

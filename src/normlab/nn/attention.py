@@ -86,14 +86,16 @@ class CausalSelfAttention(nn.Module):
     n_head / n_kv_head query heads shares one key and value head. `head_dim`: the head width when it is not
     d_model / n_head (Qwen3). `qk_norm`: (q_norm, k_norm, "per_head" | "full_width"), QK-norm (Dehghani et
     al. 2023, arXiv 2302.05442): q and k normalized per head (Qwen3, Gemma-3) or over their full width
-    (OLMo-2), before the rotation. `rotary`: RoPE instead of learned positions. `scale`: the scores' factor
+    (OLMo-2), before the rotation; `v_norm`: v normalized the same way (HybridNorm's QKV-norm, arXiv 2503.04598,
+    per head in its code). `rotary`: RoPE instead of learned positions. `scale`: the scores' factor
     when it is not 1/√d_head (Gemma 2's query_pre_attn_scalar^-½); `softcap`: attention-logit soft-capping.
     """
 
     def __init__(self, d_model: int, n_head: int, bias: bool, dropout: float,
                  inner_norm: nn.Module | None = None, causal: bool = True, *, n_kv_head: int | None = None,
                  head_dim: int | None = None, qkv_bias: bool | None = None,
-                 qk_norm: tuple[nn.Module, nn.Module, str] | None = None, rotary: Rotary | None = None,
+                 qk_norm: tuple[nn.Module, nn.Module, str] | None = None, v_norm: nn.Module | None = None,
+                 rotary: Rotary | None = None,
                  scale: float | None = None, softcap: float | None = None):
         super().__init__()
         self.n_head, self.d_model, self.dropout, self.causal = n_head, d_model, dropout, causal
@@ -105,6 +107,9 @@ class CausalSelfAttention(nn.Module):
         self.qk_norm = qk_norm[2] if qk_norm else "none"
         if qk_norm:
             self.q_norm, self.k_norm = qk_norm[0], qk_norm[1]
+        if v_norm is not None and not qk_norm:
+            raise ValueError("v_norm is QKV-norm's third norm: it needs q_norm and k_norm (qk_norm) too")
+        self.v_norm = v_norm  # None: a plain attribute, no module and no state-dict entry
         self.rotary = rotary
         self.scale, self.softcap = scale, softcap  # None: 1/√d_head, no soft-capping
         self.inner_norm = inner_norm if inner_norm is not None else nn.Identity()
@@ -116,10 +121,10 @@ class CausalSelfAttention(nn.Module):
         B, T, _ = x.shape
         q, k, v = self.qkv(x).split(self.sizes, dim=2)
         if self.qk_norm == "full_width":
-            q, k = self.q_norm(q), self.k_norm(k)
+            q, k, v = self._normalized(q, k, v)
         q, k, v = (t.reshape(B, T, -1, self.head_dim) for t in (q, k, v))  # (B, T, heads, hs)
         if self.qk_norm == "per_head":
-            q, k = self.q_norm(q), self.k_norm(k)
+            q, k, v = self._normalized(q, k, v)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (B, heads, T, hs)
         if self.rotary is not None:
             q, k = self.rotary(q, k)
@@ -127,6 +132,10 @@ class CausalSelfAttention(nn.Module):
             group = self.n_head // self.n_kv_head
             k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         return q, k, v
+
+    def _normalized(self, q, k, v):
+        """QK-norm, and QKV-norm where there is a v_norm."""
+        return self.q_norm(q), self.k_norm(k), (v if self.v_norm is None else self.v_norm(v))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
@@ -146,7 +155,8 @@ class CausalSelfAttention(nn.Module):
 
     def extra_repr(self) -> str:
         extra = "" if self.n_kv_head == self.n_head else f", n_kv_head={self.n_kv_head}"
-        return f"causal={self.causal}{extra}" + ("" if self.qk_norm == "none" else f", qk_norm={self.qk_norm}")
+        qk = "" if self.qk_norm == "none" else f", {'qk' if self.v_norm is None else 'qkv'}_norm={self.qk_norm}"
+        return f"causal={self.causal}{extra}{qk}"
 
 
 class CrossAttention(nn.Module):

@@ -19,21 +19,30 @@ def norm_factory(cfg: ModelConfig, d: int):
                              bias=cfg.resolved_norm_bias(), options=cfg.norm_options)
 
 
-def self_attention(cfg: ModelConfig, inner_norm: nn.Module | None, causal: bool) -> CausalSelfAttention:
-    """The config's self-attention: heads, grouped k/v, QK-norm and rotary positions as it names them."""
-    qk_norm = None
-    if cfg.qk_norm != "none":
-        q_width = cfg.head_dim if cfg.qk_norm == "per_head" else cfg.n_head * cfg.head_dim
-        k_width = cfg.head_dim if cfg.qk_norm == "per_head" else (cfg.n_kv_head or cfg.n_head) * cfg.head_dim
-        qk_norm = (norm_factory(cfg, q_width)(), norm_factory(cfg, k_width)(), cfg.qk_norm)
+def self_attention(cfg: ModelConfig, inner_norm: nn.Module | None, causal: bool,
+                   qkv_norm: bool = False) -> CausalSelfAttention:
+    """The config's self-attention: heads, grouped k/v, QK-norm and rotary positions as it names them;
+    `qkv_norm`: q, k and v each normalized per head (a scheme's QKV-norm: HybridNorm)."""
+    if qkv_norm and cfg.qk_norm != "none":
+        raise ValueError(f"scheme {cfg.scheme!r} already normalizes q, k and v per head (its QKV-norm); "
+                         f"qk_norm = {cfg.qk_norm!r} would normalize q and k a second time: leave it 'none'")
+    mode = "per_head" if qkv_norm else cfg.qk_norm
+    qk_norm = v_norm = None
+    if mode != "none":
+        q_width = cfg.head_dim if mode == "per_head" else cfg.n_head * cfg.head_dim
+        k_width = cfg.head_dim if mode == "per_head" else (cfg.n_kv_head or cfg.n_head) * cfg.head_dim
+        qk_norm = (norm_factory(cfg, q_width)(), norm_factory(cfg, k_width)(), mode)
+        v_norm = norm_factory(cfg, k_width)() if qkv_norm else None
     rotary = Rotary(cfg.head_dim, cfg.rope_theta) if cfg.positions == "rope" else None
     return CausalSelfAttention(cfg.d_model, cfg.n_head, cfg.bias, cfg.dropout, inner_norm, causal=causal,
                                n_kv_head=cfg.n_kv_head, head_dim=cfg.d_head, qkv_bias=cfg.qkv_bias,
-                               qk_norm=qk_norm, rotary=rotary, scale=cfg.attn_scale, softcap=cfg.attn_softcap)
+                               qk_norm=qk_norm, v_norm=v_norm, rotary=rotary, scale=cfg.attn_scale,
+                               softcap=cfg.attn_softcap)
 
 
 class Block(nn.Module):
-    """x → attn-residual [→ cross-attn-residual] → mlp-residual; where the norms go is the scheme's business.
+    """x → attn-residual [→ cross-attn-residual] → mlp-residual; where the norms go is the scheme's business,
+    and so is how the residuals combine (`scheme.combine`: one after another, or side by side in a parallel block).
 
         x ─► Residual(attention) ─► [Residual(cross-attention to m)] ─► Residual(MLP) ─► x'
 
@@ -47,18 +56,16 @@ class Block(nn.Module):
         d_ff = cfg.resolved_d_ff()
         inner = norm_factory(cfg, cfg.d_model) if scheme.inner_norms else lambda: None
         mlp_inner = norm_factory(cfg, d_ff)() if scheme.inner_norms else None
-        attention = self_attention(cfg, inner(), causal)
+        attention = self_attention(cfg, inner(), causal, scheme.qkv_norm)
         mlp = MLPS.get(cfg.mlp)(cfg.d_model, d_ff, cfg.bias, cfg.dropout, mlp_inner, cfg.gelu_approximate)
         self.attn = scheme.residual(attention, layer, norm_factory(cfg, cfg.d_model))
         self.cross = (scheme.residual(CrossAttention(cfg.d_model, cfg.n_head, cfg.bias, cfg.dropout, inner()),
                                       layer, norm_factory(cfg, cfg.d_model)) if cross else None)
         self.mlp = scheme.residual(mlp, layer, norm_factory(cfg, cfg.d_model))
+        self.combine = scheme.combine  # a plain function of (x, attn, cross, mlp, memory): no state, no parameters
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None) -> torch.Tensor:
-        x = self.attn(x)  # (B, T, C)
-        if self.cross is not None:
-            x = self.cross(x, memory)
-        return self.mlp(x)
+        return self.combine(x, self.attn, self.cross, self.mlp, memory)  # (B, T, C)
 
     def sublayers(self) -> list[nn.Module]:
         """The sub-layers' residual wrappers, in order (attention, cross-attention if any, MLP)."""

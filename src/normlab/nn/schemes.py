@@ -128,15 +128,35 @@ class Scheme:
     between blocks within a forward pass."""
     final_norm_required: ClassVar[str | None] = None
     """Why `final_norm = false` is refused, if it is (the final module is part of the scheme's formula)."""
+    undefined_architectures: ClassVar[dict[str, str]] = {}
+    """architecture (encoder-only, decoder-only, encoder-decoder) -> why the scheme is refused there (its paper
+    does not define it)"""
+    qkv_norm: ClassVar[bool] = False
+    """q, k and v normalized per head inside self-attention (HybridNorm's QKV-norm), with the model's normalizer."""
 
     def __init__(self, n_layer: int, stack: Stack | None = None, **options: float):
         self.n_layer = n_layer
         self.stack = stack or Stack.decoder_only(n_layer)
         self.options = {**self.OPTIONS, **options}
+        why = self.undefined_architectures.get(self.stack.architecture)
+        if why:
+            article = "an" if self.stack.architecture.startswith("e") else "a"
+            raise ValueError(f"scheme {self.name!r} is not defined for {article} {self.stack.architecture} model: "
+                             f"{why}")
 
     def residual(self, sublayer: nn.Module, layer: int, make_norm: NormFactory) -> Residual:
         """Wrap `sublayer` of block `layer` (0-based) around the residual stream."""
         raise NotImplementedError
+
+    @staticmethod
+    def combine(x: torch.Tensor, attn: nn.Module, cross: nn.Module | None, mlp: nn.Module,
+                memory: torch.Tensor | None) -> torch.Tensor:
+        """How a block runs its residual sub-layers: one after another, each reading the stream the one before
+        it left (a scheme whose sub-layers read the stream side by side overrides this)."""
+        x = attn(x)  # (B, T, C)
+        if cross is not None:
+            x = cross(x, memory)
+        return mlp(x)
 
     def init_gains(self) -> InitGains | None:
         """Xavier-normal gains that replace the base init, or None to keep it."""
@@ -517,6 +537,144 @@ class ReorderedNorm(Scheme):
 
     def residual(self, sublayer, layer, make_norm):
         return Residual(sublayer, out_norm=make_norm())
+
+
+class Branch(Residual):
+    """One of a parallel block's sub-layers: only its contribution OutNorm(F(InNorm(x))); the block adds the
+    stream x once for all its branches. `shares`: the branch whose input norm this one reads through (PaLM's
+    one LayerNorm for both), held outside the module tree so the norm has one name and one set of parameters."""
+
+    def __init__(self, sublayer: nn.Module, in_norm: nn.Module | None = None, shares: Residual | None = None):
+        super().__init__(sublayer, in_norm=in_norm)
+        object.__setattr__(self, "shares", shares)  # not a child: its norm stays registered once, in `shares`
+
+    def forward(self, x: torch.Tensor, *context: torch.Tensor) -> torch.Tensor:
+        norm = self.in_norm if self.shares is None else self.shares.in_norm
+        return self.out_norm(self.sublayer(norm(x), *context))  # F's contribution, (B, T, C)
+
+    def extra_repr(self) -> str:
+        return "branch" + ("" if self.shares is None else ", in_norm shared with the attention branch")
+
+
+@SCHEMES.register("parallel")
+class Parallel(Scheme):
+    """Parallel attention and MLP (GPT-J, Wang & Komatsuzaki 2021; GPT-NeoX, Black et al. 2022, arXiv 2204.06745;
+    PaLM, Chowdhery et al. 2022, arXiv 2204.02311 §2): both sub-layers read the same x,
+    x ← x + Attn(Norm(x)) + MLP(Norm′(x)); final norm.
+
+              ┌── Norm ── Attn ──┐
+        x ──┬─┼── Norm′ ── MLP ──(+)──► x'       … last block ── Norm ── head
+            └────────────────────┘
+
+    Option `shared_norm` (default 1): Norm′ = Norm, one LayerNorm for both (GPT-J, PaLM's formula); 0: two norms
+    (GPT-NeoX's use_parallel_residual, input_layernorm and post_attention_layernorm). A shared norm is computed
+    once per branch (the same value twice). Decoder and encoder; refused in an encoder–decoder, whose decoder
+    puts cross-attention between the two sub-layers, a block none of these papers defines.
+    """
+
+    label, color = "Parallel (GPT-J/PaLM)", "#637939"
+    name, formula, paper = ("parallel", "x ← x + Attn(Norm(x)) + MLP(Norm′(x)), Norm′ = Norm if shared; final Norm",
+                            "arXiv 2204.02311")
+    OPTIONS = {"shared_norm": 1.0}
+    undefined_architectures = {"encoder-decoder": "its decoder's cross-attention sits between attention and MLP, "
+                                                  "and no parallel-block paper (GPT-J, GPT-NeoX, PaLM) says where "
+                                                  "it would go"}
+
+    def __init__(self, n_layer: int, stack: Stack | None = None, **options: float):
+        super().__init__(n_layer, stack, **options)
+        if self.options["shared_norm"] not in (0.0, 1.0):
+            raise ValueError(f"shared_norm must be 1 (one norm, GPT-J/PaLM) or 0 (two, GPT-NeoX), "
+                             f"got {self.options['shared_norm']}")
+        self._first: dict[int, Branch] = {}  # layer -> its attention branch, until its MLP is built
+
+    def residual(self, sublayer, layer, make_norm):
+        first = self._first.pop(layer, None)  # the block builds attention first, then the MLP
+        if first is None:
+            self._first[layer] = Branch(sublayer, in_norm=make_norm())
+            return self._first[layer]
+        if self.options["shared_norm"]:
+            return Branch(sublayer, shares=first)
+        return Branch(sublayer, in_norm=make_norm())
+
+    @staticmethod
+    def combine(x, attn, cross, mlp, memory):
+        return x + attn(x) + mlp(x)  # (B, T, C); cross is None (refused above)
+
+
+@SCHEMES.register("hybrid")
+class HybridNorm(Scheme):
+    """HybridNorm (Zhuo et al. 2025, arXiv 2503.04598; its code: github.com/BryceZhuo/HybridNorm): QKV-norm inside attention (q, k and v each normalized
+    per head, before the rotation), Post-Norm in the FFN: Y = X + Attn_QKV(X); X' = Norm(Y) + FFN(Norm(Y)).
+    Final norm (its code is OLMo 2's, which keeps ln_f).
+
+        X ──┬── Attn[Norm(Q), Norm(K), Norm(V)] ──(+)── Norm ──┬── FFN ──(+)──► X'
+            └──────────────────────────────────────┘          └─────────┘
+
+    In normlab's slots the FFN's norm is the attention residual's post-norm, x ← Norm(x + Attn(x)), and the FFN
+    residual has none, x ← x + FFN(x): the same computation (the official code's `ffn_norm` with
+    `ffn_residual_after_norm`, `attn_norm` off). Option `first_pre` (HybridNorm*: the code's
+    `norm_pos_special_config` for layer 0, attn_norm on, ffn_residual off): 1 makes block 0 Pre-Norm around both sub-layers, QKV-norm kept.
+    Decoder and encoder (the attention's mask is all that differs); refused in an encoder–decoder, whose
+    cross-attention the paper does not normalize.
+    """
+
+    label, color = "HybridNorm", "#e7969c"
+    name, formula, paper = ("hybrid", "Y = X + Attn(Norm(Q), Norm(K), Norm(V)); X' = Norm(Y) + FFN(Norm(Y)); "
+                                      "final Norm", "arXiv 2503.04598")
+    OPTIONS = {"first_pre": 0.0}
+    qkv_norm = True
+    undefined_architectures = {"encoder-decoder": "HybridNorm (arXiv 2503.04598) defines decoder blocks only; where "
+                                                  "cross-attention's norms would go is not in the paper"}
+
+    def __init__(self, n_layer: int, stack: Stack | None = None, **options: float):
+        super().__init__(n_layer, stack, **options)
+        if self.options["first_pre"] not in (0.0, 1.0):
+            raise ValueError(f"first_pre must be 0 (HybridNorm) or 1 (HybridNorm*), got {self.options['first_pre']}")
+        self._seen: set[int] = set()  # layers whose attention residual is built (the block builds it first)
+
+    def residual(self, sublayer, layer, make_norm):
+        attention = layer not in self._seen
+        self._seen.add(layer)
+        if layer == 0 and self.options["first_pre"]:
+            return Residual(sublayer, in_norm=make_norm())
+        return Residual(sublayer, post_norm=make_norm()) if attention else Residual(sublayer)
+
+    def describe(self):
+        return {**super().describe(), "qkv_norm": "per_head"}
+
+
+@SCHEMES.register("keel")
+class Keel(Scheme):
+    """Keel (Chen & Wei 2026, "Post-LayerNorm Is Back", arXiv 2601.19895): Post-LN whose residual carries a
+    Highway-style scale α and whose branch reads a normalized input, x ← Norm(α·x + F(Norm′(x))), α = L.
+
+        x ──┬── Norm′ ── F ──(+)── Norm ──► x'
+            └────── ×α ───────┘
+
+    L is the number of sub-layers the residual stream passes (2 per block, the count secondary summaries of the
+    paper give; one calls it the number of layers); option `alpha` sets α outright (0: L). No final norm: the
+    stream leaves the last block normalized, as in Post-LN. Decoder and encoder; refused in an
+    encoder–decoder, where the paper gives no L for two stacks.
+    """
+
+    label, color = "Keel", "#3182bd"
+    name, formula, paper = "keel", "x ← Norm(α·x + F(Norm(x))), α = L (sub-layers)", "arXiv 2601.19895"
+    final_norm = False
+    OPTIONS = {"alpha": 0.0}
+    incompatible_norms = {"none": "α = L multiplies the residual every sub-layer; without the post-norm it grows "
+                                  "as L^(2L)"}
+    undefined_architectures = {"encoder-decoder": "Keel (arXiv 2601.19895) sets α from the depth of one stack; it "
+                                                  "defines no α for an encoder and a decoder"}
+
+    @property
+    def alpha(self) -> float:
+        return self.options["alpha"] or 2.0 * self.n_layer
+
+    def residual(self, sublayer, layer, make_norm):
+        return Residual(sublayer, in_norm=make_norm(), post_norm=make_norm(), alpha=self.alpha)
+
+    def describe(self):
+        return {**super().describe(), "alpha": self.alpha}
 
 
 def build_scheme(name: str, n_layer: int, options: dict[str, float] | None = None,
