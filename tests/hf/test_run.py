@@ -143,3 +143,13 @@ def test_from_hf_at_the_package_root(tmp_path):
     source = _gpt2_with_tokenizer(tmp_path / "hf")
     model = normlab.from_hf(source)
     assert model.cfg.scheme == "pre" and model.cfg.norm == "layernorm"
+
+
+def test_a_parallel_blocks_norms_read_the_blocks_input():
+    """GPT-NeoX's two norms both read the block's input: one point of the stream, not two."""
+    from normlab.nn import ModelConfig, build_model
+
+    model = build_model(ModelConfig(vocab_size=50, block_size=16, n_layer=2, n_head=2, d_model=16, scheme="parallel",
+                                    scheme_options={"shared_norm": 0.0}))
+    assert model.stream_norms() == {"blocks.0.attn.in_norm": 0, "blocks.0.mlp.in_norm": 0,
+                                    "blocks.1.attn.in_norm": 2, "blocks.1.mlp.in_norm": 2, "final_norm": 4}

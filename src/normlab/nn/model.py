@@ -17,7 +17,7 @@ from torch.utils.checkpoint import checkpoint
 from normlab.nn.block import Block, norm_factory
 from normlab.nn.config import ModelConfig
 from normlab.nn.init import embed_scale, init_weights
-from normlab.nn.schemes import build_scheme
+from normlab.nn.schemes import Branch, build_scheme
 
 IGNORE = -100  # a target that is not scored (a masked LM scores only the masked positions)
 
@@ -120,7 +120,7 @@ class GPT(nn.Module):
         points = {} if isinstance(self.embed_norm, nn.Identity) else {"embed_norm": 0}
         for i, block in enumerate(self.blocks):
             for j, (name, residual) in enumerate((("attn", block.attn), ("mlp", block.mlp))):
-                k = 2 * i + j
+                k = 2 * i if isinstance(residual, Branch) else 2 * i + j  # a parallel block's branches read its input
                 if not isinstance(residual.in_norm, nn.Identity):
                     points[f"blocks.{i}.{name}.in_norm"] = k
                 if not isinstance(residual.post_norm, nn.Identity):
