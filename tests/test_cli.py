@@ -13,13 +13,14 @@ from tests.conftest import tiny_config
 runner = CliRunner()
 
 
-def test_schemes_json_lists_the_14_schemes_and_5_normalizers():
+def test_schemes_json_lists_the_14_schemes_and_7_normalizers():
     result = runner.invoke(app, ["schemes", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert [s["name"] for s in data["schemes"]] == ["post", "pre", "sandwich", "peri", "deepnorm", "mix", "lns", "subln",
                                                     "admin", "residual", "reordered", "parallel", "hybrid", "keel"]
-    assert [n["name"] for n in data["norms"]] == ["layernorm", "rmsnorm", "scalenorm", "dyt", "none"]
+    assert [n["name"] for n in data["norms"]] == ["layernorm", "rmsnorm", "scalenorm", "dyt", "derf", "seednorm",
+                                                  "none"]
     assert all(s["formula"] for s in data["schemes"]) and all(n["formula"] for n in data["norms"])
 
 

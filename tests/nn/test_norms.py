@@ -12,8 +12,11 @@ What is tested
 4. CPU bf16 autocast: the output keeps the input dtype and the statistics are not done in
    bf16 (fp32 input under autocast must still match to fp32 accuracy).
 5. torch.autograd.gradcheck, input and parameter gradients.
-6. Constructor options: affine, bias, DyT's alpha_init, unknown options / names.
-7. Default initialisation: unit-RMS (and, for layernorm, zero-mean) outputs.
+6. Constructor options: affine, bias, DyT's alpha_init and width rule, Derf's and SeeDNorm's options,
+   unknown options / names, each refused with a message that names it.
+7. Default initialisation: unit-RMS (and, for layernorm, zero-mean) outputs; SeeDNorm is RMSNorm at init.
+8. Derf and SeeDNorm pinned twice: the paper's expression written out here, and literal values on a
+   tiny tensor computed by hand (math.erf / math.tanh).
 
 Tolerances (why they are what they are)
 ---------------------------------------
@@ -46,8 +49,13 @@ from torch.func import functional_call
 from normlab.nn.norms import NORMS, make_norm
 from normlab.registry import UnknownNameError
 
-NAMES = ["layernorm", "rmsnorm", "scalenorm", "dyt", "none"]
-WITH_BIAS = ["layernorm", "rmsnorm", "dyt"]  # normalizers that accept bias=True
+NAMES = ["layernorm", "rmsnorm", "scalenorm", "dyt", "derf", "seednorm", "none"]
+WITH_BIAS = ["layernorm", "rmsnorm", "dyt", "derf"]  # normalizers that accept bias=True
+# the parameters each normalizer has without a bias (bias=True adds "bias")
+PARAMS = {"layernorm": {"weight"}, "rmsnorm": {"weight"}, "scalenorm": {"g"}, "dyt": {"weight", "alpha"},
+          "derf": {"weight", "alpha", "shift"}, "seednorm": {"weight", "alpha", "beta"}, "none": set()}
+# what stays learnable with affine=False: the squashing's α (and Derf's s), SeeDNorm's self-rescaling α, β
+NOT_AFFINE = {"dyt": {"alpha"}, "derf": {"alpha", "shift"}, "seednorm": {"alpha", "beta"}}
 SHAPES = [(4, 8), (2, 3, 16), (1, 5, 768)]
 LOW = [torch.bfloat16, torch.float16]
 EPS = 1e-5
@@ -71,6 +79,10 @@ def reference(name: str, x: torch.Tensor, params: dict[str, torch.Tensor], eps: 
         return params["g"] * x / torch.sqrt((x**2).sum(-1, keepdim=True) + eps)
     elif name == "dyt":
         y = torch.tanh(params["alpha"] * x)
+    elif name == "derf":  # Chen et al. 2025, Eq. 10: γ·erf(αx + s) + β
+        y = torch.erf(params["alpha"] * x + params["shift"])
+    elif name == "seednorm":  # Cai et al. 2025: [σ(x·βᵀ)·α + γ] ⊙ x / RMS(x), σ = tanh, no bias
+        return seednorm_formula(x, params["alpha"], params["beta"], 1 if w is None else w, eps)
     elif name == "none":
         return x
     else:
@@ -80,6 +92,15 @@ def reference(name: str, x: torch.Tensor, params: dict[str, torch.Tensor], eps: 
     if b is not None:
         y = y + b
     return y
+
+
+def seednorm_formula(x, alpha, beta, gamma, eps, heads=1):
+    """The paper's expression as written, x (…, D), α, β, γ (1×D): x·βᵀ is a matrix product; with n heads
+    x and β are cut into n slices and each slice's product scales its own slice of α."""
+    rms = torch.sqrt((x**2).mean(-1, keepdim=True) + eps)
+    xs, bs, als = x.chunk(heads, -1), beta.chunk(heads, -1), alpha.chunk(heads, -1)
+    rescale = torch.cat([torch.tanh(xh @ bh.reshape(-1, 1)) * ah for xh, bh, ah in zip(xs, bs, als)], -1)
+    return (rescale + gamma) * x / rms
 
 
 def build(name: str, d: int, *, bias: bool = False, affine: bool = True, seed: int = 0,
@@ -93,8 +114,12 @@ def build(name: str, d: int, *, bias: bool = False, affine: bool = True, seed: i
                 p.copy_(1 + 0.5 * torch.randn(p.shape, generator=gen))
             elif pname == "bias":
                 p.copy_(0.5 * torch.randn(p.shape, generator=gen))
-            elif pname == "alpha":
-                p.fill_(0.3 + torch.rand((), generator=gen).item())
+            elif pname == "alpha":  # a scalar (dyt, derf) or per channel (seednorm)
+                p.copy_(0.3 + torch.rand(p.shape, generator=gen))
+            elif pname == "shift":
+                p.fill_(0.3 * torch.randn((), generator=gen).item())
+            elif pname == "beta":  # x·β of order one for x of order one
+                p.copy_(torch.randn(p.shape, generator=gen) / math.sqrt(d))
             elif pname == "g":
                 p.fill_(math.sqrt(d) * (0.5 + torch.rand((), generator=gen).item()))
             else:
@@ -154,11 +179,16 @@ def test_matches_fp64_reference(name, shape, bias, dtype):
         assert not params
     for pname, p in params.items():  # parameters are fp32: fp32 tolerance whatever x's dtype
         assert p.grad is not None, pname
-        torch.testing.assert_close(p.grad.double(), pr[pname].grad, **FP32_TOL, msg=pname)
+        tol = FP32_TOL
+        if pname == "beta":
+            # SeeDNorm's ∂L/∂β_j = Σ_t tanh′(x_t·β)·(Σ_c g·α·x̂)_t·x_tj: the token sum cancels for some j, leaving
+            # an element far smaller than the terms that carry the 768-wide fp32 reductions' error; so the
+            # error is measured against the gradient's scale (max ≈ 120 at 768: atol ≈ 1.2e-4, seen 4e-5).
+            # A bf16 x·β would be off by ~1e-2 of it.
+            tol = dict(rtol=1e-5, atol=1e-6 * pr[pname].grad.abs().max().item())
+        torch.testing.assert_close(p.grad.double(), pr[pname].grad, **tol, msg=pname)
     # the set of parameters is exactly the one the formula uses
-    expected = {"layernorm": {"weight"}, "rmsnorm": {"weight"}, "scalenorm": {"g"},
-                "dyt": {"weight", "alpha"}, "none": set()}[name] | ({"bias"} if bias else set())
-    assert set(params) == expected
+    assert set(params) == PARAMS[name] | ({"bias"} if bias else set())
 
 
 @pytest.mark.parametrize("eps", [1e-5, 1e-2])
@@ -172,7 +202,7 @@ def test_eps_where_the_formula_puts_it(name, eps):
                                **FP32_TOL)
 
 
-@pytest.mark.parametrize("name", ["layernorm", "rmsnorm", "scalenorm", "dyt"])
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "none"])
 def test_bf16_module_and_input(name):
     """Parameters cast to bf16 too (model.to(bf16)): bf16 out, still one bf16 ulp off fp64."""
     m = build(name, 16, bias=name in WITH_BIAS).to(torch.bfloat16)
@@ -349,8 +379,9 @@ def test_registry_names():
 def test_affine_false_has_no_elementwise_parameters(name):
     m = make_norm(name, 12, affine=False)
     params = dict(m.named_parameters())
-    # DyT's α belongs to the squashing tanh(α·x), not to the affine γ·(.)+β, so it stays learnable
-    assert set(params) == ({"alpha"} if name == "dyt" else set())
+    # DyT's α (Derf's α, s) belongs to the squashing, not to the affine γ·(.)+β, and SeeDNorm's α, β are its
+    # self-rescaling: they stay learnable
+    assert set(params) == NOT_AFFINE.get(name, set())
     assert getattr(m, "weight", None) is None and getattr(m, "bias", None) is None
     x = 3 * randn(5, 12) + 1
     torch.testing.assert_close(m(x).double(), reference(name, x, fp64_state(m)).detach(), **FP32_TOL)
@@ -377,7 +408,7 @@ def test_bias_true_adds_zero_initialised_bias(name):
     assert make_norm(name, d, bias=False).bias is None
 
 
-@pytest.mark.parametrize("name", ["scalenorm", "none"])
+@pytest.mark.parametrize("name", ["scalenorm", "seednorm", "none"])
 def test_bias_true_refused(name):
     with pytest.raises(ValueError, match=name):
         make_norm(name, 8, bias=True)
@@ -395,6 +426,8 @@ def test_dyt_alpha_init(alpha):
 @pytest.mark.parametrize("name,options,bad,valid", [
     ("dyt", {"alpha": 1.0}, "alpha", "alpha_init"),
     ("dyt", {"alpha_init": 1.0, "beta": 2.0}, "beta", "alpha_init"),
+    ("derf", {"alpha": 1.0}, "alpha", "shift_init"),
+    ("seednorm", {"num_heads": 2.0}, "num_heads", "heads"),
     ("layernorm", {"alpha_init": 1.0}, "alpha_init", "takes none"),
     ("rmsnorm", {"eps": 1e-3}, "eps", "takes none"),
 ])
@@ -425,7 +458,7 @@ def test_unknown_name_suggests_closest():
 
 
 @pytest.mark.parametrize("d", [16, 384])
-@pytest.mark.parametrize("name", ["layernorm", "rmsnorm", "scalenorm"])
+@pytest.mark.parametrize("name", ["layernorm", "rmsnorm", "scalenorm", "seednorm"])
 def test_default_init_unit_rms(name, d):
     m = make_norm(name, d)
     x = 5 * randn(6, 4, d) + 3
@@ -439,11 +472,16 @@ def test_default_init_unit_rms(name, d):
 
 def test_default_init_values():
     d = 8
-    for name in ["layernorm", "rmsnorm", "dyt"]:
+    for name in ["layernorm", "rmsnorm", "dyt", "derf"]:
         m = make_norm(name, d, bias=True)
         assert torch.equal(m.weight.detach(), torch.ones(d)), name
         assert torch.equal(m.bias.detach(), torch.zeros(d)), name
     assert make_norm("dyt", d).alpha.item() == 0.5
+    derf = make_norm("derf", d)
+    assert derf.alpha.shape == derf.shift.shape == () and (derf.alpha.item(), derf.shift.item()) == (0.5, 0.0)
+    seed = make_norm("seednorm", d)
+    assert torch.equal(seed.weight.detach(), torch.ones(d)) and torch.equal(seed.alpha.detach(), torch.ones(d))
+    assert torch.equal(seed.beta.detach(), torch.zeros(d)) and seed.heads == 1
 
 
 def test_none_is_identity():
@@ -451,3 +489,88 @@ def test_none_is_identity():
     assert not list(m.parameters()) and not list(m.buffers())
     x = randn(3, 8, dtype=torch.float16)
     assert m(x) is x or torch.equal(m(x), x)
+
+
+def test_seednorm_is_rmsnorm_at_init():
+    """β = 0 makes tanh(x·βᵀ) = 0: the default SeeDNorm is RMSNorm, to the last bit of the formula."""
+    x = 3 * randn(4, 5, 16) + 1
+    torch.testing.assert_close(make_norm("seednorm", 16)(x), make_norm("rmsnorm", 16)(x), rtol=1e-6, atol=1e-6)
+
+
+# --------------------------------------------------------------------------- 8. the papers' formulas, twice
+
+
+def test_derf_literal_value():
+    """α = 0.5, s = 0.25, γ = 1 on x = (0, 1, −2): erf(0.25), erf(0.75), erf(−0.75) (math.erf)."""
+    m = make_norm("derf", 3, options={"shift_init": 0.25})
+    y = m(torch.tensor([[0.0, 1.0, -2.0]]))
+    expected = torch.tensor([[0.2763263901682369, 0.7111556336535151, -0.7111556336535151]])
+    torch.testing.assert_close(y, expected, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("heads, expected", [
+    (1, [1.9507485326409444, 0.1995009782393703]),  # x·β = 1.1: gain (1 + 2·tanh 1.1, 1 − tanh 1.1)
+    (2, [1.1869689186773864, 0.3359632297321509]),  # per head 0.3 and 0.8: (1 + 2·tanh 0.3, 1 − tanh 0.8)
+])
+def test_seednorm_literal_value(heads, expected):
+    """x = (3, 4), ε = 3.5 so RMS(x) = √(12.5 + 3.5) = 4 and x/RMS = (0.75, 1); β = (0.1, 0.2), α = (2, −1)."""
+    m = make_norm("seednorm", 2, eps=3.5, options={"heads": heads})
+    with torch.no_grad():
+        m.beta.copy_(torch.tensor([0.1, 0.2]))
+        m.alpha.copy_(torch.tensor([2.0, -1.0]))
+    torch.testing.assert_close(m(torch.tensor([[3.0, 4.0]])), torch.tensor([expected]), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_seednorm_multi_head_matches_the_formula(dtype):
+    """Multi-head SeeDNorm against the expression written above, with its per-head x·βᵀ; bf16 input under
+    bf16 autocast still lands within one bf16 ulp of the fp64 formula (the dot products are fp32)."""
+    d, heads = 32, 4
+    m = make_norm("seednorm", d, options={"heads": heads})
+    gen = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        m.beta.copy_(torch.randn(d, generator=gen))
+        m.alpha.copy_(torch.randn(d, generator=gen))
+        m.weight.copy_(1 + 0.5 * torch.randn(d, generator=gen))
+    x = (4 + 0.5 * randn(3, 5, d, seed=9)).to(dtype)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = m(x)
+    p = fp64_state(m)
+    yr = seednorm_formula(x.double(), p["alpha"], p["beta"], p["weight"], EPS, heads).detach()
+    assert y.dtype == dtype
+    torch.testing.assert_close(y.double(), yr, **(FP32_TOL if dtype == torch.float32 else low_tol(dtype)))
+
+
+# --------------------------------------------------------------------------- options of the new normalizers
+
+
+@pytest.mark.parametrize("d, attention, other", [
+    (4096, 0.8, 0.2), (5120, 0.6, 0.15), (8192, 0.2, 0.05),  # the DyT repository's LLaMA 2 7B/13B/34B-70B rows
+    (6144, 0.6, 0.15),  # between rows: the widest listed width ≤ d
+    (64, 0.8, 0.2),  # narrower than the table: clamped to its narrowest row
+])
+def test_dyt_width_rule(d, attention, other):
+    rule = {"alpha_init_rule": 1.0}
+    assert make_norm("dyt", d, options=rule, role="attention").alpha.item() == pytest.approx(attention)
+    assert make_norm("dyt", d, options=rule, role="other").alpha.item() == pytest.approx(other)
+    assert make_norm("dyt", d, options=rule).alpha.item() == pytest.approx(other)  # role defaults to "other"
+    assert make_norm("dyt", d, role="attention").alpha.item() == 0.5  # the default ignores the role
+
+
+@pytest.mark.parametrize("name, options, role, message", [
+    ("dyt", {"alpha_init_rule": 2.0}, "other", "alpha_init_rule must be 0"),
+    ("dyt", {"alpha_init_rule": 1.0, "alpha_init": 0.3}, "other", "alpha_init and alpha_init_rule = 1"),
+    ("dyt", {}, "ffn", "role is one of attention, other"),
+    ("layernorm", {}, "mlp", "role is one of attention, other"),
+    ("derf", {"alpha_init": 0.0}, "other", "alpha_init must be finite and > 0"),
+    ("derf", {"alpha_init": -0.5}, "other", "alpha_init must be finite and > 0"),
+    ("derf", {"shift_init": float("nan")}, "other", "shift_init finite"),
+    ("seednorm", {"heads": 1.5}, "other", "heads must be a whole number"),
+    ("seednorm", {"heads": 0.0}, "other", "heads must be a whole number"),
+    ("seednorm", {"heads": 3.0}, "other", "divides the width 8"),
+    ("seednorm", {"alpha_init": float("inf")}, "other", "alpha_init must be finite"),
+])
+def test_bad_option_values_refused(name, options, role, message):
+    """A value the normalizer cannot use is one ValueError that names the option and what it must be."""
+    with pytest.raises(ValueError, match=message):
+        make_norm(name, 8, options=options, role=role)

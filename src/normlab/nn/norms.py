@@ -3,7 +3,8 @@
 Every normalizer computes its statistics in fp32, also under bf16/fp16 autocast,
 and returns the input's dtype. All take the same constructor arguments:
 `(d, eps=..., affine=..., bias=..., **options)`; `options` are the few
-normalizer-specific knobs (e.g. DyT's `alpha_init`), declared in `OPTIONS`.
+normalizer-specific knobs (e.g. DyT's `alpha_init`), declared in `OPTIONS`; `role` says where a norm
+sits, for the one init that depends on it (DyT's width rule).
 
 LayerNorm and RMSNorm run fused C++ kernels on CPU where they are faster
 (`normlab.nn.kernels`, NORMLAB_NORM_IMPL=auto|fast|reference); their
@@ -47,6 +48,7 @@ class Norm(nn.Module):
     paper: str = ""
     OPTIONS: dict[str, float] = {}
     has_bias: bool = True  # whether `bias=True` means anything for this normalizer
+    reads_role: bool = False  # whether the init depends on where the norm sits (make_norm's `role`)
 
     def __init__(self, d: int, eps: float = 1e-5, affine: bool = True, bias: bool = False):
         super().__init__()
@@ -140,24 +142,131 @@ class ScaleNorm(Norm):
         return self.g.to(xf.dtype) * xf * torch.rsqrt(xf.pow(2).sum(-1, keepdim=True) + self.eps)
 
 
+# DyT's recommended α0 for LLaMA 2 models (width, α0 of the norm before attention, α0 of every other
+# norm: before the FFN and the final one), from the DyT repository's other_tasks/LLaMA/README.md
+# (github.com/jiachenzhu/DyT); the paper's "Initialization of α" section (§7) finds that width, not
+# depth, sets the best α0, smaller for wider models, and that the attention norms want a larger one.
+DYT_LLAMA_ALPHA0 = ((4096, 0.8, 0.2), (5120, 0.6, 0.15), (8192, 0.2, 0.05))
+ROLES = ("attention", "other")
+
+
+def dyt_llama_alpha0(d: int, role: str = "other") -> float:
+    """α0 for a DyT norm of width d by the DyT repository's LLaMA table.
+
+    The row of the widest listed width ≤ d; a model narrower than 4096 (the table's narrowest, LLaMA 2 7B)
+    gets the 4096 row: the repository lists nothing below it, so that is a clamp, not a measured value.
+    """
+    if role not in ROLES:
+        raise ValueError(f"normalizer 'dyt': role must be one of {', '.join(ROLES)}; got {role!r}")
+    rows = [r for r in DYT_LLAMA_ALPHA0 if r[0] <= d] or [DYT_LLAMA_ALPHA0[0]]
+    _, attention, other = rows[-1]
+    return attention if role == "attention" else other
+
+
 @NORMS.register("dyt")
 class DyT(Norm):
     """Dynamic Tanh (Zhu et al. 2025, arXiv 2503.10622): an elementwise squashing in place of a norm.
 
     α is one learnable scalar (init `alpha_init`, 0.5 in the paper), learnable
     also with `affine = false`, which drops only the per-channel γ, β.
+
+    `alpha_init_rule = 1` takes α0 from the width instead (`dyt_llama_alpha0`: the DyT repository's
+    LLaMA table, 0.8 before attention and 0.2 elsewhere at width 4096, down to 0.2 / 0.05 at 8192).
+    The position comes from make_norm's `role` ("attention" or "other", default "other"). The default,
+    `alpha_init_rule = 0`, is α0 = `alpha_init`, as before.
     """
 
     name, formula, paper = "dyt", "γ · tanh(α · x) + β,  α scalar, init 0.5", "arXiv 2503.10622"
-    OPTIONS = {"alpha_init": 0.5}
+    OPTIONS = {"alpha_init": 0.5, "alpha_init_rule": 0.0}
+    reads_role = True
 
     def __init__(self, d: int, eps: float = 1e-5, affine: bool = True, bias: bool = False,
-                 alpha_init: float = 0.5):
+                 alpha_init: float | None = None, alpha_init_rule: float = 0.0, role: str = "other"):
         super().__init__(d, eps, affine, bias)
-        self.alpha = nn.Parameter(torch.tensor(float(alpha_init)))
+        self.alpha = nn.Parameter(torch.tensor(self._alpha0(d, alpha_init, alpha_init_rule, role)))
+
+    @staticmethod
+    def _alpha0(d: int, alpha_init: float | None, rule: float, role: str) -> float:
+        if rule not in (0, 1):
+            raise ValueError(f"normalizer 'dyt': alpha_init_rule must be 0 (α0 = alpha_init) or 1 (α0 from the "
+                             f"width, the DyT repository's LLaMA table); got {rule}")
+        if rule == 0:
+            return 0.5 if alpha_init is None else float(alpha_init)
+        if alpha_init is not None:
+            raise ValueError("normalizer 'dyt': alpha_init and alpha_init_rule = 1 both set α0; set one of them")
+        return dyt_llama_alpha0(d, role)
 
     def normalize(self, xf: torch.Tensor) -> torch.Tensor:
         return self._affine(torch.tanh(self.alpha.to(xf.dtype) * xf))
+
+
+@NORMS.register("derf")
+class Derf(Norm):
+    """Dynamic erf (Chen et al. 2025, arXiv 2512.10938, Eq. 10): DyT with erf and a learnable shift.
+
+    α and s are one learnable scalar each ("α and s are learnable scalars", the paper's repository
+    github.com/zlab-princeton/Derf), with its `Dynamic_erf` defaults α0 = 0.5, s0 = 0 (`alpha_init`,
+    `shift_init`); γ (init 1) and β (init 0, with `norm_bias = true`) per channel as in DyT. Both
+    scalars stay learnable with `affine = false`, which drops only γ, β. erf itself is bounded and
+    zero-centred; α ≤ 0 would flip or flatten it, so it is refused.
+    """
+
+    name, formula, paper = "derf", "γ · erf(α · x + s) + β,  α, s scalars, init 0.5, 0", "arXiv 2512.10938"
+    OPTIONS = {"alpha_init": 0.5, "shift_init": 0.0}
+
+    def __init__(self, d: int, eps: float = 1e-5, affine: bool = True, bias: bool = False,
+                 alpha_init: float = 0.5, shift_init: float = 0.0):
+        super().__init__(d, eps, affine, bias)
+        if not (math.isfinite(alpha_init) and alpha_init > 0) or not math.isfinite(shift_init):
+            raise ValueError(f"normalizer 'derf': alpha_init must be finite and > 0 and shift_init finite; "
+                             f"got alpha_init = {alpha_init}, shift_init = {shift_init}")
+        self.alpha = nn.Parameter(torch.tensor(float(alpha_init)))
+        self.shift = nn.Parameter(torch.tensor(float(shift_init)))
+
+    def normalize(self, xf: torch.Tensor) -> torch.Tensor:
+        return self._affine(torch.erf(self.alpha.to(xf.dtype) * xf + self.shift.to(xf.dtype)))
+
+
+@NORMS.register("seednorm")
+class SeeDNorm(Norm):
+    """SeeDNorm (Cai, Zhu et al. 2025, arXiv 2510.22777 §3): RMSNorm whose gain depends on the input.
+
+        SeeDNorm(x) = [tanh(x·βᵀ) · α + γ] ⊙ x / RMS(x),   RMS(x) = √(mean(x²) + ε),  α, β, γ ∈ ℝᵈ
+
+    x·βᵀ is one scalar per token, so the gain moves with the input's norm and direction, which RMSNorm
+    throws away. `heads = n` is the paper's multi-head variant (x and β cut into n slices of d/n, each
+    slice's dot product scales its own d/n channels; the paper uses it for vision, where one head diverged).
+    Init as in the paper's language-model runs: γ = 1, β = 0, so SeeDNorm *is* RMSNorm at init,
+    α = 1 (`alpha_init`; its ablation: 0.1 converges slower, 10 is unstable). The paper's β is the parameter
+    `beta`, a projection, not an additive bias: SeeDNorm has none. `affine = false` fixes γ at 1; α and β,
+    the self-rescaling, stay learnable. Not reproduced here: the paper's weight decay on α and β (normlab's
+    AdamW decays matrices only) and its ViT-only dropout on the dynamic term.
+    """
+
+    name, formula = "seednorm", "[tanh(x·βᵀ) · α + γ] ⊙ x / sqrt(mean(x²) + ε),  β init 0, α init 1"
+    paper = "arXiv 2510.22777"
+    OPTIONS = {"alpha_init": 1.0, "heads": 1.0}
+    has_bias = False
+
+    def __init__(self, d: int, eps: float = 1e-5, affine: bool = True, bias: bool = False,
+                 alpha_init: float = 1.0, heads: float = 1.0):
+        super().__init__(d, eps, affine, bias)
+        if heads != int(heads) or heads < 1 or d % int(heads):
+            raise ValueError(f"normalizer 'seednorm': heads must be a whole number ≥ 1 that divides the width "
+                             f"{d}; got {heads}")
+        if not math.isfinite(alpha_init):
+            raise ValueError(f"normalizer 'seednorm': alpha_init must be finite; got {alpha_init}")
+        self.heads = int(heads)
+        self.alpha = nn.Parameter(torch.full((d,), float(alpha_init)))
+        self.beta = nn.Parameter(torch.zeros(d))
+
+    def normalize(self, xf: torch.Tensor) -> torch.Tensor:
+        beta = self.beta.to(xf.dtype)  # (d,), or (K, 1, d) in a stack
+        seed = (xf.unflatten(-1, (self.heads, -1)) * beta.unflatten(-1, (self.heads, -1))).sum(-1)  # (..., heads)
+        scale = torch.tanh(seed).repeat_interleave(self.d // self.heads, dim=-1)  # (..., d)
+        gamma = 1.0 if self.weight is None else self.weight.to(xf.dtype)
+        gain = scale * self.alpha.to(xf.dtype) + gamma  # (..., d)
+        return gain * xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
 
 
 @NORMS.register("none")
@@ -175,9 +284,16 @@ class NoNorm(Norm):
 
 
 def make_norm(name: str, d: int, eps: float = 1e-5, affine: bool = True, bias: bool = False,
-              options: dict[str, float] | None = None) -> Norm:
-    """Build the normalizer registered as `name`; `options` are checked against its OPTIONS."""
+              options: dict[str, float] | None = None, role: str = "other") -> Norm:
+    """Build the normalizer registered as `name`; `options` are checked against its OPTIONS.
+
+    `role` is where the norm sits, "attention" (the input norm of an attention sub-layer) or "other";
+    only a normalizer whose init depends on it (`reads_role`: DyT's width rule) reads it.
+    """
     cls = NORMS.get(name)
     options = dict(options or {})
     check_options("normalizer", name, options, cls.OPTIONS)
-    return cls(d, eps=eps, affine=affine, bias=bias, **options)
+    if role not in ROLES:
+        raise ValueError(f"a norm's role is one of {', '.join(ROLES)}; got {role!r}")
+    placed = {"role": role} if cls.reads_role else {}
+    return cls(d, eps=eps, affine=affine, bias=bias, **options, **placed)
