@@ -31,6 +31,10 @@ CASES = {
     "mistral": lambda: (transformers.MistralForCausalLM, _llama_like(transformers.MistralConfig, sliding_window=32)),
     "qwen2": lambda: (transformers.Qwen2ForCausalLM, _llama_like(transformers.Qwen2Config)),
     "qwen3": lambda: (transformers.Qwen3ForCausalLM, _llama_like(transformers.Qwen3Config, head_dim=16)),
+    "gpt_neox": lambda: (transformers.GPTNeoXForCausalLM,
+                         transformers.GPTNeoXConfig(**SMALL, rotary_pct=0.5, use_parallel_residual=True)),
+    "gpt_neox-sequential": lambda: (transformers.GPTNeoXForCausalLM,
+                                    transformers.GPTNeoXConfig(**SMALL, use_parallel_residual=False)),
     "olmo2": lambda: (transformers.Olmo2ForCausalLM, _llama_like(transformers.Olmo2Config)),
     "gemma2": lambda: (transformers.Gemma2ForCausalLM,
                        transformers.Gemma2Config(**SMALL, num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=12,
@@ -103,7 +107,7 @@ def test_a_missing_tensor_names_it(tmp_path):
         import_hf(path)
 
 
-@pytest.mark.parametrize("model_type, lacks", [("gemma3", "dual RoPE"), ("gpt_neox", "parallel-residual"),
+@pytest.mark.parametrize("model_type, lacks", [("gemma3", "dual RoPE"), ("gptj", "parallel-residual"),
                                                ("made_up", "importable: bert")])
 def test_a_family_it_cannot_represent_is_refused_in_one_line(tmp_path, model_type, lacks):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type}))

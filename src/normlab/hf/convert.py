@@ -10,6 +10,7 @@ a `.bin` through torch's weights-only unpickler); no code from the directory run
     GPT-2         Pre-LN, LayerNorm, learned positions, GELU (tanh), biases, tied head
     Llama         Pre-LN, RMSNorm, RoPE, SwiGLU, grouped-query attention (Mistral, Qwen2: q/k/v bias)
     Qwen3         Llama's layout with QK-norm per head and its own head width
+    GPT-NeoX      the parallel placement with two LayerNorms, RoPE on a share of each head
     OLMo-2        the reordered placement (x + Norm(F(x))) with QK-norm over the full width
     Gemma-2       Sandwich-LN, RMSNorm (1 + w), GeGLU, RoPE, soft-capping, √d-scaled embeddings
     BERT          Post-LN encoder, an embedding LayerNorm, GELU, the masked-LM head where it has one
@@ -67,7 +68,6 @@ MISSING = {
     "gemma3": "Gemma-3's (1 + w) norm weights, sliding-window layers and dual RoPE bases",
     "gemma3_text": "Gemma-3's (1 + w) norm weights, sliding-window layers and dual RoPE bases",
     "gptj": "a parallel-residual block (attention and MLP read the same input)",
-    "gpt_neox": "a parallel-residual block and partial rotary embeddings",
     "falcon": "a parallel-residual block",
     "phi": "a parallel-residual block and partial rotary embeddings",
     "cohere": "a parallel-residual block",
@@ -237,6 +237,54 @@ class Qwen3(Llama):
 
 
 @family
+class GPTNeoX(Family):
+    """GPT-NeoX (Black et al. 2022, arXiv 2204.06745 §2.1) and Pythia: a parallel block with two LayerNorms,
+    x ← x + Attn(LN₁(x)) + MLP(LN₂(x)) (sequential Pre-LN with use_parallel_residual = false), RoPE on a
+    share of each head (rotary_pct), biases everywhere, an untied head. Its fused q/k/v rows are grouped by
+    head (q, k, v of head 0, then of head 1, ...): they are regrouped as normlab's q of every head, then k, v."""
+
+    name, model_types, embedding = "GPT-NeoX", ("gpt_neox",), "embed_in.weight"
+    prefixes = ("gpt_neox.", "")
+    ignore = {r"layers\.\d+\.attention\.(bias|masked_bias|rotary_emb\.inv_freq)": "a buffer (mask, RoPE's "
+              "frequencies), not a weight"}
+
+    def model_config(self, heads_in_checkpoint):
+        params = self.get("rope_parameters") or {}
+        d = self.get("hidden_size")
+        parallel = self.get("use_parallel_residual", True)
+        return ModelConfig(
+            arch="decoder", scheme="parallel" if parallel else "pre",
+            scheme_options={"shared_norm": 0.0} if parallel else {}, norm="layernorm", vocab_size=self.get("vocab_size"),
+            block_size=self.get("max_position_embeddings"), n_layer=self.get("num_hidden_layers"),
+            n_head=self.get("num_attention_heads"), d_model=d, d_ff=self.get("intermediate_size"),
+            norm_eps=self.get("layer_norm_eps", 1e-5), bias=bool(self.get("attention_bias", True)), mlp="gelu",
+            gelu_approximate=_gelu_form(self, self.get("hidden_act", "gelu")), positions="rope",
+            rope_theta=float(params.get("rope_theta") or self.get("rotary_emb_base") or 10000.0),
+            rope_fraction=float(params.get("partial_rotary_factor") or self.get("rotary_pct") or 0.25),
+            tie_weights=bool(self.get("tie_word_embeddings", False)), final_norm=True)
+
+    def tensors(self, cfg, fetch, has):
+        out = {"wte.weight": fetch("embed_in.weight"), "final_norm.weight": fetch("final_layer_norm.weight"),
+               "final_norm.bias": fetch("final_layer_norm.bias")}
+        parts = {"attn.in_norm": "input_layernorm", "mlp.in_norm": "post_attention_layernorm",
+                 "attn.sublayer.proj": "attention.dense", "mlp.sublayer.fc": "mlp.dense_h_to_4h",
+                 "mlp.sublayer.proj": "mlp.dense_4h_to_h"}
+        hd = cfg.head_dim
+        for i in range(cfg.n_layer):
+            h, b = f"layers.{i}.", f"blocks.{i}."
+            out.update({f"{b}{ours}.{s}": fetch(f"{h}{theirs}.{s}") for ours, theirs in parts.items()
+                        for s in ("weight", "bias") if s == "weight" or cfg.bias or "norm" in ours})
+            for s in ("weight", "bias") if cfg.bias else ("weight",):
+                t = fetch(f"{h}attention.query_key_value.{s}")  # (heads · 3 · hd, ...) grouped by head
+                grouped = t.reshape(cfg.n_head, 3, hd, *t.shape[1:])
+                out[f"{b}attn.sublayer.qkv.{s}"] = grouped.transpose(0, 1).reshape(t.shape)
+        return out
+
+
+_HF_HEAD_NAMES = ("lm_head.weight", "cls.predictions.decoder.weight", "embed_out.weight")
+
+
+@family
 class Olmo2(Llama):
     """OLMo 2 (arXiv 2501.00656): Llama's layout with the norms moved to each sub-layer's output (the
     `reordered` placement, x ← x + Norm(F(x))) and QK-norm over the full width of q and k."""
@@ -388,7 +436,7 @@ def _base_prefix(fam: Family, weights: dict[str, torch.Tensor], path: Path) -> s
 
 def _head(cfg: ModelConfig, weights, base: str, state: dict, fetch: Fetch, path: Path) -> None:
     """The output projection: tied to the embedding (a saved copy must equal it), or the checkpoint's own."""
-    names = [n for n in ("lm_head.weight", "cls.predictions.decoder.weight") if n in weights or base + n in weights]
+    names = [n for n in _HF_HEAD_NAMES if n in weights or base + n in weights]
     if cfg.tie_weights:
         for n in names:  # a tied head saved anyway: it must be the embedding
             if not torch.equal(fetch(n), state["wte.weight"]):

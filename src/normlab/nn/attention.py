@@ -48,25 +48,33 @@ def softcapped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, drop
 class Rotary(nn.Module):
     """Rotary position embedding (RoPE, Su et al. 2021, arXiv 2104.09864; LLaMA): q and k of each head are
     rotated by an angle proportional to their position, so q·k depends on positions only through their
-    difference. Pairs are (i, i + hs/2), the half-split layout of GPT-NeoX and Hugging Face's Llama, with
-    frequencies θ^(−2i/hs).
+    difference. Pairs are (i, i + r/2), the half-split layout of GPT-NeoX and Hugging Face's Llama, with
+    frequencies θ^(−2i/r) over the first r = ⌊fraction · hs⌋ channels of a head; the rest pass unrotated
+    (GPT-NeoX turns a quarter, arXiv 2204.06745 §2.1).
     """
 
-    def __init__(self, head_dim: int, theta: float = 10000.0):
+    def __init__(self, head_dim: int, theta: float = 10000.0, fraction: float = 1.0):
         super().__init__()
         self.head_dim, self.theta = head_dim, theta
-        exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim
-        self.register_buffer("inv_freq", 1.0 / theta ** exponents, persistent=False)  # (hs/2,)
+        self.rot_dim = int(head_dim * fraction)
+        exponents = torch.arange(0, self.rot_dim, 2, dtype=torch.int64).float() / self.rot_dim
+        self.register_buffer("inv_freq", 1.0 / theta ** exponents, persistent=False)  # (r/2,)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         T = q.size(-2)
         angles = torch.outer(torch.arange(T, device=q.device, dtype=torch.float32), self.inv_freq.float())
-        angles = torch.cat((angles, angles), dim=-1)  # (T, hs)
+        angles = torch.cat((angles, angles), dim=-1)  # (T, r)
         cos, sin = angles.cos().to(q.dtype), angles.sin().to(q.dtype)
-        return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+        return self._turn(q, cos, sin), self._turn(k, cos, sin)
+
+    def _turn(self, t: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        if self.rot_dim == self.head_dim:
+            return t * cos + _rotate_half(t) * sin
+        turned, kept = t[..., :self.rot_dim], t[..., self.rot_dim:]
+        return torch.cat((turned * cos + _rotate_half(turned) * sin, kept), dim=-1)
 
     def extra_repr(self) -> str:
-        return f"head_dim={self.head_dim}, theta={self.theta:g}"
+        return f"head_dim={self.head_dim}, rotated={self.rot_dim}, theta={self.theta:g}"
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:

@@ -33,7 +33,7 @@ def self_attention(cfg: ModelConfig, inner_norm: nn.Module | None, causal: bool,
         k_width = cfg.head_dim if mode == "per_head" else (cfg.n_kv_head or cfg.n_head) * cfg.head_dim
         qk_norm = (norm_factory(cfg, q_width)(), norm_factory(cfg, k_width)(), mode)
         v_norm = norm_factory(cfg, k_width)() if qkv_norm else None
-    rotary = Rotary(cfg.head_dim, cfg.rope_theta) if cfg.positions == "rope" else None
+    rotary = Rotary(cfg.head_dim, cfg.rope_theta, cfg.rope_fraction) if cfg.positions == "rope" else None
     return CausalSelfAttention(cfg.d_model, cfg.n_head, cfg.bias, cfg.dropout, inner_norm, causal=causal,
                                n_kv_head=cfg.n_kv_head, head_dim=cfg.d_head, qkv_bias=cfg.qkv_bias,
                                qk_norm=qk_norm, v_norm=v_norm, rotary=rotary, scale=cfg.attn_scale,

@@ -40,6 +40,8 @@ class ModelConfig(BaseModel):
     k (Su et al. 2021, arXiv 2104.09864; LLaMA), no position embedding."""
     rope_theta: float = Field(default=10000.0, gt=0)
     """RoPE's base θ: pair i turns at θ^(-2i/d_head) radians per position."""
+    rope_fraction: float = Field(default=1.0, gt=0, le=1)
+    """The share of each head's channels RoPE turns; the rest pass unrotated (GPT-NeoX: 0.25)."""
     attn_scale: float | None = Field(default=None, gt=0)
     """The attention scores' factor; unset: 1/√d_head (Gemma 2 sets query_pre_attn_scalar^-½)."""
     attn_softcap: float | None = Field(default=None, gt=0)
@@ -114,8 +116,9 @@ class ModelConfig(BaseModel):
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head}), or set d_head")
         if self.n_kv_head is not None and self.n_head % self.n_kv_head:
             raise ValueError(f"n_head ({self.n_head}) must be divisible by n_kv_head ({self.n_kv_head})")
-        if self.positions == "rope" and self.head_dim % 2:
-            raise ValueError(f"rotary positions turn pairs of channels: the head width ({self.head_dim}) must be even")
+        if self.positions == "rope" and int(self.head_dim * self.rope_fraction) % 2:
+            raise ValueError(f"rotary positions turn pairs of channels: the rotated width ⌊{self.rope_fraction} × "
+                             f"{self.head_dim}⌋ must be even")
         if self.arch == "encoder-decoder" and (self.positions != "learned" or self.head_transform):
             raise ValueError("an encoder-decoder has learned positions and a plain head (positions = 'rope' and "
                              "head_transform are for decoder or encoder models)")
