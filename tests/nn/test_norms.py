@@ -574,3 +574,15 @@ def test_bad_option_values_refused(name, options, role, message):
     """A value the normalizer cannot use is one ValueError that names the option and what it must be."""
     with pytest.raises(ValueError, match=message):
         make_norm(name, 8, options=options, role=role)
+
+
+def test_dyt_width_rule_gives_the_attention_norm_its_own_alpha_in_a_built_model():
+    import normlab
+
+    """The DyT repository's LLaMA table: at width ≤ 4096, α0 = 0.8 before attention, 0.2 everywhere else."""
+    model = normlab.build_model(dict(vocab_size=11, block_size=8, n_layer=2, n_head=2, d_model=16, scheme="pre",
+                                     norm="dyt", norm_options={"alpha_init_rule": 1.0}))
+    for block in model.blocks:
+        assert block.attn.in_norm.alpha.item() == pytest.approx(0.8)
+        assert block.mlp.in_norm.alpha.item() == pytest.approx(0.2)
+    assert model.final_norm.alpha.item() == pytest.approx(0.2)

@@ -18,7 +18,7 @@ from normlab.nn.norms import Norm
 
 ALL_SCHEMES = ["post", "pre", "sandwich", "peri", "deepnorm", "mix", "lns", "subln", "admin", "residual", "reordered",
                "parallel", "hybrid", "keel"]
-ALL_NORMS = ["layernorm", "rmsnorm", "scalenorm", "dyt", "none"]
+ALL_NORMS = ["layernorm", "rmsnorm", "scalenorm", "dyt", "derf", "seednorm", "none"]
 INCOMPATIBLE = {("deepnorm", "none"), ("lns", "none"), ("admin", "none"), ("residual", "none"), ("keel", "none")}
 NORM_CLASS = {name: NORMS.get(name) for name in ALL_NORMS}
 

@@ -13,10 +13,11 @@ from normlab.nn.norms import make_norm
 from normlab.nn.schemes import Scheme
 
 
-def norm_factory(cfg: ModelConfig, d: int):
-    """A zero-argument function that builds one of the config's normalizers of width d."""
+def norm_factory(cfg: ModelConfig, d: int, role: str = "other"):
+    """A zero-argument function that builds one of the config's normalizers of width d; `role` "attention":
+    a norm around the attention sub-layer (DyT's width rule inits it apart)."""
     return functools.partial(make_norm, cfg.norm, d, eps=cfg.norm_eps, affine=cfg.norm_affine,
-                             bias=cfg.resolved_norm_bias(), options=cfg.norm_options)
+                             bias=cfg.resolved_norm_bias(), options=cfg.norm_options, role=role)
 
 
 def self_attention(cfg: ModelConfig, inner_norm: nn.Module | None, causal: bool,
@@ -58,7 +59,7 @@ class Block(nn.Module):
         mlp_inner = norm_factory(cfg, d_ff)() if scheme.inner_norms else None
         attention = self_attention(cfg, inner(), causal, scheme.qkv_norm)
         mlp = MLPS.get(cfg.mlp)(cfg.d_model, d_ff, cfg.bias, cfg.dropout, mlp_inner, cfg.gelu_approximate)
-        self.attn = scheme.residual(attention, layer, norm_factory(cfg, cfg.d_model))
+        self.attn = scheme.residual(attention, layer, norm_factory(cfg, cfg.d_model, role="attention"))
         self.cross = (scheme.residual(CrossAttention(cfg.d_model, cfg.n_head, cfg.bias, cfg.dropout, inner()),
                                       layer, norm_factory(cfg, cfg.d_model)) if cross else None)
         self.mlp = scheme.residual(mlp, layer, norm_factory(cfg, cfg.d_model))

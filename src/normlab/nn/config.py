@@ -60,7 +60,7 @@ class ModelConfig(BaseModel):
     scheme_options: dict[str, float] = {}
     """Options of the chosen scheme, e.g. {mix_ratio = 0.25} for `mix`; unknown keys are errors."""
     norm: str = "layernorm"
-    """Normalizer: layernorm, rmsnorm, scalenorm, dyt or none."""
+    """Normalizer: layernorm, rmsnorm, scalenorm, dyt, derf, seednorm or none (`normlab schemes`)."""
     norm_options: dict[str, float] = {}
     """Options of the chosen normalizer, e.g. {alpha_init = 0.5} for `dyt`."""
     norm_eps: float = Field(default=1e-5, gt=0)
