@@ -106,6 +106,9 @@ class TrainConfig(BaseModel):
     def _check(self) -> "TrainConfig":
         if self.min_lr > self.lr:
             raise ValueError(f"min_lr ({self.min_lr}) is above lr ({self.lr})")
+        if self.init_from_match != "exact" and not self.init_from:
+            raise ValueError(f"init_from_match = {self.init_from_match!r} says how to read train.init_from, which is "
+                             "unset; set init_from, or leave init_from_match at 'exact'")
         return self
 
 

@@ -81,7 +81,9 @@ def test_a_masked_lms_mask_token_travels_with_its_id(tmp_path):
 
 @pytest.mark.parametrize("settings, named", [
     (dict(scheme="post"), "scheme 'post'"), (dict(scheme="deepnorm"), "scheme 'deepnorm'"),
-    (dict(scheme="mix"), "scheme 'mix'"), (dict(scheme="pre", norm="rmsnorm"), "exportable: gpt2")])
+    (dict(scheme="mix"), "scheme 'mix'"), (dict(scheme="pre", norm="rmsnorm"), "exportable: gpt2"),
+    (dict(scheme="pre", logit_softcap=30.0), "logit_softcap"), (dict(scheme="pre", head_bias=True), "head_bias"),
+    (dict(scheme="pre", norm="rmsnorm", positions="rope", mlp="swiglu", rope_fraction=0.5), "rope_fraction")])
 def test_a_placement_without_a_layout_is_refused_in_one_line(settings, named):
     cfg = ModelConfig(**TINY, **settings)
     with pytest.raises(ValueError, match=named) as e:

@@ -139,3 +139,13 @@ def test_the_real_minilm_matches(tmp_path):
     assert (got - want).abs().max().item() <= TOL
     assert imported.config.scheme == "post" and imported.config.embed_norm and imported.config.arch == "encoder"
 
+
+
+def test_a_config_missing_a_setting_is_one_line(tmp_path):
+    _, path = _save(tmp_path, "gpt2")
+    config = json.loads((path / "config.json").read_text())
+    del config["n_embd"]
+    (path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(HFDirError, match="config.json: a setting a GPT-2 model needs is missing or invalid") as e:
+        import_hf(path)
+    assert "\n" not in str(e.value)

@@ -153,3 +153,20 @@ def test_a_parallel_blocks_norms_read_the_blocks_input():
                                     scheme_options={"shared_norm": 0.0}))
     assert model.stream_norms() == {"blocks.0.attn.in_norm": 0, "blocks.0.mlp.in_norm": 0,
                                     "blocks.1.attn.in_norm": 2, "blocks.1.mlp.in_norm": 2, "final_norm": 4}
+
+
+def test_a_swap_may_change_the_placement_not_the_model(tmp_path):
+    source = _gpt2_with_tokenizer(tmp_path / "hf")
+    run = tmp_path / "run"
+    assert runner.invoke(app, ["import-hf", str(source), "--out", str(run)]).exit_code == 0
+    result = runner.invoke(app, ["train", str(run / "config.toml"), "-o", str(tmp_path / "deeper"), "--set",
+                                 f"train.init_from={run}", "--set", "train.init_from_match=by_name", "--set",
+                                 "model.n_layer=3", "--set", "train.steps=1"])
+    assert result.exit_code == 2 and "model.n_layer = 2 there, 3 here" in result.output
+
+
+def test_init_from_match_needs_init_from():
+    from normlab.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match="init_from_match = 'by_stream'.*init_from, which is unset"):
+        load_config(None, ["train.init_from_match=by_stream"])

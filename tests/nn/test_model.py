@@ -447,3 +447,12 @@ def test_dropout_rate_reaches_every_dropout_site():
     # embeddings + per block: attention output and MLP output
     assert len(rates) == 1 + 2 * model.cfg.n_layer
     assert all(b.attn.sublayer.dropout == 0.25 for b in model.blocks)  # attention-weight dropout
+
+
+@pytest.mark.parametrize("key, value", [("qk_norm", "per_head"), ("logit_softcap", 30.0), ("n_kv_head", 2),
+                                        ("head_bias", True)])
+def test_an_encoder_decoder_refuses_the_single_stack_options(key, value):
+    """Its cross-attention and head know none of them: refused in one line, never silently dropped."""
+    with pytest.raises(ValueError, match=f"{key} = .* is for decoder and encoder models"):
+        ModelConfig(vocab_size=11, block_size=8, n_layer=1, n_head=4, d_model=16, arch="encoder-decoder",
+                    **{key: value})

@@ -25,6 +25,7 @@ class CharTokenizer:
     """One token per distinct character of the corpus, ids in sorted character order (as nanoGPT)."""
 
     kind = "char"
+    mask_id = None  # a masked LM's MASK is added after the vocabulary (normlab.data.objectives)
 
     def __init__(self, text: str):
         self.chars = sorted(set(text))
@@ -53,6 +54,7 @@ class ByteTokenizer:
     """The 256 byte values of the UTF-8 encoding: any text, fixed vocabulary."""
 
     kind = "byte"
+    mask_id = None
     vocab_size = 256
 
     def __init__(self, text: str = ""):
@@ -87,7 +89,8 @@ class HFTokenizer:
             raise CorpusError("data.tokenizer = 'hf' needs the `tokenizers` package: pip install 'normlab[hf]'") from None
         file = Path(directory) / "tokenizer.json"
         if not file.is_file():
-            raise CorpusError(f"data.tokenizer = 'hf': no tokenizer.json in {str(directory)!r}")
+            raise CorpusError(f"data.tokenizer = 'hf': no tokenizer.json in {str(directory)!r} (data.tokenizer_dir; "
+                              "if the imported run moved, point it at the run's tokenizer/)")
         try:
             self.tok = Tokenizer.from_file(str(file))
         except Exception as e:  # the library's own error types; one line either way
@@ -169,6 +172,9 @@ def load_corpus(path: str | None = None, tokenizer: str = "char", block_size: in
         raise CorpusError(f"unknown tokenizer {tokenizer!r}; valid: {', '.join(TOKENIZERS)}, hf")
     if tokenizer == "hf" and not tokenizer_dir:
         raise CorpusError("data.tokenizer = 'hf' needs data.tokenizer_dir: the directory of its tokenizer.json")
+    if tokenizer == "hf" and vocab_from is not None:
+        raise CorpusError(f"data.vocab_from = {vocab_from!r} is for the char and byte tokenizers; an 'hf' tokenizer "
+                          "has its own vocabulary")
     name, text = read_text(path)
     if not text:
         raise CorpusError(f"corpus {name!r} is empty")

@@ -89,7 +89,7 @@ def _normlab_subject(path: Path, text: str | None, init: bool, device: torch.dev
     corpus = corpus_of(cfg)
     ids = corpus.val if text is None else torch.tensor(corpus.tokenizer.encode(read_text(text)[1]), dtype=torch.long)
     x, y = _windows(ids, cfg.model.block_size + 1)
-    objective = objective_for(cfg.model.arch, corpus.tokenizer.vocab_size, getattr(corpus.tokenizer, "mask_id", None))
+    objective = objective_for(cfg.model.arch, corpus.tokenizer.vocab_size, corpus.tokenizer.mask_id)
     if cfg.model.arch != "decoder":  # the run's own objective on the same windows (masks from a fixed seed)
         x, y = objective.corrupt(x, torch.Generator().manual_seed(0))
     x, y = x.to(device), y.to(device)

@@ -151,6 +151,12 @@ def _llama_projections(cfg: ModelConfig, fetch: Fetch, h: str, b: str) -> dict[s
     return out
 
 
+def _kv_heads(fam: Family, n_head: int) -> int | None:
+    """Grouped key/value heads, or None where there are as many as query heads (one model, one run id)."""
+    n_kv = fam.get("num_key_value_heads") or n_head
+    return None if n_kv == n_head else n_kv
+
+
 @family
 class GPT2(Family):
     """GPT-2 (Radford et al. 2019): Pre-LN with LayerNorm, learned positions, Conv1D weights stored (in, out)."""
@@ -206,7 +212,7 @@ class Llama(Family):
         return ModelConfig(
             arch="decoder", scheme=self.scheme, norm="rmsnorm", norm_bias=False, vocab_size=self.get("vocab_size"),
             block_size=_context(self), n_layer=self.get("num_hidden_layers"), n_head=n_head, d_model=d,
-            n_kv_head=self.get("num_key_value_heads") or n_head, d_head=None if head_dim * n_head == d else head_dim,
+            n_kv_head=_kv_heads(self, n_head), d_head=None if head_dim * n_head == d else head_dim,
             d_ff=self.get("intermediate_size"), norm_eps=self.get("rms_norm_eps", 1e-6), bias=False,
             qkv_bias=self.qkv_bias or None, qk_norm=self.qk_norm, mlp="swiglu", positions="rope",
             rope_theta=_rope_theta(self), tie_weights=bool(self.get("tie_word_embeddings", False)), final_norm=True)
@@ -252,6 +258,7 @@ class GPTNeoX(Family):
         params = self.get("rope_parameters") or {}
         d = self.get("hidden_size")
         parallel = self.get("use_parallel_residual", True)
+        theta = _rope_theta(self) if params or self.get("rope_scaling") else self.get("rotary_emb_base") or 10000.0
         return ModelConfig(
             arch="decoder", scheme="parallel" if parallel else "pre",
             scheme_options={"shared_norm": 0.0} if parallel else {}, norm="layernorm", vocab_size=self.get("vocab_size"),
@@ -259,7 +266,7 @@ class GPTNeoX(Family):
             n_head=self.get("num_attention_heads"), d_model=d, d_ff=self.get("intermediate_size"),
             norm_eps=self.get("layer_norm_eps", 1e-5), bias=bool(self.get("attention_bias", True)), mlp="gelu",
             gelu_approximate=_gelu_form(self, self.get("hidden_act", "gelu")), positions="rope",
-            rope_theta=float(params.get("rope_theta") or self.get("rotary_emb_base") or 10000.0),
+            rope_theta=float(theta),
             rope_fraction=float(params.get("partial_rotary_factor") or self.get("rotary_pct") or 0.25),
             tie_weights=bool(self.get("tie_word_embeddings", False)), final_norm=True)
 
@@ -317,7 +324,7 @@ class Gemma2(Family):
         return ModelConfig(
             arch="decoder", scheme="sandwich", norm="rmsnorm", norm_bias=False, vocab_size=self.get("vocab_size"),
             block_size=_context(self), n_layer=self.get("num_hidden_layers"), n_head=n_head, d_model=d,
-            n_kv_head=self.get("num_key_value_heads") or n_head, d_head=None if head_dim * n_head == d else head_dim,
+            n_kv_head=_kv_heads(self, n_head), d_head=None if head_dim * n_head == d else head_dim,
             d_ff=self.get("intermediate_size"), norm_eps=self.get("rms_norm_eps", 1e-6), bias=False, mlp="geglu",
             gelu_approximate=_gelu_form(self, act), positions="rope", rope_theta=_rope_theta(self),
             attn_scale=self.get("query_pre_attn_scalar", head_dim) ** -0.5, attn_softcap=self.get("attn_logit_softcapping"),
@@ -403,7 +410,13 @@ def import_hf(path: str | Path) -> Imported:
     weights = read_weights(path)
     base = _base_prefix(fam, weights, path)
     heads = any(k.startswith("cls.predictions.transform") for k in weights)
-    cfg = fam.model_config(heads)
+    try:
+        cfg = fam.model_config(heads)
+    except (TypeError, ValueError) as e:  # a setting missing (None) or out of range (pydantic's ValidationError)
+        if isinstance(e, HFDirError):
+            raise
+        raise HFDirError(path / "config.json", f"a setting a {fam.name} model needs is missing or invalid: "
+                                               f"{_first_line(e)}") from None
     used: list[str] = []
 
     def fetch(name: str) -> torch.Tensor:
@@ -419,6 +432,11 @@ def import_hf(path: str | Path) -> Imported:
     ignored = _ignored(fam, weights, base, used, path)
     model = _load(cfg, state, path)
     return Imported(model, cfg, fam.name, hf, used, ignored, fam.notes)
+
+
+def _first_line(e: Exception) -> str:
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return "; ".join(lines[:3]) if lines else type(e).__name__
 
 
 def from_hf(path: str | Path) -> nn.Module:

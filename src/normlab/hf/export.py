@@ -46,16 +46,23 @@ class Layout:
         raise NotImplementedError
 
 
+ANY = object()  # a setting a layout holds whatever its value
+
+
 def _differences(cfg: ModelConfig, **want: Any) -> str | None:
     """The first setting of cfg that differs from what a layout needs, in words; None when all agree."""
     got = {"arch": cfg.arch, "scheme": cfg.scheme, "norm": cfg.norm, "positions": cfg.positions, "mlp": cfg.mlp,
            "embed_norm": cfg.resolved_embed_norm(), "final_norm": cfg.resolved_final_norm(), "qk_norm": cfg.qk_norm,
            "grouped k/v": cfg.n_kv_head not in (None, cfg.n_head), "head_transform": cfg.head_transform,
            "inner norms": cfg.scheme == "subln", "norm_affine": cfg.norm_affine, "dropout": cfg.dropout > 0,
-           "qkv_bias apart from bias": cfg.qkv_bias is not None and cfg.qkv_bias != cfg.bias}
+           "qkv_bias apart from bias": cfg.qkv_bias is not None and cfg.qkv_bias != cfg.bias,
+           "attn_scale": cfg.attn_scale, "attn_softcap": cfg.attn_softcap, "logit_softcap": cfg.logit_softcap,
+           "head_bias": cfg.head_bias, "rope_fraction": cfg.rope_fraction, "d_head apart": cfg.head_dim * cfg.n_head != cfg.d_model}
     want = {"embed_norm": False, "qk_norm": "none", "grouped k/v": False, "head_transform": False, "inner norms": False,
-            "norm_affine": True, "qkv_bias apart from bias": False, **want}
-    wrong = [f"{k} = {got[k]!r} (it needs {v!r})" for k, v in want.items() if v is not None and got.get(k) != v]
+            "norm_affine": True, "qkv_bias apart from bias": False, "attn_scale": None, "attn_softcap": None,
+            "logit_softcap": None, "head_bias": False, "rope_fraction": 1.0, "d_head apart": False, **want}
+    unchecked = {k for k, v in want.items() if v is ANY}
+    wrong = [f"{k} = {got[k]!r} (it needs {v!r})" for k, v in want.items() if k not in unchecked and got.get(k) != v]
     return wrong[0] if wrong else None
 
 
@@ -105,7 +112,7 @@ class LlamaLayout(Layout):
 
     def refusal(self, cfg):
         wrong = _differences(cfg, arch="decoder", scheme="pre", norm="rmsnorm", positions="rope", mlp="swiglu",
-                             final_norm=True, dropout=False, qk_norm=self.qk_norm, **{"grouped k/v": None})
+                             final_norm=True, dropout=False, qk_norm=self.qk_norm, **{"grouped k/v": ANY, "d_head apart": ANY})
         if wrong is None and (cfg.bias or cfg.qkv_bias or cfg.resolved_norm_bias()):
             return "bias = true (the Llama layout has no biases)"
         return wrong
@@ -119,7 +126,8 @@ class LlamaLayout(Layout):
             num_hidden_layers=cfg.n_layer, num_attention_heads=cfg.n_head,
             num_key_value_heads=cfg.n_kv_head or cfg.n_head, head_dim=cfg.head_dim, hidden_act="silu",
             max_position_embeddings=cfg.block_size, rms_norm_eps=cfg.norm_eps, tie_word_embeddings=tied,
-            rope_parameters={"rope_type": "default", "rope_theta": cfg.rope_theta}, attention_bias=False,
+            rope_parameters={"rope_type": "default", "rope_theta": cfg.rope_theta}, rope_theta=cfg.rope_theta,
+            attention_bias=False,
             architectures=["Qwen3ForCausalLM" if self.model_type == "qwen3" else "LlamaForCausalLM"])
 
     def tensors(self, cfg, state):
@@ -153,7 +161,8 @@ class Gemma2Layout(Layout):
 
     def refusal(self, cfg):
         wrong = _differences(cfg, arch="decoder", scheme="sandwich", norm="rmsnorm", positions="rope", mlp="geglu",
-                             final_norm=True, dropout=False, **{"grouped k/v": None})
+                             final_norm=True, dropout=False, attn_scale=ANY, attn_softcap=ANY, logit_softcap=ANY,
+                             **{"grouped k/v": ANY, "d_head apart": ANY})
         if wrong is None and (cfg.bias or cfg.qkv_bias or cfg.resolved_norm_bias()):
             return "bias = true (the Gemma-2 layout has no biases)"
         scalar = self._scalar(cfg)
@@ -177,6 +186,7 @@ class Gemma2Layout(Layout):
             query_pre_attn_scalar=round(self._scalar(cfg)),
             attn_logit_softcapping=cfg.attn_softcap, final_logit_softcapping=cfg.logit_softcap,
             tie_word_embeddings=tied, rope_parameters={"rope_type": "default", "rope_theta": cfg.rope_theta},
+            rope_theta=cfg.rope_theta,
             architectures=["Gemma2ForCausalLM"])
 
     def tensors(self, cfg, state):
@@ -199,7 +209,7 @@ class BertLayout(Layout):
 
     def refusal(self, cfg):
         return _differences(cfg, arch="encoder", scheme="post", norm="layernorm", positions="learned", mlp="gelu",
-                            embed_norm=True, final_norm=False, dropout=False, head_transform=None)
+                            embed_norm=True, final_norm=False, dropout=False, head_transform=ANY, head_bias=ANY)
 
     def config(self, cfg, tied):
         import transformers
@@ -287,7 +297,9 @@ def export_hf(model: nn.Module, cfg: ModelConfig, out: str | Path, tokenizer_fro
         tensors["lm_head.weight"] = state["lm_head.weight"].contiguous()
     elif not tied:
         raise ValueError("an encoder whose head is not tied to its embedding has no place in the BERT layout")
-    tmp = Path(tempfile.mkdtemp(prefix=".normlab-export-", dir=out.parent if out.parent.exists() else None))
+    if not out.parent.is_dir():
+        raise ValueError(f"{str(out.parent)!r} does not exist: export makes the directory {out.name!r}, not its parents")
+    tmp = Path(tempfile.mkdtemp(prefix=".normlab-export-", dir=out.parent))
     try:
         layout.config(cfg, tied).save_pretrained(tmp)
         save_file(tensors, tmp / "model.safetensors", metadata={"format": "pt"})

@@ -63,6 +63,9 @@ def export_run(target: str | Path, out: str | Path) -> Path:
     loaded = load_model(target, "cpu")
     data = loaded.cfg.data
     tokenizer_from = Path(data.tokenizer_dir) if data.tokenizer == "hf" and data.tokenizer_dir else None
+    if tokenizer_from is not None and not (tokenizer_from / "tokenizer.json").is_file():
+        raise ValueError(f"the run's tokenizer ({tokenizer_from / 'tokenizer.json'}) is gone: export would write a "
+                         "model without one; if the run moved, point data.tokenizer_dir in its config.toml at its tokenizer/")
     chars, mask = None, None
     if data.tokenizer == "char":
         from normlab.data import corpus_of

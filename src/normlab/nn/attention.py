@@ -57,12 +57,13 @@ class Rotary(nn.Module):
         super().__init__()
         self.head_dim, self.theta = head_dim, theta
         self.rot_dim = int(head_dim * fraction)
-        exponents = torch.arange(0, self.rot_dim, 2, dtype=torch.int64).float() / self.rot_dim
-        self.register_buffer("inv_freq", 1.0 / theta ** exponents, persistent=False)  # (r/2,)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The angles in fp32 whatever the model's dtype (a bf16 frequency is off by radians at position 1000)."""
         T = q.size(-2)
-        angles = torch.outer(torch.arange(T, device=q.device, dtype=torch.float32), self.inv_freq.float())
+        exponents = torch.arange(0, self.rot_dim, 2, dtype=torch.int64, device=q.device).float() / self.rot_dim
+        inv_freq = 1.0 / self.theta ** exponents  # (r/2,)
+        angles = torch.outer(torch.arange(T, device=q.device, dtype=torch.float32), inv_freq)
         angles = torch.cat((angles, angles), dim=-1)  # (T, r)
         cos, sin = angles.cos().to(q.dtype), angles.sin().to(q.dtype)
         return self._turn(q, cos, sin), self._turn(k, cos, sin)

@@ -119,9 +119,8 @@ class ModelConfig(BaseModel):
         if self.positions == "rope" and int(self.head_dim * self.rope_fraction) % 2:
             raise ValueError(f"rotary positions turn pairs of channels: the rotated width ⌊{self.rope_fraction} × "
                              f"{self.head_dim}⌋ must be even")
-        if self.arch == "encoder-decoder" and (self.positions != "learned" or self.head_transform):
-            raise ValueError("an encoder-decoder has learned positions and a plain head (positions = 'rope' and "
-                             "head_transform are for decoder or encoder models)")
+        if self.arch == "encoder-decoder":
+            self._check_encoder_decoder()
         if self.scheme == "subln" and self.head_dim * self.n_head != self.d_model:
             raise ValueError(f"scheme 'subln' normalizes the heads' output at d_model; d_head × n_head "
                              f"({self.head_dim} × {self.n_head}) must equal d_model ({self.d_model})")
@@ -143,6 +142,17 @@ class ModelConfig(BaseModel):
         if self.norm_bias and not self.norm_affine:
             raise ValueError("norm_bias = true needs norm_affine = true")
         return self
+
+    def _check_encoder_decoder(self) -> None:
+        """The encoder–decoder keeps the classic parts: the options the Hugging Face families brought are wired
+        into the single-stack model only (its cross-attention and head know none of them)."""
+        plain = {"positions": "learned", "head_transform": False, "head_bias": False, "logit_softcap": None,
+                 "attn_softcap": None, "attn_scale": None, "qk_norm": "none", "n_kv_head": None, "d_head": None,
+                 "embed_scale": None}
+        for key, value in plain.items():
+            if getattr(self, key) != value:
+                raise ValueError(f"{key} = {getattr(self, key)!r} is for decoder and encoder models; an "
+                                 f"encoder-decoder takes {key} = {value!r}")
 
     @property
     def head_dim(self) -> int:

@@ -31,7 +31,7 @@ MARKER = ".normlab-run"
 OWN_FILES = {MARKER, "config.toml", "run.json", "metrics.jsonl", "status.json", "layer_skip.json",
              checkpoint.NEWEST, checkpoint.PREVIOUS, checkpoint.MANIFEST,
              "diagnostics.sqlite", "diagnostics.sqlite-wal", "diagnostics.sqlite-shm", "diagnostics.sqlite-journal"}
-OWN_DIRS = {"tensorboard", "tokenizer"}  # tokenizer/: an imported model's own (normlab import-hf)
+OWN_DIRS = {"tensorboard"}  # an imported run's tokenizer/ is not cleared: --fresh refuses that run directory
 
 
 class RunDirError(ValueError):

@@ -38,7 +38,7 @@ def with_vocab(cfg: RunConfig, text_vocab: int | None = None, own_mask: int | No
         if cfg.model.vocab_size is not None:
             return cfg
         tokenizer = corpus_of(cfg).tokenizer
-        text_vocab, own_mask = tokenizer.vocab_size, getattr(tokenizer, "mask_id", None)
+        text_vocab, own_mask = tokenizer.vocab_size, tokenizer.mask_id
     special = objective_for(cfg.model.arch, text_vocab, own_mask).specials
     vocab_size = text_vocab + special
     given = cfg.model.vocab_size

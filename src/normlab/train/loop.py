@@ -169,10 +169,10 @@ class Trainer:
                              "run it once without torchrun, or choose another --out")
         self.device = dist.device or resolve_device(cfg.train.device)
         self.corpus: Corpus = corpus or corpus_of(cfg)
-        self.cfg = with_vocab(cfg, self.corpus.tokenizer.vocab_size, getattr(self.corpus.tokenizer, "mask_id", None))
+        self.cfg = with_vocab(cfg, self.corpus.tokenizer.vocab_size, self.corpus.tokenizer.mask_id)
         self.tc = self.cfg.train
         tokenizer = self.corpus.tokenizer
-        self.objective = objective_for(self.cfg.model.arch, tokenizer.vocab_size, getattr(tokenizer, "mask_id", None))
+        self.objective = objective_for(self.cfg.model.arch, tokenizer.vocab_size, tokenizer.mask_id)
 
     # -- set-up ---------------------------------------------------------------------------
     def _build(self) -> dict[str, Any] | None:
@@ -180,7 +180,9 @@ class Trainer:
         loaded = load_model(self.run_dir, self.device, cfg=self.cfg, require_checkpoint=False)
         self.model = loaded.model
         self.profile: dict[str, list[float]] = {}  # Admin's ω per stack, when this start profiled them
-        self.swap: dict[str, Any] | None = None  # what a by-name init_from kept (_swapped_weights)
+        self.swap: dict[str, Any] | None = None  # what a swap kept and moved (_swapped_weights); kept on resume
+        if loaded.checkpoint is not None and self.run_dir.meta_path.is_file():
+            self.swap = self.run_dir.read_meta().get("swap")
         if loaded.checkpoint is None and self.tc.init_from:  # a fine-tune's first start: the source's weights
             self.model.load_state_dict(self._source_weights())
         elif loaded.checkpoint is None:  # Admin's profiling pass (ω), on one batch of its own generator
@@ -210,10 +212,12 @@ class Trainer:
             loaded = load_model(source, self.device)
         except (ValueError, OSError) as e:
             raise ValueError(f"train.init_from {source!r} cannot be loaded: {e}") from None
-        if self.tc.init_from_match != "exact":
-            return self._swapped_weights(loaded.model)
         theirs, ours = loaded.cfg.model.model_dump(mode="json"), self.cfg.model.model_dump(mode="json")
         differ = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
+        if self.tc.init_from_match != "exact":  # a swap: only the placement and the normalizer may differ
+            differ = [k for k in differ if k not in SWAPPABLE]
+        if not differ and self.tc.init_from_match != "exact":
+            return self._swapped_weights(loaded.model)
         if differ:
             raise ValueError(f"train.init_from {source!r} is another model: "
                              + ", ".join(f"model.{k} = {theirs.get(k)!r} there, {ours.get(k)!r} here" for k in differ))
@@ -599,6 +603,12 @@ def train(cfg: RunConfig, out: str, on_log: StepCallback | None = None, fresh: b
     """Train `cfg` into the run directory `out` (resuming it if it holds this run, interrupted); `events`: a
     directory for live TensorBoard events."""
     return Trainer(cfg, out, on_log, fresh=fresh, dist=dist, events=events).run()
+
+
+# what a swap (init_from_match by_name / by_stream) may change of the source's model: where the norms go, which
+# normalizer, and the init of what the source does not hold; anything else is another model, refused
+SWAPPABLE = {"scheme", "scheme_options", "norm", "norm_options", "norm_eps", "norm_affine", "norm_bias", "final_norm",
+             "embed_norm", "qk_norm", "init", "init_std", "init_residual_scaling", "dropout"}
 
 
 def _moved_norms(source_model, model, source: dict, ours: dict, kept: dict[str, str]) -> dict[str, str]:
