@@ -371,12 +371,24 @@ def active_runs(registry: Registry, ids: set[str] | None = None) -> list[ActiveR
 
 
 def measure_claims(spec: StudySpec, registry: Registry) -> None:
-    """Timings, memory, constants, causality: once per study, after the training runs (a quiet machine)."""
+    """Timings, memory, constants, causality: once per study, after the training runs (a quiet machine).
+
+    One process measures at a time: a second `normlab study` on the directory waits on a lock, then finds the
+    claims measured. Why: both used to measure at once, timing each other's load, and on 2 cores their threads
+    oversubscribed the machine (C16's 98 models took minutes each instead of 27 s, past a test's 10-minute limit).
+    """
+    import fcntl
+
     steady_allocator()  # as `normlab bench`: freed memory stays warm, so no candidate pays another's page faults
-    have = registry.measured()
-    for claim_id in spec.claims:
-        if claim_id not in have:  # None is stored too: it marks the claim measured (for `completion`)
-            registry.set_measurement(claim_id, CLAIMS.get(claim_id)().measure(spec.preset))
+    with open(registry.dir / MEASURE_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when the process dies
+        have = registry.measured()
+        for claim_id in spec.claims:
+            if claim_id not in have:  # None is stored too: it marks the claim measured (for `completion`)
+                registry.set_measurement(claim_id, CLAIMS.get(claim_id)().measure(spec.preset))
+
+
+MEASURE_LOCK = ".measuring.lock"  # in the study directory: held by the one process measuring
 
 
 def compute_verdicts(spec: StudySpec, registry: Registry, ids: list[str] | None = None,
