@@ -24,6 +24,7 @@ from torch import nn
 
 from normlab.hf.files import HFDirError
 from normlab.nn.config import ModelConfig
+from normlab.nn.schemes import SCHEMES
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json",
                    "merges.txt", "tokenizer.model")
@@ -54,7 +55,7 @@ def _differences(cfg: ModelConfig, **want: Any) -> str | None:
     got = {"arch": cfg.arch, "scheme": cfg.scheme, "norm": cfg.norm, "positions": cfg.positions, "mlp": cfg.mlp,
            "embed_norm": cfg.resolved_embed_norm(), "final_norm": cfg.resolved_final_norm(), "qk_norm": cfg.qk_norm,
            "grouped k/v": cfg.n_kv_head not in (None, cfg.n_head), "head_transform": cfg.head_transform,
-           "inner norms": cfg.scheme == "subln", "norm_affine": cfg.norm_affine, "dropout": cfg.dropout > 0,
+           "inner norms": SCHEMES.get(cfg.scheme).inner_norms, "norm_affine": cfg.norm_affine, "dropout": cfg.dropout > 0,
            "qkv_bias apart from bias": cfg.qkv_bias is not None and cfg.qkv_bias != cfg.bias,
            "attn_scale": cfg.attn_scale, "attn_softcap": cfg.attn_softcap, "logit_softcap": cfg.logit_softcap,
            "head_bias": cfg.head_bias, "rope_fraction": cfg.rope_fraction, "d_head apart": cfg.head_dim * cfg.n_head != cfg.d_model}

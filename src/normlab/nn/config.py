@@ -121,10 +121,10 @@ class ModelConfig(BaseModel):
                              f"{self.head_dim}⌋ must be even")
         if self.arch == "encoder-decoder":
             self._check_encoder_decoder()
-        if self.scheme == "subln" and self.head_dim * self.n_head != self.d_model:
-            raise ValueError(f"scheme 'subln' normalizes the heads' output at d_model; d_head × n_head "
-                             f"({self.head_dim} × {self.n_head}) must equal d_model ({self.d_model})")
         scheme_cls = SCHEMES.get(self.scheme)
+        if scheme_cls.inner_norms and self.head_dim * self.n_head != self.d_model:
+            raise ValueError(f"scheme {self.scheme!r} normalizes the heads' output at d_model; d_head × n_head "
+                             f"({self.head_dim} × {self.n_head}) must equal d_model ({self.d_model})")
         norm_cls = NORMS.get(self.norm)
         if self.n_dec_layer is not None and self.arch != "encoder-decoder":
             raise ValueError(f"n_dec_layer ({self.n_dec_layer}) is for arch = 'encoder-decoder'; this model is "
