@@ -13,14 +13,15 @@ from tests.conftest import tiny_config
 runner = CliRunner()
 
 
-def test_schemes_json_lists_the_14_schemes_and_7_normalizers():
+def test_schemes_json_lists_the_15_schemes_and_8_normalizers():
     result = runner.invoke(app, ["schemes", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert [s["name"] for s in data["schemes"]] == ["post", "pre", "sandwich", "peri", "deepnorm", "mix", "lns", "subln",
-                                                    "admin", "residual", "reordered", "parallel", "hybrid", "keel"]
+                                                    "admin", "residual", "reordered", "parallel", "hybrid", "keel",
+                                                    "ngpt"]
     assert [n["name"] for n in data["norms"]] == ["layernorm", "rmsnorm", "scalenorm", "dyt", "derf", "seednorm",
-                                                  "none"]
+                                                  "l2", "none"]
     assert all(s["formula"] for s in data["schemes"]) and all(n["formula"] for n in data["norms"])
 
 
@@ -54,7 +55,7 @@ def test_choices_are_listed_as_choices_and_a_bad_one_is_named_with_the_valid_one
                            (BenchConfig, [c.name for c in CONFIGS])):
         assert sorted(c.value for c in choices) == sorted(valid)
     help_text = runner.invoke(app, ["study", "-h"], terminal_width=200).output
-    assert "--preset <standard|quick|deep|full>" in help_text and "--executor <local|ray>" in help_text
+    assert "--preset <standard|quick|deep|full|frontier>" in help_text and "--executor <local|ray>" in help_text
     assert "'normlab[ray]'" in help_text  # printed as written, not read as markup
     assert "--parallel <ddp|fsdp>" in runner.invoke(app, ["train", "-h"], terminal_width=200).output
     bad = runner.invoke(app, ["study", "--preset", "fast"])

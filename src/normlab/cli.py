@@ -186,7 +186,8 @@ def _print_result(result, out: Path) -> None:
 def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
     """List the placement schemes and normalizers with their formulas."""
     scheme_rows = [{"name": n, "formula": c.formula, "paper": c.paper, "final_norm": c.final_norm,
-                    "options": dict(c.OPTIONS), "incompatible_norms": dict(c.incompatible_norms)}
+                    "options": dict(c.OPTIONS),
+                    "incompatible_norms": {n: c.norm_refusal(n) for n in NORMS.names() if c.norm_refusal(n)}}
                    for n, c in SCHEMES.items()]
     norm_rows = [{"name": n, "formula": c.formula, "paper": c.paper, "options": dict(c.OPTIONS)}
                  for n, c in NORMS.items()]

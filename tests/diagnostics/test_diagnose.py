@@ -24,7 +24,7 @@ LAYER_KEYS = {"layer", "residual_rms", "contribution_ratio", "angular_distance",
               "skip_delta_loss"}
 EXPECTED_PLACEMENT = {"post": "post", "pre": "pre", "sandwich": "sandwich", "peri": "peri", "deepnorm": "post",
                       "mix": "mix", "lns": "pre", "subln": "subln", "admin": "post", "residual": "post",
-                      "reordered": "reordered", "parallel": "parallel",
+                      "reordered": "reordered", "parallel": "parallel", "ngpt": "ngpt",
                       # HybridNorm's only stream norm sits on the attention's sum inside the block, Keel's block
                       # is Post-LN with an input norm too: no layout names either, and a wrong name is worse
                       "hybrid": "unrecognised", "keel": "unrecognised"}

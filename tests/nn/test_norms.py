@@ -49,11 +49,11 @@ from torch.func import functional_call
 from normlab.nn.norms import NORMS, make_norm
 from normlab.registry import UnknownNameError
 
-NAMES = ["layernorm", "rmsnorm", "scalenorm", "dyt", "derf", "seednorm", "none"]
+NAMES = ["layernorm", "rmsnorm", "scalenorm", "dyt", "derf", "seednorm", "l2", "none"]
 WITH_BIAS = ["layernorm", "rmsnorm", "dyt", "derf"]  # normalizers that accept bias=True
 # the parameters each normalizer has without a bias (bias=True adds "bias")
 PARAMS = {"layernorm": {"weight"}, "rmsnorm": {"weight"}, "scalenorm": {"g"}, "dyt": {"weight", "alpha"},
-          "derf": {"weight", "alpha", "shift"}, "seednorm": {"weight", "alpha", "beta"}, "none": set()}
+          "derf": {"weight", "alpha", "shift"}, "seednorm": {"weight", "alpha", "beta"}, "l2": set(), "none": set()}
 # what stays learnable with affine=False: the squashing's α (and Derf's s), SeeDNorm's self-rescaling α, β
 NOT_AFFINE = {"dyt": {"alpha"}, "derf": {"alpha", "shift"}, "seednorm": {"alpha", "beta"}}
 SHAPES = [(4, 8), (2, 3, 16), (1, 5, 768)]
@@ -83,6 +83,8 @@ def reference(name: str, x: torch.Tensor, params: dict[str, torch.Tensor], eps: 
         y = torch.erf(params["alpha"] * x + params["shift"])
     elif name == "seednorm":  # Cai et al. 2025: [σ(x·βᵀ)·α + γ] ⊙ x / RMS(x), σ = tanh, no bias
         return seednorm_formula(x, params["alpha"], params["beta"], 1 if w is None else w, eps)
+    elif name == "l2":  # nGPT's Norm: x / ‖x‖₂, the norm floored at ε
+        return x / torch.clamp(torch.sqrt((x**2).sum(-1, keepdim=True)), min=eps)
     elif name == "none":
         return x
     else:

@@ -17,9 +17,10 @@ from normlab.nn import NORMS, SCHEMES, ModelConfig, Residual, build_scheme, deep
 from normlab.nn.norms import Norm
 
 ALL_SCHEMES = ["post", "pre", "sandwich", "peri", "deepnorm", "mix", "lns", "subln", "admin", "residual", "reordered",
-               "parallel", "hybrid", "keel"]
-ALL_NORMS = ["layernorm", "rmsnorm", "scalenorm", "dyt", "derf", "seednorm", "none"]
-INCOMPATIBLE = {("deepnorm", "none"), ("lns", "none"), ("admin", "none"), ("residual", "none"), ("keel", "none")}
+               "parallel", "hybrid", "keel", "ngpt"]
+ALL_NORMS = ["layernorm", "rmsnorm", "scalenorm", "dyt", "derf", "seednorm", "l2", "none"]
+INCOMPATIBLE = ({("deepnorm", "none"), ("lns", "none"), ("admin", "none"), ("residual", "none"), ("keel", "none")}
+                | {("ngpt", n) for n in ALL_NORMS if n != "l2"})  # nGPT's Norm is x/‖x‖ and nothing else
 NORM_CLASS = {name: NORMS.get(name) for name in ALL_NORMS}
 
 
@@ -422,7 +423,7 @@ def test_switch_options_take_zero_or_one(scheme, option):
 
 FINAL_DEFAULT = {"post": False, "pre": True, "sandwich": True, "peri": True,
                  "deepnorm": False, "mix": True, "lns": True, "subln": True, "admin": False, "residual": True,
-                 "reordered": True, "parallel": True, "hybrid": True, "keel": False}
+                 "reordered": True, "parallel": True, "hybrid": True, "keel": False, "ngpt": False}
 
 
 @pytest.mark.parametrize("scheme", ALL_SCHEMES)
@@ -480,7 +481,7 @@ def test_every_combination_builds_and_trains_or_is_refused(scheme, norm):
 
 
 def test_incompatible_pairs_are_exactly_the_declared_ones():
-    declared = {(s, n) for s, cls in SCHEMES.items() for n in cls.incompatible_norms}
+    declared = {(s, n) for s, cls in SCHEMES.items() for n in NORMS.names() if cls.norm_refusal(n)}
     assert declared == INCOMPATIBLE
 
 

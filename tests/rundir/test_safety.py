@@ -324,4 +324,4 @@ def test_bench_scheme_all_lists_every_scheme(monkeypatch):
     monkeypatch.setattr("normlab.bench.tables", lambda result: [])
     result = runner.invoke(cli.app, ["bench", "--scheme", "all", "--quick", "--only", "steps"])
     assert result.exit_code == 0, result.output
-    assert seen["schemes"] == tuple(SCHEMES.names()) and len(seen["schemes"]) == len(SCHEMES) == 14
+    assert seen["schemes"] == tuple(SCHEMES.names()) and len(seen["schemes"]) == len(SCHEMES) == 15

@@ -8,7 +8,7 @@
   sub-layers (its direct children with weights). By tensor identity it sees, per layer, which
   norms read the layer's input x, whether the layer's output *is* a norm's output, which norms
   read a sub-layer's output, and whether the sub-layers read x side by side; `LAYOUTS` names the
-  layer from those facts (pre, post, sandwich, Sub-LN, parallel, reordered), and a layer none of
+  layer from those facts (pre, post, sandwich, Sub-LN, parallel, reordered, nGPT), and a layer none of
   them fits is `unrecognised`, with what was seen. Sandwich with a norm on the embeddings is
   peri; a norm after the last layer is the final norm. DeepNorm reads as post and LayerNorm
   Scaling as pre: the residual multiplier and the 1/√ℓ are not visible in the structure. No
@@ -138,6 +138,9 @@ class LayerSeen:
 # "unrecognised", reported with what was seen: a wrong name would be worse than none.
 LAYOUTS: list[tuple[str, Callable[[LayerSeen], bool], str]] = [
     ("none", lambda s: s.norms == 0, "x ← x + F(x)"),
+    # a normalized branch and a normalized sum: nGPT's step on the sphere (its α is not visible in the layout)
+    ("ngpt", lambda s: s.give_output and s.read_input == 0 and s.read_sublayer > 0,
+     "h ← Norm(h + α(Norm(F(h)) − h)) (nGPT)"),
     ("post", lambda s: s.give_output and s.read_input == 0, "x ← Norm(x + F(x))"),
     ("parallel", lambda s: not s.give_output and 0 < s.read_input == s.norms and s.side_by_side >= 2,
      "x ← x + Attn(Norm(x)) + MLP(Norm'(x)), Norm' = Norm or its own (GPT-J, GPT-NeoX, PaLM)"),

@@ -11,6 +11,7 @@ from normlab.nn.config import ModelConfig
 from normlab.nn.mlp import MLPS
 from normlab.nn.norms import make_norm
 from normlab.nn.schemes import Scheme
+from normlab.nn.sphere import SphereAttention, SphereSwiGLU
 
 
 def norm_factory(cfg: ModelConfig, d: int, role: str = "other"):
@@ -57,8 +58,14 @@ class Block(nn.Module):
         d_ff = cfg.resolved_d_ff()
         inner = norm_factory(cfg, cfg.d_model) if scheme.inner_norms else lambda: None
         mlp_inner = norm_factory(cfg, d_ff)() if scheme.inner_norms else None
-        attention = self_attention(cfg, inner(), causal, scheme.qkv_norm)
-        mlp = MLPS.get(cfg.mlp)(cfg.d_model, d_ff, cfg.bias, cfg.dropout, mlp_inner, cfg.gelu_approximate)
+        if scheme.on_sphere:  # nGPT: its sub-layers carry the scaling vectors (the config fixed rope, swiglu)
+            attention = SphereAttention(cfg.d_model, cfg.n_head, cfg.dropout, norm_factory(cfg, cfg.head_dim)(),
+                                        causal, n_kv_head=cfg.n_kv_head, head_dim=cfg.d_head,
+                                        rotary=Rotary(cfg.head_dim, cfg.rope_theta, cfg.rope_fraction))
+            mlp = SphereSwiGLU(cfg.d_model, d_ff, cfg.dropout)
+        else:
+            attention = self_attention(cfg, inner(), causal, scheme.qkv_norm)
+            mlp = MLPS.get(cfg.mlp)(cfg.d_model, d_ff, cfg.bias, cfg.dropout, mlp_inner, cfg.gelu_approximate)
         self.attn = scheme.residual(attention, layer, norm_factory(cfg, cfg.d_model, role="attention"))
         self.cross = (scheme.residual(CrossAttention(cfg.d_model, cfg.n_head, cfg.bias, cfg.dropout, inner()),
                                       layer, norm_factory(cfg, cfg.d_model)) if cross else None)

@@ -110,6 +110,16 @@ class ModelConfig(BaseModel):
     it). Read by the base inits only: a recipe fixes it (gpt2: always on, xiong: off), and the init record
     says the flag did not apply."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _scheme_requires(cls, data):
+        """The settings the scheme's paper fixes (`Scheme.requires`: nGPT's rope, swiglu, l2), where the config
+        leaves them unset; a config that sets another value is refused in `_check`."""
+        if isinstance(data, dict) and data.get("scheme", "pre") in SCHEMES:
+            for key, (value, _) in SCHEMES.get(data.get("scheme", "pre")).requires.items():
+                data = {key: value, **data}
+        return data
+
     @model_validator(mode="after")
     def _check(self) -> "ModelConfig":
         if self.d_head is None and self.d_model % self.n_head:
@@ -119,9 +129,11 @@ class ModelConfig(BaseModel):
         if self.positions == "rope" and int(self.head_dim * self.rope_fraction) % 2:
             raise ValueError(f"rotary positions turn pairs of channels: the rotated width ⌊{self.rope_fraction} × "
                              f"{self.head_dim}⌋ must be even")
+        scheme_cls = SCHEMES.get(self.scheme)
+        for part in self.stacks().values():  # a scheme's paper that defines no such model: one line, first
+            build_scheme(self.scheme, self.n_layer, self.scheme_options, part)
         if self.arch == "encoder-decoder":
             self._check_encoder_decoder()
-        scheme_cls = SCHEMES.get(self.scheme)
         if scheme_cls.inner_norms and self.head_dim * self.n_head != self.d_model:
             raise ValueError(f"scheme {self.scheme!r} normalizes the heads' output at d_model; d_head × n_head "
                              f"({self.head_dim} × {self.n_head}) must equal d_model ({self.d_model})")
@@ -129,14 +141,17 @@ class ModelConfig(BaseModel):
         if self.n_dec_layer is not None and self.arch != "encoder-decoder":
             raise ValueError(f"n_dec_layer ({self.n_dec_layer}) is for arch = 'encoder-decoder'; this model is "
                              f"arch = {self.arch!r}")
-        build_scheme(self.scheme, self.n_layer, self.scheme_options)  # checks the options' names and values
         check_options("normalizer", self.norm, self.norm_options, norm_cls.OPTIONS)
         if self.final_norm is False and scheme_cls.final_norm_required:
             raise ValueError(f"scheme {self.scheme!r} needs its final module (final_norm = false is refused): "
                              f"{scheme_cls.final_norm_required}")
-        reason = scheme_cls.incompatible_norms.get(self.norm)
+        reason = scheme_cls.norm_refusal(self.norm)
         if reason:
             raise ValueError(f"scheme {self.scheme!r} cannot be used with normalizer {self.norm!r}: {reason}")
+        for key, (value, why) in scheme_cls.requires.items():
+            if getattr(self, key) != value:
+                raise ValueError(f"scheme {self.scheme!r} needs {key} = {value!r} (got {getattr(self, key)!r}): "
+                                 f"{why}; leave {key} unset and the scheme sets it")
         if self.norm_bias and not norm_cls.has_bias:
             raise ValueError(f"normalizer {self.norm!r} has no bias; set norm_bias = false")
         if self.norm_bias and not self.norm_affine:

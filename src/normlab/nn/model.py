@@ -87,16 +87,26 @@ class GPT(nn.Module):
         self.final_norm = self.scheme.final(make) if cfg.resolved_final_norm() else nn.Identity()
         self.head_transform = HeadTransform(cfg) if cfg.head_transform else nn.Identity()
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=cfg.head_bias)
+        self.logit_scale = self.scheme.logit_scale(cfg.vocab_size, cfg.d_model)  # nGPT's s_z; else nothing
         if cfg.tie_weights:
             self.lm_head.weight = self.wte.weight  # Press & Wolf 2017, arXiv 1608.05859
         self.init_record = init_weights(self, cfg, self.scheme)
+        self.project_weights()
+        if self.scheme.on_sphere:
+            self.init_record["sphere"] = ("then every embedding-dimension vector of the embeddings and projections "
+                                          "normalized to unit length (nGPT), again after every optimizer step")
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
         """Logits (B, T, vocab) and, given targets, the mean cross-entropy."""
-        logits = self.lm_head(self.head_transform(self.hidden(idx)))  # (B, T, vocab)
+        logits = self.logit_scale(self.lm_head(self.head_transform(self.hidden(idx))))  # (B, T, vocab)
         if self.cfg.logit_softcap is not None:  # Gemma 2: c·tanh(logits / c)
             logits = torch.tanh(logits / self.cfg.logit_softcap) * self.cfg.logit_softcap
         return logits, (None if targets is None else cross_entropy(logits, targets))
+
+    def project_weights(self) -> None:
+        """Put the weights where the scheme keeps them (nGPT: on the unit sphere); the trainer calls it after
+        every optimizer step. Nothing for every other scheme."""
+        self.scheme.project(self)
 
     def hidden(self, idx: torch.Tensor) -> torch.Tensor:
         """The last hidden states (B, T, C): the stream after the last block and the final norm, if any."""
@@ -172,6 +182,10 @@ class EncoderDecoder(nn.Module):
         if cfg.tie_weights:
             self.lm_head.weight = self.wte.weight
         self.init_record = init_weights(self, cfg, self.scheme, self.enc_scheme)
+
+    def project_weights(self) -> None:
+        """As GPT's (no scheme that moves weights is defined for an encoder–decoder: nothing)."""
+        self.scheme.project(self)
 
     @property
     def blocks(self) -> list[Block]:

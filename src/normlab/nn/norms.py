@@ -269,6 +269,22 @@ class SeeDNorm(Norm):
         return gain * xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
 
 
+@NORMS.register("l2")
+class L2Norm(Norm):
+    """The projection onto the unit sphere, x / ‖x‖₂: nGPT's Norm (Loshchilov et al. 2024, arXiv 2410.01131
+    §2.1), with no gain and no bias. ‖x‖ is floored at ε, so a zero vector stays zero. Unlike RMSNorm's output
+    (norm √d) its output has norm 1: a unit vector, which nGPT's update on the sphere needs."""
+
+    name, formula, paper = "l2", "x / max(‖x‖₂, ε)", "arXiv 2410.01131"
+    has_bias = False
+
+    def __init__(self, d: int, eps: float = 1e-5, affine: bool = True, bias: bool = False):
+        super().__init__(d, eps, affine=False, bias=bias)
+
+    def normalize(self, xf: torch.Tensor) -> torch.Tensor:
+        return F.normalize(xf, dim=-1, eps=self.eps)
+
+
 @NORMS.register("none")
 class NoNorm(Norm):
     """The control: identity, no parameters."""

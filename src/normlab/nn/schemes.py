@@ -21,6 +21,7 @@ from typing import Callable, ClassVar
 import torch
 from torch import nn
 
+from normlab.nn.sphere import Scale, project
 from normlab.registry import Registry, check_options
 
 SCHEMES: Registry[type["Scheme"]] = Registry("scheme")
@@ -133,6 +134,13 @@ class Scheme:
     does not define it)"""
     qkv_norm: ClassVar[bool] = False
     """q, k and v normalized per head inside self-attention (HybridNorm's QKV-norm), with the model's normalizer."""
+    on_sphere: ClassVar[bool] = False
+    """Hidden states, embeddings and weights on the unit sphere (nGPT): the block's attention and MLP carry nGPT's
+    scaling vectors (`normlab.nn.sphere`), the head its logit scale, and `project` puts the weights back on the
+    sphere after init and after every optimizer step."""
+    requires: ClassVar[dict[str, tuple[object, str]]] = {}
+    """model setting -> (the value the scheme's paper fixes, why): a config that leaves the setting unset gets
+    the value; one that sets another is refused in one line naming both."""
 
     def __init__(self, n_layer: int, stack: Stack | None = None, **options: float):
         self.n_layer = n_layer
@@ -143,6 +151,15 @@ class Scheme:
             article = "an" if self.stack.architecture.startswith("e") else "a"
             raise ValueError(f"scheme {self.name!r} is not defined for {article} {self.stack.architecture} model: "
                              f"{why}")
+
+    @classmethod
+    def norm_refusal(cls, norm: str) -> str | None:
+        """Why the scheme cannot be used with normalizer `norm` (None: it can): the one its paper fixes
+        (`requires`), else `incompatible_norms`."""
+        required = cls.requires.get("norm")
+        if required is not None and norm != required[0]:
+            return f"it normalizes with {required[0]!r} only: {required[1]}"
+        return cls.incompatible_norms.get(norm)
 
     def residual(self, sublayer: nn.Module, layer: int, make_norm: NormFactory) -> Residual:
         """Wrap `sublayer` of block `layer` (0-based) around the residual stream."""
@@ -169,6 +186,14 @@ class Scheme:
     def describe(self) -> dict[str, object]:
         """What this instance actually uses (recorded in the run directory)."""
         return {"name": self.name, **self.options}
+
+    def project(self, model: nn.Module) -> None:
+        """Put the model's weights where the scheme keeps them; called after init and after every optimizer step.
+        Nothing for every scheme but nGPT, whose weights live on the unit sphere."""
+
+    def logit_scale(self, vocab_size: int, d_model: int) -> nn.Module:
+        """The module between the output projection and the logits: nothing (nGPT: its s_z)."""
+        return nn.Identity()
 
 
 @SCHEMES.register("post")
@@ -675,6 +700,80 @@ class Keel(Scheme):
 
     def describe(self):
         return {**super().describe(), "alpha": self.alpha}
+
+
+class SphereResidual(Residual):
+    """nGPT's step on the unit sphere (arXiv 2410.01131 §2.2.2, Eq. 10–11): the branch's output is normalized,
+    the stream moves toward it by the learned eigen learning rates α (one per channel) and is normalized again,
+
+        h ← Norm(h + α ⊙ (Norm(F(h)) − h))
+
+              ┌── F ── Norm ──(−)── ×α ──┐
+        h ──┬─┘               ▲           ▼
+            └─────────────────┴──────────(+)── Norm ──► h'
+
+    α is stored as its scale (1/√d) and read as stored · (alpha_init / scale), the paper's α_init = 0.05
+    ("of the order of 1/n_layers") and α_scale = 1/√d_model (§2.5)."""
+
+    def __init__(self, sublayer: nn.Module, out_norm: nn.Module, post_norm: nn.Module, d: int, alpha_init: float):
+        super().__init__(sublayer, out_norm=out_norm, post_norm=post_norm)
+        self.eigen_lr = Scale(d, alpha_init, d ** -0.5)
+
+    def forward(self, x: torch.Tensor, *context: torch.Tensor) -> torch.Tensor:
+        h = self.out_norm(self.sublayer(x, *context))  # the branch's output, on the sphere (B, T, C)
+        return self.post_norm(x + self.eigen_lr(h - x))
+
+    def extra_repr(self) -> str:
+        return f"alpha_init={self.eigen_lr.init:g}"
+
+
+@SCHEMES.register("ngpt")
+class NGPT(Scheme):
+    """nGPT (Loshchilov et al. 2024, arXiv 2410.01131): every vector of the embedding dimension lives on the unit
+    sphere. Embedding rows, the rows of every stream-reading projection and the columns of every stream-writing
+    one are unit vectors, put back after each optimizer step (`project`); each sub-layer moves the hidden state
+    along the sphere by learned eigen learning rates α (`SphereResidual`):
+
+        h ← Norm(h + α_A ⊙ (Norm(Attn(h)) − h));   h ← Norm(h + α_M ⊙ (Norm(MLP(h)) − h))
+
+    Norm is x/‖x‖ (the `l2` normalizer), the attention normalizes q and k per head and scales them by s_qk
+    with scores × √d_head, the SwiGLU MLP scales u and v by s_u and s_v·√d, and the logits are scaled by s_z
+    (`normlab.nn.sphere`). No final norm: the last hidden state is already a unit vector. Option `alpha_init`
+    (0.05, the paper's α_A,init = α_M,init). The paper trains with RoPE, SwiGLU and no biases; a config that
+    leaves those unset gets them. Decoder only: the paper defines a decoder-only LM.
+    """
+
+    label, color = "nGPT", "#8c6d31"
+    name, formula, paper = ("ngpt", "h ← Norm(h + α ⊙ (Norm(F(h)) − h)), Norm = x/‖x‖; unit-norm weights and "
+                                    "embeddings", "arXiv 2410.01131")
+    final_norm = False
+    OPTIONS = {"alpha_init": 0.05}
+    on_sphere = True
+    stackable = False  # its scaling vectors and the projection after each step: normlab.nn.stacked has neither
+    requires = {
+        "norm": ("l2", "nGPT's Norm is x/‖x‖ (arXiv 2410.01131 §2.1): its update interpolates between unit vectors"),
+        "positions": ("rope", "nGPT's models use rotary positions (§2.3.2); a learned position table added to "
+                              "unit embeddings would take them off the sphere"),
+        "mlp": ("swiglu", "nGPT's MLP is SwiGLU with its scaling vectors s_u, s_v (§2.4.2)"),
+        "bias": (False, "nGPT's projections are matrices of unit vectors, with no biases (§2.6)"),
+        "qk_norm": ("none", "nGPT normalizes q and k itself, after the rotation, scaled by s_qk (§2.3.2)"),
+        "embed_scale": (1.0, "nGPT's input embeddings are unit vectors, read as they are (§2.2.1)"),
+    }
+    undefined_architectures = {
+        "encoder-only": "nGPT (arXiv 2410.01131) defines a decoder-only language model",
+        "encoder-decoder": "nGPT (arXiv 2410.01131) defines a decoder-only language model; where cross-attention "
+                           "would meet the sphere is not in the paper"}
+
+    def residual(self, sublayer, layer, make_norm):
+        out_norm = make_norm()
+        return SphereResidual(sublayer, out_norm, make_norm(), out_norm.d, self.options["alpha_init"])
+
+    def project(self, model):
+        tables = [model.wte.weight] + ([] if model.lm_head.weight is model.wte.weight else [model.lm_head.weight])
+        project(tables, model.projections())
+
+    def logit_scale(self, vocab_size, d_model):
+        return Scale(vocab_size, 1.0, d_model ** -0.5)  # s_z: init 1, scale 1/√d_model (§2.5, Eq. 23)
 
 
 def build_scheme(name: str, n_layer: int, options: dict[str, float] | None = None,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from normlab.config import ConfigError, RunConfig, apply_override, set_value, validate_config
-from normlab.study.claims import CLAIMS, ORDER
+from normlab.study.claims import CLAIMS, FRONTIER_CLAIMS, SEED_CLAIMS
 from normlab.study.records import flatten
 
 
@@ -59,6 +59,9 @@ class Preset:
     # such a claim decides at its share of α (claims.base.SPENDING), whether or not it goes on
     seed_rounds: list[int] = field(default_factory=list)
     round_claims: list[str] = field(default_factory=list)
+    # the frontier claims' knobs (F1–F8, claims/frontier.py): `ngpt_fractions` (the shares of the base budget nGPT
+    # also trains at, F1), `long_steps` (F2's second budget), `qk_lrs` (F7's lr grid, no warmup), `keel_depth` (F8)
+    frontier: dict[str, Any] = field(default_factory=dict)
 
     @property
     def depth(self) -> int:
@@ -93,7 +96,7 @@ DEEP_CPU = {"model.d_model": 32, "model.n_head": 2, "train.batch_size": 8, "trai
 # 40 min on 2 workers) does not fit the preset's 30 minutes; the `full` preset measures C7 in its cell
 DEPTH_CELL = {"model.n_layer": 12, "train.steps": 1000, "train.eval_interval": 250, "train.ckpt_interval": 250,
               "diagnostics.interval": 250}
-ALL_CLAIMS = list(ORDER)  # every registered claim
+ALL_CLAIMS = list(SEED_CLAIMS)  # every claim of the seed articles (C1–C16); the frontier's are its own preset
 # the claims on the standard preset's two looks (5, then 10 seeds): those with the cheapest second round (C2–C4 share
 # the depth sweep: 40 runs, 670 s of training in the standard run of 2026-11-25; C1, C10, C13, C15: 4–8 small runs
 # each). Not C5/C6 (the depth cell: 5 runs of 96 s), C7, C11, C14 (lr sweeps of 50–100 runs, with C7's fine-tunes)
@@ -167,6 +170,23 @@ PRESETS: dict[str, Preset] = {
         depth_cell={"model.n_layer": 12},  # 12 × 128 at the base's 2,000 steps, for C5, C6 and C7
     ),
 }
+
+
+# The frontier preset's base: the quick base as a modern decoder, the setup the 2024–2026 papers train in (LLaMA-
+# style: rotary positions, SwiGLU, no biases, GPT-2's N(0, 0.02) init with scaled residual outputs), LayerNorm
+# (DyT's and Derf's baseline); no layer-skip ablation (no frontier claim reads it, and it costs one evaluation
+# per layer)
+FRONTIER_BASE = {**QUICK_BASE, "model.positions": "rope", "model.mlp": "swiglu", "model.init": "gpt2",
+                 "diagnostics.layer_skip": False, "diagnostics.interval": 300}
+PRESETS["frontier"] = Preset(
+    name="frontier", summary="the placements of 2024–2026 against their papers' headlines (F1–F8)",
+    description="F1–F8 on a 2-core CPU: 4-layer, 64-wide char decoders with RoPE and SwiGLU, 300 steps, 5 seeds; "
+                "nGPT also at 75 and 150 steps, DyT and LayerNorm also at 600, QK-norm over lr 0.01–0.1 without "
+                "warmup, Keel and Post-LN at 12 layers without warmup; " + measured_cost("frontier"),
+    base=FRONTIER_BASE, seeds=[0, 1, 2, 3, 4], claims=list(FRONTIER_CLAIMS),
+    lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[4], paper_inits=True,
+    frontier={"ngpt_fractions": [0.25, 0.5], "long_steps": 600, "qk_lrs": [1e-2, 3e-2, 1e-1], "keel_depth": 12},
+)
 
 
 INIT_KEY = "model.init"

@@ -501,6 +501,7 @@ class Trainer:
                            {"lr": lr, "train_loss": loss_value, "grad_norm": grad_norm}, x, y, trace=True)
         probe.before_update()
         self.optimizer.step()
+        model.project_weights()  # nGPT: the weights back on the unit sphere; nothing for every other scheme
         self.optimizer.zero_grad(set_to_none=True)
         probe.after_update()
         return loss_value, grad_norm

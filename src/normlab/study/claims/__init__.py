@@ -1,23 +1,27 @@
-"""The claims C1–C16 as code (see ../shared/spec/claims.md). Importing this package registers them all: every
+"""The claims as code: C1–C16, the seed articles' (see ../shared/spec/claims.md), and F1–F8, the frontier
+placements' papers of 2024–2026 (the `frontier` preset). Importing this package registers them all: every
 module of this package is imported, and each registers its claims (`@claim("C17")`), so a new claim is
 a new module here and nothing else."""
 import importlib
 import pkgutil
 
-from normlab.study.claims.base import CLAIMS, FAILS, HOLDS, INCONCLUSIVE, Claim, Figure, Series, Verdict
+from normlab.study.claims.base import CLAIMS, FAMILIES, FAILS, HOLDS, INCONCLUSIVE, Claim, Figure, Series, Verdict
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name != "base"):
     importlib.import_module(f"{__name__}.{_module}")
 
 
 
-def claim_number(claim_id: str) -> int:
-    """C7 → 7: claims are listed by number (C10 after C9), wherever a list of them is shown."""
-    return int(claim_id.lstrip("C"))
+def claim_number(claim_id: str) -> tuple[int, int]:
+    """C7 → (0, 7), F2 → (1, 2): claims are listed by family, then by number (C10 after C9), wherever a list of
+    them is shown."""
+    return list(FAMILIES).index(claim_id[0]), int(claim_id[1:])
 
 
 # every registered claim, by number: what presets, the CLI and the report list (a new claim module adds itself)
 ORDER = sorted(CLAIMS, key=claim_number)
+SEED_CLAIMS = [c for c in ORDER if c.startswith("C")]  # the standard preset's
+FRONTIER_CLAIMS = [c for c in ORDER if c.startswith("F")]  # the frontier preset's
 
-__all__ = ["CLAIMS", "FAILS", "HOLDS", "INCONCLUSIVE", "ORDER", "Claim", "Figure", "Series", "Verdict",
-           "claim_number"]
+__all__ = ["CLAIMS", "FAILS", "FRONTIER_CLAIMS", "HOLDS", "INCONCLUSIVE", "ORDER", "SEED_CLAIMS", "Claim",
+           "Figure", "Series", "Verdict", "claim_number"]

@@ -21,12 +21,18 @@ from normlab.report.figure import Figure, Series  # noqa: F401 (the claims draw 
 from normlab.study.records import RunRecord
 
 CLAIMS: Registry[type["Claim"]] = Registry("claim")
+# a claim id is a family letter and a number: C the seed articles' claims, F the frontier papers'
+FAMILIES = {"C": "the seed articles' claims", "F": "the frontier placements' claims (2024–2026)"}
 
 
 def claim(cid: str, title: str, *, sources: str, paper: str):
     """Register a Claim subclass under `cid` with what it states, each written once, here: its title, the seed
     articles that make it (`sources`), the paper and section whose setup it follows, and its statement, which is
     the class's docstring (whitespace folded, as typer folds a command's help)."""
+    if cid[:1] not in FAMILIES or not cid[1:].isdigit():
+        raise ValueError(f"claim id {cid!r} is not a family letter and a number; families: "
+                         + ", ".join(f"{k} ({v})" for k, v in FAMILIES.items()))
+
     def add(cls: type["Claim"]) -> type["Claim"]:
         doc = cls.__dict__.get("__doc__")
         if doc is None and sys.flags.optimize < 2:  # python -OO strips every docstring: the statement is then empty
@@ -485,6 +491,7 @@ class Contrast:
     outcome: str
     info: dict[str, Any]
     failed: dict[str, Any]
+    sides: tuple[str, str] = ("a", "b")  # what a and b are, for a reader (the numbers are a − b)
 
 
 def worse(a: Group, b: Group, sides: tuple[str, str] = ("a", "b")) -> Contrast:
@@ -494,10 +501,10 @@ def worse(a: Group, b: Group, sides: tuple[str, str] = ("a", "b")) -> Contrast:
     outcome, info = compare(a, b, sides=sides)
     failed = fails_more(a, b)
     if failed["more"] or outcome == "worse":
-        return Contrast(HOLDS, outcome, info, failed)
+        return Contrast(HOLDS, outcome, info, failed, sides)
     if noninferior(a, b)[0] == "not worse" and a.n_failed <= b.n_failed:
-        return Contrast(FAILS, outcome, info, failed)
-    return Contrast(INCONCLUSIVE, outcome, info, failed)
+        return Contrast(FAILS, outcome, info, failed, sides)
+    return Contrast(INCONCLUSIVE, outcome, info, failed, sides)
 
 
 def not_worse(a: Group, b: Group, sides: tuple[str, str] = ("a", "b")) -> Contrast:
@@ -507,10 +514,30 @@ def not_worse(a: Group, b: Group, sides: tuple[str, str] = ("a", "b")) -> Contra
     outcome, info = noninferior(a, b, sides=sides)
     failed = fails_more(a, b)
     if failed["more"] or outcome == "worse":
-        return Contrast(FAILS, outcome, info, failed)
+        return Contrast(FAILS, outcome, info, failed, sides)
     if outcome == "not worse" and a.n_failed <= b.n_failed:
-        return Contrast(HOLDS, outcome, info, failed)
-    return Contrast(INCONCLUSIVE, outcome, info, failed)
+        return Contrast(HOLDS, outcome, info, failed, sides)
+    return Contrast(INCONCLUSIVE, outcome, info, failed, sides)
+
+
+def beats(a: Group, b: Group, sides: tuple[str, str] = ("a", "b")) -> Contrast:
+    """"a beats b" (Derf beats DyT, HybridNorm beats Pre-LN): b is worse than a (`worse(b, a)`): holds when b
+    fails to train more often or ends worse by more than the margin; does not hold when b is not worse than a
+    by more than the margin and fails no more often. The contrast's numbers are b − a."""
+    return worse(b, a, sides=(sides[1], sides[0]))
+
+
+def same(a: Group, b: Group, sides: tuple[str, str] = ("a", "b")) -> Contrast:
+    """"a matches b" (DyT matches LayerNorm): holds when the 90 % interval of a − b lies inside ±margin (TOST)
+    and neither arm fails to train more often; does not hold when they differ by more than the margin (95 %
+    interval) or one arm fails more often; else inconclusive."""
+    outcome, info = compare(a, b, sides=sides)
+    failed = fails_more(a, b)
+    if failed["more"] or failed["fewer"] or outcome in ("worse", "better"):
+        return Contrast(FAILS, outcome, info, failed, sides)
+    if outcome == "same" and a.n_failed == b.n_failed == 0:
+        return Contrast(HOLDS, outcome, info, failed, sides)
+    return Contrast(INCONCLUSIVE, outcome, info, failed, sides)
 
 
 # -- words shared by the claims' summaries ------------------------------------------------

@@ -1,0 +1,474 @@
+"""The frontier claims F1–F8: one headline claim per placement paper of 2024–2026, each with the number as the
+paper states it and the published contradiction where one exists (the `frontier` preset).
+
+Every arm shares the preset's base (a modern decoder: rotary positions, SwiGLU, no biases, GPT-2's init) and
+changes only what its paper is about; runs that share a seed share their data order and the init of their
+shared parameters, so every loss comparison is paired by seed. The preset's `frontier` knobs (budgets, the
+QK-norm lr grid, Keel's depth) are read here, never typed in.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, TRAINS, Claim, Contrast, Figure,
+                                       Group, Part, Series, alpha, beats, ci_text, claim, confidence, describe,
+                                       equivalence, fmt, group, loss_interval, loss_test, n_seeds, not_worse, pct,
+                                       said, same, select, sign_test, t_interval)
+
+NGPT = {"model.scheme": "ngpt", "model.norm": "l2", "model.embed_scale": 1.0}  # the settings nGPT's paper fixes
+
+
+def knob(preset, name: str) -> Any:
+    """One of the preset's frontier knobs; a preset without them cannot run a frontier claim."""
+    try:
+        return preset.frontier[name]
+    except (AttributeError, KeyError):
+        raise ValueError(f"preset {preset.name!r} has no frontier knob {name!r}; the frontier claims run in the "
+                         "'frontier' preset") from None
+
+
+def arm(preset, steps: int | None = None, **overrides: Any) -> dict[str, Any]:
+    """One arm's run overrides at the preset's fixed lr and warmup; at another budget (`steps`) the warmup keeps
+    its share of the schedule (each budget is its own cosine schedule, as when a paper trains at that budget)."""
+    full = preset.base["train.steps"]
+    out = {"train.lr": preset.lr_fixed, "train.warmup_steps": preset.warmup, **overrides}
+    if steps is not None and steps != full:
+        out.update({"train.steps": steps, "train.warmup_steps": round(out["train.warmup_steps"] * steps / full)})
+    return out
+
+
+def where(overrides: dict[str, Any]) -> dict[str, Any]:
+    """Run overrides (dotted keys) as `group`/`select` keywords."""
+    return {k.replace(".", "__"): v for k, v in overrides.items()}
+
+
+def contrast_part(name: str, c: Contrast, rule: str) -> Part:
+    """A sub-verdict from a paired loss-and-failure contrast (`beats`, `same`, `not_worse`)."""
+    info, failed, sides = c.info, c.failed, c.sides
+    return Part(name, c.verdict, f"{sides[0]} − {sides[1]} val loss (nats)", info.get("diff"), loss_interval(info),
+                loss_test(info, failed), info.get("seeds", []),
+                f"{fmt(info.get('diff'), '+.4f')} nats, {pct(confidence())} interval {ci_text(info.get('ci95'))}, "
+                f"{pct(equivalence())} {ci_text(info.get('ci90'))} ({said(c.outcome)}); did not train: "
+                f"{failed['only_a_failed']} seeds {sides[0]} alone, {failed['only_b_failed']} {sides[1]} alone; {rule}")
+
+
+BEATS_RULE = (f"holds when the other arm ends worse by more than {LOSS_MARGIN:g} nats (its {pct(0.95)} paired "
+              "interval above 0) or fails to train more often (sign test); does not hold when it is not worse by "
+              "more than the margin and fails no more often")
+
+
+class FrontierClaim(Claim):
+    """A frontier claim: judged under GPT-2's init (what the papers' LLaMA-style codebases start from) unless its
+    paper says otherwise; `contradiction`: the published result that disagrees with the headline, if any."""
+
+    init = "gpt2"
+    contradiction: str = ""
+
+    def settings(self, preset, **extra: Any) -> dict[str, Any]:
+        base = {k: preset.base[k] for k in ("model.n_layer", "model.d_model", "train.steps", "model.positions",
+                                             "model.mlp", "model.norm") if k in preset.base}
+        return {**base, "lr": preset.lr_fixed, "warmup_steps": preset.warmup, "margin_nats": LOSS_MARGIN,
+                "contradiction": self.contradiction, **extra}
+
+    def bars(self, records, title: str, arms: dict[str, dict[str, Any]]) -> Figure:
+        gs = [group(records, **where(o)) for o in arms.values()]
+        return Figure(title, "", "final val loss (nats)", kind="dot",
+                      caption="Mean over seeds ± one standard deviation, of the runs that trained.",
+                      series=[Series("mean over seeds", list(arms), [g.mean for g in gs], [g.sd for g in gs])])
+
+
+@claim("F1", "nGPT reaches Pre-LN's loss in at least 4× fewer steps", sources="issue 24",
+       paper="Loshchilov et al. 2024 (nGPT, arXiv 2410.01131) §4, Fig. 1: 4× (1k context) to 20× (8k) fewer "
+             "steps to the same validation loss")
+class NGPTSpeedupF1(FrontierClaim):
+    """nGPT, the Transformer on the unit sphere, reaches the validation loss a Pre-LN GPT ends with in 4 to 20
+    times fewer steps (4× at 1k context)."""
+
+    contradiction = ("an independent reproduction measured 1.5–2× at 1k context, not 4× (issue 24's reading of "
+                     "the nGPT reproductions)")
+    FACTOR = 4.0  # the paper's smallest headline factor (1k context)
+
+    def budgets(self, preset) -> list[int]:
+        full = preset.base["train.steps"]
+        return sorted({max(1, round(full * f)) for f in knob(preset, "ngpt_fractions")} | {full})
+
+    def runs(self, preset):
+        return [arm(preset, **{"model.scheme": "pre"})] + [arm(preset, b, **NGPT) for b in self.budgets(preset)]
+
+    def reading(self, value):
+        return f"nGPT reaches Pre-LN's final loss in {value:.2f}× fewer steps (geometric mean over seeds)"
+
+    def _ngpt(self, records, preset, steps) -> Group:
+        return group(records, **where(arm(preset, steps, **NGPT)))
+
+    def factors(self, records, preset) -> dict[int, float | None]:
+        """Per seed: S / the steps at which nGPT's final loss would equal Pre-LN's at S, from nGPT's final losses
+        at its budgets, fitted as loss = a + b·log(steps) (None: fewer than 2 budgets trained, or no fall)."""
+        full = preset.base["train.steps"]
+        pre = group(records, **where(arm(preset, **{"model.scheme": "pre"}))).by_seed
+        curves: dict[int, list[tuple[float, float]]] = {}
+        for b in self.budgets(preset):
+            for seed, loss in self._ngpt(records, preset, b).by_seed.items():
+                curves.setdefault(seed, []).append((math.log(b), loss))
+        out = {}
+        for seed, target in pre.items():
+            pts = curves.get(seed, [])
+            if len(pts) < 2:
+                out[seed] = None
+                continue
+            mx, my = statistics.fmean(p[0] for p in pts), statistics.fmean(p[1] for p in pts)
+            den = sum((p[0] - mx) ** 2 for p in pts)
+            slope = sum((p[0] - mx) * (p[1] - my) for p in pts) / den
+            out[seed] = None if slope >= 0 else full / math.exp(mx + (target - my) / slope)
+        return out
+
+    def verdict(self, records, measurement, preset):
+        full = preset.base["train.steps"]
+        quarter = max(1, round(full / self.FACTOR))
+        pre = group(records, **where(arm(preset, **{"model.scheme": "pre"})))
+        short = self._ngpt(records, preset, quarter)
+        reach = not_worse(short, pre, sides=(f"nGPT at {quarter} steps", f"Pre-LN at {full} steps"))
+        if quarter not in self.budgets(preset):
+            reach = Contrast(INCONCLUSIVE, "too-few-seeds", {}, {"only_a_failed": 0, "only_b_failed": 0,
+                                                                  "test": "not run", "seeds": []}, reach.sides)
+        factors = self.factors(records, preset)
+        logs = [math.log(f) for f in factors.values() if f]
+        ci = t_interval(logs)
+        geo = math.exp(statistics.fmean(logs)) if logs else None
+        factor_ci = [math.exp(ci[0]), math.exp(ci[1])] if ci else None
+        parts = [contrast_part(f"nGPT at 1/{self.FACTOR:g} of the steps ({quarter}) is not worse than Pre-LN at "
+                               f"{full} by more than the margin", reach,
+                               f"holds when the {pct(equivalence())} interval lies below +{LOSS_MARGIN:g}")]
+        # the factor, as measured: its interval decides the headline too, where the fit has enough seeds
+        fverdict = (INCONCLUSIVE if factor_ci is None else HOLDS if factor_ci[0] >= self.FACTOR else
+                    FAILS if factor_ci[1] < self.FACTOR else INCONCLUSIVE)
+        parts.append(Part(f"the measured step factor is at least {self.FACTOR:g}", fverdict,
+                          "steps Pre-LN needs / steps nGPT needs for Pre-LN's final loss", geo, factor_ci,
+                          f"t interval of the per-seed log factor over {len(logs)} seeds, {pct(confidence())}; each "
+                          f"seed's factor from nGPT's final losses at {self.budgets(preset)} steps, fitted as "
+                          "a + b·log(steps)", sorted(s for s, f in factors.items() if f),
+                          "per seed: " + ", ".join(f"{s}: {fmt(f, '.2f')}" for s, f in sorted(factors.items()))))
+        summary = (f"nGPT's step factor {fmt(geo, '.2f')}× ({pct(confidence())} interval "
+                   f"{ci_text(factor_ci, '.2f')}; the paper: ≥ {self.FACTOR:g}×, a reproduction: 1.5–2×); "
+                   f"nGPT at {quarter} steps − Pre-LN at {full}: {parts[0].summary}")
+        return self.make(None, "step factor: Pre-LN's steps / nGPT's for Pre-LN's final loss", geo,
+                         n_seeds(select(records, False, model__scheme="ngpt")),
+                         self.settings(preset, budgets=self.budgets(preset),
+                                       schedule="each budget its own cosine schedule, warmup the same share",
+                                       rule=f"holds when nGPT at 1/{self.FACTOR:g} of the steps is not worse than "
+                                            "Pre-LN by more than the margin and the factor's interval lies at or "
+                                            f"above {self.FACTOR:g}; does not hold when either part does not"),
+                         summary, parts=parts, interval=factor_ci, test=parts[1].test, seeds=parts[1].seeds,
+                         factors=factors, reach=reach.info, pre=describe(pre), ngpt_quarter=describe(short))
+
+    def figures(self, records, measurement, preset):
+        budgets = self.budgets(preset)
+        gs = [self._ngpt(records, preset, b) for b in budgets]
+        pre = group(records, **where(arm(preset, **{"model.scheme": "pre"})))
+        labels = [str(b) for b in budgets]
+        return [Figure("nGPT's final loss at each budget against Pre-LN's at the full budget", "steps",
+                       "final val loss (nats)", kind="dot",
+                       caption="Each budget is its own training run (its own schedule). Mean ± sd over seeds.",
+                       series=[Series("nGPT", labels, [g.mean for g in gs], [g.sd for g in gs]),
+                               Series(f"Pre-LN at {budgets[-1]}", labels, [pre.mean] * len(labels))])]
+
+
+@claim("F2", "DyT matches LayerNorm at two token budgets", sources="issue 24",
+       paper="Zhu et al. 2025 (DyT, arXiv 2503.10622) §5: DyT matches LayerNorm/RMSNorm across tasks")
+class DyTParityF2(FrontierClaim):
+    """Dynamic Tanh (DyT) can replace LayerNorm and match its results, at a short and at a longer training
+    budget."""
+
+    contradiction = "arXiv 2604.23434: DyT's parity with LayerNorm reverses as the token budget grows"
+
+    def budgets(self, preset) -> list[int]:
+        return [preset.base["train.steps"], knob(preset, "long_steps")]
+
+    def runs(self, preset):
+        return [arm(preset, b, **{"model.norm": n}) for b in self.budgets(preset) for n in ("layernorm", "dyt")]
+
+    def verdict(self, records, measurement, preset):
+        parts = []
+        for b in self.budgets(preset):
+            dyt, ln = (group(records, **where(arm(preset, b, **{"model.norm": n}))) for n in ("dyt", "layernorm"))
+            parts.append(contrast_part(f"DyT matches LayerNorm at {b} steps", same(dyt, ln, (f"DyT {b}", f"LN {b}")),
+                                       f"holds when the {pct(equivalence())} interval lies inside ±{LOSS_MARGIN:g} "
+                                       "(TOST) and neither fails more often"))
+        first, last = parts[0], parts[-1]
+        summary = "; ".join(f"{p.name}: {p.summary}" for p in parts)
+        return self.make(None, f"DyT − LayerNorm val loss at {self.budgets(preset)[-1]} steps (nats)", last.value,
+                         n_seeds(select(records, False, model__norm="dyt")),
+                         self.settings(preset, budgets=self.budgets(preset),
+                                       rule="holds when DyT matches LayerNorm (TOST) at both budgets; does not hold "
+                                            "when they differ by more than the margin at either"),
+                         summary, parts=parts, interval=last.interval, test=last.test, seeds=last.seeds,
+                         short_gap=first.value)
+
+    def figures(self, records, measurement, preset):
+        return [self.bars(records, "DyT and LayerNorm at two budgets",
+                          {f"{n} {b}": arm(preset, b, **{"model.norm": n}) for b in self.budgets(preset)
+                           for n in ("layernorm", "dyt")})]
+
+
+class BeatsClaim(FrontierClaim):
+    """A claim that one arm beats others at the base: `winner` and `others` are (label, overrides)."""
+
+    winner: tuple[str, dict[str, Any]] = ("", {})
+    others: list[tuple[str, dict[str, Any]]] = []
+
+    def runs(self, preset):
+        return [arm(preset, **self.winner[1])] + [arm(preset, **o) for _, o in self.others]
+
+    def reading(self, value):
+        return f"{self.others[0][0]} ends {abs(value):.3f} nats {'worse' if value > 0 else 'better'} than " \
+               f"{self.winner[0]}"
+
+    def verdict(self, records, measurement, preset):
+        name, mine = self.winner
+        a = group(records, **where(arm(preset, **mine)))
+        parts = []
+        for label, o in self.others:
+            b = group(records, **where(arm(preset, **o)))
+            parts.append(contrast_part(f"{name} beats {label}", beats(a, b, (name, label)), BEATS_RULE))
+        first = parts[0]
+        return self.make(None, f"{self.others[0][0]} − {name} val loss (nats)", first.value,
+                         n_seeds(select(records, False, **where(mine))),
+                         self.settings(preset, rule=f"holds when {name} beats every other arm; does not hold when "
+                                                    "it does not beat one of them"),
+                         "; ".join(f"{p.name}: {p.summary}" for p in parts), parts=parts, interval=first.interval,
+                         test=first.test, seeds=first.seeds,
+                         arms={label: describe(group(records, **where(arm(preset, **o))))
+                               for label, o in [self.winner, *self.others]})
+
+    def figures(self, records, measurement, preset):
+        return [self.bars(records, self.title, {label: arm(preset, **o) for label, o in [self.winner, *self.others]})]
+
+
+@claim("F3", "Derf beats DyT and LayerNorm", sources="issue 24",
+       paper="Chen et al. 2025 (Derf, arXiv 2512.10938) §5: Dynamic erf outperforms LayerNorm, RMSNorm and DyT")
+class DerfF3(BeatsClaim):
+    """Dynamic erf (Derf), γ·erf(αx + s) + β, outperforms both DyT and LayerNorm."""
+
+    contradiction = "arXiv 2604.01563: Derf's gap to RMSNorm triples under the Muon optimizer"
+    winner = ("Derf", {"model.norm": "derf"})
+    others = [("DyT", {"model.norm": "dyt"}), ("LayerNorm", {"model.norm": "layernorm"})]
+
+
+@claim("F4", "Mix-LN beats both Pre-LN and Post-LN", sources="issue 24",
+       paper="Li et al. 2024 (Mix-LN, arXiv 2412.13795) §4: lower perplexity than Pre-LN and Post-LN, 70M–7B")
+class MixLNF4(BeatsClaim):
+    """Mix-LN (Post-LN in the first quarter of the blocks, Pre-LN after) trains better than both Pre-LN and
+    Post-LN."""
+
+    winner = ("Mix-LN", {"model.scheme": "mix"})
+    others = [("Pre-LN", {"model.scheme": "pre"}), ("Post-LN", {"model.scheme": "post"})]
+
+
+@claim("F5", "LayerNorm Scaling beats Pre-LN, under its paper's init and under scaled init", sources="issue 24",
+       paper="Sun et al. 2025 (The Curse of Depth, arXiv 2502.05795) §5: LNS lowers perplexity over Pre-LN; its "
+             "ablation compares scaled initialization")
+class LNSF5(FrontierClaim):
+    """LayerNorm Scaling (each norm's output × 1/√ℓ) beats Pre-LN, under the paper's init (N(0, 0.02), no
+    residual scaling) and under scaled init (GPT-2's residual outputs ÷ √(2L))."""
+
+    contradiction = "its authors: the benefit shrinks under scaled initialization"
+    INITS = {"paper's init (N(0, 0.02), no residual scaling)": {"model.init": "normal",
+                                                               "model.init_residual_scaling": False},
+             "scaled init (GPT-2's)": {"model.init": "gpt2"}}
+
+    def runs(self, preset):
+        return [arm(preset, **{"model.scheme": s, **i}) for i in self.INITS.values() for s in ("lns", "pre")]
+
+    def verdict(self, records, measurement, preset):
+        parts = []
+        for label, i in self.INITS.items():
+            lns, pre = (group(records, **where(arm(preset, **{"model.scheme": s, **i}))) for s in ("lns", "pre"))
+            parts.append(contrast_part(f"LNS beats Pre-LN under {label}", beats(lns, pre, ("LNS", "Pre-LN")),
+                                       BEATS_RULE))
+        first = parts[0]
+        return self.make(None, "Pre-LN − LNS val loss under the paper's init (nats)", first.value,
+                         n_seeds(select(records, False, model__scheme="lns")),
+                         self.settings(preset, inits=list(self.INITS),
+                                       rule="holds when LNS beats Pre-LN under both inits"),
+                         "; ".join(f"{p.name}: {p.summary}" for p in parts), parts=parts, interval=first.interval,
+                         test=first.test, seeds=first.seeds, scaled_gap=parts[1].value)
+
+    def reading(self, value):
+        return f"Pre-LN ends {abs(value):.3f} nats {'worse' if value > 0 else 'better'} than LNS under the paper's init"
+
+    def figures(self, records, measurement, preset):
+        return [self.bars(records, "LNS and Pre-LN under two inits",
+                          {f"{s} · {label.split(' (')[0]}": arm(preset, **{"model.scheme": s, **i})
+                           for label, i in self.INITS.items() for s in ("lns", "pre")})]
+
+
+@claim("F6", "HybridNorm and OLMo 2's reordered norm beat Pre-LN", sources="issue 24",
+       paper="Zhuo et al. 2025 (HybridNorm, arXiv 2503.04598) §4; OLMo et al. 2025 (OLMo 2, arXiv 2501.00656) "
+             "§3.2.1: more stable, lower loss than Pre-LN")
+class HybridReorderedF6(FrontierClaim):
+    """HybridNorm (QKV-norm in attention, Post-Norm in the FFN) and OLMo 2's reordered norm (x + Norm(F(x))) each
+    train better than Pre-LN."""
+
+    ARMS = {"HybridNorm": {"model.scheme": "hybrid"}, "reordered": {"model.scheme": "reordered"}}
+
+    def runs(self, preset):
+        return [arm(preset, **{"model.scheme": "pre"})] + [arm(preset, **o) for o in self.ARMS.values()]
+
+    def verdict(self, records, measurement, preset):
+        pre = group(records, **where(arm(preset, **{"model.scheme": "pre"})))
+        parts = [contrast_part(f"{label} beats Pre-LN", beats(group(records, **where(arm(preset, **o))), pre,
+                                                               (label, "Pre-LN")), BEATS_RULE)
+                 for label, o in self.ARMS.items()]
+        first = parts[0]
+        return self.make(None, "Pre-LN − HybridNorm val loss (nats)", first.value,
+                         n_seeds(select(records, False, model__scheme="hybrid")),
+                         self.settings(preset, rule="holds when both beat Pre-LN; does not hold when either does not"),
+                         "; ".join(f"{p.name}: {p.summary}" for p in parts), parts=parts, interval=first.interval,
+                         test=first.test, seeds=first.seeds)
+
+    def reading(self, value):
+        return f"Pre-LN ends {abs(value):.3f} nats {'worse' if value > 0 else 'better'} than HybridNorm"
+
+    def figures(self, records, measurement, preset):
+        return [self.bars(records, self.title, {"Pre-LN": arm(preset, **{"model.scheme": "pre"}),
+                                                **{k: arm(preset, **o) for k, o in self.ARMS.items()}})]
+
+
+def highest_trainable(records, preset, lrs, **fixed) -> float | None:
+    """The highest lr of `lrs` at which the configuration trains (≥ TRAINS of its seeds; no warmup)."""
+    ok = [lr for lr in lrs if _trains(group(records, **where({**fixed, "train.lr": lr, "train.warmup_steps": 0})))]
+    return max(ok) if ok else None
+
+
+def _trains(g: Group) -> bool:
+    return g.n_runs > 0 and g.n / g.n_runs >= TRAINS
+
+
+@claim("F7", "QK-norm raises the highest trainable learning rate, per head and over the full width",
+       sources="issue 24",
+       paper="Dehghani et al. 2023 (arXiv 2302.05442) §3.1; Wortsman et al. 2023 (arXiv 2309.14322) §3.2: QK-norm "
+             "keeps attention logits bounded and widens the trainable lr range; per head in Qwen3 and torchtitan, "
+             "full width in OLMo 2 (arXiv 2501.00656)")
+class QKNormF7(FrontierClaim):
+    """QK-norm (q and k normalized before their dot product) raises the highest learning rate at which Pre-LN
+    trains without warmup, whether per head or over the full width."""
+
+    MODES = {"per head": "per_head", "full width": "full_width"}
+
+    def lrs(self, preset) -> list[float]:
+        return list(knob(preset, "qk_lrs"))
+
+    def runs(self, preset):
+        return [{"model.qk_norm": m, "train.lr": lr, "train.warmup_steps": 0}
+                for m in ("none", *self.MODES.values()) for lr in self.lrs(preset)]
+
+    def reading(self, value):
+        return f"QK-norm per head trains up to lr {value:g} without warmup"
+
+    def paired(self, records, preset, mode) -> dict[str, Any]:
+        """Over every lr and seed, the runs where one side alone did not train (QK-norm `mode` vs none)."""
+        only_q = only_n = 0
+        seeds: set[int] = set()
+        for lr in self.lrs(preset):
+            w = {"train__lr": lr, "train__warmup_steps": 0}
+            mine = {r.seed: r for r in select(records, **w, model__qk_norm=mode)}
+            theirs = {r.seed: r for r in select(records, **w, model__qk_norm="none")}
+            for s in set(mine) & set(theirs):
+                seeds.add(s)
+                only_q += mine[s].did_not_train and not theirs[s].did_not_train
+                only_n += theirs[s].did_not_train and not mine[s].did_not_train
+        n = only_q + only_n
+        return {"only_qk_failed": only_q, "only_none_failed": only_n, "seeds": sorted(seeds),
+                "fewer": only_n > only_q and sign_test(only_n, n) < alpha(),
+                "more": only_q > only_n and sign_test(only_q, n) < alpha(),
+                "test": f"exact sign test over the (lr, seed) pairs where one side alone did not train ({n}), one-sided"}
+
+    def verdict(self, records, measurement, preset):
+        lrs = self.lrs(preset)
+        top = max(lrs)
+        limit = {m: highest_trainable(records, preset, lrs, **{"model.qk_norm": m})
+                 for m in ("none", *self.MODES.values())}
+        parts = []
+        for label, mode in self.MODES.items():
+            q, n = limit[mode] or 0.0, limit["none"] or 0.0
+            paired = self.paired(records, preset, mode)
+            if not select(records, model__qk_norm=mode) or limit[mode] is None and limit["none"] is None:
+                verdict, why = INCONCLUSIVE, "neither trains at any lr of the grid: a lower grid would decide"
+            elif q > n:
+                verdict, why = HOLDS, "higher highest trainable lr"
+            elif q < n or paired["more"]:
+                verdict, why = FAILS, "lower highest trainable lr, or more runs that did not train"
+            elif paired["fewer"]:
+                verdict, why = HOLDS, "same highest lr, fewer runs that did not train (sign test)"
+            elif q == top:
+                verdict, why = INCONCLUSIVE, f"both train at every lr up to {top:g}: a higher lr would decide"
+            else:
+                verdict, why = FAILS, "the same highest trainable lr, no fewer failures"
+            parts.append(Part(f"QK-norm {label} raises the highest trainable lr", verdict,
+                              f"highest trainable lr, QK-norm {label}", limit[mode], None, paired["test"],
+                              paired["seeds"],
+                              f"{fmt(limit[mode], 'g')} vs {fmt(limit['none'], 'g')} without QK-norm ({why}); did "
+                              f"not train: {paired['only_qk_failed']} pairs QK-norm alone, "
+                              f"{paired['only_none_failed']} without it alone"))
+        summary = ("highest lr where ≥ " f"{TRAINS:.0%} of seeds train, no warmup: "
+                   + ", ".join(f"{m} {fmt(v, 'g')}" for m, v in limit.items())
+                   + f" (grid {', '.join(f'{lr:g}' for lr in lrs)}); per head vs full width: "
+                   + ("the same limit" if limit["per_head"] == limit["full_width"] else
+                      f"{'per head' if (limit['per_head'] or 0) > (limit['full_width'] or 0) else 'full width'} "
+                      "trains at a higher lr"))
+        return self.make(None, "highest trainable lr with QK-norm per head", limit["per_head"],
+                         n_seeds(select(records, False, model__qk_norm="per_head")),
+                         self.settings(preset, lrs=lrs, warmup_steps=0,
+                                       trainable=f"at least {TRAINS:.0%} of the seeds trained",
+                                       rule="holds when each QK-norm trains at a higher lr of the grid than none (or at "
+                                            "the same limit with fewer failures, sign test); does not hold at a lower "
+                                            "or the same limit below the grid's top"),
+                         summary, parts=parts, test=parts[0].test, seeds=parts[0].seeds, highest_lr=limit)
+
+    def figures(self, records, measurement, preset):
+        lrs = self.lrs(preset)
+        labels = [f"{lr:g}" for lr in lrs]
+        fig = Figure("Runs that trained without warmup, by lr and QK-norm", "learning rate", "share of seeds trained",
+                     kind="line")
+        for m in ("none", *self.MODES.values()):
+            gs = [group(records, **where({"model.qk_norm": m, "train.lr": lr, "train.warmup_steps": 0})) for lr in lrs]
+            fig.series.append(Series(m, labels, [g.n / g.n_runs if g.n_runs else None for g in gs]))
+        return [fig]
+
+
+@claim("F8", "Keel trains deeper than Post-LN without warmup", sources="issue 24",
+       paper="Chen & Wei 2026 (Keel, \"Post-LayerNorm Is Back\", arXiv 2601.19895): a Highway-style residual lets "
+             "Post-LN train deep without warmup")
+class KeelF8(FrontierClaim):
+    """Keel, Post-LN with a Highway-style scaled residual and a normalized branch input, trains at a depth where
+    Post-LN without warmup does not train, or trains worse."""
+
+    def depth(self, preset) -> int:
+        return int(knob(preset, "keel_depth"))
+
+    def _arm(self, preset, scheme):
+        return arm(preset, **{"model.scheme": scheme, "model.n_layer": self.depth(preset), "train.warmup_steps": 0})
+
+    def runs(self, preset):
+        return [self._arm(preset, s) for s in ("keel", "post")]
+
+    def reading(self, value):
+        return f"Post-LN ends {abs(value):.3f} nats {'worse' if value > 0 else 'better'} than Keel"
+
+    def verdict(self, records, measurement, preset):
+        keel, post = (group(records, **where(self._arm(preset, s))) for s in ("keel", "post"))
+        part = contrast_part(f"Keel beats Post-LN at {self.depth(preset)} layers without warmup",
+                             beats(keel, post, ("Keel", "Post-LN")), BEATS_RULE)
+        summary = (f"{part.summary}; did not train: Keel {keel.n_failed}/{keel.n_runs}, Post-LN "
+                   f"{post.n_failed}/{post.n_runs}")
+        return self.make(part.verdict, "Post-LN − Keel val loss (nats)", part.value,
+                         n_seeds(select(records, False, model__scheme="keel")),
+                         self.settings(preset, n_layer=self.depth(preset), warmup_steps=0, rule=BEATS_RULE),
+                         summary, interval=part.interval, test=part.test, seeds=part.seeds, keel=describe(keel),
+                         post=describe(post))
+
+    def figures(self, records, measurement, preset):
+        return [self.bars(records, f"Keel and Post-LN at {self.depth(preset)} layers, no warmup",
+                          {s: self._arm(preset, s) for s in ("keel", "post")})]
