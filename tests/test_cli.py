@@ -113,6 +113,9 @@ def test_diverged_run_exits_3_with_its_step(tmp_path):
     assert result.exit_code == 3 and "diverged at step 1" in result.output
 
 
+# slow
+# (the default suite stays under 10 min on 2 cores; `make test-slow` runs it)
+@pytest.mark.slow
 def test_study_prints_each_active_runs_step_and_loss_when_output_is_not_a_terminal(tmp_path, monkeypatch):
     import re
 

@@ -123,6 +123,9 @@ def _ray_trainers() -> list[int]:
     return pids
 
 
+# slow: a two-node Ray cluster (~110 s with its start)
+# (the default suite stays under 10 min on 2 cores; `make test-slow` runs it)
+@pytest.mark.slow
 def test_a_study_on_ray_survives_a_killed_worker_and_matches_the_local_executor(cluster, local_study, tmp_path):
     out = tmp_path / "ray"
     cmd = [sys.executable, "-m", "normlab", "study", "--out", str(out), "--claims", CLAIMS, "--seeds", SEEDS,
@@ -155,6 +158,9 @@ def test_a_study_on_ray_survives_a_killed_worker_and_matches_the_local_executor(
     assert _curves(out) == local_study
 
 
+# slow: a two-node Ray cluster (~110 s with its start)
+# (the default suite stays under 10 min on 2 cores; `make test-slow` runs it)
+@pytest.mark.slow
 def test_run_directories_are_shipped_when_a_node_does_not_see_the_study(cluster, local_study, tmp_path,
                                                                         monkeypatch):
     """A cluster without shared storage: each run trains in a task's temporary copy and comes back whole."""
@@ -227,6 +233,9 @@ def test_bad_executor_and_address_are_clear_errors(tmp_path):
 
 
 
+# slow: a two-node Ray cluster (~110 s with its start)
+# (the default suite stays under 10 min on 2 cores; `make test-slow` runs it)
+@pytest.mark.slow
 def test_a_shipped_fine_tune_trains_in_place_on_the_drivers_node(cluster, tmp_path, monkeypatch):
     """A run that starts from a trained one needs its source: with shipping on, it is pinned to the driver's node
     and trains in its own directory there (which keeps the lock file that a shipped copy never brings back)."""
@@ -254,6 +263,9 @@ def test_a_shipped_fine_tune_trains_in_place_on_the_drivers_node(cluster, tmp_pa
     assert json.loads((registry.run_dir(tune.hash()) / "run.json").read_text())["init_from"] == str(source)
 
 
+# slow: a two-node Ray cluster (~110 s with its start)
+# (the default suite stays under 10 min on 2 cores; `make test-slow` runs it)
+@pytest.mark.slow
 def test_a_relative_data_path_means_what_it_meant_to_the_driver(cluster, tmp_path, monkeypatch):
     """`data.path = "corpus.txt"` names a file beside the driver, not in a Ray worker's own directory."""
     from normlab.config import load_config

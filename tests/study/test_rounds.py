@@ -103,6 +103,9 @@ TINY = {"model.d_model": 16, "model.n_head": 2, "model.block_size": 16, "train.b
         "diagnostics.layer_skip": False, "train.steps": 8, "model.n_layer": 1, "train.untrained_margin": 0}
 
 
+# slow: the rounds' rules are unit-tested above
+# (the default suite stays under 10 min on 2 cores; `make test-slow` runs it)
+@pytest.mark.slow
 def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_runs_keeps_its_seeds(tmp_path,
                                                                                                  monkeypatch):
     """C13 on a schedule of looks at 2 and 3 seeds, made undecided at its first look; C1 (one look) shares

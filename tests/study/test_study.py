@@ -196,6 +196,9 @@ def test_claim_group_takes_runs_of_one_shape_together(tmp_path):
     assert reg.claim_group(os.getpid()) == []
 
 
+# slow: stacking is unit-tested in tests/train/test_group.py
+# (the default suite stays under 10 min on 2 cores; `make test-slow` runs it)
+@pytest.mark.slow
 def test_study_stacks_runs_of_one_shape_unless_told_not_to(tmp_path):
     """C13's 4 runs are 2 shapes × 2 seeds: by default each shape trains as one stack of 2; --no-batch trains
     each alone; the verdict inputs agree to fp32 rounding."""
@@ -212,6 +215,9 @@ def test_study_stacks_runs_of_one_shape_unless_told_not_to(tmp_path):
     assert finals["--batch"] == pytest.approx(finals["--no-batch"], rel=1e-5)
 
 
+# slow: the fragile mark is unit-tested in tests/study/test_verdicts.py
+# (the default suite stays under 10 min on 2 cores; `make test-slow` runs it)
+@pytest.mark.slow
 def test_robustness_reruns_each_claim_run_at_another_thread_count(tmp_path):
     out = tmp_path / "study"
     proc = subprocess.run(study_cmd(out, "--set", "train.steps=20", "--claims", "C13", "--robustness"),
@@ -250,6 +256,9 @@ def test_records_from_an_older_registry_get_new_config_fields_by_default():
     assert record.get("train.threads") == 0
 
 
+# slow
+# (the default suite stays under 10 min on 2 cores; `make test-slow` runs it)
+@pytest.mark.slow
 def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
     """C7's transfer half: after the lr sweep, every seed of each scheme's best lr is fine-tuned on Paradise
     Lost (a follow-up run with train.init_from = the source's directory); `normlab report` finds the same runs."""

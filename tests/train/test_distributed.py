@@ -51,6 +51,8 @@ def assert_same_curve(a: list[dict], b: list[dict]) -> float:
 
 
 ENGINES = {"ddp": SETS, "fsdp": SETS[:-1] + ["diagnostics.interval=0"]}  # FSDP's shards: no weight probe
+# DDP's tests run by default, FSDP's in the slow suite (`make test-slow`): 36 s of a default suite kept under 10 min
+ENGINE_PARAMS = ["ddp", pytest.param("fsdp", marks=pytest.mark.slow)]
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +66,7 @@ def single(tmp_path_factory):
     return runs
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", ENGINE_PARAMS)
 def test_two_processes_train_the_one_process_curve(engine, single, tmp_path):
     out = tmp_path / engine
     done = torchrun(out, ENGINES[engine], 2, "--parallel", engine)
@@ -83,7 +85,7 @@ def test_two_processes_train_the_one_process_curve(engine, single, tmp_path):
         torch.testing.assert_close(ours[name], theirs[name], atol=TOLERANCE, rtol=0, msg=name)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", ENGINE_PARAMS)
 def test_a_checkpoint_resumes_on_another_world_size(engine, single, tmp_path):
     """Interrupted after its step-20 checkpoint in one process, resumed by two: the uninterrupted curve."""
     out = tmp_path / "resumed"
@@ -131,7 +133,7 @@ def test_a_global_batch_that_does_not_split_is_a_clear_error(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", ENGINE_PARAMS)
 def test_a_diverging_run_ends_on_every_rank_and_is_recorded_once(engine, tmp_path):
     """All ranks see the same (global) loss, so all stop at the same step; no rank waits on a collective."""
     out = tmp_path / "diverged"

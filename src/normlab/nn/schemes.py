@@ -713,7 +713,9 @@ class SphereResidual(Residual):
             └─────────────────┴──────────(+)── Norm ──► h'
 
     α is stored as its scale (1/√d) and read as stored · (alpha_init / scale), the paper's α_init = 0.05
-    ("of the order of 1/n_layers") and α_scale = 1/√d_model (§2.5)."""
+    ("of the order of 1/n_layers") and α_scale = 1/√d_model (§2.5). The reference code (NVIDIA/ngpt model.py)
+    also takes |α|; the paper's Eq. 10–11 do not, and neither does normlab (α starts and, in our runs, stays
+    positive)."""
 
     def __init__(self, sublayer: nn.Module, out_norm: nn.Module, post_norm: nn.Module, d: int, alpha_init: float):
         super().__init__(sublayer, out_norm=out_norm, post_norm=post_norm)
@@ -740,7 +742,9 @@ class NGPT(Scheme):
     with scores × √d_head, the SwiGLU MLP scales u and v by s_u and s_v·√d, and the logits are scaled by s_z
     (`normlab.nn.sphere`). No final norm: the last hidden state is already a unit vector. Option `alpha_init`
     (0.05, the paper's α_A,init = α_M,init). The paper trains with RoPE, SwiGLU and no biases; a config that
-    leaves those unset gets them. Decoder only: the paper defines a decoder-only LM.
+    leaves those unset gets them, and separate input and output embeddings. Its recipe also drops weight decay
+    and warmup (its code: weight_decay 0, warmup 0, lr 3e-3): training settings, set by whoever trains it (the
+    frontier claim F1 does). Decoder only: the paper defines a decoder-only LM.
     """
 
     label, color = "nGPT", "#8c6d31"
@@ -758,6 +762,8 @@ class NGPT(Scheme):
         "bias": (False, "nGPT's projections are matrices of unit vectors, with no biases (§2.6)"),
         "qk_norm": ("none", "nGPT normalizes q and k itself, after the rotation, scaled by s_qk (§2.3.2)"),
         "embed_scale": (1.0, "nGPT's input embeddings are unit vectors, read as they are (§2.2.1)"),
+        "tie_weights": (False, "nGPT has an input and an output embedding, each of unit rows (§2.2.1; its code: "
+                               "\"in the nGPT paper there was no weight tying\")"),
     }
     undefined_architectures = {
         "encoder-only": "nGPT (arXiv 2410.01131) defines a decoder-only language model",

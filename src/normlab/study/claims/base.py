@@ -496,13 +496,14 @@ class Contrast:
 
 def worse(a: Group, b: Group, sides: tuple[str, str] = ("a", "b")) -> Contrast:
     """"a is worse than b" (Post-LN without warmup than with it, a stack without its final norm than with it):
-    holds when a fails to train more often or ends worse by more than the margin; does not hold when a is not
-    worse by more than the margin and fails no more often; else inconclusive."""
+    holds when a fails to train more often or ends worse by more than the margin; does not hold when a fails to
+    train less often (sign test: b's failures are the evidence, as a's are for holds), or is not worse by more
+    than the margin and fails no more often; else inconclusive."""
     outcome, info = compare(a, b, sides=sides)
     failed = fails_more(a, b)
     if failed["more"] or outcome == "worse":
         return Contrast(HOLDS, outcome, info, failed, sides)
-    if noninferior(a, b)[0] == "not worse" and a.n_failed <= b.n_failed:
+    if failed["fewer"] or noninferior(a, b)[0] == "not worse" and a.n_failed <= b.n_failed:
         return Contrast(FAILS, outcome, info, failed, sides)
     return Contrast(INCONCLUSIVE, outcome, info, failed, sides)
 
@@ -522,8 +523,8 @@ def not_worse(a: Group, b: Group, sides: tuple[str, str] = ("a", "b")) -> Contra
 
 def beats(a: Group, b: Group, sides: tuple[str, str] = ("a", "b")) -> Contrast:
     """"a beats b" (Derf beats DyT, HybridNorm beats Pre-LN): b is worse than a (`worse(b, a)`): holds when b
-    fails to train more often or ends worse by more than the margin; does not hold when b is not worse than a
-    by more than the margin and fails no more often. The contrast's numbers are b − a."""
+    fails to train more often or ends worse by more than the margin; does not hold when a fails to train more
+    often, or b is not worse than a by more than the margin and fails no more often. The numbers are b − a."""
     return worse(b, a, sides=(sides[1], sides[0]))
 
 
