@@ -84,9 +84,11 @@ QUICK_BASE = {
 # a grid that reaches down to 3e-4 with 5 points, so that no scheme's best or limit sits at an edge by construction
 LRS = [3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
 FINETUNE = {"train.steps": 150, "train.lr": 3e-4, "train.warmup_steps": 15}
-# C8 on a CPU: 48 narrow layers for 600 steps, where Pre-LN trains in most seeds, so DeepNorm's slow start can be
+# C8 on a CPU: 32 narrow layers for 600 steps, where Pre-LN trains in most seeds, so DeepNorm's slow start can be
 # told from failure (at 100 layers × 200 steps, 4 of 5 DeepNorm and 1 of 5 Pre-LN runs were still on the unigram
-# plateau: the budget, not the scheme, decided); no layer-skip ablation (48 extra evaluations per run)
+# plateau: the budget, not the scheme, decided). 32, not the 48 of the round before: the bottom of the issue's
+# 32–64 range, two thirds of the cost, for the standard run's 30 minutes; no layer-skip ablation (32 extra
+# evaluations per run)
 DEEP_CPU = {"model.d_model": 32, "model.n_head": 2, "train.batch_size": 8, "train.steps": 600,
             "diagnostics.layer_skip": False, "diagnostics.interval": 600}
 # C5 and C6 on a CPU: Pre-LN at 12 layers × 1,000 steps, the base's width and batch (the cell differs from the
@@ -95,13 +97,14 @@ DEEP_CPU = {"model.d_model": 32, "model.n_head": 2, "train.batch_size": 8, "trai
 # C7 stays at the base depth here: its lr sweep in the cell (2 schemes × 5 lrs × 5 seeds = 50 such runs, about
 # 40 min on 2 workers) does not fit the preset's 30 minutes; the `full` preset measures C7 in its cell
 DEPTH_CELL = {"model.n_layer": 12, "train.steps": 1000, "train.eval_interval": 250, "train.ckpt_interval": 250,
-              "diagnostics.interval": 250}
+              "diagnostics.interval": 250, "diagnostics.layer_skip": True}  # C6 reads the layer-skip profile
 ALL_CLAIMS = list(SEED_CLAIMS)  # every claim of the seed articles (C1–C16); the frontier's are its own preset
-# the claims on the standard preset's two looks (5, then 10 seeds): those with the cheapest second round (C2–C4 share
-# the depth sweep: 40 runs, 670 s of training in the standard run of 2026-11-25; C1, C10, C13, C15: 4–8 small runs
-# each). Not C5/C6 (the depth cell: 5 runs of 96 s), C7, C11, C14 (lr sweeps of 50–100 runs, with C7's fine-tunes)
-# nor C8 (15 runs of 48 layers, about 10 min): they look once, at 5 seeds, at the full α
-ROUND_CLAIMS = ["C1", "C2", "C3", "C4", "C10", "C13", "C15"]
+# the claims on the standard preset's two looks (5, then 10 seeds): those with the cheapest second round (C1, C10,
+# C13, C15: 4–8 small runs each). Not C2–C4: they share the depth sweep, whose second round (40 runs, 670 s of
+# training, 12 % of the standard run of 2026-11-25) does not fit the preset's 30 minutes; nor C5/C6 (the depth
+# cell), C7, C11, C14 (lr sweeps, with C7's fine-tunes) or C8 (15 runs of 32 layers): they look once, at 5 seeds,
+# at the full α
+ROUND_CLAIMS = ["C1", "C10", "C13", "C15"]
 MEASURED = Path(__file__).with_name("measured_cost.json")  # written by benchmarks/study_cost.py --record
 
 
@@ -121,13 +124,15 @@ PRESETS: dict[str, Preset] = {
         name="standard", summary="every claim on a 2-core CPU (`make run`)",
         description="all 16 claims on a 2-core CPU: 4-layer, 64-wide char models, 300 steps, 5 seeds, depths 2–16, "
                     "C5 and C6 at 12 layers × 1,000 steps, a second round to 10 seeds where an interval straddles "
-                    "(C1–C4, C10, C13, C15), 5 learning rates 3e-4–3e-2, DeepNorm vs Post-/Pre-LN at 48 layers × 600 steps, each "
-                    "claim under its paper's init and C7, C10, C13, C15 also under the other; "
+                    "(C1, C10, C13, C15), 5 learning rates 3e-4–3e-2 (C14: 3e-3–0.3 without warmup), DeepNorm vs "
+                    "Post-/Pre-LN at 32 layers × 600 steps, each claim under its paper's init and C7, C10, C13, C15 "
+                    "also under the other; "
                     + measured_cost("standard"),
-        base=QUICK_BASE, seeds=[0, 1, 2, 3, 4], claims=ALL_CLAIMS,
+        # no layer-skip ablation outside the depth cell: only C6 reads it (one evaluation per layer per run)
+        base={**QUICK_BASE, "diagnostics.layer_skip": False}, seeds=[0, 1, 2, 3, 4], claims=ALL_CLAIMS,
         lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
-        deep_depths=[48], deep_base=DEEP_CPU, paper_inits=True, init_pass=["C7", "C10", "C13", "C15"],
-        stress_lrs=[0.1], depth_cell=DEPTH_CELL, cell_claims=["C5", "C6"], seed_rounds=[5, 10],
+        deep_depths=[32], deep_base=DEEP_CPU, paper_inits=True, init_pass=["C7", "C10", "C13", "C15"],
+        stress_lrs=[0.1, 0.3], depth_cell=DEPTH_CELL, cell_claims=["C5", "C6"], seed_rounds=[5, 10],
         round_claims=ROUND_CLAIMS,
     ),
     "quick": Preset(
