@@ -77,13 +77,14 @@ def test_only_an_inconclusive_verdict_with_an_interval_gets_more_seeds():
 
 def test_the_standard_preset_states_its_schedule_and_a_users_own_seeds_look_once():
     spec = load_study("standard")
-    assert spec.preset.seed_rounds == [5, 10] and "C2" in spec.preset.round_claims
-    assert "C8" not in spec.preset.round_claims  # 15 runs of 48 layers: no second round in 30 minutes
-    assert spec.look("C2") == (1, 2) and spec.look("C8") is None and spec.look("C16") is None
-    assert spec.next_seeds("C2") == list(range(10))
-    spec.claim_seeds["C2"] = spec.next_seeds("C2")
-    assert spec.look("C2") == (2, 2) and spec.next_seeds("C2") is None
-    assert load_study("standard", seeds=[0, 1]).look("C2") is None
+    assert spec.preset.seed_rounds == [5, 10] and "C1" in spec.preset.round_claims
+    # the depth sweep's second round (C2–C4) and 15 runs of 32 layers (C8): no second round in 30 minutes
+    assert not {"C2", "C8"} & set(spec.preset.round_claims)
+    assert spec.look("C1") == (1, 2) and spec.look("C8") is None and spec.look("C16") is None
+    assert spec.next_seeds("C1") == list(range(10))
+    spec.claim_seeds["C1"] = spec.next_seeds("C1")
+    assert spec.look("C1") == (2, 2) and spec.next_seeds("C1") is None
+    assert load_study("standard", seeds=[0, 1]).look("C1") is None
 
 
 def test_a_round_adds_seeds_to_its_claims_runs_only():

@@ -468,25 +468,36 @@ def c8_no_deepnorm_runs():
     return Case(records, preset=DEEP)
 
 
-# C14 — Peri-LN is a further stabilizer (value: Peri-LN rate of runs that did not train over C14's own runs:
-#       the lr sweep without warmup at depth 4 and the depth sweep at lr LR with warmup W)
 # =========================================================================================
-C14_CELLS = [(lr, 0, 4) for lr in LRS] + [(LR, W, d) for d in P.depths]  # (lr, warmup, depth): 6 per scheme
-OTHER_LR_CELLS = [(lr, W, 4) for lr in LRS if lr != LR]  # C1/C7/C11's lr sweep with warmup: not C14's runs
+# C14 — Peri-LN is a further stabilizer (value: Peri-LN rate of runs that did not train over C14's own runs:
+#       the lr sweep without warmup at the base depth 4, over the lrs from lr_fixed up plus the preset's stress lrs)
+# =========================================================================================
+P14 = dataclasses.replace(P, name="unit-stress", stress_lrs=[3e-2, 0.1])  # lrs above the grid, as the standard preset
+C14_LRS = [3e-3, 1e-2, 3e-2, 0.1]  # C14's lrs under P14: lr_fixed 3e-3 and up, then the stress lrs (1e-3 is below)
+C14_CELLS = [(lr, 0, 4) for lr in C14_LRS]  # (lr, warmup, depth): 4 per scheme, 8 with 2 seeds, 20 with 5
+# other claims' runs, never C14's: the with-warmup lr sweep (C1/C7/C11), the grid lr below lr_fixed without warmup,
+# and the depth sweep at lr LR with warmup (C4's)
+OUTSIDE_CELLS = [(lr, W, 4) for lr in LRS] + [(1e-3, 0, 4)] + [(LR, W, d) for d in P.depths if d != 4]
 
 
-def _c14(diverge: dict[str, set], seeds=(0, 1), schemes=("peri", "pre", "post"),
-         stuck: dict[str, set] | None = None) -> list[RunRecord]:
-    """C14's runs (C14_CELLS: 6 per scheme, 12 with 2 seeds) plus the with-warmup lr sweep at the other lrs
-    (OTHER_LR_CELLS), which belongs to other claims and must not enter the rates.
-    diverge[scheme] / stuck[scheme] = {(lr, warmup, depth)} that diverge / fail to train in every seed."""
+def _c14(diverge: dict[str, Any], seeds=(0, 1), schemes=("peri", "pre", "post"),
+         stuck: dict[str, Any] | None = None) -> list[RunRecord]:
+    """C14's runs under P14 (C14_CELLS) plus OUTSIDE_CELLS, which belong to other claims and must not enter the
+    rates, the paired test or the highest trainable lr.
+    diverge[scheme] / stuck[scheme]: a set of (lr, warmup, depth) cells that diverge / fail to train in every seed,
+    or a dict {cell: seeds} of the seeds that do."""
     stuck = stuck or {}
+    cells = C14_CELLS + OUTSIDE_CELLS
+
+    def hit(spec, cell, seed):
+        return seed in spec.get(cell, ()) if isinstance(spec, dict) else cell in spec
+
     out = []
     for s in schemes:
-        for lr, w, d in C14_CELLS + OTHER_LR_CELLS:
+        for lr, w, d in cells:
             for seed in seeds:
-                status = ("diverged" if (lr, w, d) in diverge.get(s, set()) else
-                          "failed_to_train" if (lr, w, d) in stuck.get(s, set()) else "completed")
+                status = ("diverged" if hit(diverge.get(s, set()), (lr, w, d), seed) else
+                          "failed_to_train" if hit(stuck.get(s, set()), (lr, w, d), seed) else "completed")
                 out.append(rec(scheme=s, lr=lr, warmup=w, n_layer=d, seed=seed, status=status,
                                val_loss={"diverged": None, "failed_to_train": STUCK_LOSS}.get(status, 1.9 + 0.01 * seed)))
     return out
@@ -494,83 +505,117 @@ def _c14(diverge: dict[str, set], seeds=(0, 1), schemes=("peri", "pre", "post"),
 
 @scenario("C14", HOLDS, 0.0)
 def peri_never_diverges():
-    # Post-LN's divergence at (1e-2, warmup W) is in another claim's sweep and is not counted: 6 of 12, not 8 of 14
+    # Post-LN's divergence at (1e-2, warmup W) is in another claim's sweep and is not counted: 4 of 8, not 6 of 10
     def check(v):
-        assert v.details["did_not_train_rate"] == approx({"peri": 0.0, "pre": 2 / 12, "post": 6 / 12})
-        assert v.details["max_stable_lr_no_warmup"] == {"peri": 1e-2, "pre": 3e-3, "post": 1e-3}
-        assert v.n_seeds == 2 and v.settings["lr_sweep_warmup_steps"] == 0
-    return Case(_c14({"pre": {(1e-2, 0, 4)},
-                      "post": {(1e-2, 0, 4), (1e-2, W, 4), (3e-3, 0, 4), (LR, W, 8)}}), check=check)
+        assert v.details["did_not_train_rate"] == approx({"peri": 0.0, "pre": 2 / 8, "post": 4 / 8})
+        assert v.details["max_stable_lr_no_warmup"] == {"peri": 0.1, "pre": 3e-2, "post": 1e-2}
+        assert v.n_seeds == 2 and v.settings["lr_sweep_warmup_steps"] == 0 and v.settings["lrs"] == C14_LRS
+    return Case(_c14({"pre": {(0.1, 0, 4)}, "post": {(3e-2, 0, 4), (0.1, 0, 4), (1e-2, W, 4)}}), preset=P14,
+                check=check)
 
 
 @scenario("C14", HOLDS, 0.0)
 def peri_diverges_only_outside_its_own_runs():
-    # Peri-LN diverges in the with-warmup lr sweep at 1e-3 and 1e-2 (4 runs), which C14 does not run: counted,
-    # they would make Peri-LN the least stable (4/16 vs Pre-LN's 2/16); C14's own runs say it never fails
+    # Peri-LN diverges in every run outside C14's set (12: the with-warmup sweep, lr 1e-3 without warmup, depths 2
+    # and 8): counted, they would make it the least stable (12/20 vs Pre-LN's 2/20) and cap its lr below the
+    # grid; C14's own runs say it never fails, and trains at 0.1 where Pre-LN does not
     def check(v):
-        assert v.details["did_not_train_rate"] == approx({"peri": 0.0, "pre": 2 / 12, "post": 2 / 12})
-    return Case(_c14({"peri": set(OTHER_LR_CELLS), "pre": {(1e-2, 0, 4)}, "post": {(1e-2, 0, 4)}}), check=check)
-
-
-@scenario("C14", HOLDS, 2 / 12)
-def peri_as_often_but_trains_at_larger_lr():
-    # equal rates (Peri-LN's failures at depth 8, Pre-LN's at the top lr), but only Peri-LN converges at lr 1e-2
-    def check(v):
-        assert v.details["max_stable_lr_no_warmup"] == {"peri": 1e-2, "pre": 3e-3, "post": 3e-3}
-    return Case(_c14({"peri": {(LR, W, 8)}, "pre": {(1e-2, 0, 4)}, "post": {(1e-2, 0, 4), (LR, W, 8)}}),
+        assert v.details["did_not_train_rate"] == approx({"peri": 0.0, "pre": 2 / 8, "post": 2 / 8})
+        assert v.details["max_stable_lr_no_warmup"] == {"peri": 0.1, "pre": 3e-2, "post": 3e-2}
+        assert v.details["failures_paired"]["only_a_failed"] == 0
+    return Case(_c14({"peri": set(OUTSIDE_CELLS), "pre": {(0.1, 0, 4)}, "post": {(0.1, 0, 4)}}), preset=P14,
                 check=check)
 
 
-@scenario("C14", FAILS, 2 / 6)
+@scenario("C14", HOLDS, 2 / 20)
+def peri_as_often_but_trains_at_larger_lr():
+    # equal rates (2 of 20 each) and 2 vs 2 discordant pairs, but Peri-LN's failures are single seeds (4 of 5 still
+    # train at 1e-2 and 3e-2) while Pre-LN's are 2 of 5 at 0.1: only Peri-LN trains at lr 0.1
+    def check(v):
+        assert v.details["did_not_train_rate"] == approx({"peri": 2 / 20, "pre": 2 / 20, "post": 10 / 20})
+        assert v.details["max_stable_lr_no_warmup"] == {"peri": 0.1, "pre": 3e-2, "post": 1e-2}
+        paired = v.details["failures_paired"]
+        assert (paired["only_a_failed"], paired["only_b_failed"]) == (2, 2)
+    return Case(_c14({"peri": {(1e-2, 0, 4): {0}, (3e-2, 0, 4): {1}}, "pre": {(0.1, 0, 4): {0, 1}},
+                      "post": {(3e-2, 0, 4), (0.1, 0, 4)}}, seeds=range(5)), preset=P14, check=check)
+
+
+# Peri-LN fails at 3e-2 and 0.1 in every seed, Pre-LN in seeds {0, 2} and {0, 2, 3}: neither trains above 1e-2
+PERI_WORSE = {"peri": {(3e-2, 0, 4), (0.1, 0, 4)}, "pre": {(3e-2, 0, 4): {0, 2}, (0.1, 0, 4): {0, 2, 3}},
+              "post": {(1e-2, 0, 4), (3e-2, 0, 4), (0.1, 0, 4)}}
+
+
+@scenario("C14", FAILS, 10 / 20)
 def peri_diverges_more_than_pre():
-    # Peri-LN fails in 10 of its 30 runs (top lr, depth 8), Pre-LN in 5: paired by configuration and seed, Peri-LN
-    # alone failed 5 times, Pre-LN alone never (p = 1/32)
+    # Peri-LN fails in 10 of its 20 runs, Pre-LN in 5, with the same highest trainable lr (1e-2): paired by
+    # configuration and seed, Peri-LN alone failed 3 + 2 = 5 times, Pre-LN alone never (p = 1/32)
     def check(v):
-        assert v.details["failures_paired"]["only_a_failed"] == 5 and v.details["failures_paired"]["more"]
-    return Case(_c14({"peri": {(1e-2, 0, 4), (LR, W, 8)}, "pre": {(1e-2, 0, 4)},
-                      "post": {(1e-2, 0, 4), (3e-3, 0, 4), (LR, W, 8)}}, seeds=range(5)), check=check)
+        paired = v.details["failures_paired"]
+        assert (paired["only_a_failed"], paired["only_b_failed"]) == (5, 0) and paired["more"]
+        assert paired["p_one_sided"] == approx(1 / 32)
+        assert v.details["did_not_train_rate"] == approx({"peri": 10 / 20, "pre": 5 / 20, "post": 15 / 20})
+        assert v.details["max_stable_lr_no_warmup"] == {"peri": 1e-2, "pre": 1e-2, "post": 3e-3}
+    return Case(_c14(PERI_WORSE, seeds=range(5)), preset=P14, check=check)
 
 
-@scenario("C14", INCONCLUSIVE, 4 / 12)
+@scenario("C14", INCONCLUSIVE, 4 / 8)
 def peri_diverges_more_than_pre_in_two_seeds():
-    # the same pattern at 2 seeds: 2 discordant pairs (p = 1/4) and the same highest trainable lr
-    return Case(_c14({"peri": {(1e-2, 0, 4), (LR, W, 8)}, "pre": {(1e-2, 0, 4)},
-                      "post": {(1e-2, 0, 4), (3e-3, 0, 4), (LR, W, 8)}}))
+    # the same pattern at seeds 0 and 1: 2 discordant pairs (seed 1 at 3e-2 and 0.1, p = 1/4), the same highest
+    # trainable lr
+    def check(v):
+        paired = v.details["failures_paired"]
+        assert (paired["only_a_failed"], paired["only_b_failed"]) == (2, 0) and not paired["more"]
+        assert v.details["max_stable_lr_no_warmup"]["peri"] == v.details["max_stable_lr_no_warmup"]["pre"] == 1e-2
+    return Case(_c14(PERI_WORSE), preset=P14, check=check)
 
 
-@scenario("C14", FAILS, 1 / 6)
+@scenario("C14", FAILS, 5 / 20)
 def peri_fails_to_train_where_others_train():
-    # failing to train (stuck on the unigram plateau) counts with divergence
+    # failing to train (stuck on the unigram plateau) counts with divergence: Peri-LN stuck at lr 0.1 in every seed,
+    # where Pre-LN trains (Post-LN diverges there)
     def check(v):
-        assert v.details["did_not_train_rate"] == approx({"peri": 1 / 6, "pre": 0.0, "post": 1 / 6})
-    return Case(_c14({"post": {(1e-2, 0, 4)}}, stuck={"peri": {(LR, W, 8)}}, seeds=range(5)), check=check)
+        assert v.details["did_not_train_rate"] == approx({"peri": 5 / 20, "pre": 0.0, "post": 5 / 20})
+        assert v.details["failures_paired"]["only_a_failed"] == 5 and v.details["failures_paired"]["more"]
+        assert v.details["max_stable_lr_no_warmup"] == {"peri": 3e-2, "pre": 0.1, "post": 3e-2}
+    return Case(_c14({"post": {(0.1, 0, 4)}}, stuck={"peri": {(0.1, 0, 4)}}, seeds=range(5)), preset=P14,
+                check=check)
 
 
-@scenario("C14", FAILS, 2 / 30)
+@scenario("C14", FAILS, 2 / 20)
 def peri_as_stable_but_smaller_lr():
-    # Peri-LN trains in 3 of 5 seeds at lr 1e-2 without warmup (< 80 %): its highest trainable lr is below
+    # Peri-LN trains in 3 of 5 seeds at lr 0.1 without warmup (< 80 %): its highest trainable lr is below
     # Pre-LN's, and the 2 discordant pairs are no evidence either way
-    records = _c14({}, seeds=range(5))
-    for r in records:
-        if (r.get("model.scheme"), r.get("train.lr"), r.get("train.warmup_steps"), r.seed) in \
-                (("peri", 1e-2, 0, 0), ("peri", 1e-2, 0, 1)):
-            r.status, r.val_loss = "failed_to_train", STUCK_LOSS
-
     def check(v):
-        assert v.details["max_stable_lr_no_warmup"] == {"peri": 3e-3, "pre": 1e-2, "post": 1e-2}
-    return Case(records, check=check)
+        assert v.details["max_stable_lr_no_warmup"] == {"peri": 3e-2, "pre": 0.1, "post": 0.1}
+        assert not v.details["failures_paired"]["more"]
+    return Case(_c14({}, stuck={"peri": {(0.1, 0, 4): {0, 1}}}, seeds=range(5)), preset=P14, check=check)
 
 
 @scenario("C14", INCONCLUSIVE, 0.0)
 def nothing_diverges():
-    # as stable as Pre-LN at every lr and depth tried: no room here to show a further stabilizer
-    return Case(_c14({}))
+    # as stable as Pre-LN at every lr tried: no room here to show a further stabilizer; larger lrs would decide
+    def check(v):
+        assert v.details["max_stable_lr_no_warmup"] == {"peri": 0.1, "pre": 0.1, "post": 0.1}
+        assert "lrs above 0.1, where Pre-LN itself fails, would decide" in v.summary
+    return Case(_c14({}), preset=P14, check=check)
+
+
+@scenario("C14", INCONCLUSIVE, 0.0)
+def nothing_diverges_without_stress_lrs():
+    # a preset without stress lrs (the unit preset P, as quick): C14's lrs are only 3e-3 and 1e-2, where nobody
+    # fails; Peri-LN's divergences at 3e-2 and 0.1 are runs this preset's C14 does not run, and are not counted
+    def check(v):
+        assert v.settings["lrs"] == [3e-3, 1e-2]
+        assert v.details["did_not_train_rate"] == approx({"peri": 0.0, "pre": 0.0, "post": 0.0})
+        assert v.details["max_stable_lr_no_warmup"] == {"peri": 1e-2, "pre": 1e-2, "post": 1e-2}
+        assert "lrs above 0.01, where Pre-LN itself fails, would decide" in v.summary
+    return Case(_c14({"peri": {(3e-2, 0, 4), (0.1, 0, 4)}}), preset=P, check=check)
 
 
 @scenario("C14", INCONCLUSIVE, 0.0)
 def c14_single_seed():
-    # one seed per scheme: rates over so few runs say nothing
-    return Case(_c14({"pre": {(1e-2, 0, 4)}, "post": {(1e-2, 0, 4)}}, seeds=(0,)))
+    # one seed per scheme: rates over so few runs say nothing (even though only Peri-LN trains at 0.1)
+    return Case(_c14({"pre": {(0.1, 0, 4)}, "post": {(0.1, 0, 4)}}, seeds=(0,)), preset=P14)
 
 
 @scenario("C14", INCONCLUSIVE, 0.0)
@@ -578,7 +623,7 @@ def c14_no_pre_records():
     # no Pre-LN runs to compare Peri-LN with
     def check(v):
         assert v.details["did_not_train_rate"]["pre"] is None
-    return Case(_c14({"post": {(1e-2, 0, 4)}}, schemes=("peri", "post")), check=check)
+    return Case(_c14({"post": {(0.1, 0, 4)}}, schemes=("peri", "post")), preset=P14, check=check)
 
 
 # =========================================================================================

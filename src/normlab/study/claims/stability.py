@@ -399,8 +399,9 @@ class PeriC14(Claim):
             chosen = from_runs(records, [o for o in self.runs(preset) if o["model.scheme"] == s])
             rates[s] = (sum(r.did_not_train for r in chosen) / len(chosen)) if chosen else None
         lr_best = max_stable_lr(records, preset, ("peri", "pre", "post"), 0, self.lrs(preset))
-        seeds = n_seeds(select(records, False, model__scheme="peri"))
-        paired = matched_failures(records, [o for o in self.runs(preset) if o["model.scheme"] == "peri"], "pre")
+        own = [o for o in self.runs(preset) if o["model.scheme"] == "peri"]
+        seeds = n_seeds(from_runs(records, own))  # C14's own Peri-LN runs, not every Peri-LN run of the study
+        paired = matched_failures(records, own, "pre")
         peri_lr, pre_lr = lr_best["peri"], lr_best["pre"]
         higher = (peri_lr or 0) > (pre_lr or 0)
         lower = (peri_lr or 0) < (pre_lr or 0)
@@ -413,10 +414,17 @@ class PeriC14(Claim):
         else:
             verdict = INCONCLUSIVE
         top = max(self.lrs(preset))
-        decide = ("" if verdict != INCONCLUSIVE else
-                  f"; as stable as Pre-LN here (same highest trainable lr, {paired['only_a_failed']} vs "
-                  f"{paired['only_b_failed']} runs that one alone did not train): lrs above {top:g}, where Pre-LN "
-                  "itself fails, would decide")
+        solo = (paired["only_a_failed"], paired["only_b_failed"])
+        if verdict != INCONCLUSIVE:
+            decide = ""
+        elif rates["peri"] is None or rates["pre"] is None or seeds < 2:
+            decide = "; too few runs to compare: Peri-LN's and Pre-LN's sweeps at 2 seeds or more would decide"
+        elif peri_lr == pre_lr and solo[0] == solo[1]:
+            decide = (f"; as stable as Pre-LN here (the same highest trainable lr, {solo[0]} vs {solo[1]} runs that "
+                      f"one alone did not train): lrs above {top:g}, where Pre-LN itself fails, would decide")
+        else:
+            decide = (f"; Peri-LN alone did not train in {solo[0]} runs, Pre-LN alone in {solo[1]}: not significant "
+                      f"at α = {alpha():g} (sign test), so more seeds would decide")
         summary = (f"runs that diverged or failed to train over the lr sweep without warmup: Peri-LN "
                    f"{fmt(rates['peri'])}, Pre-LN {fmt(rates['pre'])}, Post-LN {fmt(rates['post'])}; paired by "
                    f"configuration and seed, Peri-LN alone failed {paired['only_a_failed']}, Pre-LN alone "
