@@ -26,6 +26,7 @@ from normlab.study.claims import CLAIMS, FAILS, FRONTIER_CLAIMS, HOLDS, INCONCLU
 from normlab.study.claims.base import LOSS_MARGIN, TRAINS
 from normlab.study.records import RunRecord, flatten
 from normlab.study.spec import INIT_KEY, PRESETS, build_config
+from tests.study.scenarios import NO_VALUE, Scenarios
 
 P = PRESETS["frontier"]
 SEEDS = list(P.seeds)
@@ -129,20 +130,8 @@ class Case(NamedTuple):
     check: Callable[[Verdict], None] | None = None  # extra assertions on details
 
 
-SCENARIOS: list[Any] = []
-COVERED: dict[str, set[str]] = {}
-NO_VALUE = object()
-
-
-def scenario(claim: str, expected: str, value: Any = NO_VALUE, *, bug: str | None = None, raises=None):
-    """Register a synthetic situation for `claim` that must give `expected` (and `value`, if given)."""
-    def deco(fn: Callable[[], Case]):
-        marks = [pytest.mark.xfail(strict=True, reason=f"BUG: {bug}", raises=raises)] if bug else []
-        SCENARIOS.append(pytest.param(claim, fn, expected, value, id=f"{claim}-{fn.__name__}", marks=marks))
-        if not bug:
-            COVERED.setdefault(claim, set()).add(expected)
-        return fn
-    return deco
+scenario = Scenarios()  # @scenario(claim, expected, value): a synthetic situation that must give `expected`
+SCENARIOS, COVERED = scenario.params, scenario.covered
 
 
 def run_claim(claim: str, case: Case) -> Verdict:

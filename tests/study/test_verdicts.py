@@ -28,6 +28,7 @@ from normlab.study.claims.base import (CONFIDENCE, LOSS_MARGIN, MIN_SEEDS, Group
 from normlab.study.records import RunRecord, flatten
 from normlab.report.format import failure_groups
 from normlab.study.spec import PRESETS
+from tests.study.scenarios import NO_VALUE, Scenarios
 
 # -- presets ------------------------------------------------------------------------------
 P = dataclasses.replace(
@@ -98,20 +99,8 @@ class Case(NamedTuple):
     check: Callable[[Verdict], None] | None = None  # extra assertions on details
 
 
-SCENARIOS: list[Any] = []
-COVERED: dict[str, set[str]] = {}
-NO_VALUE = object()
-
-
-def scenario(claim: str, expected: str, value: Any = NO_VALUE, *, bug: str | None = None, raises=None):
-    """Register a synthetic situation for `claim` that must give `expected` (and `value`, if given)."""
-    def deco(fn: Callable[[], Case]):
-        marks = [pytest.mark.xfail(strict=True, reason=f"BUG: {bug}", raises=raises)] if bug else []
-        SCENARIOS.append(pytest.param(claim, fn, expected, value, id=f"{claim}-{fn.__name__}", marks=marks))
-        if not bug:
-            COVERED.setdefault(claim, set()).add(expected)
-        return fn
-    return deco
+scenario = Scenarios()  # @scenario(claim, expected, value): a synthetic situation that must give `expected`
+SCENARIOS, COVERED = scenario.params, scenario.covered
 
 
 def run_claim(claim: str, case: Case) -> Verdict:
