@@ -26,3 +26,14 @@ class Scenarios:
                 self.covered.setdefault(claim, set()).add(expected)
             return fn
         return deco
+
+
+def check_verdict(v, claim: str, expected: str, value: Any, check: Callable | None) -> None:
+    """A scenario's verdict: of its claim, the expected outcome, the hand-computed value (where given) and the
+    scenario's own assertions (a lambda's `and` chain that returns False is a miss)."""
+    assert v.id == claim
+    assert v.verdict == expected, v.summary
+    if value is not NO_VALUE:
+        assert v.value == (None if value is None else pytest.approx(value, rel=1e-9, abs=1e-12)), v.summary
+    if check:
+        assert check(v) is not False, v.summary

@@ -28,7 +28,7 @@ from normlab.study.claims.base import (CONFIDENCE, LOSS_MARGIN, MIN_SEEDS, Group
 from normlab.study.records import RunRecord, flatten
 from normlab.report.format import failure_groups
 from normlab.study.spec import PRESETS
-from tests.study.scenarios import NO_VALUE, Scenarios
+from tests.study.scenarios import Scenarios, check_verdict
 
 # -- presets ------------------------------------------------------------------------------
 P = dataclasses.replace(
@@ -1679,12 +1679,8 @@ def c16_nothing_buildable():
 def test_verdict(claim, make, expected, value):
     case = make()
     v = run_claim(claim, case)
-    assert isinstance(v, Verdict) and v.id == claim
-    assert v.verdict == expected, v.summary
-    if value is not NO_VALUE:
-        assert v.value == (None if value is None else approx(value)), v.summary
-    if case.check:
-        case.check(v)
+    assert isinstance(v, Verdict)
+    check_verdict(v, claim, expected, value, case.check)
 
 
 _GOOD = [p for p in SCENARIOS if not p.marks]
