@@ -472,14 +472,14 @@ def f5_pre_fails_to_train_under_the_paper_init():
 # F7 — QK-norm raises the highest trainable lr without warmup (value: per head's highest trainable lr)
 # =========================================================================================
 QK_LRS = list(P.frontier["qk_lrs"])
-TOP = max(QK_LRS)
+LOW, MID, TOP = QK_LRS  # the grid's three lrs, whatever the preset sets
 OK, DIV = [2.0] * 5, [None] * 5
 ONE_DIVERGED = [None, 2.0, 2.0, 2.0, 2.0]  # 4 of 5 trained: still "trains" (≥ TRAINS)
 TWO_FAILED = [None, STUCK, 2.0, 2.0, 2.0]  # 3 of 5: does not
 
 
 def test_f7_grid_and_threshold():
-    assert QK_LRS == [1e-2, 3e-2, 1e-1] and TRAINS == 0.8
+    assert len(QK_LRS) == 3 and QK_LRS == sorted(QK_LRS) and TRAINS == 0.8
 
 
 def _f7(none: list[list[Any]], per_head: list[list[Any]], full_width: list[list[Any]]) -> list[RunRecord]:
@@ -492,8 +492,8 @@ def _f7(none: list[list[Any]], per_head: list[list[Any]], full_width: list[list[
 
 
 def _f7_raises_the_limit():
-    # none trains up to 0.03 (one seed diverged there: 4/5 still trains) and diverges at 0.1; per head trains at
-    # every lr; full width too (4/5 at 0.1)
+    # none trains up to MID (one seed diverged there: 4/5 still trains) and diverges at TOP; per head trains at
+    # every lr; full width too (4/5 at TOP)
     return _f7(none=[OK, ONE_DIVERGED, DIV], per_head=[OK, OK, OK], full_width=[OK, OK, ONE_DIVERGED])
 
 
@@ -505,31 +505,31 @@ def f7_qk_norm_trains_at_higher_lr():
 
 def test_f7_highest_trainable_lr_by_hand():
     """The value and the limits: per head trains at every lr,
-    full width up to 0.1 (4/5 seeds there), none up to 0.03 (4/5 there, none at 0.1)."""
+    full width up to TOP (4/5 seeds there), none up to MID (4/5 there, none at TOP)."""
     v = run_claim("F7", Case(_f7_raises_the_limit() + noise("F7")))
     assert v.value == TOP
-    assert v.details["highest_lr"] == {"none": 0.03, "per_head": 0.1, "full_width": 0.1}
+    assert v.details["highest_lr"] == {"none": MID, "per_head": TOP, "full_width": TOP}
     assert v.n_seeds == 5
-    assert [p["value"] for p in v.parts] == [0.1, 0.1]
+    assert [p["value"] for p in v.parts] == [TOP, TOP]
 
 
-@scenario("F7", HOLDS, 1e-2)
+@scenario("F7", HOLDS, LOW)
 def f7_same_limit_fewer_failures():
-    # both train only at 0.01; above it QK-norm trains in 3 of 5 seeds (not "trains"), none in 0: 6 (lr, seed)
+    # both train only at LOW; above it QK-norm trains in 3 of 5 seeds (not "trains"), none in 0: 6 (lr, seed)
     # pairs where none alone did not train, 0 the other way (sign test p = 1/64)
     return Case(_f7(none=[OK, DIV, DIV], per_head=[OK, TWO_FAILED, TWO_FAILED],
                     full_width=[OK, TWO_FAILED, TWO_FAILED]),
                 check=lambda v: part_verdicts(v) == [HOLDS, HOLDS])
 
 
-@scenario("F7", FAILS, 1e-2)
+@scenario("F7", FAILS, LOW)
 def f7_qk_norm_lowers_the_limit():
-    # per head trains only at 0.01, none up to 0.03; full width as none
+    # per head trains only at LOW, none up to MID; full width as none
     return Case(_f7(none=[OK, OK, DIV], per_head=[OK, TWO_FAILED, DIV], full_width=[OK, OK, DIV]),
                 check=lambda v: part_verdicts(v) == [FAILS, FAILS])
 
 
-@scenario("F7", FAILS, 3e-2)
+@scenario("F7", FAILS, MID)
 def f7_same_limit_below_the_top_no_fewer_failures():
     return Case(_f7(none=[OK, OK, DIV], per_head=[OK, OK, DIV], full_width=[OK, ONE_DIVERGED, DIV]),
                 check=lambda v: part_verdicts(v) == [FAILS, FAILS])
@@ -637,7 +637,7 @@ def test_every_record_is_one_of_its_claims_runs_on_the_study_base():
     for cid in FRONTIER_CLAIMS:
         init = CLAIMS.get(cid).init
         for o in runs_of(cid):
-            where = {k.replace(".", "__"): v for k, v in {INIT_KEY: init, **o}.items()}
+            where = {k.replace(".", "__"): v for k, v in flatten({INIT_KEY: init, **o}).items()}
             chosen = [r for r in records if r.matches(**where)]
             assert {r.seed for r in chosen} == set(SEEDS) and len({json.dumps(r.config, sort_keys=True) for r in chosen}) == 5, (cid, o)
 

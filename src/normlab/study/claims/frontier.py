@@ -12,6 +12,7 @@ import math
 import statistics
 from typing import Any
 
+from normlab.study.records import flatten
 from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, TRAINS, Claim, Contrast, Figure,
                                        Group, Part, Series, alpha, beats, ci_text, claim, confidence, describe,
                                        equivalence, fmt, group, loss_interval, loss_test, n_seeds, not_worse, pct,
@@ -19,6 +20,11 @@ from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, 
 
 # the settings nGPT's paper fixes (the model's, as its config resolves them) and its training recipe: no weight decay,
 # no warmup (arXiv 2410.01131 §2.6, "remove weight decay and learning rate warmup"; its code's launcher)
+# DyT as its paper trains language models: α0 from the width (its repository's LLaMA table, 0.8 before attention and
+# 0.2 elsewhere at the narrowest width it lists; normlab clamps narrower models to that row), not the 0.5 of its
+# vision models. Derf as its paper states it: α0 = 0.5, s0 = 0 (its Dynamic_erf defaults)
+NORM_ARMS = {"layernorm": {"model.norm": "layernorm"},
+             "dyt": {"model.norm": "dyt", "model.norm_options": {"alpha_init_rule": 1.0}}}
 NGPT = {"model.scheme": "ngpt", "model.norm": "l2", "model.embed_scale": 1.0, "model.tie_weights": False,
         "train.weight_decay": 0.0, "train.warmup_steps": 0}
 
@@ -43,8 +49,9 @@ def arm(preset, steps: int | None = None, **overrides: Any) -> dict[str, Any]:
 
 
 def where(overrides: dict[str, Any]) -> dict[str, Any]:
-    """Run overrides (dotted keys) as `group`/`select` keywords."""
-    return {k.replace(".", "__"): v for k, v in overrides.items()}
+    """Run overrides (dotted keys) as `group`/`select` keywords; a table value (`model.norm_options`) by its keys,
+    as a record's flattened config holds it."""
+    return {k.replace(".", "__"): v for k, v in flatten(overrides).items()}
 
 
 def contrast_part(name: str, c: Contrast, rule: str) -> Part:
@@ -103,7 +110,9 @@ class NGPTSpeedupF1(FrontierClaim):
         return [arm(preset, **{"model.scheme": "pre"})] + [arm(preset, b, **NGPT) for b in self.budgets(preset)]
 
     def reading(self, value):
-        return f"nGPT reaches Pre-LN's final loss in {value:.2f}× fewer steps (geometric mean over seeds)"
+        if value >= 1:
+            return f"nGPT reaches Pre-LN's final loss in {value:.2f}× fewer steps (geometric mean over seeds)"
+        return f"nGPT needs {1 / value:.2f}× Pre-LN's steps to reach its final loss (geometric mean over seeds)"
 
     def _ngpt(self, records, preset, steps) -> Group:
         return group(records, **where(arm(preset, steps, **NGPT)))
@@ -193,12 +202,12 @@ class DyTParityF2(FrontierClaim):
         return [preset.base["train.steps"], knob(preset, "long_steps")]
 
     def runs(self, preset):
-        return [arm(preset, b, **{"model.norm": n}) for b in self.budgets(preset) for n in ("layernorm", "dyt")]
+        return [arm(preset, b, **NORM_ARMS[n]) for b in self.budgets(preset) for n in ("layernorm", "dyt")]
 
     def verdict(self, records, measurement, preset):
         parts = []
         for b in self.budgets(preset):
-            dyt, ln = (group(records, **where(arm(preset, b, **{"model.norm": n}))) for n in ("dyt", "layernorm"))
+            dyt, ln = (group(records, **where(arm(preset, b, **NORM_ARMS[n]))) for n in ("dyt", "layernorm"))
             parts.append(contrast_part(f"DyT matches LayerNorm at {b} steps", same(dyt, ln, (f"DyT {b}", f"LN {b}")),
                                        f"holds when the {pct(equivalence())} interval lies inside ±{LOSS_MARGIN:g} "
                                        "(TOST) and neither fails more often"))
@@ -214,7 +223,7 @@ class DyTParityF2(FrontierClaim):
 
     def figures(self, records, measurement, preset):
         return [self.bars(records, "DyT and LayerNorm at two budgets",
-                          {f"{n} {b}": arm(preset, b, **{"model.norm": n}) for b in self.budgets(preset)
+                          {f"{n} {b}": arm(preset, b, **NORM_ARMS[n]) for b in self.budgets(preset)
                            for n in ("layernorm", "dyt")})]
 
 
@@ -259,7 +268,8 @@ class DerfF3(BeatsClaim):
 
     contradiction = "arXiv 2604.01563: Derf's gap to RMSNorm triples under the Muon optimizer"
     winner = ("Derf", {"model.norm": "derf"})
-    others = [("DyT", {"model.norm": "dyt"}), ("LayerNorm", {"model.norm": "layernorm"})]
+    others = [("DyT", {"model.norm": "dyt", "model.norm_options": {"alpha_init_rule": 1.0}}),
+              ("LayerNorm", {"model.norm": "layernorm"})]
 
 
 @claim("F4", "Mix-LN beats both Pre-LN and Post-LN", sources="issue 24",
@@ -314,10 +324,14 @@ class LNSF5(FrontierClaim):
        paper="Zhuo et al. 2025 (HybridNorm, arXiv 2503.04598) §4; OLMo et al. 2025 (OLMo 2, arXiv 2501.00656) "
              "§3.2.1: more stable, lower loss than Pre-LN")
 class HybridReorderedF6(FrontierClaim):
-    """HybridNorm (QKV-norm in attention, Post-Norm in the FFN) and OLMo 2's reordered norm (x + Norm(F(x))) each
-    train better than Pre-LN."""
+    """HybridNorm (QKV-norm in attention, Post-Norm in the FFN) and OLMo 2's reordered norm (x + Norm(F(x)), with its
+    QK-norm) each train better than Pre-LN."""
 
-    ARMS = {"HybridNorm": {"model.scheme": "hybrid"}, "reordered": {"model.scheme": "reordered"}}
+    # OLMo 2's reordered norm comes with its QK-norm over the full width (arXiv 2501.00656 §3.2.1: "reordered norm
+    # and QK-norm"): without it the un-normalized stream reaches the attention logits unbounded; HybridNorm's
+    # QKV-norm is part of its scheme
+    ARMS = {"HybridNorm": {"model.scheme": "hybrid"},
+            "reordered + QK-norm (OLMo 2)": {"model.scheme": "reordered", "model.qk_norm": "full_width"}}
 
     def runs(self, preset):
         return [arm(preset, **{"model.scheme": "pre"})] + [arm(preset, **o) for o in self.ARMS.values()]
