@@ -48,6 +48,10 @@ NOT_RUN = {
     "normlab study --claims C1,C5 --init-pass": "the standard runs of two claims under two init recipes (the "
                                                  "init pass itself is tested on tiny runs in tests/study)",
     "normlab report normlab-study": "reads the standard study's directory, which only `normlab study` makes",
+    "normlab study --preset frontier --out frontier-study": "the frontier preset: about half an hour on 2 cores "
+                                                            "(its claims' rules: tests/study/test_frontier_verdicts.py)",
+    "python benchmarks/verdict_table.py frontier-study --papers": "reads the frontier study's directory, which only "
+                                                                  "`normlab study --preset frontier` makes",
     "pip install 'normlab[ray]'": "installs from the registry; CI installs the test extra, which includes ray",
     "ray start --head --port=6379": "starts a cluster head; tests/study/test_ray.py starts its own on 127.0.0.1",
     "ray start --address=HEAD_IP:6379": "a second machine",
@@ -133,6 +137,8 @@ def test_other_commands_name_what_exists():
                 assert extra and extra.group(1) in extras, command
         elif words[0] in ("ray", "source", "sqlite3", "torchrun", "normlab"):
             pass
+        elif words[0] == "python":
+            assert (ROOT / words[1]).is_file(), command
         else:
             raise AssertionError(f"a README command this test does not know how to check: {command!r}")
 

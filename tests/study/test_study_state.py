@@ -22,7 +22,8 @@ runner = CliRunner()
 
 
 def cli_study(out) -> subprocess.CompletedProcess:
-    args = [sys.executable, "-m", "normlab", "study", "--out", str(out), "--claims", "C13", "--workers", "1",
+    args = [sys.executable, "-m", "normlab", "study", "--preset", "quick", "--out", str(out), "--claims", "C13",
+            "--workers", "1",
             "--seeds", "0,1", "--no-init-pass"]
     for item in SETTINGS:
         args += ["--set", item]

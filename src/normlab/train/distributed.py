@@ -104,6 +104,9 @@ def wrap(model: torch.nn.Module, dist: Dist) -> torch.nn.Module:
     if not dist.active:
         return model
     if dist.parallel == "fsdp":
+        if getattr(getattr(model, "scheme", None), "on_sphere", False):
+            raise ValueError(f"scheme {model.cfg.scheme!r} puts its weights back on the unit sphere after every step, "
+                             "along dimensions FSDP shards; valid here: --parallel ddp")
         try:
             from torch.distributed.fsdp import fully_shard
         except ImportError:

@@ -112,7 +112,8 @@ class NGPTSpeedupF1(FrontierClaim):
     def reading(self, value):
         if value >= 1:
             return f"nGPT reaches Pre-LN's final loss in {value:.2f}× fewer steps (geometric mean over seeds)"
-        return f"nGPT needs {1 / value:.2f}× Pre-LN's steps to reach its final loss (geometric mean over seeds)"
+        return (f"nGPT needs {1 / value:.2f}× Pre-LN's steps to reach its final loss (step factor {value:.2f}, "
+                "geometric mean over seeds)")
 
     def _ngpt(self, records, preset, steps) -> Group:
         return group(records, **where(arm(preset, steps, **NGPT)))
