@@ -101,6 +101,12 @@ class TrainConfig(BaseModel):
     untrained_margin: float = Field(default=0.1, ge=0)
     """A completed run whose final val loss is within this many nats of the corpus's unigram cross-entropy
     (or above it) failed to train: it never left the plateau of token frequencies (0: never judged)."""
+    plateau_stop: float = Field(default=0.0, ge=0, lt=1)
+    """From this fraction of the steps on, a run whose val loss at an evaluation is still within
+    `untrained_margin` of the unigram plateau is finished there, as failed to train, instead of spending the rest
+    of its budget (0: every run trains to the end). The study presets use ½: in the standard study of 2026-11-24
+    none of the 43 runs still on the plateau at half their budget trained by the end, where 7 of the 50 still on
+    it at a third did (benchmarks/plateau_recovery.py)."""
 
     @model_validator(mode="after")
     def _check(self) -> "TrainConfig":
@@ -169,7 +175,7 @@ class RunConfig(BaseModel):
 HASH_NEUTRAL = {"model.arch": "decoder", "train.activation_checkpointing": False, "diagnostics.layer_skip_most": 100,
                 "model.positions": "learned", "model.rope_theta": 10000.0, "model.rope_fraction": 1.0, "model.qk_norm": "none",
                 "model.gelu_approximate": "none", "model.head_transform": False, "model.head_bias": False,
-                "train.init_from_match": "exact"}
+                "train.init_from_match": "exact", "train.plateau_stop": 0.0}
 
 
 class ConfigError(ValueError):

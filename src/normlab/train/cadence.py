@@ -35,11 +35,16 @@ class Steps(Protocol):
     def checkpoint(self) -> None:
         """Save a checkpoint at the current step."""
 
+    def stop_on_plateau(self, checkpointed: bool) -> None:
+        """Finish, as failed to train, each run whose val loss just measured is still on the unigram plateau
+        (`train.plateau_stop`); `checkpointed`: this step's checkpoint is already written."""
+
 
 def run_cadence(tc: TrainConfig, tokens_per_step: int, steps: Steps) -> None:
     """Train to `tc.steps`: the untrained model's val loss at step 0, then per step: evaluate every
     `eval_interval` steps and at the end, log every `log_interval` (tokens/s over the training steps since the
-    last row, evaluations excluded), checkpoint every `ckpt_interval` and at the end."""
+    last row, evaluations excluded), checkpoint every `ckpt_interval` and at the end. From `plateau_stop` of the
+    budget on, a run still on the unigram plateau at an evaluation is finished there, as failed to train."""
     if steps.step == 0:
         steps.evaluate()
         steps.log(0, None, True)
@@ -58,7 +63,10 @@ def run_cadence(tc: TrainConfig, tokens_per_step: int, steps: Steps) -> None:
         steps.tick_clock()
         if log or evaluate:
             steps.log(step, speed, evaluate)
-        if step % tc.ckpt_interval == 0 or last:
+        checkpointed = step % tc.ckpt_interval == 0 or last
+        if checkpointed:
             steps.checkpoint()
+        if evaluate and not last and tc.plateau_stop and step >= tc.plateau_stop * tc.steps:
+            steps.stop_on_plateau(checkpointed)
         if log or evaluate:
             window_start, window_steps = time.perf_counter(), 0

@@ -188,6 +188,19 @@ class _Stack:
     def checkpoint(self) -> None:
         self._each(self._checkpoint)
 
+    def stop_on_plateau(self, checkpointed: bool) -> None:
+        """Members still on the plateau finish here, as a single run would (`Trainer.stop_on_plateau`)."""
+        stalled = []
+
+        def check(s: _Slot) -> None:
+            if s.trainer.stop_on_plateau(s.val_loss, checkpointed=True):  # the stack saves its members itself
+                if not checkpointed:
+                    self._checkpoint(s)
+                self.results[s.index] = s.trainer.finish(s.val_loss)
+                stalled.append(s)
+        self._each(check)
+        self._drop(stalled)
+
     def _start_clocks(self) -> None:
         now = time.perf_counter()
         for s in self.slots:
@@ -210,7 +223,8 @@ class _Stack:
     # -- one step -------------------------------------------------------------------------
     def _train_step(self) -> None:
         tc, model = self.tc, self.model
-        model.train()
+        if not model.training:
+            model.train()
         for s in self.slots:
             s.lr = learning_rate(self.step, s.trainer.tc)
         batches = [self.corpus.batch("train", tc.batch_size, self.cfg.model.block_size, s.trainer.data_rng)

@@ -88,7 +88,7 @@ class _RunSteps:
         return self.trainer.step
 
     def active(self) -> bool:
-        return True  # a single run leaves by raising (Diverged), never by dropping out
+        return self.trainer.stopped_at is None  # it leaves by raising (Diverged), or stopped on the plateau
 
     def evaluate(self) -> None:
         self.val_loss = self.trainer.evaluate()
@@ -115,6 +115,9 @@ class _RunSteps:
 
     def checkpoint(self) -> None:
         self.trainer._checkpoint()
+
+    def stop_on_plateau(self, checkpointed: bool) -> None:
+        self.trainer.stop_on_plateau(self.val_loss, checkpointed)
 
 
 @dataclass
@@ -192,6 +195,7 @@ class Trainer:
         self.optimizer = build_optimizer(self.model, self.tc, self.device.type)
         self.data_rng = torch.Generator().manual_seed(self.tc.seed)
         self.step, self.elapsed = 0, 0.0
+        self.stopped_at: int | None = None  # the step `train.plateau_stop` finished it at, still on the plateau
         # rank 0 alone records diagnostics, of its own slice of the batch (the gradients are the global ones)
         self.store = DiagnosticsStore(self.run_dir.path) if self.cfg.diagnostics.interval and self.dist.main else None
         self.probe = LayerProbe(self.model, self.store, self.cfg.diagnostics.interval) if self.store else None
@@ -422,11 +426,26 @@ class Trainer:
             self.run_dir.write_status("diverged", step=d.step, reason=d.reason, val_loss=None, nan_origin=d.origin)
         return RunResult("diverged", d.step, None, d.reason)
 
+    def stop_on_plateau(self, val_loss: float, checkpointed: bool) -> bool:
+        """`train.plateau_stop`: is the run still on the unigram plateau at this evaluation? Then it stops here
+        (checkpointed, so its directory holds the state it was judged in) and `finish` records it as failed to
+        train. Under torchrun every rank evaluates the same weights on the same batches, so all stop alike."""
+        plateau = self.objective.plateau(self.corpus)
+        if judge_training(val_loss, plateau, self.tc.untrained_margin)[0] == TRAINED:
+            return False
+        self.stopped_at = self.step
+        if not checkpointed:
+            self._checkpoint()
+        return True
+
     def finish(self, val_loss: float) -> RunResult:
         """The layer-skip ablation, then `completed`, with its outcome: trained, or failed to train."""
         skip = self.layer_skip() if self.cfg.diagnostics.layer_skip else None  # every rank: FSDP gathers weights
         plateau = self.objective.plateau(self.corpus)
         outcome, reason = judge_training(val_loss, plateau, self.tc.untrained_margin, self.objective.plateau_what)
+        if self.stopped_at is not None:
+            reason = (f"stopped at step {self.stopped_at} of {self.tc.steps} (train.plateau_stop = "
+                      f"{self.tc.plateau_stop:g}): {reason}")
         if not self.dist.main:
             return RunResult("completed", self.step, val_loss, reason, outcome)
         self.close_events(outcome if outcome == FAILED_TO_TRAIN else "completed", val_loss)
@@ -471,7 +490,8 @@ class Trainer:
     def train_step(self, lr: float) -> tuple[float, float]:
         """One AdamW update on a fresh batch; raises `Diverged` on a non-finite or runaway loss."""
         tc, model = self.tc, self.model
-        model.train()
+        if not model.training:  # evaluate() puts it back; train() walks every module (0.5 ms a step here)
+            model.train()
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         # the global batch, drawn alike on every rank (the data order does not depend on the world size); our slice

@@ -16,8 +16,11 @@ def build_optimizer(model: nn.Module, cfg: TrainConfig, device_type: str) -> tor
         {"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
         {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
     ]
-    fused = device_type == "cuda"  # the fused CUDA kernel; on CPU torch picks its default path (fused CPU AdamW is unmeasured here)
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=fused)
+    # the fused CUDA kernel on a GPU; on a CPU the multi-tensor (foreach) path, which torch picks only for CUDA by
+    # default: the same updates bit for bit as the one-tensor loop, 1.6 vs 2.4 ms a step for the standard preset's
+    # 4-layer model on one core (2026-11-25), about 2 % of its step
+    fused = device_type == "cuda"
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=fused, foreach=not fused)
 
 
 def learning_rate(step: int, cfg: TrainConfig) -> float:
