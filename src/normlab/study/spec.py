@@ -80,16 +80,23 @@ QUICK_BASE = {
     "train.eval_interval": 100, "train.eval_batches": 10, "train.ckpt_interval": 100, "train.log_interval": 10,
     "train.device": "cpu", "diagnostics.interval": 100, "diagnostics.layer_skip": True,
     "train.threads": 1,  # pinned: a run's numerics must not depend on how many cores the machine has
+    # a run still on the unigram plateau at half its budget stops there, failed to train (config.py says why ½)
+    "train.plateau_stop": 0.5,
 }
 # a grid that reaches down to 3e-4 with 5 points, so that no scheme's best or limit sits at an edge by construction
 LRS = [3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
+# the CPU presets' grid, from 1e-3: in the standard run of 2026-11-25 the lowest limit was Post-LN's 3e-3 without
+# warmup (C11) and at 3e-3 no Pre-LN or Post-LN run failed, with or without warmup (C1), so 3e-4 decided no limit;
+# it cost 30 of the run's runs. A best lr at 1e-3 is flagged by C7 as at the grid's edge, not tuned
+CPU_LRS = LRS[1:]
 FINETUNE = {"train.steps": 150, "train.lr": 3e-4, "train.warmup_steps": 15}
 # C8 on a CPU: 32 narrow layers for 600 steps, where Pre-LN trains in most seeds, so DeepNorm's slow start can be
 # told from failure (at 100 layers × 200 steps, 4 of 5 DeepNorm and 1 of 5 Pre-LN runs were still on the unigram
 # plateau: the budget, not the scheme, decided). 32, not the 48 of the round before: the bottom of the issue's
-# 32–64 range, two thirds of the cost, for the standard run's 30 minutes; no layer-skip ablation (32 extra
-# evaluations per run)
-DEEP_CPU = {"model.d_model": 32, "model.n_head": 2, "train.batch_size": 8, "train.steps": 600,
+# 32–64 range, two thirds of the cost; no layer-skip ablation (32 extra evaluations per run). Batches of 8 × 32
+# tokens, half the base's context: a 32-layer Pre-LN step takes 0.66× the time of one with 64 (53 vs 80 ms, median
+# of 5 interleaved repeats on one core, 2026-11-25), and the claim is about depth, which the context does not change
+DEEP_CPU = {"model.d_model": 32, "model.n_head": 2, "model.block_size": 32, "train.batch_size": 8, "train.steps": 600,
             "diagnostics.layer_skip": False, "diagnostics.interval": 600}
 # C5 and C6 on a CPU: Pre-LN at 12 layers × 1,000 steps, the base's width and batch (the cell differs from the
 # base only in the two things the claims are about: depth and training length). 96 s a run alone on one core (12 ×
@@ -124,15 +131,18 @@ PRESETS: dict[str, Preset] = {
         name="standard", summary="every claim on a 2-core CPU (`make run`)",
         description="all 16 claims on a 2-core CPU: 4-layer, 64-wide char models, 300 steps, 5 seeds, depths 2–16, "
                     "C5 and C6 at 12 layers × 1,000 steps, a second round to 10 seeds where an interval straddles "
-                    "(C1, C10, C13, C15), 5 learning rates 3e-4–3e-2 (C14: 3e-3–0.3 without warmup), DeepNorm vs "
-                    "Post-/Pre-LN at 32 layers × 600 steps, each claim under its paper's init and C7, C10, C13, C15 "
+                    "(C1, C10, C13, C15), 4 learning rates 1e-3–3e-2 (C14: Peri-LN and Pre-LN at 0.03–1 without "
+                    "warmup), DeepNorm vs Post-/Pre-LN at 32 layers × 600 steps (32 tokens of context), runs still on "
+                    "the plateau at half their budget stopped, each claim under its paper's init and C7, C10, C13, C15 "
                     "also under the other; "
                     + measured_cost("standard"),
         # no layer-skip ablation outside the depth cell: only C6 reads it (one evaluation per layer per run)
         base={**QUICK_BASE, "diagnostics.layer_skip": False}, seeds=[0, 1, 2, 3, 4], claims=ALL_CLAIMS,
-        lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
+        lrs=CPU_LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
         deep_depths=[32], deep_base=DEEP_CPU, paper_inits=True, init_pass=["C7", "C10", "C13", "C15"],
-        stress_lrs=[0.1, 0.3], depth_cell=DEPTH_CELL, cell_claims=["C5", "C6"], seed_rounds=[5, 10],
+        # C14's lrs beyond the grid: in the standard run of 2026-11-25 Pre-LN and Peri-LN both trained at 0.3, so
+        # only 1.0 can show a limit
+        stress_lrs=[0.1, 0.3, 1.0], depth_cell=DEPTH_CELL, cell_claims=["C5", "C6"], seed_rounds=[5, 10],
         round_claims=ROUND_CLAIMS,
     ),
     "quick": Preset(
@@ -144,7 +154,7 @@ PRESETS: dict[str, Preset] = {
         base=QUICK_BASE, seeds=[0, 1, 2, 3, 4],
         # C8 (very deep models) and C14 (Peri-LN in both sweeps) are the standard preset's
         claims=[c for c in ALL_CLAIMS if c not in ("C8", "C14")],
-        lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9, paper_inits=True,
+        lrs=CPU_LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9, paper_inits=True,
         depth_cell=DEPTH_CELL, cell_claims=["C5", "C6"],
     ),
     "deep": Preset(
@@ -180,9 +190,10 @@ PRESETS: dict[str, Preset] = {
 # The frontier preset's base: the quick base as a modern decoder, the setup the 2024–2026 papers train in (LLaMA-
 # style: rotary positions, SwiGLU, no biases, GPT-2's N(0, 0.02) init with scaled residual outputs), LayerNorm
 # (DyT's and Derf's baseline); no layer-skip ablation (no frontier claim reads it, and it costs one evaluation
-# per layer)
+# per layer); no plateau stop yet: the README's frontier table comes from a run without it, which a resumed
+# frontier study must still match run for run
 FRONTIER_BASE = {**QUICK_BASE, "model.positions": "rope", "model.mlp": "swiglu", "model.init": "gpt2",
-                 "diagnostics.layer_skip": False, "diagnostics.interval": 300}
+                 "diagnostics.layer_skip": False, "diagnostics.interval": 300, "train.plateau_stop": 0.0}
 PRESETS["frontier"] = Preset(
     name="frontier", summary="the placements of 2024–2026 against their papers' headlines (F1–F8)",
     description="F1–F8 on a 2-core CPU: 4-layer, 64-wide char decoders with RoPE and SwiGLU, 300 steps, 5 seeds; "
