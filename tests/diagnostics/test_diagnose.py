@@ -24,10 +24,8 @@ LAYER_KEYS = {"layer", "residual_rms", "contribution_ratio", "angular_distance",
               "skip_delta_loss"}
 EXPECTED_PLACEMENT = {"post": "post", "pre": "pre", "sandwich": "sandwich", "peri": "peri", "deepnorm": "post",
                       "mix": "mix", "lns": "pre", "subln": "subln", "admin": "post", "residual": "post",
-                      "reordered": "reordered", "parallel": "parallel", "ngpt": "ngpt",
-                      # HybridNorm's only stream norm sits on the attention's sum inside the block, Keel's block
-                      # is Post-LN with an input norm too: no layout names either, and a wrong name is worse
-                      "hybrid": "unrecognised", "keel": "unrecognised"}
+                      "reordered": "reordered", "parallel": "parallel", "ngpt": "ngpt", "hybrid": "hybrid",
+                      "keel": "keel"}
 
 
 def minilm_dir():
@@ -64,10 +62,11 @@ def test_placement_is_read_from_the_structure(scheme):
 
 
 @pytest.mark.parametrize("scheme, options, placement, qk", [("parallel", {"shared_norm": 0.0}, "parallel", False),
-                                                            ("hybrid", {"first_pre": 1.0}, "unrecognised", True)])
+                                                            ("hybrid", {"first_pre": 1.0}, "hybrid", True)])
 def test_scheme_options_read_as_their_layout(scheme, options, placement, qk):
-    """GPT-NeoX's two parallel norms read as parallel like GPT-J's one; HybridNorm's QKV-norm is reported as the
-    QK-norm it contains (per head: its input has a heads axis), never as a stream norm."""
+    """GPT-NeoX's two parallel norms read as parallel like GPT-J's one; HybridNorm* (its first block Pre-Norm)
+    reads as HybridNorm, and its QKV-norm is reported as the QK-norm it contains (per head: its input has a heads
+    axis), never as a stream norm."""
     model = normlab.build_model(dict(vocab_size=11, block_size=8, n_layer=2, n_head=2, d_model=16, scheme=scheme,
                                      scheme_options=options))
     found = detect_placement(model, lambda: model(torch.randint(11, (2, 8))))

@@ -102,24 +102,37 @@ def test_each_family_is_named_from_its_structure(tmp_path, family):
 
 
 class Layer(nn.Module):
-    """One norm (two for `pre-and-post`) and two sub-layers, wired as `how` says."""
+    """One norm (two for `keel`) and two sub-layers, wired as `how` says; `+qkv`: q, k and v normalized per head
+    inside the attention sub-layer."""
 
     def __init__(self, how: str, d: int = 8):
         super().__init__()
-        self.how, self.norm, self.out = how, nn.LayerNorm(d), nn.LayerNorm(d)
+        self.how, self.qkv = how.removesuffix("+qkv"), how.endswith("+qkv")
+        self.norm, self.out = nn.LayerNorm(d), nn.LayerNorm(d)
         self.attn, self.mlp = nn.Linear(d, d), nn.Linear(d, d)
+        self.q_norm, self.k_norm, self.v_norm = nn.LayerNorm(d // 2), nn.LayerNorm(d // 2), nn.LayerNorm(d // 2)
+
+    def attend(self, x):
+        if not self.qkv:
+            return self.attn(x)
+        heads = x.view(*x.shape[:-1], 2, x.shape[-1] // 2)  # per head: a 4-d input
+        return self.attn((self.q_norm(heads) + self.k_norm(heads) + self.v_norm(heads)).flatten(-2))
 
     def forward(self, x):
         if self.how == "side-by-side":  # x ← x + A(Norm(x)) + M(Norm(x)): GPT-J's block
             h = self.norm(x)
-            return x + self.attn(h) + self.mlp(h)
+            return x + self.attend(h) + self.mlp(h)
         if self.how == "sequential":  # x' = x + A(Norm(x)); x' + M(x'): the MLP reads the sum, un-normalized
-            x = x + self.attn(self.norm(x))
+            x = x + self.attend(self.norm(x))
             return x + self.mlp(x)
         if self.how == "post":  # x ← Norm(x + A(x))
-            return self.norm(x + self.attn(x))
-        # pre-and-post: x ← Norm'(x + A(Norm(x))): one norm reads the input, another gives the output
-        return self.out(x + self.attn(self.norm(x)))
+            return self.norm(x + self.attend(x))
+        if self.how in ("hybrid", "half-pre"):  # y = x + A(x), then the MLP on Norm(y)
+            y = x + self.attend(x)
+            h = self.norm(y)
+            return (h if self.how == "hybrid" else y) + self.mlp(h)  # HybridNorm carries Norm(y) on, half-pre y
+        # keel: x ← Norm'(x + A(Norm(x))): one norm reads the input, another gives the output
+        return self.out(x + self.attend(self.norm(x)))
 
 
 def run_stack(*layers: nn.Module) -> dict:
@@ -140,11 +153,30 @@ def test_a_shared_norm_read_side_by_side_is_parallel_and_read_in_sequence_is_pre
 
 
 def test_a_layout_no_name_fits_is_unrecognised_with_what_was_seen():
-    found = run_stack(Layer("pre-and-post"), Layer("pre-and-post"))
+    found = run_stack(Layer("half-pre"), Layer("half-pre"))  # only the MLP reads a norm, of the attention's sum
     assert found["placement"] == "unrecognised"
-    assert found["placement_seen"].startswith("layer 0: 2 norm(s), 1 on the layer input") and "is a norm's" in \
-        found["placement_seen"]
+    assert found["placement_seen"] == ("layer 0: 1 norm(s), 0 on the layer input, 0 on a sub-layer's output, "
+                                       "output is not a norm's")
     assert placement_text(found) == f"unrecognised ({found['placement_seen']})"  # as the CLI and the page print it
     mixed = run_stack(Layer("side-by-side"), Layer("post"))  # a parallel layer under a post one: neither, nor Mix-LN
     assert (mixed["placement"], mixed["placement_seen"]) == ("unrecognised", "layers read as parallel (1), post (1)")
     assert run_stack(Layer("post"), Layer("sequential"))["placement"] == "mix"  # Post-LN below Pre-LN is Mix-LN's layout
+
+
+def test_post_ln_with_an_input_norm_is_keel():
+    assert run_stack(Layer("keel"), Layer("keel"))["placement"] == "keel"
+
+
+def test_hybridnorm_is_told_from_a_half_pre_layout_by_what_its_ffn_residual_carries():
+    """Both normalize only the attention's sum; HybridNorm's FFN residual carries the normalized sum, the other
+    the sum itself. Without its QKV-norm the layout is not HybridNorm's either."""
+    hybrid = run_stack(Layer("hybrid+qkv"), Layer("hybrid+qkv"))
+    assert (hybrid["placement"], hybrid["qk_norm"]) == ("hybrid", True)
+    half = run_stack(Layer("half-pre+qkv"), Layer("half-pre+qkv"))
+    assert half["placement"] == "unrecognised" and "normalized between" not in half["placement_seen"]
+    assert half["placement_seen"].endswith("3 norm(s) on queries, keys or values")
+    no_qkv = run_stack(Layer("hybrid"), Layer("hybrid"))
+    assert no_qkv["placement"] == "unrecognised" and no_qkv["placement_seen"].endswith("normalized between its sub-layers")
+    # HybridNorm*'s first block is Pre-Norm; a Pre-LN block above HybridNorm's is neither
+    assert run_stack(Layer("sequential+qkv"), Layer("hybrid+qkv"))["placement"] == "hybrid"
+    assert run_stack(Layer("hybrid+qkv"), Layer("sequential+qkv"))["placement"] == "unrecognised"

@@ -8,10 +8,12 @@
   sub-layers (its direct children with weights). By tensor identity it sees, per layer, which
   norms read the layer's input x, whether the layer's output *is* a norm's output, which norms
   read a sub-layer's output, and whether the sub-layers read x side by side; `LAYOUTS` names the
-  layer from those facts (pre, post, sandwich, Sub-LN, parallel, reordered, nGPT), and a layer none of
-  them fits is `unrecognised`, with what was seen. Sandwich with a norm on the embeddings is
-  peri; a norm after the last layer is the final norm. DeepNorm reads as post and LayerNorm
-  Scaling as pre: the residual multiplier and the 1/√ℓ are not visible in the structure. No
+  layer from those facts (pre, post, sandwich, Sub-LN, parallel, reordered, nGPT, Keel, HybridNorm), and a
+  layer none of them fits is `unrecognised`, with what was seen. Sandwich with a norm on the embeddings is
+  peri; a norm after the last layer is the final norm. DeepNorm reads as post, Keel as Post-LN with an
+  input norm, and LayerNorm Scaling as pre: residual multipliers and the 1/√ℓ are not visible in the
+  structure. HybridNorm is the one layout told by a value: its FFN residual carries Norm(Y), which the
+  identity of tensors cannot show (x' = Norm(Y) + FFN(Norm(Y)) against a Pre-LN-like y + FFN(Norm(y))). No
   model_type is looked up: GPT-J, GPT-NeoX (use_parallel_residual), Falcon (parallel_attn), Phi
   and Cohere read as parallel because their MLP reads Norm(x), not x + Attn(...).
 - QK-norm (Gemma 3, Qwen3, OLMo 2, ViT-22B) normalizes queries and keys inside attention: a norm
@@ -32,11 +34,12 @@ from torch import nn
 from normlab.nn.norms import NoNorm, Norm
 
 _NORM_NAME = re.compile(r"(LayerNorm|RMSNorm|ScaleNorm|DyT)$", re.IGNORECASE)
-_QK_NAME = re.compile(r"(^|\.)(q|k|query|key)_?(norm|layernorm|ln)$", re.IGNORECASE)
+_QK_NAME = re.compile(r"(^|\.)(q|k|v|query|key|value)_?(norm|layernorm|ln)$", re.IGNORECASE)
 
 
 def is_qk_norm(name: str, norm_input: torch.Tensor) -> bool:
-    """A norm on queries or keys: named so (HF's q_norm, k_norm, ...), or applied per head (a 4-d input)."""
+    """A norm on queries, keys or values: named so (HF's q_norm, k_norm, ...; HybridNorm's v too), or applied per head
+    (a 4-d input)."""
     return bool(_QK_NAME.search(name)) or norm_input.dim() >= 4
 
 
@@ -126,12 +129,17 @@ class LayerSeen:
     inner: bool  # a norm on another width (the FFN hidden: Sub-LN)
     read_sublayer: int  # norms that normalize a sub-layer's output
     side_by_side: int  # sub-layers reading x or Norm(x), while no sub-layer reads an intermediate sum
+    qkv: int = 0  # norms on queries, keys or values inside attention (left out of `norms`)
+    carries_norm: bool = False  # the output is a (non-final) norm's output plus the last sub-layer's: the
+    #                             stream between the sub-layers was normalized (HybridNorm's FFN residual)
 
     def describe(self) -> str:
         return (f"{self.norms} norm(s), {self.read_input} on the layer input, {self.read_sublayer} on a sub-layer's "
                 f"output, output {'is' if self.give_output else 'is not'} a norm's"
                 + (", a norm on another width" if self.inner else "")
-                + (f", {self.side_by_side} sub-layers reading the input side by side" if self.side_by_side > 1 else ""))
+                + (f", {self.side_by_side} sub-layers reading the input side by side" if self.side_by_side > 1 else "")
+                + (", the stream normalized between its sub-layers" if self.carries_norm else "")
+                + (f", {self.qkv} norm(s) on queries, keys or values" if self.qkv else ""))
 
 
 # Each layout a layer can be read as, first match wins: (name, test, formula). A layer none of them fits is
@@ -142,6 +150,12 @@ LAYOUTS: list[tuple[str, Callable[[LayerSeen], bool], str]] = [
     ("ngpt", lambda s: s.give_output and s.read_input == 0 and s.read_sublayer > 0,
      "h ← Norm(h + α(Norm(F(h)) − h)) (nGPT)"),
     ("post", lambda s: s.give_output and s.read_input == 0, "x ← Norm(x + F(x))"),
+    # Post-LN whose branch also reads a normalized input (the residual scale α is not visible in the layout)
+    ("keel", lambda s: s.give_output and s.read_input > 0 and not s.inner, "x ← Norm(α·x + F(Norm(x))) (Keel)"),
+    # the one stream norm on the attention's sum, carried into the FFN's residual, with q, k and v normalized
+    ("hybrid", lambda s: not s.give_output and s.read_input == 0 and s.read_sublayer == 0 and s.norms > 0
+     and s.carries_norm and s.qkv >= 3, "Y = x + Attn(Norm(Q), Norm(K), Norm(V)); x' = Norm(Y) + FFN(Norm(Y)) "
+                                         "(HybridNorm)"),
     ("parallel", lambda s: not s.give_output and 0 < s.read_input == s.norms and s.side_by_side >= 2,
      "x ← x + Attn(Norm(x)) + MLP(Norm'(x)), Norm' = Norm or its own (GPT-J, GPT-NeoX, PaLM)"),
     ("subln", lambda s: not s.give_output and s.read_input > 0 and s.inner, "x ← x + F(Norm(x)), F with a norm inside"),
@@ -201,7 +215,7 @@ def detect_placement(model: nn.Module, run_forward: Callable[[], object],
         flags = [is_qk_norm(n, a) for n, a, _ in inside]  # (tuples of tensors: never compared with `in`)
         qk = [c for c, f in zip(inside, flags) if f]
         inside = [c for c, f in zip(inside, flags) if not f]  # the placement is about the residual stream's norms
-        seen = _seen(x_in, x_out, inside, parts[i])
+        seen = _seen(x_in, x_out, inside, parts[i], qkv=len(qk))
         per_layer.append({"layer": i, "kind": layout_of(seen), "norms": len(inside), "qk_norms": len(qk),
                           "seen": seen.describe()})
 
@@ -235,8 +249,9 @@ def _first_input(args, kwargs):
     return None
 
 
-def _seen(x_in, x_out, inside, sublayers) -> LayerSeen:
-    """The facts `LAYOUTS` reads, by tensor identity: which norm or sub-layer read or gave which tensor."""
+def _seen(x_in, x_out, inside, sublayers, qkv: int = 0) -> LayerSeen:
+    """The facts `LAYOUTS` reads, by tensor identity (which norm or sub-layer read or gave which tensor), and one
+    by value: whether the output is a norm's output plus the last sub-layer's."""
     normed_input = [o for _, a, o in inside if a is x_in]
     produced = [o for _, _, o in inside] + [o for _, o in sublayers]
     # side by side: each sub-layer reads x, Norm(x), or another part's output; none reads a sum formed in between
@@ -247,7 +262,16 @@ def _seen(x_in, x_out, inside, sublayers) -> LayerSeen:
         give_output=any(o is x_out for _, _, o in inside),
         inner=any(a.shape[-1] != x_in.shape[-1] for _, a, _ in inside),
         read_sublayer=sum(any(a is o for _, o in sublayers) for _, a, _ in inside),
-        side_by_side=len(side) if clean else 0)
+        side_by_side=len(side) if clean else 0, qkv=qkv,
+        carries_norm=bool(sublayers) and any(_is_sum(x_out, o, sublayers[-1][1]) for _, _, o in inside
+                                              if o is not x_out))
+
+
+def _is_sum(total, a, b) -> bool:
+    """`total` == a + b, to float tolerance (tensors of one shape; HF's tuples give their first tensor)."""
+    if not all(isinstance(t, torch.Tensor) for t in (total, a, b)) or not (total.shape == a.shape == b.shape):
+        return False
+    return torch.allclose(total.float(), a.float() + b.float(), rtol=1e-4, atol=1e-5)
 
 
 def _overall(per_layer: list[dict], embed_norm: bool) -> tuple[str, str | None]:
@@ -256,6 +280,8 @@ def _overall(per_layer: list[dict], embed_norm: bool) -> tuple[str, str | None]:
     distinct = set(kinds)
     if distinct == {"post", "pre"} and kinds.index("pre") > max(i for i, k in enumerate(kinds) if k == "post"):
         return "mix", None  # Post-LN bottom, Pre-LN top
+    if distinct == {"pre", "hybrid"} and kinds[0] == "pre" and kinds.count("pre") == 1:
+        return "hybrid", None  # HybridNorm*: its first block Pre-Norm around both sub-layers
     if "unrecognised" in distinct:
         p = next(p for p in per_layer if p["kind"] == "unrecognised")
         return "unrecognised", f"layer {p['layer']}: {p['seen']}"
