@@ -364,6 +364,15 @@ def deepnorm_worse_than_pre():
     return Case(_c8([2.203, 2.207], [None, None], [2.003, 2.007]), preset=DEEP)
 
 
+@scenario("C8", FAILS, 2.010 - 2.005)
+def deepnorm_cannot_beat_pre():
+    # DeepNorm trains and Post-LN diverges, but DeepNorm ends 0.005 nats above Pre-LN: no difference shows, and
+    # Pre-LN is not worse by more than the margin, so DeepNorm cannot beat it; the summary says so
+    def check(v):
+        assert "so DeepNorm cannot beat it" in v.summary
+    return Case(_c8([2.008, 2.012], [None, None], [2.003, 2.007]), preset=DEEP, check=check)
+
+
 @scenario("C8", FAILS, 2.005 - 2.105)
 def post_does_not_fail():
     # Post-LN trains as well as DeepNorm at 16 layers: nothing DeepNorm rescues
@@ -462,9 +471,9 @@ def c8_no_deepnorm_runs():
 #       Peri-LN's and Pre-LN's lr sweep without warmup at the base depth 4, over the grid's top lr and the preset's
 #       stress lrs; Post-LN's runs, here at every cell, are other claims' and never enter)
 # =========================================================================================
-# a grid topping out at 3e-3 and stress lrs above it, as the standard preset's
-P14 = dataclasses.replace(P, name="unit-stress", lrs=[1e-3, 3e-3], stress_lrs=[1e-2, 3e-2, 0.1])
-C14_LRS = [3e-3, 1e-2, 3e-2, 0.1]  # C14's lrs under P14: the grid's top, then the stress lrs (1e-3 is below)
+# C14's own lrs (stress lrs), as the standard preset's: 3e-3 and 1e-2 inside the unit grid, two beyond it
+P14 = dataclasses.replace(P, name="unit-stress", stress_lrs=[3e-3, 1e-2, 3e-2, 0.1])
+C14_LRS = [3e-3, 1e-2, 3e-2, 0.1]  # C14's lrs under P14 (1e-3 is not one)
 C14_CELLS = [(lr, 0, 4) for lr in C14_LRS]  # (lr, warmup, depth): 4 per scheme, 8 with 2 seeds, 20 with 5
 # other claims' runs, never C14's: the with-warmup lr sweep (C1/C7/C11), the grid lr below lr_fixed without warmup,
 # and the depth sweep at lr LR with warmup (C4's)
@@ -589,6 +598,16 @@ def nothing_diverges():
         assert v.details["max_stable_lr_no_warmup"] == {"peri": 0.1, "pre": 0.1}
         assert "lrs above 0.1, where Pre-LN itself fails, would decide" in v.summary
     return Case(_c14({}), preset=P14, check=check)
+
+
+@scenario("C14", INCONCLUSIVE, 2 / 8)
+def both_fail_at_the_top_lr_alike():
+    # both train up to 3e-2 and fail at 0.1 in every seed (the standard run of 2026-11-25 at 0.3 and 1): the same
+    # limit, no discordant pair; what decides is an lr between the two, not one above the top
+    def check(v):
+        assert v.details["max_stable_lr_no_warmup"] == {"peri": 3e-2, "pre": 3e-2}
+        assert "both train at 0.03 and neither at 0.1: lrs between, or more seeds, would decide" in v.summary
+    return Case(_c14({"peri": {(0.1, 0, 4)}, "pre": {(0.1, 0, 4)}}), preset=P14, check=check)
 
 
 @scenario("C14", INCONCLUSIVE, 0.0)

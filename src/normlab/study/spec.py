@@ -32,9 +32,14 @@ class Preset:
     depths: list[int]  # the depth sweep (C2–C6)
     # one line for `normlab study --help`: what it runs and where (its cost is the description's, measured)
     summary: str = ""
-    # larger lrs C14 adds to its sweep without warmup: where Pre-LN trains at every lr of the grid, only an lr
-    # beyond it can show whether Peri-LN is *more* stable (the standard run of 2026-11-24: both trained everywhere)
+    # the lrs C14 trains without warmup, beyond the grid: where Pre-LN trains at every lr of the grid, only an lr
+    # beyond it can show whether Peri-LN is *more* stable (the standard run of 2026-11-24: both trained everywhere);
+    # none: C14 at the grid's top lr alone
     stress_lrs: list[float] = field(default_factory=list)
+    # the lr sweep's arm without warmup starts at this lr (C1's figure, C11's limit without warmup): below it every
+    # scheme trained without warmup in the standard run of 2026-11-25 (Post-LN's limit was 3e-3); the arm with
+    # warmup keeps the whole grid, where C7 tunes (under GPT-2's init Post-LN's best lr was 1e-3)
+    no_warmup_from: float = 0.0
     deep_depths: list[int] = field(default_factory=list)  # very deep narrow models (C8)
     deep_base: dict[str, Any] = field(default_factory=dict)
     timing_repeats: int = 15  # interleaved repeats of each timed norm / step
@@ -85,10 +90,6 @@ QUICK_BASE = {
 }
 # a grid that reaches down to 3e-4 with 5 points, so that no scheme's best or limit sits at an edge by construction
 LRS = [3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
-# the CPU presets' grid, from 1e-3: in the standard run of 2026-11-25 the lowest limit was Post-LN's 3e-3 without
-# warmup (C11) and at 3e-3 no Pre-LN or Post-LN run failed, with or without warmup (C1), so 3e-4 decided no limit;
-# it cost 30 of the run's runs. A best lr at 1e-3 is flagged by C7 as at the grid's edge, not tuned
-CPU_LRS = LRS[1:]
 FINETUNE = {"train.steps": 150, "train.lr": 3e-4, "train.warmup_steps": 15}
 # C8 on a CPU: 32 narrow layers for 600 steps, where Pre-LN trains in most seeds, so DeepNorm's slow start can be
 # told from failure (at 100 layers × 200 steps, 4 of 5 DeepNorm and 1 of 5 Pre-LN runs were still on the unigram
@@ -131,18 +132,18 @@ PRESETS: dict[str, Preset] = {
         name="standard", summary="every claim on a 2-core CPU (`make run`)",
         description="all 16 claims on a 2-core CPU: 4-layer, 64-wide char models, 300 steps, 5 seeds, depths 2–16, "
                     "C5 and C6 at 12 layers × 1,000 steps, a second round to 10 seeds where an interval straddles "
-                    "(C1, C10, C13, C15), 4 learning rates 1e-3–3e-2 (C14: Peri-LN and Pre-LN at 0.03–1 without "
-                    "warmup), DeepNorm vs Post-/Pre-LN at 32 layers × 600 steps (32 tokens of context), runs still on "
+                    "(C1, C10, C13, C15), 5 learning rates 3e-4–3e-2 with warmup, 4 from 1e-3 without (C14: "
+                    "Peri-LN and Pre-LN at 0.3–1 without warmup), DeepNorm vs Post-/Pre-LN at 32 layers × 600 steps (32 tokens of context), runs still on "
                     "the plateau at half their budget stopped, each claim under its paper's init and C7, C10, C13, C15 "
                     "also under the other; "
                     + measured_cost("standard"),
         # no layer-skip ablation outside the depth cell: only C6 reads it (one evaluation per layer per run)
         base={**QUICK_BASE, "diagnostics.layer_skip": False}, seeds=[0, 1, 2, 3, 4], claims=ALL_CLAIMS,
-        lrs=CPU_LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
+        lrs=LRS, no_warmup_from=1e-3, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
         deep_depths=[32], deep_base=DEEP_CPU, paper_inits=True, init_pass=["C7", "C10", "C13", "C15"],
-        # C14's lrs beyond the grid: in the standard run of 2026-11-25 Pre-LN and Peri-LN both trained at 0.3, so
-        # only 1.0 can show a limit
-        stress_lrs=[0.1, 0.3, 1.0], depth_cell=DEPTH_CELL, cell_claims=["C5", "C6"], seed_rounds=[5, 10],
+        # C14's lrs: in the standard runs of 2026-11-25 Pre-LN and Peri-LN both trained at 0.03, 0.1 and 0.3 and
+        # both failed at 1 in every seed, so a limit that tells them apart lies between 0.3 and 1
+        stress_lrs=[0.3, 0.5, 0.7, 1.0], depth_cell=DEPTH_CELL, cell_claims=["C5", "C6"], seed_rounds=[5, 10],
         round_claims=ROUND_CLAIMS,
     ),
     "quick": Preset(
@@ -154,7 +155,8 @@ PRESETS: dict[str, Preset] = {
         base=QUICK_BASE, seeds=[0, 1, 2, 3, 4],
         # C8 (very deep models) and C14 (Peri-LN in both sweeps) are the standard preset's
         claims=[c for c in ALL_CLAIMS if c not in ("C8", "C14")],
-        lrs=CPU_LRS, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9, paper_inits=True,
+        lrs=LRS, no_warmup_from=1e-3, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
+        paper_inits=True,
         depth_cell=DEPTH_CELL, cell_claims=["C5", "C6"],
     ),
     "deep": Preset(

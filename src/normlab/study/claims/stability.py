@@ -15,14 +15,10 @@ SCHEME_NAMES = {name: scheme.label for name, scheme in SCHEMES.items()}  # in su
 
 
 def lr_sweep(preset, schemes: tuple[str, ...], lrs: list[float] | None = None) -> list[dict[str, Any]]:
+    """Each scheme at each lr with and without warmup; without warmup only from `Preset.no_warmup_from` up."""
     return [{"model.scheme": s, "train.lr": lr, "train.warmup_steps": w}
-            for s in schemes for lr in (lrs or preset.lrs) for w in (0, preset.warmup)]
-
-
-def stress_lrs(preset) -> list[float]:
-    """The lr grid and the preset's larger lrs (`Preset.stress_lrs`): C14 asks which of two stable schemes is
-    *more* stable, which a grid where neither ever fails cannot answer."""
-    return sorted({*preset.lrs, *preset.stress_lrs})
+            for s in schemes for lr in (lrs or preset.lrs) for w in (0, preset.warmup)
+            if w or lr >= preset.no_warmup_from]
 
 
 def depth_sweep(preset, schemes: tuple[str, ...], depths: list[int] | None = None, **extra) -> list[dict[str, Any]]:
@@ -351,9 +347,11 @@ class DeepNormC8(Claim):
             verdict = FAILS
         else:
             verdict = INCONCLUSIVE
+        why = ("; Pre-LN is not worse than DeepNorm by more than the margin (one-sided), so DeepNorm cannot beat it"
+               if verdict == FAILS and cannot_beat and cmp not in ("worse", "better") and not post_fine else "")
         summary = (f"at {deepest} layers: DeepNorm {failures(deep)}, val {fmt(deep.mean)}; "
                    f"Post-LN {failures(post)}, val {fmt(post.mean)}; Pre-LN val "
-                   f"{fmt(pre.mean)} ({failures(pre)}); DeepNorm − Pre-LN {fmt(info.get('diff'))} ({said(cmp)}). "
+                   f"{fmt(pre.mean)} ({failures(pre)}); DeepNorm − Pre-LN {fmt(info.get('diff'))} ({said(cmp)}){why}. "
                    f"1,000 layers are beyond this preset.")
         settings = {"depths": preset.deep_depths, **{k.split(".")[-1]: v for k, v in preset.deep_base.items()},
                     "lr": preset.lr_fixed, "warmup_steps": preset.warmup}
@@ -384,11 +382,11 @@ class PeriC14(Claim):
     SCHEMES = ("peri", "pre")  # the claim: Peri-LN more stable than Pre-LN (Post-LN's limit is C11's)
 
     def lrs(self, preset) -> list[float]:
-        """The lrs C14 trains without warmup: the grid's top lr and the preset's stress lrs beyond it. The paper's
-        stability claim is about learning rates (its §4: larger usable lrs, fewer divergences). Below the grid's
-        top Peri-LN and Pre-LN trained in every seed of the standard run of 2026-11-25 (up to 0.3, in fact), so
-        those lrs decide nothing; a limit below the top is reported as such."""
-        return [lr for lr in stress_lrs(preset) if lr >= max(preset.lrs)]
+        """The lrs C14 trains without warmup: the preset's stress lrs, else the grid's top. The paper's stability
+        claim is about learning rates (its §4: larger usable lrs, fewer divergences). In the standard runs of
+        2026-11-25 Peri-LN and Pre-LN trained in every seed at every lr up to 0.3 and failed in every seed at 1,
+        so the standard preset's stress lrs lie between: lower ones decided nothing."""
+        return sorted(preset.stress_lrs) or [max(preset.lrs)]
 
     def runs(self, preset):
         # the lr sweep without warmup, where stability is tested (the depth sweep was dropped in the round of
@@ -422,8 +420,12 @@ class PeriC14(Claim):
         elif rates["peri"] is None or rates["pre"] is None or seeds < 2:
             decide = "; too few runs to compare: Peri-LN's and Pre-LN's sweeps at 2 seeds or more would decide"
         elif peri_lr == pre_lr and solo[0] == solo[1]:
+            above = [lr for lr in self.lrs(preset) if lr > (pre_lr or 0)]
+            where = (f"lrs above {top:g}, where Pre-LN itself fails, would decide" if not above else
+                     f"both train at {fmt(pre_lr, 'g') if pre_lr else 'none of them'} and neither at {above[0]:g}: lrs "
+                     f"between, or more seeds, would decide")
             decide = (f"; as stable as Pre-LN here (the same highest trainable lr, {solo[0]} vs {solo[1]} runs that "
-                      f"one alone did not train): lrs above {top:g}, where Pre-LN itself fails, would decide")
+                      f"one alone did not train): {where}")
         else:
             decide = (f"; Peri-LN alone did not train in {solo[0]} runs, Pre-LN alone in {solo[1]}: not significant "
                       f"at α = {alpha():g} (sign test), so more seeds would decide")
