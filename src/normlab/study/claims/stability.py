@@ -17,8 +17,7 @@ SCHEME_NAMES = {name: scheme.label for name, scheme in SCHEMES.items()}  # in su
 def lr_sweep(preset, schemes: tuple[str, ...], lrs: list[float] | None = None) -> list[dict[str, Any]]:
     """Each scheme at each lr with and without warmup; without warmup only from `Preset.no_warmup_from` up."""
     return [{"model.scheme": s, "train.lr": lr, "train.warmup_steps": w}
-            for s in schemes for lr in (lrs or preset.lrs) for w in (0, preset.warmup)
-            if w or lr >= preset.no_warmup_from]
+            for s in schemes for lr in (lrs or preset.lrs) for w in (0, preset.warmup) if lr in swept_lrs(preset, w, lrs)]
 
 
 def depth_sweep(preset, schemes: tuple[str, ...], depths: list[int] | None = None, **extra) -> list[dict[str, Any]]:
@@ -59,11 +58,17 @@ def cell_runs(preset, claim_id: str, schemes: tuple[str, ...]) -> list[dict[str,
              **preset.depth_cell} for s in schemes]
 
 
+def swept_lrs(preset, warmup: int, lrs=None) -> list[float]:
+    """The lrs the sweep trains at this warmup: all of them with warmup, from `no_warmup_from` up without."""
+    return [lr for lr in (lrs or preset.lrs) if warmup or lr >= preset.no_warmup_from]
+
+
 def sweep_table(records, preset, schemes, warmups=None, lrs=None) -> dict[str, Any]:
     """{scheme: {warmup: {lr: group description}}} over the lr sweep at the base depth."""
     return {s: {str(w): {f"{lr:g}": describe(group(records, model__scheme=s, train__lr=lr, train__warmup_steps=w,
                                                     model__n_layer=preset.depth))
-                        for lr in (lrs or preset.lrs)} for w in (warmups or (0, preset.warmup))} for s in schemes}
+                        for lr in swept_lrs(preset, w, lrs)} for w in (warmups or (0, preset.warmup))}
+            for s in schemes}
 
 
 OMITTED = ("Mean over seeds ± one standard deviation, of the runs that trained; a point is missing where no "
@@ -77,9 +82,9 @@ def sweep_figure(records, preset, schemes, title, warmups=None, lrs=None, **wher
     where = {"model__n_layer": preset.depth, **where}
     for s in schemes:
         for w in (warmups or (0, preset.warmup)):
-            gs = [group(records, model__scheme=s, train__lr=lr, train__warmup_steps=w, **where)
-                  for lr in lrs or preset.lrs]
-            fig.series.append(Series(trained_label(f"{s}, warmup {w}", gs), list(lrs or preset.lrs), [g.mean for g in gs],
+            xs = swept_lrs(preset, w, lrs)
+            gs = [group(records, model__scheme=s, train__lr=lr, train__warmup_steps=w, **where) for lr in xs]
+            fig.series.append(Series(trained_label(f"{s}, warmup {w}", gs), xs, [g.mean for g in gs],
                                      [g.sd for g in gs]))
     return fig
 
@@ -403,8 +408,15 @@ class PeriC14(Claim):
         seeds = n_seeds(from_runs(records, own))  # C14's own Peri-LN runs, not every Peri-LN run of the study
         paired = matched_failures(records, own, "pre")
         peri_lr, pre_lr = lr_best["peri"], lr_best["pre"]
-        higher = (peri_lr or 0) > (pre_lr or 0)
-        lower = (peri_lr or 0) < (pre_lr or 0)
+        # a limit is a threshold on a failure rate (80 %): it counts only where the seeds at the lr that separates
+        # the two limits (the lowest lr where one scheme trains and the other does not) back it, by the same paired
+        # sign test; a cell where 2 of 5 seeds failed is two-mode noise at 5 seeds, not a limit
+        split = next((lr for lr in self.lrs(preset) if (peri_lr or 0) >= lr > (pre_lr or 0)
+                      or (pre_lr or 0) >= lr > (peri_lr or 0)), None)
+        at_split = (matched_failures(records, [o for o in own if o["train.lr"] == split], "pre")
+                    if split is not None else None)
+        higher = (peri_lr or 0) > (pre_lr or 0) and bool(at_split and at_split["fewer"])
+        lower = (peri_lr or 0) < (pre_lr or 0) and bool(at_split and at_split["more"])
         if rates["peri"] is None or rates["pre"] is None or seeds < 2:
             verdict = INCONCLUSIVE
         elif paired["more"] or (lower and not paired["fewer"]):
@@ -419,6 +431,10 @@ class PeriC14(Claim):
             decide = ""
         elif rates["peri"] is None or rates["pre"] is None or seeds < 2:
             decide = "; too few runs to compare: Peri-LN's and Pre-LN's sweeps at 2 seeds or more would decide"
+        elif at_split is not None:
+            decide = (f"; the limits differ at lr {split:g}, where Peri-LN alone did not train in "
+                      f"{at_split['only_a_failed']} seeds and Pre-LN alone in {at_split['only_b_failed']} (sign test "
+                      f"p = {at_split['p_one_sided']:.3g}): too few to call it a limit, more seeds would decide")
         elif peri_lr == pre_lr and solo[0] == solo[1]:
             above = [lr for lr in self.lrs(preset) if lr > (pre_lr or 0)]
             where = (f"lrs above {top:g}, where Pre-LN itself fails, would decide" if not above else
@@ -440,6 +456,7 @@ class PeriC14(Claim):
                           "trainable": f"at least {TRAINS:.0%} of the seeds trained, each scheme's own limit"},
                          summary, test=paired["test"] + f"; highest lr where ≥ {TRAINS:.0%} of seeds train",
                          seeds=paired["seeds"], did_not_train_rate=rates, failures_paired=paired,
+                         limits_split={"lr": split, **(at_split or {})},
                          max_stable_lr_no_warmup=lr_best,
                          sweep=sweep_table(records, preset, self.SCHEMES, (0,), self.lrs(preset)))
 
