@@ -75,3 +75,15 @@ def test_a_stacked_member_on_the_plateau_stops_and_the_others_train_on_bit_ident
     for a, b in (("a0", "b0"), ("a2", "b2")):
         assert val_curve(tmp_path / a) == val_curve(tmp_path / b)
     assert [r.val_loss for r in with_stuck[::2]] == [r.val_loss for r in without]
+
+
+def test_a_run_killed_after_its_stop_checkpoint_stops_there_again(tmp_path, one_torch_thread):
+    """Killed between the stop's checkpoint and its status (the layer-skip ablation runs in between): the resume
+    starts at that evaluation and stops again, as the uninterrupted run did, instead of training to the end."""
+    cfg = run(1e-7, plateau_stop=0.5)
+    first = train(cfg, str(tmp_path / "r"))
+    rd = RunDir(tmp_path / "r")
+    rd.write_status("interrupted", step=40, reason="killed")  # as a kill before `finish` wrote its status
+    again = train(cfg, str(tmp_path / "r"))
+    assert (again.status, again.step, again.outcome, again.reason) == ("completed", 40, "failed_to_train", first.reason)
+    assert [s for s, _ in val_curve(tmp_path / "r")] == [0, 20, 40]

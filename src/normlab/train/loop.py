@@ -429,9 +429,10 @@ class Trainer:
     def stop_on_plateau(self, val_loss: float, checkpointed: bool) -> bool:
         """`train.plateau_stop`: is the run still on the unigram plateau at this evaluation? Then it stops here
         (checkpointed, so its directory holds the state it was judged in) and `finish` records it as failed to
-        train. Under torchrun every rank evaluates the same weights on the same batches, so all stop alike."""
+        train. Under torchrun rank 0 decides for every rank."""
         plateau = self.objective.plateau(self.corpus)
-        if judge_training(val_loss, plateau, self.tc.untrained_margin)[0] == TRAINED:
+        stuck = judge_training(val_loss, plateau, self.tc.untrained_margin)[0] != TRAINED
+        if not self.dist.from_main(stuck):  # rank 0's call on every rank: a last-bit difference must not split them
             return False
         self.stopped_at = self.step
         if not checkpointed:
@@ -484,8 +485,25 @@ class Trainer:
     def _loop(self) -> float:
         """Train to the end on the one cadence (train/cadence.py); the last val loss measured (nan if none)."""
         steps = _RunSteps(self)
+        stopped = self._stopped_before()
+        if stopped is not None:
+            return stopped
         run_cadence(self.tc, self.tc.batch_size * self.cfg.model.block_size, steps)
         return steps.val_loss
+
+    def _stopped_before(self) -> float | None:
+        """A run killed after `train.plateau_stop` stopped it (its checkpoint written) but before its status said
+        so resumes at that very evaluation: it stops there again, as the uninterrupted run did; its val loss."""
+        tc = self.tc
+        if not (tc.plateau_stop and 0 < self.step < tc.steps and self.step % tc.eval_interval == 0
+                and self.step >= tc.plateau_stop * tc.steps):
+            return None
+        rows = self.run_dir.metrics() if self.dist.main else []
+        val = self.dist.from_main(next((r["val_loss"] for r in reversed(rows)
+                                        if r.get("step") == self.step and "val_loss" in r), None))
+        if val is None or not self.stop_on_plateau(val, checkpointed=True):
+            return None
+        return val
 
     def train_step(self, lr: float) -> tuple[float, float]:
         """One AdamW update on a fresh batch; raises `Diverged` on a non-finite or runaway loss."""
