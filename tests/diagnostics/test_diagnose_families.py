@@ -176,7 +176,8 @@ def test_hybridnorm_is_told_from_a_half_pre_layout_by_what_its_ffn_residual_carr
     assert half["placement"] == "unrecognised" and "normalized between" not in half["placement_seen"]
     assert half["placement_seen"].endswith("3 norm(s) on queries, keys or values")
     no_qkv = run_stack(Layer("hybrid"), Layer("hybrid"))
-    assert no_qkv["placement"] == "unrecognised" and no_qkv["placement_seen"].endswith("normalized between its sub-layers")
+    assert no_qkv["placement"] == "unrecognised"
+    assert no_qkv["placement_seen"].endswith("normalized between its sub-layers")
     # HybridNorm*'s first block is Pre-Norm; a Pre-LN block above HybridNorm's is neither
     assert run_stack(Layer("sequential+qkv"), Layer("hybrid+qkv"))["placement"] == "hybrid"
     assert run_stack(Layer("hybrid+qkv"), Layer("sequential+qkv"))["placement"] == "unrecognised"

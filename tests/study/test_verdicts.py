@@ -615,6 +615,16 @@ def both_fail_at_the_top_lr_alike():
     return Case(_c14({"peri": {(0.1, 0, 4)}, "pre": {(0.1, 0, 4)}}), preset=P14, check=check)
 
 
+@scenario("C14", INCONCLUSIVE, 1.0)
+def both_fail_everywhere():
+    # neither scheme trains at any of C14's lrs: no limit to compare; only lower lrs can show one
+    def check(v):
+        assert v.details["max_stable_lr_no_warmup"] == {"peri": None, "pre": None}
+        assert "neither trains at any of them: lrs below 0.003 would decide" in v.summary
+        assert "Peri-LN below 0.003, Pre-LN below 0.003" in v.summary
+    return Case(_c14({"peri": set(C14_CELLS), "pre": set(C14_CELLS)}), preset=P14, check=check)
+
+
 @scenario("C14", INCONCLUSIVE, 0.0)
 def nothing_diverges_without_stress_lrs():
     # a preset without stress lrs (the unit preset P, as quick): C14's lr is only the grid's top, 1e-2, where nobody

@@ -133,8 +133,9 @@ PRESETS: dict[str, Preset] = {
         description="all 16 claims on a 2-core CPU: 4-layer, 64-wide char models, 300 steps, 5 seeds, depths 2–16, "
                     "C5 and C6 at 12 layers × 1,000 steps, a second round to 10 seeds where an interval straddles "
                     "(C1, C10, C13, C15), 5 learning rates 3e-4–3e-2 with warmup, 4 from 1e-3 without (C14: "
-                    "Peri-LN and Pre-LN at 0.3–1 without warmup), DeepNorm vs Post-/Pre-LN at 32 layers × 600 steps (32 tokens of context), runs still on "
-                    "the plateau at half their budget stopped, each claim under its paper's init and C7, C10, C13, C15 "
+                    "Peri-LN and Pre-LN at 0.3–1 without warmup), DeepNorm vs Post-/Pre-LN at 32 layers × 600 "
+                    "steps (32 tokens of context), runs still on the plateau at half their budget stopped, each "
+                    "claim under its paper's init and C7, C10, C13, C15 "
                     "also under the other; "
                     + measured_cost("standard"),
         # no layer-skip ablation outside the depth cell: only C6 reads it (one evaluation per layer per run)

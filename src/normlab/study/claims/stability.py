@@ -17,7 +17,8 @@ SCHEME_NAMES = {name: scheme.label for name, scheme in SCHEMES.items()}  # in su
 def lr_sweep(preset, schemes: tuple[str, ...], lrs: list[float] | None = None) -> list[dict[str, Any]]:
     """Each scheme at each lr with and without warmup; without warmup only from `Preset.no_warmup_from` up."""
     return [{"model.scheme": s, "train.lr": lr, "train.warmup_steps": w}
-            for s in schemes for lr in (lrs or preset.lrs) for w in (0, preset.warmup) if lr in swept_lrs(preset, w, lrs)]
+            for s in schemes for lr in (lrs or preset.lrs) for w in (0, preset.warmup)
+            if w or lr >= preset.no_warmup_from]  # as `swept_lrs`, in the sweep's order
 
 
 def depth_sweep(preset, schemes: tuple[str, ...], depths: list[int] | None = None, **extra) -> list[dict[str, Any]]:
@@ -356,8 +357,8 @@ class DeepNormC8(Claim):
                if verdict == FAILS and cannot_beat and cmp not in ("worse", "better") and not post_fine else "")
         summary = (f"at {deepest} layers: DeepNorm {failures(deep)}, val {fmt(deep.mean)}; "
                    f"Post-LN {failures(post)}, val {fmt(post.mean)}; Pre-LN val "
-                   f"{fmt(pre.mean)} ({failures(pre)}); DeepNorm − Pre-LN {fmt(info.get('diff'))} ({said(cmp)}){why}. "
-                   f"1,000 layers are beyond this preset.")
+                   f"{fmt(pre.mean)} ({failures(pre)}); DeepNorm − Pre-LN {fmt(info.get('diff'))} "
+                   f"({said(cmp)}){why}. 1,000 layers are beyond this preset.")
         settings = {"depths": preset.deep_depths, **{k.split(".")[-1]: v for k, v in preset.deep_base.items()},
                     "lr": preset.lr_fixed, "warmup_steps": preset.warmup}
         rows = {str(d): {s: describe(group(records, **at_depth(preset, s, d, **_deep(preset))))
@@ -438,8 +439,9 @@ class PeriC14(Claim):
         elif peri_lr == pre_lr and solo[0] == solo[1]:
             above = [lr for lr in self.lrs(preset) if lr > (pre_lr or 0)]
             where = (f"lrs above {top:g}, where Pre-LN itself fails, would decide" if not above else
-                     f"both train at {fmt(pre_lr, 'g') if pre_lr else 'none of them'} and neither at {above[0]:g}: lrs "
-                     f"between, or more seeds, would decide")
+                     f"neither trains at any of them: lrs below {above[0]:g} would decide" if pre_lr is None else
+                     f"both train at {pre_lr:g} and neither at {above[0]:g}: lrs between, or more seeds, would "
+                     "decide")
             decide = (f"; as stable as Pre-LN here (the same highest trainable lr, {solo[0]} vs {solo[1]} runs that "
                       f"one alone did not train): {where}")
         else:
