@@ -40,6 +40,12 @@ def main(argv: list[str] | None = None) -> int:
     records = [r for r in records if r not in stopped]
     print(f"{args.study}: {len(records)} runs trained to the end, {sum(r.failed_to_train for r in records)} of them "
           f"failed to train; {len(stopped)} stopped on the plateau early (train.plateau_stop), not read")
+    on_plateau = [r for r in stopped if r.status == "failed_to_train"]
+    if on_plateau:  # their time as spent, and at their full budget (elapsed scaled by steps / the step they stopped at)
+        spent = sum(r.elapsed_s or 0 for r in on_plateau)
+        full = sum((r.elapsed_s or 0) * r.get("train.steps") / r.val_curve[-1][0] for r in on_plateau)
+        print(f"the plateau stop: {len(on_plateau)} runs, {spent:.0f} s of training instead of about {full:.0f} s "
+              "at their full budgets")
     for fraction in FRACTIONS:
         stuck = [(r, at) for r in records if (at := on_plateau_at(r, fraction, args.plateau, args.margin))]
         recovered = [(r, at) for r, at in stuck if r.status == "completed"]

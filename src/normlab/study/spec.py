@@ -95,8 +95,8 @@ FINETUNE = {"train.steps": 150, "train.lr": 3e-4, "train.warmup_steps": 15}
 # told from failure (at 100 layers × 200 steps, 4 of 5 DeepNorm and 1 of 5 Pre-LN runs were still on the unigram
 # plateau: the budget, not the scheme, decided). 32, not the 48 of the round before: the bottom of the issue's
 # 32–64 range, two thirds of the cost; no layer-skip ablation (32 extra evaluations per run). Batches of 8 × 32
-# tokens, half the base's context: a 32-layer Pre-LN step takes 0.66× the time of one with 64 (53 vs 80 ms, median
-# of 5 interleaved repeats on one core, 2026-11-25), and the claim is about depth, which the context does not change
+# tokens, half the base's context: a 32-layer Pre-LN step takes 0.67× the time of one with 64 (84.7 vs 127.0 ms on
+# one core, interleaved: benchmarks/cpu_step_costs.py), and the claim is about depth, which the context does not change
 DEEP_CPU = {"model.d_model": 32, "model.n_head": 2, "model.block_size": 32, "train.batch_size": 8, "train.steps": 600,
             "diagnostics.layer_skip": False, "diagnostics.interval": 600}
 # C5 and C6 on a CPU: Pre-LN at 12 layers × 1,000 steps, the base's width and batch (the cell differs from the

@@ -1,0 +1,114 @@
+"""Two step-time figures the standard preset's settings quote, each measured side by side with its baseline in
+one process (interleaved repeats, one thread, the median of the per-round ratios):
+
+- C8's narrow 32-layer models at 32 tokens of context against 64 (`DEEP_CPU` in study/spec.py);
+- AdamW's multi-tensor (foreach) update against the one-tensor loop on the standard base model
+  (train/optim.py), and whether the two give the same weights bit for bit.
+
+    python benchmarks/cpu_step_costs.py [--rounds 5] [--json benchmarks/results/cpu_step_costs_2core_cpu.json]
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from normlab.config import RunConfig, set_value, validate_config
+from normlab.device import cpu_model
+from normlab.nn.model import build_model
+from normlab.study.spec import DEEP_CPU, PRESETS
+
+
+def model_config(**overrides):
+    raw = RunConfig().to_dict()
+    for key, value in {**PRESETS["standard"].base, "model.vocab_size": 65, **overrides}.items():
+        set_value(raw, key, value)
+    return validate_config(raw)
+
+
+def step_fn(model, optimizer, batch: int, context: int, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    x, y = torch.randint(0, 65, (batch, context), generator=g), torch.randint(0, 65, (batch, context), generator=g)
+
+    def step():
+        loss = model(x, y)[1]
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return step
+
+
+def timed(fn, n: int) -> float:
+    start = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - start) / n * 1000
+
+
+def compare(steps: dict[str, callable], rounds: int, n: int) -> dict[str, dict]:
+    for fn in steps.values():
+        for _ in range(3):
+            fn()
+    ms = {k: [] for k in steps}
+    for _ in range(rounds):
+        for k, fn in steps.items():
+            ms[k].append(timed(fn, n))
+    return ms
+
+
+def c8_context(rounds: int) -> dict:
+    steps = {}
+    for context in (64, 32):
+        cfg = model_config(**{**DEEP_CPU, "model.n_layer": 32, "model.scheme": "pre", "model.block_size": context})
+        model = build_model(cfg.model)
+        steps[context] = step_fn(model, torch.optim.AdamW(model.parameters(), lr=1e-3), cfg.train.batch_size, context)
+    ms = compare(steps, rounds, 10)
+    ratio = statistics.median(a / b for a, b in zip(ms[32], ms[64]))
+    return {"what": "32-layer, 32-wide Pre-LN step, batch 8: context 32 vs 64",
+            "ms_64": statistics.median(ms[64]), "ms_32": statistics.median(ms[32]), "ratio_32_over_64": ratio}
+
+
+def adamw_foreach(rounds: int) -> dict:
+    cfg = model_config()
+    torch.manual_seed(0)
+    base = build_model(cfg.model)
+    x = torch.randint(0, 65, (cfg.train.batch_size, cfg.model.block_size))
+    states, steps = {}, {}
+    for foreach in (False, True):
+        model = copy.deepcopy(base)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1, foreach=foreach)
+        model(x, x)[1].backward()  # one set of gradients; the timed part is the update alone
+        steps[foreach], states[foreach] = opt.step, model
+    ms = compare(steps, rounds, 50)
+    same = all(torch.equal(a, b) for a, b in zip(states[False].parameters(), states[True].parameters()))
+    return {"what": "AdamW update of the standard base model (4 layers, 64 wide): foreach vs one tensor at a time",
+            "ms_single": statistics.median(ms[False]), "ms_foreach": statistics.median(ms[True]),
+            "ratio_foreach_over_single": statistics.median(a / b for a, b in zip(ms[True], ms[False])),
+            "bit_identical": same}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    out = {"cpu": cpu_model(), "torch": torch.__version__, "threads": 1, "rounds": args.rounds,
+           "c8_context": c8_context(args.rounds), "adamw_foreach": adamw_foreach(args.rounds)}
+    c8, adam = out["c8_context"], out["adamw_foreach"]
+    print(f"C8 step, context 32 vs 64: {c8['ms_32']:.1f} vs {c8['ms_64']:.1f} ms ({c8['ratio_32_over_64']:.2f}×)")
+    print(f"AdamW update, foreach vs one tensor: {adam['ms_foreach']:.2f} vs {adam['ms_single']:.2f} ms "
+          f"({adam['ratio_foreach_over_single']:.2f}×), bit-identical: {adam['bit_identical']}")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
