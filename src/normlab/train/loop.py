@@ -508,7 +508,7 @@ class Trainer:
     def train_step(self, lr: float) -> tuple[float, float]:
         """One AdamW update on a fresh batch; raises `Diverged` on a non-finite or runaway loss."""
         tc, model = self.tc, self.model
-        if not model.training:  # evaluate() puts it back; train() walks every module (0.5 ms a step here)
+        if not model.training:  # evaluate() puts it back; train() walks every module, so not every step
             model.train()
         for group in self.optimizer.param_groups:
             group["lr"] = lr
