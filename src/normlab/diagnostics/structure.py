@@ -38,8 +38,8 @@ _QK_NAME = re.compile(r"(^|\.)(q|k|v|query|key|value)_?(norm|layernorm|ln)$", re
 
 
 def is_qk_norm(name: str, norm_input: torch.Tensor) -> bool:
-    """A norm on queries, keys or values: named so (HF's q_norm, k_norm, ...; HybridNorm's v too), or applied per head
-    (a 4-d input)."""
+    """A norm on queries, keys or values: named so (HF's q_norm, k_norm, ...; HybridNorm's v too), or applied per
+    head (a 4-d input)."""
     return bool(_QK_NAME.search(name)) or norm_input.dim() >= 4
 
 
