@@ -1,7 +1,8 @@
 """Two step-time figures the standard preset's settings quote, each measured side by side with its baseline in
 one process (interleaved repeats, one thread, the median of the per-round ratios):
 
-- C8's narrow 32-layer models at 32 tokens of context against 64 (`DEEP_CPU` in study/spec.py);
+- a step at 32 tokens of context against 64: C8's narrow 32-layer models (`DEEP_CPU` in study/spec.py), the CPU
+  presets' 4-layer base and their 12-layer depth cell (`CPU_CONTEXT`);
 - AdamW's multi-tensor (foreach) update against the one-tensor loop on the standard base model
   (train/optim.py), and whether the two give the same weights bit for bit.
 
@@ -62,16 +63,25 @@ def compare(steps: dict[str, callable], rounds: int, n: int) -> dict[str, dict]:
     return ms
 
 
-def c8_context(rounds: int) -> dict:
+# (what, overrides on the standard base): the models whose context the preset's settings quote
+CONTEXT_MODELS = {
+    "c8": ("32-layer, 32-wide Pre-LN step, batch 8 (C8, DEEP_CPU)", {**DEEP_CPU, "model.n_layer": 32}),
+    "base": ("4-layer, 64-wide Pre-LN step, batch 12 (the CPU presets' base)", {}),
+    "depth_cell": ("12-layer, 64-wide Pre-LN step, batch 12 (C5/C6's depth cell)", {"model.n_layer": 12}),
+}
+
+
+def context_cost(what: str, overrides: dict, rounds: int) -> dict:
+    """One model's step at 32 tokens of context against 64, interleaved."""
     steps = {}
     for context in (64, 32):
-        cfg = model_config(**{**DEEP_CPU, "model.n_layer": 32, "model.scheme": "pre", "model.block_size": context})
+        cfg = model_config(**{**overrides, "model.scheme": "pre", "model.block_size": context})
         model = build_model(cfg.model)
         steps[context] = step_fn(model, torch.optim.AdamW(model.parameters(), lr=1e-3), cfg.train.batch_size, context)
     ms = compare(steps, rounds, 10)
     ratio = statistics.median(a / b for a, b in zip(ms[32], ms[64]))
-    return {"what": "32-layer, 32-wide Pre-LN step, batch 8: context 32 vs 64",
-            "ms_64": statistics.median(ms[64]), "ms_32": statistics.median(ms[32]), "ratio_32_over_64": ratio}
+    return {"what": f"{what}: context 32 vs 64", "ms_64": statistics.median(ms[64]),
+            "ms_32": statistics.median(ms[32]), "ratio_32_over_64": ratio}
 
 
 def adamw_foreach(rounds: int) -> dict:
@@ -100,9 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     out = {"cpu": cpu_model(), "torch": torch.__version__, "threads": 1, "rounds": args.rounds,
-           "c8_context": c8_context(args.rounds), "adamw_foreach": adamw_foreach(args.rounds)}
-    c8, adam = out["c8_context"], out["adamw_foreach"]
-    print(f"C8 step, context 32 vs 64: {c8['ms_32']:.1f} vs {c8['ms_64']:.1f} ms ({c8['ratio_32_over_64']:.2f}×)")
+           "context": {k: context_cost(*v, args.rounds) for k, v in CONTEXT_MODELS.items()},
+           "adamw_foreach": adamw_foreach(args.rounds)}
+    adam = out["adamw_foreach"]
+    for c in out["context"].values():
+        print(f"{c['what']}: {c['ms_32']:.1f} vs {c['ms_64']:.1f} ms ({c['ratio_32_over_64']:.2f}×)")
     print(f"AdamW update, foreach vs one tensor: {adam['ms_foreach']:.2f} vs {adam['ms_single']:.2f} ms "
           f"({adam['ratio_foreach_over_single']:.2f}×), bit-identical: {adam['bit_identical']}")
     if args.json:

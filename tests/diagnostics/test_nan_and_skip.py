@@ -277,8 +277,9 @@ def test_the_layer_skip_sample_size_leaves_run_ids_as_they_were():
     ablation, hashed by the code before it: a61bc7fca1f7)."""
     from normlab.study.spec import PRESETS, build_config
 
-    # train.plateau_stop, added later, at its neutral value (0) as every run of then had it; the presets set ½
-    before = {"train.plateau_stop": 0.0}
+    # train.plateau_stop, added later, at its neutral value (0) as every run of then had it; the presets set ½;
+    # and the context of then (the CPU presets went from 64 tokens to 32, with twice the eval batches)
+    before = {"train.plateau_stop": 0.0, "model.block_size": 64, "train.eval_batches": 10}
     assert build_config(PRESETS["quick"], before, 0).hash() == "a61bc7fca1f7"
     assert build_config(PRESETS["quick"], {**before, "diagnostics.layer_skip_most": 0}, 0).hash() != "a61bc7fca1f7"
     assert build_config(PRESETS["quick"], {}, 0).hash() != "a61bc7fca1f7"  # the plateau stop is a new setting
