@@ -27,6 +27,21 @@ def test_char_and_byte_tokenizers_round_trip():
         char.encode("z")
 
 
+def test_char_ids_are_the_per_character_lookup_of_the_vocabulary():
+    """The corpus is encoded by one table lookup: the same ids, in order, as looking each character up, with the
+    characters the vocabulary lacks (accents, an emoji beyond the table, a lone surrogate) dropped and counted."""
+    text = "First Citizen:\nbefore we proceed"
+    tok = CharTokenizer(text)
+    other = "Fïrst €😀 zebra\ud800!"
+    ids, dropped = tok.encode_known(other)
+    assert ids.tolist() == [tok.stoi[c] for c in other if c in tok.stoi]
+    assert dropped == sum(c not in tok.stoi for c in other) == 6  # ï € 😀 a, a lone surrogate, !
+    assert tok.encode(text) == [tok.stoi[c] for c in text]
+    with pytest.raises(ValueError, match="'ï'"):  # the first character it lacks, named
+        tok.encode(other)
+    assert tok.encode("") == [] and CharTokenizer("").encode_known("ab")[1] == 2
+
+
 def test_user_file_byte_level(tmp_path):
     path = tmp_path / "t.txt"
     path.write_text("ünïcode text " * 100, "utf-8")

@@ -30,21 +30,35 @@ class CharTokenizer:
     def __init__(self, text: str):
         self.chars = sorted(set(text))
         self.stoi = {c: i for i, c in enumerate(self.chars)}
+        # code point → id (−1: not in the vocabulary): a whole corpus is encoded by one lookup, not a Python loop
+        # per character (1.1 M characters: 0.23 s a run that way, paid by every run of a study)
+        self._table = torch.full((max(map(ord, self.chars), default=-1) + 1,), -1, dtype=torch.long)
+        self._table[[ord(c) for c in self.chars]] = torch.arange(len(self.chars))
 
     @property
     def vocab_size(self) -> int:
         return len(self.chars)
 
-    def encode(self, text: str) -> list[int]:
-        try:
-            return [self.stoi[c] for c in text]
-        except KeyError as e:
-            raise ValueError(f"character {e.args[0]!r} is not in this corpus's vocabulary") from None
+    def _ids(self, text: str) -> torch.Tensor:
+        """Each character's id, −1 where the vocabulary lacks it."""
+        codes = torch.frombuffer(bytearray(text.encode("utf-32-le", "surrogatepass")), dtype=torch.int32).long() if text else \
+            torch.zeros(0, dtype=torch.long)
+        known = codes < len(self._table)
+        return torch.where(known, self._table[codes.clamp(max=max(len(self._table) - 1, 0))], -1) \
+            if len(self._table) else torch.full_like(codes, -1)
 
-    def encode_known(self, text: str) -> tuple[list[int], int]:
+    def encode(self, text: str) -> list[int]:
+        ids = self._ids(text)
+        missing = (ids < 0).nonzero()
+        if len(missing):
+            raise ValueError(f"character {text[missing[0].item()]!r} is not in this corpus's vocabulary")
+        return ids.tolist()
+
+    def encode_known(self, text: str) -> tuple[torch.Tensor, int]:
         """The ids of the characters this vocabulary has, and how many characters it had to drop."""
-        ids = [self.stoi[c] for c in text if c in self.stoi]
-        return ids, len(text) - len(ids)
+        ids = self._ids(text)
+        kept = ids[ids >= 0]
+        return kept, len(ids) - len(kept)
 
     def decode(self, ids: list[int]) -> str:
         return "".join(self.chars[i] for i in ids)
@@ -181,9 +195,9 @@ def load_corpus(path: str | None = None, tokenizer: str = "char", block_size: in
     source = None if vocab_from is None else read_text(vocab_from)
     tok = HFTokenizer(tokenizer_dir) if tokenizer == "hf" else TOKENIZERS[tokenizer](text if source is None else source[1])
     encoded, dropped = tok.encode_known(text)
-    if not encoded:
+    if not len(encoded):
         raise CorpusError(f"corpus {name!r} has no character in the vocabulary of {source[0]!r}")
-    ids = torch.tensor(encoded, dtype=torch.long)
+    ids = torch.as_tensor(encoded, dtype=torch.long)
     n_train = int(TRAIN_FRACTION * len(ids))
     train, val = ids[:n_train], ids[n_train:]
     shortest = min(len(train), len(val))

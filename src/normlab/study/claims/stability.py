@@ -382,9 +382,6 @@ class DeepNormC8(Claim):
 class PeriC14(Claim):
     """Peri-LN (normalize both the input and the output of each sub-layer) is a further stabilizer."""
 
-    def reading(self, value):
-        return f"{100 * value:.0f} % of Peri-LN's runs did not train"
-
     SCHEMES = ("peri", "pre")  # the claim: Peri-LN more stable than Pre-LN (Post-LN's limit is C11's)
 
     def lrs(self, preset) -> list[float]:
@@ -453,7 +450,7 @@ class PeriC14(Claim):
                    f"{paired['only_b_failed']}{sign_p(paired)}; highest trainable lr without warmup: "
                    + ", ".join(f"{SCHEME_NAMES.get(k, k)} " + (f"{v:g}" if v else f"below {min(self.lrs(preset)):g}")
                               for k, v in lr_best.items()) + decide)
-        return self.make(verdict, "Peri-LN rate of runs that did not train", rates["peri"], seeds,
+        v = self.make(verdict, "Peri-LN rate of runs that did not train", rates["peri"], seeds,
                          {"lrs": self.lrs(preset), "lr_sweep_warmup_steps": 0,
                           "trainable": f"at least {TRAINS:.0%} of the seeds trained, each scheme's own limit"},
                          summary, test=paired["test"] + f"; highest lr where ≥ {TRAINS:.0%} of seeds train",
@@ -461,6 +458,11 @@ class PeriC14(Claim):
                          limits_split={"lr": split, **(at_split or {})},
                          max_stable_lr_no_warmup=lr_best,
                          sweep=sweep_table(records, preset, self.SCHEMES, (0,), self.lrs(preset)))
+        if rates["peri"] is not None and rates["pre"] is not None:  # both rates, not Peri-LN's alone
+            v.reading = (f"{100 * rates['peri']:.0f} % of Peri-LN's runs did not train, {100 * rates['pre']:.0f} % of "
+                         f"Pre-LN's; paired, Peri-LN alone failed {paired['only_a_failed']}, Pre-LN alone "
+                         f"{paired['only_b_failed']}{sign_p(paired)}")
+        return v
 
     def figures(self, records, measurement, preset):
         return [sweep_figure(records, preset, self.SCHEMES, "Learning-rate sweep of Peri-LN and Pre-LN, no warmup",
