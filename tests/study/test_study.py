@@ -330,6 +330,26 @@ def test_deep_preset_runs_c8_at_deepnets_depths_with_checkpointing():
     assert all(r.config.train.activation_checkpointing for r in runs)
 
 
+def test_the_full_presets_stated_compute_is_what_its_runs_add_up_to():
+    """`full`'s description and the README's presets table give its compute as a multiple of standard's in run_cost
+    units (first looks, no fine-tunes): the figure both state is the one the two presets' runs add up to, to 5 %."""
+    import re
+    from pathlib import Path
+
+    from normlab.study.jobs import run_cost
+
+    def cost(preset):
+        return sum(run_cost(r.config.to_dict()) for r in load_study(preset).expand(CLAIMS))
+
+    ratio = cost("full") / cost("standard")
+    readme = (Path(__file__).parents[2] / "README.md").read_text("utf-8")
+    stated = [re.search(r"(\d+)× the standard preset's compute", PRESETS["full"].description),
+              re.search(r"\| `full` \|[^\n]*?(\d+)× standard's compute", readme)]
+    assert all(stated), "the compute multiple is missing from full's description or the README's presets table"
+    for m in stated:
+        assert abs(int(m.group(1)) / ratio - 1) < 0.05, (m.group(0), ratio)
+
+
 def test_the_init_pass_judges_a_claim_under_both_recipes_and_reuses_shared_runs(tmp_path):
     """C13 is GPT-2's claim: judged under gpt2, re-measured under xiong; its xiong baseline (Pre-LN with the final
     norm) is the very run C10 and C1 judge under xiong, so it is registered once."""

@@ -100,8 +100,8 @@ FINETUNE = {"train.steps": 150, "train.lr": 3e-4, "train.warmup_steps": 15}
 DEEP_CPU = {"model.d_model": 32, "model.n_head": 2, "model.block_size": 32, "train.batch_size": 8, "train.steps": 600,
             "diagnostics.layer_skip": False, "diagnostics.interval": 600}
 # C5 and C6 on a CPU: Pre-LN at 12 layers × 1,000 steps, the base's width and batch (the cell differs from the
-# base only in the two things the claims are about: depth and training length). 96 s a run alone on one core (12 ×
-# 64, batch 12); the standard run of 2026-11-25 spent 581 s of its training on the cell's 5 runs (10 %).
+# base only in the two things the claims are about: depth and training length). The standard run of 2026-11-25 at
+# 32 tokens spent 249 s of its training on the cell's 5 runs (9 %; 581 s at 64 tokens).
 # C7 stays at the base depth here: its lr sweep in the cell (2 schemes × 5 lrs × 5 seeds = 50 such runs, about
 # 40 min on 2 workers) does not fit the preset's 30 minutes; the `full` preset measures C7 in its cell
 DEPTH_CELL = {"model.n_layer": 12, "train.steps": 1000, "train.eval_interval": 250, "train.ckpt_interval": 250,
@@ -149,8 +149,9 @@ PRESETS: dict[str, Preset] = {
         claims=ALL_CLAIMS,
         lrs=LRS, no_warmup_from=1e-3, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
         deep_depths=[32], deep_base=DEEP_CPU, paper_inits=True, init_pass=["C7", "C10", "C13", "C15"],
-        # C14's lrs: in the standard runs of 2026-11-25 Pre-LN and Peri-LN both trained at 0.03, 0.1 and 0.3 and
-        # both failed at 1 in every seed, so a limit that tells them apart lies between 0.3 and 1
+        # C14's lrs: in the standard runs of 2026-11-25 at 64 tokens Pre-LN and Peri-LN both trained at 0.03, 0.1
+        # and 0.3 and both failed at 1 in every seed, so a limit that tells them apart lies between 0.3 and 1 (at 32
+        # tokens too: Peri-LN's limit was 0.5, Pre-LN's 0.3)
         stress_lrs=[0.3, 0.5, 0.7, 1.0], depth_cell=DEPTH_CELL, cell_claims=["C5", "C6"], seed_rounds=[5, 10],
         round_claims=ROUND_CLAIMS,
     ),
@@ -183,8 +184,8 @@ PRESETS: dict[str, Preset] = {
     "full": Preset(
         name="full", summary="every claim, deeper and longer, both init recipes, for a GPU",
         description="all 16 claims for a GPU: 6-layer, 128-wide models, 2,000 steps, 5 seeds, depths to 32, "
-                    "C5–C7 at 12 layers, DeepNorm to 200 layers; 75× the standard preset's compute in run_cost units "
-                    "(about 30 hours on 2 CPU cores by extrapolation; not measured on a GPU)",
+                    "C5–C7 at 12 layers, DeepNorm to 200 layers; 230× the standard preset's compute in run_cost units "
+                    "(days on 2 CPU cores by extrapolation; not measured on a GPU)",
         base={**QUICK_BASE, "model.n_layer": 6, "model.d_model": 128, "train.steps": 2000,
               "train.eval_interval": 250, "train.eval_batches": 20, "train.ckpt_interval": 250,
               "diagnostics.interval": 250, "train.device": "auto"},
