@@ -1,10 +1,12 @@
-"""Two step-time figures the standard preset's settings quote, each measured side by side with its baseline in
-one process (interleaved repeats, one thread, the median of the per-round ratios):
+"""The cost figures the standard preset's settings quote, each measured side by side with its baseline in one
+process (interleaved repeats, one thread, the median of the per-round ratios):
 
 - a step at 32 tokens of context against 64: C8's narrow 32-layer models (`DEEP_CPU` in study/spec.py), the CPU
   presets' 4-layer base and their 12-layer depth cell (`CPU_CONTEXT`);
 - AdamW's multi-tensor (foreach) update against the one-tensor loop on the standard base model
-  (train/optim.py), and whether the two give the same weights bit for bit.
+  (train/optim.py), and whether the two give the same weights bit for bit;
+- encoding the packaged corpus with the char tokenizer's table lookup (data/corpus.py) against a Python loop
+  per character, which every run of a study did before, and whether the ids are the same.
 
     python benchmarks/cpu_step_costs.py [--rounds 5] [--json benchmarks/results/cpu_step_costs_2core_cpu.json]
 """
@@ -103,6 +105,23 @@ def adamw_foreach(rounds: int) -> dict:
             "bit_identical": same}
 
 
+def corpus_encoding(rounds: int) -> dict:
+    """Every run loads its corpus: tiny Shakespeare's 1.1 M characters by the table lookup vs one by one."""
+    from normlab.data.corpus import CharTokenizer, read_text
+
+    text = read_text(None)[1]
+    tok = CharTokenizer(text)
+    # each to the tensor load_corpus keeps (the loop's list had to be converted too)
+    ways = {"lookup": lambda: torch.as_tensor(tok.encode_known(text)[0], dtype=torch.long),
+            "per_char": lambda: torch.tensor([tok.stoi[c] for c in text if c in tok.stoi], dtype=torch.long)}
+    ms = compare(ways, rounds, 1)
+    return {"what": "encoding tiny Shakespeare (char tokenizer) into a tensor: one table lookup vs a Python loop per "
+                    "character",
+            "ms_per_char": statistics.median(ms["per_char"]), "ms_lookup": statistics.median(ms["lookup"]),
+            "ratio_lookup_over_per_char": statistics.median(a / b for a, b in zip(ms["lookup"], ms["per_char"])),
+            "same_ids": torch.equal(ways["lookup"](), ways["per_char"]())}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5)
@@ -111,12 +130,14 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     out = {"cpu": cpu_model(), "torch": torch.__version__, "threads": 1, "rounds": args.rounds,
            "context": {k: context_cost(*v, args.rounds) for k, v in CONTEXT_MODELS.items()},
-           "adamw_foreach": adamw_foreach(args.rounds)}
-    adam = out["adamw_foreach"]
+           "adamw_foreach": adamw_foreach(args.rounds), "corpus_encoding": corpus_encoding(args.rounds)}
+    adam, enc = out["adamw_foreach"], out["corpus_encoding"]
     for c in out["context"].values():
         print(f"{c['what']}: {c['ms_32']:.1f} vs {c['ms_64']:.1f} ms ({c['ratio_32_over_64']:.2f}×)")
     print(f"AdamW update, foreach vs one tensor: {adam['ms_foreach']:.2f} vs {adam['ms_single']:.2f} ms "
           f"({adam['ratio_foreach_over_single']:.2f}×), bit-identical: {adam['bit_identical']}")
+    print(f"corpus encoding, table lookup vs per character: {enc['ms_lookup']:.0f} vs {enc['ms_per_char']:.0f} ms "
+          f"({enc['ratio_lookup_over_per_char']:.2f}×), same ids: {enc['same_ids']}")
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")
     return 0

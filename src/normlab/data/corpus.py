@@ -31,7 +31,7 @@ class CharTokenizer:
         self.chars = sorted(set(text))
         self.stoi = {c: i for i, c in enumerate(self.chars)}
         # code point → id (−1: not in the vocabulary): a whole corpus is encoded by one lookup, not a Python loop
-        # per character (1.1 M characters: 0.23 s a run that way, paid by every run of a study)
+        # per character, which every run of a study paid (benchmarks/cpu_step_costs.py times the two)
         self._table = torch.full((max(map(ord, self.chars), default=-1) + 1,), -1, dtype=torch.long)
         self._table[[ord(c) for c in self.chars]] = torch.arange(len(self.chars))
 
@@ -41,11 +41,12 @@ class CharTokenizer:
 
     def _ids(self, text: str) -> torch.Tensor:
         """Each character's id, −1 where the vocabulary lacks it."""
-        codes = torch.frombuffer(bytearray(text.encode("utf-32-le", "surrogatepass")), dtype=torch.int32).long() if text else \
-            torch.zeros(0, dtype=torch.long)
-        known = codes < len(self._table)
-        return torch.where(known, self._table[codes.clamp(max=max(len(self._table) - 1, 0))], -1) \
-            if len(self._table) else torch.full_like(codes, -1)
+        if not text:
+            return torch.zeros(0, dtype=torch.long)
+        codes = torch.frombuffer(bytearray(text.encode("utf-32-le", "surrogatepass")), dtype=torch.int32).long()
+        if not len(self._table):  # an empty vocabulary knows no character
+            return torch.full_like(codes, -1)
+        return torch.where(codes < len(self._table), self._table[codes.clamp(max=len(self._table) - 1)], -1)
 
     def encode(self, text: str) -> list[int]:
         ids = self._ids(text)

@@ -96,7 +96,7 @@ FINETUNE = {"train.steps": 150, "train.lr": 3e-4, "train.warmup_steps": 15}
 # plateau: the budget, not the scheme, decided). 32, not the 48 of the round before: the bottom of the issue's
 # 32–64 range, two thirds of the cost; no layer-skip ablation (32 extra evaluations per run). Batches of 8 × 32
 # tokens (the CPU presets' context; set here too, so that C8's cell is the same under a base with 64): a 32-layer
-# Pre-LN step takes 0.67× the time of one with 64 (benchmarks/cpu_step_costs.py), and the claim is about depth
+# Pre-LN step takes 0.68× the time of one with 64 (benchmarks/cpu_step_costs.py), and the claim is about depth
 DEEP_CPU = {"model.d_model": 32, "model.n_head": 2, "model.block_size": 32, "train.batch_size": 8, "train.steps": 600,
             "diagnostics.layer_skip": False, "diagnostics.interval": 600}
 # C5 and C6 on a CPU: Pre-LN at 12 layers × 1,000 steps, the base's width and batch (the cell differs from the
@@ -107,8 +107,8 @@ DEEP_CPU = {"model.d_model": 32, "model.n_head": 2, "model.block_size": 32, "tra
 DEPTH_CELL = {"model.n_layer": 12, "train.steps": 1000, "train.eval_interval": 250, "train.ckpt_interval": 250,
               "diagnostics.interval": 250, "diagnostics.layer_skip": True}  # C6 reads the layer-skip profile
 # The CPU presets (standard, quick) train on 32 tokens of context, not the base's 64, with twice the eval batches
-# (the same 7,680 val tokens per evaluation): a 4-layer step takes 0.62x the time and a 12-layer one 0.55x
-# (benchmarks/cpu_step_costs.py, interleaved on one core), which is what brings the standard preset under 30
+# (the same 7,680 val tokens per evaluation): a 4-layer step takes 0.55x the time and a 12-layer one 0.59x
+# (benchmarks/cpu_step_costs.py, interleaved on one core; 0.54–0.62x over four runs of it), which is what brings the standard preset under 30
 # minutes on 2 cores without dropping a claim, a seed or a depth. No claim of the study is about context (they are
 # about depth, placement, lr and warmup), and the batch keeps its 12 sequences. deep, full and frontier keep 64
 CPU_CONTEXT = {"model.block_size": 32, "train.eval_batches": 20}
@@ -136,13 +136,12 @@ def measured_cost(preset: str) -> str:
 PRESETS: dict[str, Preset] = {
     "standard": Preset(
         name="standard", summary="every claim on a 2-core CPU (`make run`)",
-        description="all 16 claims on a 2-core CPU: 4-layer, 64-wide char models, 32 tokens of context, 300 steps, 5 seeds, depths 2–16, "
-                    "C5 and C6 at 12 layers × 1,000 steps, a second round to 10 seeds where an interval straddles "
-                    "(C1, C10, C13, C15), 5 learning rates 3e-4–3e-2 with warmup, 4 from 1e-3 without (C14: "
-                    "Peri-LN and Pre-LN at 0.3–1 without warmup), DeepNorm vs Post-/Pre-LN at 32 narrow layers × 600 "
-                    "steps, runs still on the plateau at half their budget stopped, each "
-                    "claim under its paper's init and C7, C10, C13, C15 "
-                    "also under the other; "
+        description="all 16 claims on a 2-core CPU: 4-layer, 64-wide char models, 32 tokens of context, 300 "
+                    "steps, 5 seeds, depths 2–16, C5 and C6 at 12 layers × 1,000 steps, a second round to 10 seeds "
+                    "where an interval straddles (C1, C10, C13, C15), 5 learning rates 3e-4–3e-2 with warmup, 4 from "
+                    "1e-3 without (C14: Peri-LN and Pre-LN at 0.3–1 without warmup), DeepNorm vs Post-/Pre-LN at 32 "
+                    "narrow layers × 600 steps, runs still on the plateau at half their budget stopped, each claim "
+                    "under its paper's init and C7, C10, C13, C15 also under the other; "
                     + measured_cost("standard"),
         # no layer-skip ablation outside the depth cell: only C6 reads it (one evaluation per layer per run)
         base={**QUICK_BASE, **CPU_CONTEXT, "diagnostics.layer_skip": False}, seeds=[0, 1, 2, 3, 4],
@@ -184,8 +183,8 @@ PRESETS: dict[str, Preset] = {
     "full": Preset(
         name="full", summary="every claim, deeper and longer, both init recipes, for a GPU",
         description="all 16 claims for a GPU: 6-layer, 128-wide models, 2,000 steps, 5 seeds, depths to 32, "
-                    "C5–C7 at 12 layers, DeepNorm to 200 layers; 230× the standard preset's compute in run_cost units "
-                    "(days on 2 CPU cores by extrapolation; not measured on a GPU)",
+                    "C5–C7 at 12 layers, DeepNorm to 200 layers; 230× the standard preset's compute in run_cost "
+                    "units (days on 2 CPU cores by extrapolation; not measured on a GPU)",
         base={**QUICK_BASE, "model.n_layer": 6, "model.d_model": 128, "train.steps": 2000,
               "train.eval_interval": 250, "train.eval_batches": 20, "train.ckpt_interval": 250,
               "diagnostics.interval": 250, "train.device": "auto"},

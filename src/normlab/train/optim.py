@@ -17,7 +17,7 @@ def build_optimizer(model: nn.Module, cfg: TrainConfig, device_type: str) -> tor
         {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
     ]
     # the fused CUDA kernel on a GPU; on a CPU the multi-tensor (foreach) path, which torch picks only for CUDA by
-    # default: the same updates bit for bit as the one-tensor loop, in 0.55x its time for the standard preset's
+    # default: the same updates bit for bit as the one-tensor loop, in 0.69x its time for the standard preset's
     # 4-layer model on one core (benchmarks/cpu_step_costs.py)
     fused = device_type == "cuda"
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=fused, foreach=not fused)
