@@ -512,6 +512,9 @@ def peri_never_diverges():
         assert v.details["max_stable_lr_no_warmup"] == {"peri": 0.1, "pre": 3e-2}
         assert v.details["limits_split"]["lr"] == 0.1 and v.details["limits_split"]["fewer"]
         assert v.n_seeds == 5 and v.settings["lr_sweep_warmup_steps"] == 0 and v.settings["lrs"] == C14_LRS
+        # the key number names both schemes' rates and the paired count, not Peri-LN's rate alone
+        assert v.reading == ("0 % of Peri-LN's runs did not train, 25 % of Pre-LN's; paired, Peri-LN alone failed 0, "
+                             "Pre-LN alone 5 (sign test p = 0.031)")
     return Case(_c14({"pre": {(0.1, 0, 4)}, "post": {(3e-2, 0, 4), (0.1, 0, 4), (1e-2, W, 4)}}, seeds=range(5)),
                 preset=P14, check=check)
 

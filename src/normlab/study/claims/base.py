@@ -172,17 +172,18 @@ class Claim:
     def make(self, verdict: str | None, statistic: str, value: float | None, n_seeds: int, settings: dict[str, Any],
              summary: str, *, missing: str | None = None, parts: list["Part"] | None = None,
              interval: list[float] | None = None, test: str = "", seeds: list[int] | None = None,
-             **details: Any) -> Verdict:
+             reading: str | None = None, **details: Any) -> Verdict:
         """`missing`: the reading when the key number could not be computed, saying why (Post-LN did not train
-        at 16 layers), so a verdict beside `n/a` never seems to rest on nothing. `parts`: the sub-verdicts of a
-        bundled claim; with `verdict=None` the claim's verdict is theirs combined (`combine`)."""
+        at 16 layers), so a verdict beside `n/a` never seems to rest on nothing. `reading`: the key number in
+        words where `self.reading(value)` cannot say it (it needs more than the value). `parts`: the sub-verdicts
+        of a bundled claim; with `verdict=None` the claim's verdict is theirs combined (`combine`)."""
         settings = {**settings, "paper": settings.get("paper") or self.paper} if self.paper else settings
         parts = parts or []
         if verdict is None:
             verdict = combine(parts)
         value = json_safe(value)
         finite = isinstance(value, (int, float)) and math.isfinite(value)
-        reading = self.reading(value) if finite else (missing or "")
+        reading = (reading or self.reading(value)) if finite else (missing or "")
         return Verdict(self.id, verdict, statistic, value, n_seeds, settings, json_safe(details), summary,
                        reading=reading or "", parts=[p.to_dict() for p in parts],
                        interval=json_safe(list(interval)) if interval else None, test=test,

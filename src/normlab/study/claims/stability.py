@@ -450,19 +450,18 @@ class PeriC14(Claim):
                    f"{paired['only_b_failed']}{sign_p(paired)}; highest trainable lr without warmup: "
                    + ", ".join(f"{SCHEME_NAMES.get(k, k)} " + (f"{v:g}" if v else f"below {min(self.lrs(preset)):g}")
                               for k, v in lr_best.items()) + decide)
-        v = self.make(verdict, "Peri-LN rate of runs that did not train", rates["peri"], seeds,
-                      {"lrs": self.lrs(preset), "lr_sweep_warmup_steps": 0,
-                       "trainable": f"at least {TRAINS:.0%} of the seeds trained, each scheme's own limit"},
-                      summary, test=paired["test"] + f"; highest lr where ≥ {TRAINS:.0%} of seeds train",
-                      seeds=paired["seeds"], did_not_train_rate=rates, failures_paired=paired,
-                      limits_split={"lr": split, **(at_split or {})},
-                      max_stable_lr_no_warmup=lr_best,
-                      sweep=sweep_table(records, preset, self.SCHEMES, (0,), self.lrs(preset)))
-        if rates["peri"] is not None and rates["pre"] is not None:  # both rates, not Peri-LN's alone
-            v.reading = (f"{100 * rates['peri']:.0f} % of Peri-LN's runs did not train, {100 * rates['pre']:.0f} % of "
-                         f"Pre-LN's; paired, Peri-LN alone failed {paired['only_a_failed']}, Pre-LN alone "
-                         f"{paired['only_b_failed']}{sign_p(paired)}")
-        return v
+        both = rates["peri"] is not None and rates["pre"] is not None
+        reading = (f"{100 * rates['peri']:.0f} % of Peri-LN's runs did not train, {100 * rates['pre']:.0f} % of "
+                   f"Pre-LN's; paired, Peri-LN alone failed {paired['only_a_failed']}, Pre-LN alone "
+                   f"{paired['only_b_failed']}{sign_p(paired)}") if both else None
+        return self.make(verdict, "Peri-LN rate of runs that did not train", rates["peri"], seeds,
+                         {"lrs": self.lrs(preset), "lr_sweep_warmup_steps": 0,
+                          "trainable": f"at least {TRAINS:.0%} of the seeds trained, each scheme's own limit"},
+                         summary, test=paired["test"] + f"; highest lr where ≥ {TRAINS:.0%} of seeds train",
+                         seeds=paired["seeds"], reading=reading, did_not_train_rate=rates, failures_paired=paired,
+                         limits_split={"lr": split, **(at_split or {})},
+                         max_stable_lr_no_warmup=lr_best,
+                         sweep=sweep_table(records, preset, self.SCHEMES, (0,), self.lrs(preset)))
 
     def figures(self, records, measurement, preset):
         return [sweep_figure(records, preset, self.SCHEMES, "Learning-rate sweep of Peri-LN and Pre-LN, no warmup",
