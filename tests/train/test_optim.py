@@ -52,3 +52,23 @@ def test_weight_decay_only_on_matrices():
     ids = [id(p) for g in opt.param_groups for p in g["params"]]
     assert len(ids) == len(set(ids)) == len(list(model.parameters()))  # tied head counted once
     assert any(p is model.wte.weight for p in decay["params"])
+
+
+def test_ngpt_scaling_vectors_are_never_decayed():
+    """nGPT's s_qk (heads × 1 × head_dim, a 3-D tensor), s_u, s_v, s_z and eigen learning rates stay out of weight
+    decay for anyone who trains scheme `ngpt` with the default weight decay; its matrices still decay."""
+    model = build_model({"vocab_size": 11, "block_size": 8, "n_layer": 2, "n_head": 2, "d_model": 16,
+                         "scheme": "ngpt"})
+    decay, no_decay = build_optimizer(model, TrainConfig(weight_decay=0.1), "cpu").param_groups
+    decayed = {id(p) for p in decay["params"]}
+    attn, mlp = model.blocks[0].attn, model.blocks[0].mlp
+    scales = {"s_qk": attn.sublayer.s_qk.weight, "s_u": mlp.sublayer.s_u.weight, "s_v": mlp.sublayer.s_v.weight,
+              "s_z": model.logit_scale.weight, "alpha_A": attn.eigen_lr.weight, "alpha_M": mlp.eigen_lr.weight}
+    assert scales["s_qk"].dim() == 3  # what a rule by dimension alone would decay
+    assert {name for name, p in scales.items() if id(p) in decayed} == set()
+    n_scales = sum(1 for name, _ in model.named_parameters() if name.endswith((".s_qk.weight", ".s_u.weight",
+                                                                              ".s_v.weight", "eigen_lr.weight",
+                                                                              "logit_scale.weight")))
+    assert n_scales == 2 * 5 + 1 and all(id(p) not in decayed for n, p in model.named_parameters()
+                                         if "s_" in n or "eigen_lr" in n or "logit_scale" in n)
+    assert id(attn.sublayer.qkv.weight) in decayed and id(model.wte.weight) in decayed

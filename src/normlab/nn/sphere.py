@@ -15,7 +15,7 @@ so that Adam's steps on it are `scale`-sized; the paper's values are each module
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from typing import ClassVar, Iterable
 
 import torch
 import torch.nn.functional as F
@@ -27,7 +27,15 @@ from normlab.nn.mlp import SwiGLU
 
 class Scale(nn.Module):
     """A learned scaling vector s of `shape`, nGPT's parameterization (arXiv 2410.01131 §2.5): the parameter
-    starts at `scale` everywhere and is read as parameter · (init / scale), so s = init at step 0."""
+    starts at `scale` everywhere and is read as parameter · (init / scale), so s = init at step 0.
+
+    Never weight-decayed, whatever its shape (`no_weight_decay`): decay would pull every s toward 0, which
+    nGPT's parameterization does not mean (the paper drops weight decay altogether, §2.6, and its code's
+    `configure_optimizers` decays 2-D tensors only, which all its s are not). s_qk is (heads, 1, head_dim)
+    here, so a rule by dimension alone would decay it."""
+
+    no_weight_decay: ClassVar[bool] = True
+    """Read by the optimizer (`normlab.train.optim.build_optimizer`): this module's parameters are not decayed."""
 
     def __init__(self, shape: int | tuple[int, ...], init: float, scale: float):
         super().__init__()

@@ -19,14 +19,16 @@ from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, 
                                        said, same, select, sign_test, t_interval)
 
 # the settings nGPT's paper fixes (the model's, as its config resolves them) and its training recipe: no weight decay,
-# no warmup (arXiv 2410.01131 §2.6, "remove weight decay and learning rate warmup"; its code's launcher)
+# no warmup (arXiv 2410.01131 §2.6, "remove weight decay and learning rate warmup"; NVIDIA/ngpt launcher.sh: its nGPT
+# runs pass --weight_decay=0.0 --warmup_iters=0) and β2 = 0.95 (NVIDIA/ngpt train.py's beta2, which launcher.sh
+# leaves as it is, for nGPT and its GPT baseline alike)
 # DyT as its paper trains language models: α0 from the width (its repository's LLaMA table, 0.8 before attention and
 # 0.2 elsewhere at the narrowest width it lists; normlab clamps narrower models to that row), not the 0.5 of its
 # vision models. Derf as its paper states it: α0 = 0.5, s0 = 0 (its Dynamic_erf defaults)
 NORM_ARMS = {"layernorm": {"model.norm": "layernorm"},
              "dyt": {"model.norm": "dyt", "model.norm_options": {"alpha_init_rule": 1.0}}}
 NGPT = {"model.scheme": "ngpt", "model.norm": "l2", "model.embed_scale": 1.0, "model.tie_weights": False,
-        "train.weight_decay": 0.0, "train.warmup_steps": 0}
+        "train.weight_decay": 0.0, "train.warmup_steps": 0, "train.beta2": 0.95}
 
 
 def knob(preset, name: str) -> Any:
