@@ -175,7 +175,7 @@ class RunConfig(BaseModel):
 HASH_NEUTRAL = {"model.arch": "decoder", "train.activation_checkpointing": False, "diagnostics.layer_skip_most": 100,
                 "model.positions": "learned", "model.rope_theta": 10000.0, "model.rope_fraction": 1.0, "model.qk_norm": "none",
                 "model.gelu_approximate": "none", "model.head_transform": False, "model.head_bias": False,
-                "train.init_from_match": "exact", "train.plateau_stop": 0.0}
+                "train.init_from_match": "exact", "train.plateau_stop": 0.0, "model.learned_embed_scale": False}
 
 
 class ConfigError(ValueError):

@@ -46,7 +46,7 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from normlab.nn.norms import NORMS, make_norm
+from normlab.nn.norms import DYT_LLAMA_ALPHA0, NORMS, dyt_llama_alpha0, make_norm
 from normlab.registry import UnknownNameError
 
 NAMES = ["layernorm", "rmsnorm", "scalenorm", "dyt", "derf", "seednorm", "l2", "none"]
@@ -547,9 +547,10 @@ def test_seednorm_multi_head_matches_the_formula(dtype):
 
 
 @pytest.mark.parametrize("d, attention, other", [
-    (4096, 0.8, 0.2), (5120, 0.6, 0.15), (8192, 0.2, 0.05),  # the DyT repository's LLaMA 2 7B/13B/34B-70B rows
-    (6144, 0.6, 0.15),  # between rows: the widest listed width ≤ d
-    (64, 0.8, 0.2),  # narrower than the table: clamped to its narrowest row
+    (1024, 1.0, 1.0), (2048, 1.0, 0.5), (4096, 0.8, 0.2), (8192, 0.2, 0.05),  # DyT's paper, its width table (§7)
+    (5120, 0.6, 0.15),  # the DyT repository's LLaMA 2 13B launcher
+    (6144, 0.6, 0.15), (1536, 1.0, 1.0),  # between rows: the widest listed width ≤ d
+    (64, 1.0, 1.0), (16, 1.0, 1.0),  # narrower than the table: its narrowest row (narrower needs no smaller α0)
 ])
 def test_dyt_width_rule(d, attention, other):
     rule = {"alpha_init_rule": 1.0}
@@ -581,10 +582,20 @@ def test_bad_option_values_refused(name, options, role, message):
 def test_dyt_width_rule_gives_the_attention_norm_its_own_alpha_in_a_built_model():
     import normlab
 
-    """The DyT repository's LLaMA table: at width ≤ 4096, α0 = 0.8 before attention, 0.2 everywhere else."""
-    model = normlab.build_model(dict(vocab_size=11, block_size=8, n_layer=2, n_head=2, d_model=16, scheme="pre",
+    """DyT's width table at width 2048: α0 = 1.0 before attention, 0.5 everywhere else."""
+    model = normlab.build_model(dict(vocab_size=11, block_size=8, n_layer=2, n_head=16, d_model=2048, scheme="pre",
                                      norm="dyt", norm_options={"alpha_init_rule": 1.0}))
     for block in model.blocks:
-        assert block.attn.in_norm.alpha.item() == pytest.approx(0.8)
-        assert block.mlp.in_norm.alpha.item() == pytest.approx(0.2)
-    assert model.final_norm.alpha.item() == pytest.approx(0.2)
+        assert block.attn.in_norm.alpha.item() == pytest.approx(1.0)
+        assert block.mlp.in_norm.alpha.item() == pytest.approx(0.5)
+    assert model.final_norm.alpha.item() == pytest.approx(0.5)
+
+
+def test_dyt_alpha0_does_not_grow_with_width():
+    """The table's trend, on every width from 16 to 16384: a wider model never gets a larger α0 (attention or
+    other), and the attention norm's is never the smaller."""
+    widths = [16 * 2 ** k for k in range(11)] + [r[0] for r in DYT_LLAMA_ALPHA0]
+    for role in ("attention", "other"):
+        values = [dyt_llama_alpha0(d, role) for d in sorted(widths)]
+        assert values == sorted(values, reverse=True), role
+    assert all(dyt_llama_alpha0(d, "attention") >= dyt_llama_alpha0(d, "other") for d in widths)

@@ -20,8 +20,10 @@ import statistics
 from typing import Any, Callable, NamedTuple
 
 import pytest
+import torch
 from scipy.stats import t as student_t
 
+from normlab.nn import build_model
 from normlab.study.claims import CLAIMS, FAILS, FRONTIER_CLAIMS, HOLDS, INCONCLUSIVE, Verdict
 from normlab.study.claims.base import LOSS_MARGIN, TRAINS
 from normlab.study.records import RunRecord, flatten
@@ -243,6 +245,25 @@ def _f2(dyt_short, ln_short, dyt_long, ln_long) -> list[RunRecord]:
             + arm_runs("F2", run("F2", model__norm="layernorm", train__steps=FULL), ln_short)
             + arm_runs("F2", run("F2", model__norm="dyt", train__steps=F2_LONG), dyt_long)
             + arm_runs("F2", run("F2", model__norm="layernorm", train__steps=F2_LONG), ln_long))
+
+
+def _built(cid: str, **want: Any):
+    """The model of one of claim `cid`'s runs, as the study configures it (seed 0), with a tiny vocabulary."""
+    cfg = build_config(P, {INIT_KEY: CLAIMS.get(cid).init, **run(cid, **want)}, 0).model
+    return build_model(cfg.model_copy(update={"vocab_size": 20}))
+
+
+def test_dyt_and_derf_arms_train_as_their_language_model_code():
+    """DyT and Derf: the learnable embedding scalar from √d (their `shared_scale`), DyT's α0 from its width table
+    (1.0 / 1.0 at the preset's width 64, the table's narrowest row), Derf's α0 = 1.0; LayerNorm without the scalar."""
+    d = P.base["model.d_model"]
+    for cid, want in (("F2", {"model__norm": "dyt", "train__steps": FULL}), ("F3", {"model__norm": "dyt"}),
+                      ("F3", {"model__norm": "derf"})):
+        m = _built(cid, **want)
+        assert isinstance(m.embed_scale, torch.nn.Parameter) and m.embed_scale.item() == pytest.approx(math.sqrt(d))
+        alphas = {n: p.item() for n, p in m.named_parameters() if n.endswith(".alpha") or n == "final_norm.alpha"}
+        assert alphas and set(alphas.values()) == {1.0}, alphas
+    assert _built("F2", model__norm="layernorm", train__steps=FULL).embed_scale == 1.0
 
 
 SMALL = [0.003, -0.002, 0.004, -0.001, 0.001]  # a paired difference well inside ±margin

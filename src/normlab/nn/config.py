@@ -51,6 +51,11 @@ class ModelConfig(BaseModel):
     embed_scale: float | None = Field(default=None, gt=0)
     """The token embedding's factor in the forward pass; unset: the init recipe's (√d under xiong, else 1).
     Gemma multiplies by √d whatever the init."""
+    learned_embed_scale: bool = False
+    """The token embedding's factor is one learnable scalar, init √d_model, in place of the fixed one: DyT's and
+    Derf's language-model code (jiachenzhu/DyT other_tasks/LLaMA/fms_fsdp/models/llama.py and
+    zlab-princeton/Derf "language model/model_derf.patch", both `shared_scale`); DyT's paper says LLaMA training
+    "struggles to progress" without it. Refused with `embed_scale` set, which fixes the factor."""
     qk_norm: Literal["none", "per_head", "full_width"] = "none"
     """QK-norm (Dehghani et al. 2023, arXiv 2302.05442) with the model's normalizer: q and k normalized per
     head (Qwen3, Gemma-3) or over their full width (OLMo-2), before the rotation."""
@@ -156,6 +161,9 @@ class ModelConfig(BaseModel):
             raise ValueError(f"normalizer {self.norm!r} has no bias; set norm_bias = false")
         if self.norm_bias and not self.norm_affine:
             raise ValueError("norm_bias = true needs norm_affine = true")
+        if self.learned_embed_scale and self.embed_scale is not None:
+            raise ValueError(f"learned_embed_scale = true learns the token embedding's factor (init √d_model); "
+                             f"embed_scale = {self.embed_scale:g} fixes it: set one of them")
         return self
 
     def _check_encoder_decoder(self) -> None:
@@ -163,7 +171,7 @@ class ModelConfig(BaseModel):
         into the single-stack model only (its cross-attention and head know none of them)."""
         plain = {"positions": "learned", "head_transform": False, "head_bias": False, "logit_softcap": None,
                  "attn_softcap": None, "attn_scale": None, "qk_norm": "none", "n_kv_head": None, "d_head": None,
-                 "embed_scale": None}
+                 "embed_scale": None, "learned_embed_scale": False}
         for key, value in plain.items():
             if getattr(self, key) != value:
                 raise ValueError(f"{key} = {getattr(self, key)!r} is for decoder and encoder models; an "
@@ -181,7 +189,7 @@ class ModelConfig(BaseModel):
         """Whether normlab.nn.stacked can train many of these models as one: its embedding and head carry
         learned positions and a plain projection only."""
         return (self.positions == "learned" and not self.head_transform and not self.head_bias
-                and self.logit_softcap is None and self.embed_scale is None
+                and self.logit_softcap is None and self.embed_scale is None and not self.learned_embed_scale
                 and SCHEMES.get(self.scheme).stackable)
 
     def stacks(self) -> dict[str, "Stack"]:

@@ -47,10 +47,12 @@ def recipe_of(cfg: ModelConfig) -> InitRecipe:
 
 
 def embed_scale(cfg: ModelConfig) -> float:
-    """The token embedding's forward multiplier: the config's own, else √d under `xiong` (fairseq's
-    embed_scale), else 1."""
+    """The token embedding's forward multiplier (its initial value where it is learned): the config's own, else
+    √d where it is learned (DyT's and Derf's `shared_scale`) or under `xiong` (fairseq's embed_scale), else 1."""
     if cfg.embed_scale is not None:
         return cfg.embed_scale
+    if cfg.learned_embed_scale:
+        return math.sqrt(cfg.d_model)
     return math.sqrt(cfg.d_model) if recipe_of(cfg).embed_scale == "sqrt(d)" else 1.0
 
 
@@ -113,7 +115,8 @@ def _record(cfg: ModelConfig, residual_std: float) -> dict[str, object]:
     return {
         "recipe": cfg.init, "paper": recipe.text,
         "embeddings": f"normal(0, {emb_std:g})" + ("" if recipe.embed_std == "init_std" else " = d^-1/2"),
-        "embed_scale": f"{embed_scale(cfg):g}" + (" = sqrt(d)" if recipe.embed_scale == "sqrt(d)" else ""),
+        "embed_scale": (f"learned, init {embed_scale(cfg):g} = sqrt(d)" if cfg.learned_embed_scale else
+                        f"{embed_scale(cfg):g}" + (" = sqrt(d)" if recipe.embed_scale == "sqrt(d)" else "")),
         "head": "tied to wte" if cfg.tie_weights else f"normal(0, {emb_std:g})",
         "linear": "xavier_normal(gain 1)" if recipe.linear == "xavier" else f"normal(0, {std:g})",
         "residual_outputs": residual,

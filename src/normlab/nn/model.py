@@ -34,6 +34,12 @@ def run_block(model: nn.Module, block: nn.Module, *args: torch.Tensor) -> torch.
     return block(*args)
 
 
+def learnable(value: float) -> nn.Parameter:
+    """A learnable scalar (DyT's and Derf's embedding factor, `shared_scale`): 0-dimensional, so AdamW does not
+    decay it (normlab.train.optim), as nanoGPT's optimizer groups in Derf's code do not."""
+    return nn.Parameter(torch.tensor(float(value)))
+
+
 def embed(model: nn.Module, tokens: torch.Tensor, wpe: nn.Embedding | None, embed_norm: nn.Module,
           what: str = "sequence") -> torch.Tensor:
     """Token + learned position embeddings (none with rotary positions), dropout, and the embedding norm
@@ -78,7 +84,8 @@ class GPT(nn.Module):
         self.scheme = build_scheme(cfg.scheme, cfg.n_layer, cfg.scheme_options, cfg.stacks()[part])
         make = norm_factory(cfg, cfg.d_model)
         self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.embed_scale = embed_scale(cfg)  # √d under the xiong recipe (fairseq), else 1
+        # the token embedding's factor: √d under the xiong recipe (fairseq), a learned scalar from √d (DyT, Derf), else 1
+        self.embed_scale = learnable(embed_scale(cfg)) if cfg.learned_embed_scale else embed_scale(cfg)
         self.wpe = nn.Embedding(cfg.block_size, cfg.d_model) if cfg.positions == "learned" else None
         self.drop = nn.Dropout(cfg.dropout)
         self.embed_norm = make() if cfg.resolved_embed_norm() else nn.Identity()

@@ -142,19 +142,22 @@ class ScaleNorm(Norm):
         return self.g.to(xf.dtype) * xf * torch.rsqrt(xf.pow(2).sum(-1, keepdim=True) + self.eps)
 
 
-# DyT's recommended α0 for LLaMA 2 models (width, α0 of the norm before attention, α0 of every other
-# norm: before the FFN and the final one), from the DyT repository's other_tasks/LLaMA/README.md
-# (github.com/jiachenzhu/DyT); the paper's "Initialization of α" section (§7) finds that width, not
-# depth, sets the best α0, smaller for wider models, and that the attention norms want a larger one.
-DYT_LLAMA_ALPHA0 = ((4096, 0.8, 0.2), (5120, 0.6, 0.15), (8192, 0.2, 0.05))
+# DyT's α0 for LLaMA models by width: (width, α0 of the norm before attention, α0 of every other norm: before the
+# FFN and the final one). The paper's width table (Zhu et al. 2025, arXiv 2503.10622, §7 "Initialization of α",
+# its table of α0 by LLaMA width and depth: 1.0/1.0 at width 1024, 1.0/0.5 at 2048, 0.8/0.2 at 4096, 0.2/0.05 at
+# 8192, the same at every depth it lists) and the DyT repository's LLaMA 2 13B launcher for 5120
+# (jiachenzhu/DyT other_tasks/LLaMA/README.md: 0.6/0.15; its 7B and 70B launchers agree with the 4096 and 8192
+# rows). Width, not depth, sets α0: smaller for wider models, and larger before attention.
+DYT_LLAMA_ALPHA0 = ((1024, 1.0, 1.0), (2048, 1.0, 0.5), (4096, 0.8, 0.2), (5120, 0.6, 0.15), (8192, 0.2, 0.05))
 ROLES = ("attention", "other")
 
 
 def dyt_llama_alpha0(d: int, role: str = "other") -> float:
-    """α0 for a DyT norm of width d by the DyT repository's LLaMA table.
+    """α0 for a DyT norm of width d by DyT's LLaMA width table (`DYT_LLAMA_ALPHA0`).
 
-    The row of the widest listed width ≤ d; a model narrower than 4096 (the table's narrowest, LLaMA 2 7B)
-    gets the 4096 row: the repository lists nothing below it, so that is a clamp, not a measured value.
+    The row of the widest listed width ≤ d. A model narrower than 1024 (the table's narrowest) takes the 1024 row,
+    1.0 / 1.0: the table's trend is that narrower models need an α0 no smaller, so its narrowest row is the value
+    it supports; anything larger would be an extrapolation the paper does not make.
     """
     if role not in ROLES:
         raise ValueError(f"normalizer 'dyt': role must be one of {', '.join(ROLES)}; got {role!r}")
@@ -170,8 +173,9 @@ class DyT(Norm):
     α is one learnable scalar (init `alpha_init`, 0.5 in the paper), learnable
     also with `affine = false`, which drops only the per-channel γ, β.
 
-    `alpha_init_rule = 1` takes α0 from the width instead (`dyt_llama_alpha0`: the DyT repository's
-    LLaMA table, 0.8 before attention and 0.2 elsewhere at width 4096, down to 0.2 / 0.05 at 8192).
+    `alpha_init_rule = 1` takes α0 from the width instead, as DyT trains language models (`dyt_llama_alpha0`:
+    its paper's LLaMA width table, 1.0 / 1.0 at width ≤ 1024, 0.8 before attention and 0.2 elsewhere at 4096,
+    down to 0.2 / 0.05 at 8192).
     The position comes from make_norm's `role` ("attention" or "other", default "other"). The default,
     `alpha_init_rule = 0`, is α0 = `alpha_init`, as before.
     """
@@ -189,7 +193,7 @@ class DyT(Norm):
     def _alpha0(d: int, alpha_init: float | None, rule: float, role: str) -> float:
         if rule not in (0, 1):
             raise ValueError(f"normalizer 'dyt': alpha_init_rule must be 0 (α0 = alpha_init) or 1 (α0 from the "
-                             f"width, the DyT repository's LLaMA table); got {rule}")
+                             f"width, DyT's LLaMA width table); got {rule}")
         if rule == 0:
             return 0.5 if alpha_init is None else float(alpha_init)
         if alpha_init is not None:

@@ -762,6 +762,7 @@ class NGPT(Scheme):
         "bias": (False, "nGPT's projections are matrices of unit vectors, with no biases (§2.6)"),
         "qk_norm": ("none", "nGPT normalizes q and k itself, after the rotation, scaled by s_qk (§2.3.2)"),
         "embed_scale": (1.0, "nGPT's input embeddings are unit vectors, read as they are (§2.2.1)"),
+        "learned_embed_scale": (False, "nGPT's input embeddings are unit vectors, read as they are (§2.2.1)"),
         "tie_weights": (False, "nGPT has an input and an output embedding, each of unit rows (§2.2.1; its code: "
                                "\"in the nGPT paper there was no weight tying\")"),
     }

@@ -22,11 +22,16 @@ from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, 
 # no warmup (arXiv 2410.01131 §2.6, "remove weight decay and learning rate warmup"; NVIDIA/ngpt launcher.sh: its nGPT
 # runs pass --weight_decay=0.0 --warmup_iters=0) and β2 = 0.95 (NVIDIA/ngpt train.py's beta2, which launcher.sh
 # leaves as it is, for nGPT and its GPT baseline alike)
-# DyT as its paper trains language models: α0 from the width (its repository's LLaMA table, 0.8 before attention and
-# 0.2 elsewhere at the narrowest width it lists; normlab clamps narrower models to that row), not the 0.5 of its
-# vision models. Derf as its paper states it: α0 = 0.5, s0 = 0 (its Dynamic_erf defaults)
+# DyT and Derf as their language-model codes train them: the token embedding times a learnable scalar from √d
+# (jiachenzhu/DyT other_tasks/LLaMA/fms_fsdp/models/llama.py and zlab-princeton/Derf "language model/model_derf.patch",
+# `shared_scale`; the LayerNorm baseline of Derf's patch goes without it); DyT's α0 from its paper's LLaMA width
+# table (1.0 / 1.0 at width ≤ 1024, `dyt_llama_alpha0`), not the 0.5 of its vision models; Derf's α0 = 1.0, its
+# language-model patch's value for every norm (train_derf.patch: attn/ffn/dec_alpha_init_value = 1.0; 0.5 is its
+# Dynamic_erf default, used for vision), s0 = 0
 NORM_ARMS = {"layernorm": {"model.norm": "layernorm"},
-             "dyt": {"model.norm": "dyt", "model.norm_options": {"alpha_init_rule": 1.0}}}
+             "dyt": {"model.norm": "dyt", "model.norm_options": {"alpha_init_rule": 1.0},
+                     "model.learned_embed_scale": True},
+             "derf": {"model.norm": "derf", "model.norm_options": {"alpha_init": 1.0}, "model.learned_embed_scale": True}}
 NGPT = {"model.scheme": "ngpt", "model.norm": "l2", "model.embed_scale": 1.0, "model.tie_weights": False,
         "train.weight_decay": 0.0, "train.warmup_steps": 0, "train.beta2": 0.95}
 
@@ -270,9 +275,8 @@ class DerfF3(BeatsClaim):
     """Dynamic erf (Derf), γ·erf(αx + s) + β, outperforms both DyT and LayerNorm."""
 
     contradiction = "arXiv 2604.01563: Derf's gap to RMSNorm triples under the Muon optimizer"
-    winner = ("Derf", {"model.norm": "derf"})
-    others = [("DyT", {"model.norm": "dyt", "model.norm_options": {"alpha_init_rule": 1.0}}),
-              ("LayerNorm", {"model.norm": "layernorm"})]
+    winner = ("Derf", NORM_ARMS["derf"])
+    others = [("DyT", NORM_ARMS["dyt"]), ("LayerNorm", NORM_ARMS["layernorm"])]
 
 
 @claim("F4", "Mix-LN beats both Pre-LN and Post-LN", sources="issue 24",
