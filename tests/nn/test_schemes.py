@@ -236,7 +236,8 @@ PLAIN = ("id", "id", "id", 1.0, 1.0)
     ("parallel", {"shared_norm": 0.0}, [PRE] * 4, "id", "norm"),
     ("hybrid", {}, [(POST, PLAIN)] * 4, "id", "norm"),  # Norm(x + Attn(x)), then x + FFN(x)
     ("hybrid", {"first_pre": 1.0}, [PRE] + [(POST, PLAIN)] * 3, "id", "norm"),
-    ("keel", {}, [("norm", "id", "norm", 8.0, 1.0)] * 4, "id", "id"),  # α = L = 2 sub-layers × 4 blocks
+    ("keel", {}, [PRE] + [("norm", "id", "norm", 8.0, 1.0)] * 3, "id", "id"),  # α = L = 2 × 4; block 0 plain (§3.1)
+    ("keel", {"plain_first_layer": 0.0}, [("norm", "id", "norm", 8.0, 1.0)] * 4, "id", "id"),
 ])
 @pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
 def test_slot_structure(scheme, options, per_layer, embed, final, norm):
@@ -398,10 +399,11 @@ def test_hybrid_refuses_a_second_qk_norm():
         normlab.build_model(tiny(scheme="hybrid", qk_norm="full_width"))
 
 
-@pytest.mark.parametrize("n_layer, alpha_lit", [(1, 2.0), (3, 6.0)])
+@pytest.mark.parametrize("n_layer, alpha_lit", [(2, 4.0), (3, 6.0)])
 def test_keel_block_is_keels_formula(n_layer, alpha_lit):
-    """Keel (arXiv 2601.19895): x ← Norm(α·x + F(Norm′(x))) around each sub-layer, α = L = 2·n_layer sub-layers."""
-    block, x = _perturbed_block("keel", n_layer=n_layer)
+    """Keel (arXiv 2601.19895): x ← Norm(α·x + F(Norm′(x))) around each sub-layer of every block after the first,
+    α = L = 2·n_layer sub-layers."""
+    block, x = _perturbed_block("keel", n_layer=n_layer, layer=n_layer - 1)
     alpha = 2 * n_layer
     assert alpha == alpha_lit and block.attn.alpha == block.mlp.alpha == alpha_lit
     with torch.no_grad():
@@ -409,6 +411,38 @@ def test_keel_block_is_keels_formula(n_layer, alpha_lit):
         want = _rms(alpha * h + block.mlp.sublayer(_rms(h, block.mlp.in_norm.weight)), block.mlp.post_norm.weight)
         torch.testing.assert_close(block(x), want, rtol=1e-5, atol=1e-6)
     assert build_scheme("keel", 4, {"alpha": 3.0}).describe()["alpha"] == 3.0
+
+
+def test_keel_model_is_a_direct_transcription_of_the_paper():
+    """Keel's whole stack written out from the paper (§3.1), reading the model's parameters and nothing of its
+    code: the first layer x ← x + F(LN(x)) around both sub-layers (no post-norm, no α), every later sub-layer
+    x ← LN(α·x + F(LN(x))) with α = L = 2·n_layer, no final norm, the head on the last block's output."""
+    torch.manual_seed(0)
+    n_layer = 3
+    model = normlab.build_model(tiny(scheme="keel", norm="rmsnorm", n_layer=n_layer)).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+        idx = torch.randint(0, 13, (2, 6))
+        x = model.wte.weight[idx] + model.wpe.weight[:6]  # (B, T, C)
+        alpha = 2.0 * n_layer
+        for i, block in enumerate(model.blocks):
+            for r in (block.attn, block.mlp):
+                branch = r.sublayer(_rms(x, r.in_norm.weight))
+                x = x + branch if i == 0 else _rms(alpha * x + branch, r.post_norm.weight)
+        logits, _ = model(idx)
+        torch.testing.assert_close(logits, x @ model.wte.weight.T, rtol=1e-5, atol=1e-5)
+
+
+def test_keel_everywhere_differs_from_the_papers_first_layer():
+    """The option that turns the first-layer case off builds another model (the transcription above could not
+    pass for both)."""
+    first = normlab.build_model(tiny(scheme="keel", n_layer=2)).blocks[0]
+    every = normlab.build_model(tiny(scheme="keel", n_layer=2, scheme_options={"plain_first_layer": 0.0})).blocks[0]
+    assert (first.attn.alpha, kind(first.attn.post_norm)) == (1.0, "id")
+    assert (every.attn.alpha, kind(every.attn.post_norm)) == (4.0, "norm")
+    with pytest.raises(ValueError, match="plain_first_layer must be 1"):
+        build_scheme("keel", 2, {"plain_first_layer": 0.5})
 
 
 @pytest.mark.parametrize("scheme, option", [("parallel", "shared_norm"), ("hybrid", "first_pre")])

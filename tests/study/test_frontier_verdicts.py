@@ -582,47 +582,99 @@ def f7_everything_trains_for_the_right_reason():
 
 
 # =========================================================================================
-# F8 — Keel beats Post-LN at keel_depth layers without warmup (value: Post-LN − Keel)
+# F8 — Keel's highest trainable lr at depth, with warmup, is above Post-LN's and Pre-LN's (value: Keel's limit)
 # =========================================================================================
 DEPTH = P.frontier["keel_depth"]
+KEEL_LRS = sorted(P.frontier["keel_lrs"])
+K1, K2, K3, K4, K5 = KEEL_LRS  # the grid's five lrs, low to high, whatever the preset sets
 
 
-def _f8(keel, post):
-    return (arm_runs("F8", run("F8", model__scheme="keel", model__n_layer=DEPTH, train__warmup_steps=0), keel)
-            + arm_runs("F8", run("F8", model__scheme="post", model__n_layer=DEPTH, train__warmup_steps=0), post))
+def test_f8_is_the_papers_claim_at_depth_with_warmup():
+    """≥ 16 layers, every arm at the preset's warmup (the paper's runs all warm up), five lrs a factor ~3 apart."""
+    assert DEPTH >= 16 and len(KEEL_LRS) == 5
+    assert all(b / a == pytest.approx(10 ** 0.5, rel=0.06) for a, b in zip(KEEL_LRS, KEEL_LRS[1:]))
+    runs = runs_of("F8")
+    assert len(runs) == 3 * 5 and {r["model.scheme"] for r in runs} == {"keel", "post", "pre"}
+    assert all(r["train.warmup_steps"] == P.warmup and r["model.n_layer"] == DEPTH for r in runs)
+    assert "secondary summaries" not in (CLAIMS.get("F8").__doc__ or "")
 
 
-@scenario("F8", HOLDS, None)
-def f8_post_ln_diverges_deep_without_warmup():
+def _f8(keel: list[list[Any]], post: list[list[Any]], pre: list[list[Any]]) -> list[RunRecord]:
+    """Each scheme's 5 seeds' losses at each lr of the grid (in order)."""
+    out = []
+    for scheme, by_lr in (("keel", keel), ("post", post), ("pre", pre)):
+        for lr, losses in zip(KEEL_LRS, by_lr, strict=True):
+            out += arm_runs("F8", run("F8", model__scheme=scheme, train__lr=lr), losses)
+    return out
+
+
+def up_to(k: int, above=DIV) -> list[list[Any]]:
+    """Trains in every seed at the grid's first k lrs, `above` at the rest."""
+    return [OK] * k + [above] * (5 - k)
+
+
+def _f8_parts(*want):
+    return lambda v: part_verdicts(v) == list(want)
+
+
+@scenario("F8", HOLDS, K4)
+def f8_keel_trains_at_higher_lrs_than_both():
+    # Keel up to K4, Pre-LN up to K3, Post-LN up to K2: at K3 Post-LN fails in every seed where Keel trains (5–0,
+    # p = 1/32), at K4 Pre-LN does
     def check(v):
-        assert v.details["post"]["n_diverged"] == 5 and v.details["keel"]["n_trained"] == 5
-        assert "Post-LN 5/5" in v.summary and v.settings["n_layer"] == DEPTH
-    return Case(_f8(W, [None] * 5) + noise("F8"), check=check)
+        assert part_verdicts(v) == [HOLDS, HOLDS]
+        assert v.details["highest_lr"] == {"Keel": K4, "Post-LN": K2, "Pre-LN": K3}
+        assert v.details["limits_split"]["Post-LN"]["lr"] == K3 and v.details["limits_split"]["Pre-LN"]["lr"] == K4
+        assert v.details["limits_split"]["Post-LN"]["only_b_failed"] == 5
+        assert v.n_seeds == 5 and v.settings["n_layer"] == DEPTH and v.settings["warmup_steps"] == P.warmup
+    return Case(_f8(up_to(4), up_to(2), up_to(3)) + noise("F8"), check=check)
 
 
-@scenario("F8", HOLDS, 0.1)
-def f8_post_ln_trains_worse():
+@scenario("F8", HOLDS, K3)
+def f8_post_ln_never_trains():
+    return Case(_f8(up_to(3), up_to(0, [STUCK] * 5), up_to(2)), check=_f8_parts(HOLDS, HOLDS))
+
+
+@scenario("F8", FAILS, K1)
+def f8_keel_trains_at_a_lower_lr_than_pre_ln():
+    # Keel and Post-LN stop at K1 (the same limit below the top), Pre-LN trains up to K3: at K2 Keel alone fails
     def check(v):
-        lo, hi = hand_t_interval([0.1 + 0.002 * j for j in (1, -1, 1, -1, 0)])  # jitters 0.003 − 0.001
-        assert v.interval == [approx(lo), approx(hi)]
-    return Case(_f8(W, five(2.1, 0.003)), check=check)
+        assert part_verdicts(v) == [FAILS, FAILS]
+        assert v.details["limits_split"]["Pre-LN"]["only_a_failed"] == 5
+        assert "the paper measured 64 layers" in v.summary
+    return Case(_f8(up_to(1), up_to(1), up_to(3)), check=check)
 
 
-@scenario("F8", FAILS, mean(SMALL))
-def f8_post_ln_ties_keel():
-    return Case(_f8(W, plus(W, SMALL)))
+@scenario("F8", FAILS, K3)
+def f8_keel_no_higher_than_post_ln():
+    return Case(_f8(up_to(3), up_to(3), up_to(2)), check=_f8_parts(FAILS, HOLDS))
 
 
-@scenario("F8", INCONCLUSIVE, mean(SMALL[2:]))
-def f8_post_ln_fails_in_two_seeds_ties_elsewhere():
-    # Post-LN diverged once and stuck once (sign test p = 1/4), ties Keel where it trains
-    return Case(_f8(W, [None, STUCK] + plus(W, SMALL)[2:]),
-                check=lambda v: v.details["post"]["n_failed_to_train"] == 1)
+@scenario("F8", INCONCLUSIVE, K3)
+def f8_limits_differ_but_the_seeds_do_not_back_them():
+    # at K3 Keel trains in 4 of 5 seeds (a limit), Post-LN in 3 (not one) and Pre-LN in none: the seeds where one
+    # alone failed are 1 (Post-LN) and 4 (Pre-LN), p = 1/2 and 1/16, neither below 0.05
+    keel = [OK, OK, ONE_DIVERGED, DIV, DIV]
+    def check(v):
+        assert part_verdicts(v) == [INCONCLUSIVE, INCONCLUSIVE]
+        assert v.details["highest_lr"] == {"Keel": K3, "Post-LN": K2, "Pre-LN": K2}
+        assert all("more seeds would decide" in p["summary"] for p in v.parts)
+    return Case(_f8(keel, [OK, OK, TWO_FAILED, DIV, DIV], [OK, OK, DIV, DIV, DIV]), check=check)
 
 
-@scenario("F8", FAILS, None)
-def f8_keel_diverges_post_ln_trains():
-    return Case(_f8([None] * 5, five(2.1, 0.003)))
+@scenario("F8", INCONCLUSIVE, K5)
+def f8_everything_trains_at_every_lr():
+    def check(v):
+        assert all("higher lrs would decide" in p["summary"] for p in v.parts)
+    return Case(_f8(up_to(5), up_to(5), up_to(5)), check=check)
+
+
+@scenario("F8", INCONCLUSIVE, None)
+def f8_nothing_trains_anywhere():
+    def check(v):
+        assert v.details["highest_lr"] == {"Keel": None, "Post-LN": None, "Pre-LN": None}
+        assert all("lower lrs would decide" in p["summary"] for p in v.parts)
+    return Case(_f8(up_to(0), up_to(0, [STUCK] * 5), up_to(0)), check=check)
 
 
 # =========================================================================================

@@ -670,32 +670,42 @@ class HybridNorm(Scheme):
 
 @SCHEMES.register("keel")
 class Keel(Scheme):
-    """Keel (Chen & Wei 2026, "Post-LayerNorm Is Back", arXiv 2601.19895): Post-LN whose residual carries a
+    """Keel (Chen & Wei 2026, "Post-LayerNorm Is Back", arXiv 2601.19895 §3.1): Post-LN whose residual carries a
     Highway-style scale α and whose branch reads a normalized input, x ← Norm(α·x + F(Norm′(x))), α = L.
 
-        x ──┬── Norm′ ── F ──(+)── Norm ──► x'
-            └────── ×α ───────┘
+        x ──┬── Norm′ ── F ──(+)── Norm ──► x'          first block (§3.1):  x ──┬── Norm′ ── F ──(+)──► x'
+            └────── ×α ───────┘                                                   └───────────────┘
 
-    L is the number of sub-layers the residual stream passes (2 per block, the count secondary summaries of the
-    paper give; one calls it the number of layers); option `alpha` sets α outright (0: L). No final norm: the
-    stream leaves the last block normalized, as in Post-LN. Decoder and encoder; refused in an
-    encoder–decoder, where the paper gives no L for two stacks.
+    L is the number of sub-layers the residual stream passes (2 per block; the paper's text counts α over
+    sub-layers); option `alpha` sets α outright (0: L). The paper's first layer is the special case of §3.1: its
+    sub-layers have neither the post-norm nor α, x ← x + F(Norm′(x)) (option `plain_first_layer`, default 1; 0:
+    Keel's formula in every block). No final norm: the stream leaves the last block normalized, as in Post-LN.
+    Decoder and encoder; refused in an encoder–decoder, where the paper gives no L for two stacks.
     """
 
     label, color = "Keel", "#3182bd"
-    name, formula, paper = "keel", "x ← Norm(α·x + F(Norm(x))), α = L (sub-layers)", "arXiv 2601.19895"
+    name, formula, paper = ("keel", "x ← Norm(α·x + F(Norm(x))), α = L (sub-layers); first block x ← x + F(Norm(x))",
+                            "arXiv 2601.19895")
     final_norm = False
-    OPTIONS = {"alpha": 0.0}
+    OPTIONS = {"alpha": 0.0, "plain_first_layer": 1.0}
     incompatible_norms = {"none": "α = L multiplies the residual every sub-layer; without the post-norm it grows "
                                   "as L^(2L)"}
     undefined_architectures = {"encoder-decoder": "Keel (arXiv 2601.19895) sets α from the depth of one stack; it "
                                                   "defines no α for an encoder and a decoder"}
+
+    def __init__(self, n_layer: int, stack: Stack | None = None, **options: float):
+        super().__init__(n_layer, stack, **options)
+        if self.options["plain_first_layer"] not in (0.0, 1.0):
+            raise ValueError(f"plain_first_layer must be 1 (the paper's first layer, §3.1) or 0 (Keel in every "
+                             f"block), got {self.options['plain_first_layer']}")
 
     @property
     def alpha(self) -> float:
         return self.options["alpha"] or 2.0 * self.n_layer
 
     def residual(self, sublayer, layer, make_norm):
+        if layer == 0 and self.options["plain_first_layer"]:
+            return Residual(sublayer, in_norm=make_norm())
         return Residual(sublayer, in_norm=make_norm(), post_norm=make_norm(), alpha=self.alpha)
 
     def describe(self):

@@ -208,13 +208,21 @@ PRESETS["frontier"] = Preset(
     name="frontier", summary="the placements of 2024–2026 against their papers' headlines (F1–F8)",
     description="F1–F8 on a 2-core CPU: 4-layer, 64-wide char decoders with RoPE and SwiGLU, 300 steps, 5 seeds; "
                 "nGPT also at 75 and 150 steps, DyT and LayerNorm also at 600, QK-norm over lr 0.03–0.3 without "
-                "warmup, Keel and Post-LN at 16 layers without warmup; " + measured_cost("frontier"),
+                "warmup, Keel, Post-LN and Pre-LN at 16 layers with warmup over lr 0.001–0.1; "
+                + measured_cost("frontier"),
     base=FRONTIER_BASE, seeds=[0, 1, 2, 3, 4], claims=list(FRONTIER_CLAIMS),
     lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[4], paper_inits=True,
     # QK-norm's lrs: from where Pre-LN began to strain without warmup up to past where all trained (0.1 in the first
-    # frontier run, on a grid 0.01–0.1 that could not decide); Keel at 16 layers, where Post-LN without warmup is
-    # expected to fail in every seed (3 of 5 at 12 in the first frontier run: a 3–0 split decides nothing)
-    frontier={"ngpt_fractions": [0.25, 0.5], "long_steps": 600, "qk_lrs": [3e-2, 1e-1, 3e-1], "keel_depth": 16},
+    # frontier run, on a grid 0.01–0.1 that could not decide). Keel's claim is the highest lr that trains with
+    # warmup at depth (arXiv 2601.19895: 64 layers, Keel 1.01e-2, Post-LN 3.0e-4): 16 layers, the preset's warmup,
+    # a grid a factor ~3 apart from 1e-3 (below where Post-LN is expected to stop training at 16 layers; no
+    # frontier run has measured it yet) to 1e-1 (where Pre-LN still trained without warmup at 4 layers in the
+    # first frontier run). Its cell (`keel_cell`), forced by the cost of 75 runs of 16 layers on 2 cores: 32 tokens of context
+    # (a deep step at 32 tokens takes 0.68x the time of one at 64, benchmarks/cpu_step_costs.py) and a run still on
+    # the unigram plateau at half its budget stops there (config.py's plateau_stop); not yet timed as a whole
+    frontier={"ngpt_fractions": [0.25, 0.5], "long_steps": 600, "qk_lrs": [3e-2, 1e-1, 3e-1], "keel_depth": 16,
+              "keel_lrs": [1e-3, 3e-3, 1e-2, 3e-2, 1e-1],
+              "keel_cell": {"model.block_size": 32, "train.eval_batches": 20, "train.plateau_stop": 0.5}},
 )
 
 

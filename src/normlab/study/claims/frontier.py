@@ -14,9 +14,9 @@ from typing import Any
 
 from normlab.study.records import flatten
 from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, TRAINS, Claim, Contrast, Figure,
-                                       Group, Part, Series, alpha, beats, ci_text, claim, confidence, describe,
-                                       equivalence, fmt, group, loss_interval, loss_test, n_seeds, not_worse, pct,
-                                       said, same, select, sign_test, t_interval)
+                                       Group, Part, Series, alpha, beats, ci_text, claim, combine, confidence,
+                                       describe, equivalence, fails_more, fmt, group, loss_interval, loss_test,
+                                       n_seeds, not_worse, pct, said, same, select, sign_test, t_interval)
 
 # the settings nGPT's paper fixes (the model's, as its config resolves them) and its training recipe: no weight decay,
 # no warmup (arXiv 2410.01131 §2.6, "remove weight decay and learning rate warmup"; NVIDIA/ngpt launcher.sh: its nGPT
@@ -363,9 +363,10 @@ class HybridReorderedF6(FrontierClaim):
                                                 **{k: arm(preset, **o) for k, o in self.ARMS.items()}})]
 
 
-def highest_trainable(records, preset, lrs, **fixed) -> float | None:
-    """The highest lr of `lrs` at which the configuration trains (≥ TRAINS of its seeds; no warmup)."""
-    ok = [lr for lr in lrs if _trains(group(records, **where({**fixed, "train.lr": lr, "train.warmup_steps": 0})))]
+def highest_trainable(records, lrs, **fixed) -> float | None:
+    """The highest lr of `lrs` at which the configuration `fixed` (run overrides, warmup included) trains (≥ TRAINS
+    of its seeds)."""
+    ok = [lr for lr in lrs if _trains(group(records, **where({**fixed, "train.lr": lr})))]
     return max(ok) if ok else None
 
 
@@ -415,7 +416,7 @@ class QKNormF7(FrontierClaim):
     def verdict(self, records, measurement, preset):
         lrs = self.lrs(preset)
         top = max(lrs)
-        limit = {m: highest_trainable(records, preset, lrs, **{"model.qk_norm": m})
+        limit = {m: highest_trainable(records, lrs, **{"model.qk_norm": m, "train.warmup_steps": 0})
                  for m in ("none", *self.MODES.values())}
         parts = []
         for label, mode in self.MODES.items():
@@ -465,37 +466,103 @@ class QKNormF7(FrontierClaim):
         return [fig]
 
 
-@claim("F8", "Keel trains deeper than Post-LN without warmup", sources="issue 24",
-       paper="Chen & Wei 2026 (Keel, \"Post-LayerNorm Is Back\", arXiv 2601.19895): a Highway-style residual lets "
-             "Post-LN train deep without warmup")
+@claim("F8", "Keel tolerates a higher learning rate than Post-LN and Pre-LN at depth, with warmup",
+       sources="issue 24, issue 33",
+       paper="Chen & Wei 2026 (Keel, \"Post-LayerNorm Is Back\", arXiv 2601.19895): the maximum tolerable lr during "
+             "warmup at depth, Keel 1.01e-2 against Post-LN 3.0e-4 at 64 layers (Pre-LN 7.65e-3 in its Table 1)")
 class KeelF8(FrontierClaim):
-    """Keel, Post-LN with a Highway-style scaled residual and a normalized branch input, trains at a depth where
-    Post-LN without warmup does not train, or trains worse."""
+    """Keel, Post-LN with a Highway-style scaled residual and a normalized branch input, trains at a higher
+    learning rate than Post-LN and than Pre-LN at depth, every arm with the same warmup (all of the paper's runs
+    warm up, 2,500–5,000 steps; it claims nothing about training without warmup)."""
+
+    OTHERS = {"Post-LN": "post", "Pre-LN": "pre"}
 
     def depth(self, preset) -> int:
         return int(knob(preset, "keel_depth"))
 
-    def _arm(self, preset, scheme):
-        return arm(preset, **{"model.scheme": scheme, "model.n_layer": self.depth(preset), "train.warmup_steps": 0})
+    def lrs(self, preset) -> list[float]:
+        return sorted(knob(preset, "keel_lrs"))
+
+    def _arm(self, preset, scheme, lr) -> dict[str, Any]:
+        """At the preset's warmup, in the preset's Keel cell (its `keel_cell`: what the depth costs on a CPU)."""
+        return arm(preset, **{**knob(preset, "keel_cell"), "model.scheme": scheme,
+                              "model.n_layer": self.depth(preset), "train.lr": lr})
 
     def runs(self, preset):
-        return [self._arm(preset, s) for s in ("keel", "post")]
+        return [self._arm(preset, s, lr) for s in ("keel", *self.OTHERS.values()) for lr in self.lrs(preset)]
 
     def reading(self, value):
-        return f"Post-LN ends {abs(value):.3f} nats {'worse' if value > 0 else 'better'} than Keel"
+        return f"Keel trains up to lr {value:g} at this depth, with warmup"
+
+    def limit(self, records, preset, scheme) -> float | None:
+        fixed = {k: v for k, v in self._arm(preset, scheme, 0.0).items() if k != "train.lr"}
+        return highest_trainable(records, self.lrs(preset), **fixed)
+
+    def part(self, records, preset, label, other) -> tuple[Part, dict[str, Any]]:
+        """Keel against `other`: each one's highest trainable lr of the grid, and the paired exact sign test at the
+        lr that separates the two limits (the lowest lr where one trains and the other does not), as C14 does: a
+        limit is a threshold on a failure rate and counts only where the seeds there back it."""
+        lrs, top = self.lrs(preset), max(self.lrs(preset))
+        mine, theirs = self.limit(records, preset, "keel"), self.limit(records, preset, other)
+        split = next((lr for lr in lrs if (mine or 0) >= lr > (theirs or 0) or (theirs or 0) >= lr > (mine or 0)),
+                     None)
+        at = (fails_more(*(group(records, **where(self._arm(preset, s, split))) for s in ("keel", other)))
+              if split is not None else None)
+        ran = select(records, False, **where(self._arm(preset, "keel", lrs[0])))
+        if not ran or (mine is None and theirs is None):
+            verdict, why = INCONCLUSIVE, "neither trains at any lr of the grid: lower lrs would decide"
+        elif (mine or 0) > (theirs or 0):
+            verdict, why = ((HOLDS, "a higher highest trainable lr, backed at the lr that separates them") if at["fewer"]
+                            else (INCONCLUSIVE, "a higher limit, but too few seeds at the lr that separates them "
+                                                "to call it one: more seeds would decide"))
+        elif (mine or 0) < (theirs or 0):
+            verdict, why = ((FAILS, "a lower highest trainable lr, backed at the lr that separates them") if at["more"]
+                            else (INCONCLUSIVE, "a lower limit, but too few seeds at the lr that separates them to "
+                                                "call it one: more seeds would decide"))
+        elif mine == top:
+            verdict, why = INCONCLUSIVE, f"both train at every lr up to {top:g}: higher lrs would decide"
+        else:
+            verdict, why = FAILS, f"the same highest trainable lr, {fmt(mine, 'g')}: no higher one on this grid"
+        test = (f"exact sign test at lr {split:g} over the seeds where one alone did not train, one-sided"
+                if split is not None else "no lr of the grid separates the limits: no test")
+        counts = (f"; at lr {split:g}, Keel alone did not train in {at['only_a_failed']} seeds, {label} alone in "
+                  f"{at['only_b_failed']} (p = {fmt(at['p_one_sided'], '.3g')})" if at else "")
+        summary = f"Keel {fmt(mine, 'g')} vs {label} {fmt(theirs, 'g')} ({why}){counts}"
+        part = Part(f"Keel trains at a higher lr than {label}", verdict, "Keel's highest trainable lr", mine, None,
+                    test, (at or {}).get("seeds", []), summary)
+        return part, {"lr": split, **(at or {})}
 
     def verdict(self, records, measurement, preset):
-        keel, post = (group(records, **where(self._arm(preset, s))) for s in ("keel", "post"))
-        part = contrast_part(f"Keel beats Post-LN at {self.depth(preset)} layers without warmup",
-                             beats(keel, post, ("Keel", "Post-LN")), BEATS_RULE)
-        summary = (f"{part.summary}; did not train: Keel {keel.n_failed}/{keel.n_runs}, Post-LN "
-                   f"{post.n_failed}/{post.n_runs}")
-        return self.make(part.verdict, "Post-LN − Keel val loss (nats)", part.value,
+        parts, splits = [], {}
+        for label, other in self.OTHERS.items():
+            part, splits[label] = self.part(records, preset, label, other)
+            parts.append(part)
+        limits = {"Keel": self.limit(records, preset, "keel"),
+                  **{label: self.limit(records, preset, s) for label, s in self.OTHERS.items()}}
+        depth, lrs = self.depth(preset), self.lrs(preset)
+        summary = (f"highest lr where ≥ {TRAINS:.0%} of seeds train at {depth} layers, with {preset.warmup} warmup "
+                   "steps: " + ", ".join(f"{k} {fmt(v, 'g')}" for k, v in limits.items())
+                   + f" (grid {', '.join(f'{lr:g}' for lr in lrs)}); " + "; ".join(p.summary for p in parts)
+                   + ("" if combine(parts) == HOLDS else
+                      "; the paper measured 64 layers of a 1B-scale model (Keel 1.01e-2, Post-LN 3.0e-4), "
+                      f"this preset {depth} layers of width {preset.base['model.d_model']}"))
+        return self.make(None, "Keel's highest trainable lr at depth, with warmup", limits["Keel"],
                          n_seeds(select(records, False, model__scheme="keel")),
-                         self.settings(preset, n_layer=self.depth(preset), warmup_steps=0, rule=BEATS_RULE),
-                         summary, interval=part.interval, test=part.test, seeds=part.seeds, keel=describe(keel),
-                         post=describe(post))
+                         self.settings(preset, n_layer=depth, lrs=lrs, cell=knob(preset, "keel_cell"),
+                                       trainable=f"at least {TRAINS:.0%} of the seeds trained",
+                                       rule="holds when Keel's highest trainable lr of the grid is above Post-LN's "
+                                            "and above Pre-LN's, each backed by the paired exact sign test at the lr "
+                                            "that separates the two limits; does not hold when Keel's is lower "
+                                            "(so backed) or the same below the grid's top"),
+                         summary, parts=parts, test=parts[0].test, seeds=parts[0].seeds, highest_lr=limits,
+                         limits_split=splits)
 
     def figures(self, records, measurement, preset):
-        return [self.bars(records, f"Keel and Post-LN at {self.depth(preset)} layers, no warmup",
-                          {s: self._arm(preset, s) for s in ("keel", "post")})]
+        lrs = self.lrs(preset)
+        fig = Figure(f"Runs that trained at {self.depth(preset)} layers with warmup, by lr", "learning rate",
+                     "share of seeds trained", kind="line")
+        for label, s in {"Keel": "keel", **self.OTHERS}.items():
+            gs = [group(records, **where(self._arm(preset, s, lr))) for lr in lrs]
+            fig.series.append(Series(label, [f"{lr:g}" for lr in lrs], [g.n / g.n_runs if g.n_runs else None
+                                                                         for g in gs]))
+        return [fig]
