@@ -152,7 +152,7 @@ def post_diverges_without_warmup():
         assert v.details["post_no_warmup"] == {
             "setting": f"post · L 4 · lr {LR:g} · warmup 0", "mean_val_loss": None, "sd": None, "mean_ci95": None,
             "n_runs": 5, "n_trained": 0, "n_diverged": 5, "n_failed_to_train": 0, "did_not_train_rate": 1.0,
-            "did_not_train_ci95": list(wilson_interval(5, 5)), "two_mode": False}
+            "did_not_train_ci95": list(wilson_interval(5, 5)), "two_mode": False, "n_censored": 0}
         assert "p = 0.031" in v.parts[0]["summary"] and "sign test" in v.parts[0]["test"]
     return Case(_c1(five(1.905, 0.001), five(1.905), [None] * 5, five(1.955)), check=check)
 

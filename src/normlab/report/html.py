@@ -29,6 +29,9 @@ def esc(value: Any) -> str:
 
 
 def verdict_class(verdict: str | None) -> str:
+    """The badge class of a verdict: `depends on init, width` is one outcome, `depends`."""
+    if str(verdict).startswith("depends on"):
+        return "depends"
     return VERDICT_CLASS.get(str(verdict), "unknown")
 
 
@@ -96,17 +99,29 @@ def toc(claims: list[str], by_id: dict[str, dict], sections: list[Section], fail
 
 # -- verdicts -----------------------------------------------------------------------------
 def verdict_section(verdicts: list[dict], claim_info: dict[str, dict]) -> str:
-    counts = {name: sum(v.get("verdict") == name for v in verdicts) for name in VERDICT_CLASS}
+    counts = {name: sum(verdict_class(v.get("verdict")) == verdict_class(name) for v in verdicts)
+              for name in (*VERDICT_CLASS, "depends on")}
     tally = " ".join(f'<span class="badge {verdict_class(name)}">{n} {esc(name)}</span>'
                      for name, n in counts.items() if n)
-    rows = "".join(verdict_row(v, claim_info.get(v["id"]) or {}) for v in verdicts)
+    design = any(v.get("design") for v in verdicts)
+    rows = "".join(verdict_row(v, claim_info.get(v["id"]) or {}, design) for v in verdicts)
+    extra = "<th>design seeds</th>" if design else ""
     return (f'<section id="verdicts"><h2>Verdicts</h2><p class="tally">{tally}</p>'
             '<div class="scroll"><table class="verdicts"><thead><tr><th>claim</th><th>title</th><th>verdict</th>'
-            f'<th>key number</th><th class="num">seeds</th><th>init</th></tr></thead><tbody>{rows}</tbody></table>'
-            '</div></section>')
+            f'<th>key number</th><th class="num">seeds</th><th>init</th>{extra}</tr></thead><tbody>{rows}</tbody>'
+            '</table></div></section>')
 
 
-def verdict_row(verdict: dict, info: dict) -> str:
+def design_cell(verdict: dict) -> str:
+    """The design seeds' verdict of the same claim, and whether this one replicates it."""
+    seen = verdict.get("design") or {}
+    if not seen:
+        return "<td>—</td>"
+    return (f'<td>{badge(seen.get("verdict"), small=True)}'
+            f'{" replicated" if seen.get("replicated") else " not replicated"}</td>')
+
+
+def verdict_row(verdict: dict, info: dict, design: bool = False) -> str:
     cid = esc(verdict["id"])
     parts = "".join(f'<li>{badge(p.get("verdict"), small=True)} {esc(p.get("name"))}</li>'
                     for p in verdict.get("parts") or [])
@@ -118,7 +133,7 @@ def verdict_row(verdict: dict, info: dict) -> str:
             f'<td class="key">{esc(key_number(verdict.get("statistic"), verdict.get("value"), verdict.get("reading")))}'
             f'{interval_span(verdict.get("interval"))}</td>'
             f'<td class="num">{esc(fmt_value(seeds_used(verdict)))}</td>'
-            f'<td class="init">{esc(verdict.get("init") or "—")}</td></tr>')
+            f'<td class="init">{esc(verdict.get("init") or "—")}</td>{design_cell(verdict) if design else ""}</tr>')
 
 
 def interval_span(interval) -> str:
@@ -456,6 +471,7 @@ table.rows td, table.data td { padding: 2px 8px; border-top: 1px solid #edf0f2; 
 table.rows td.long { white-space: normal; min-width: 36ch; }
 table.data tr.status-diverged td, table.data tr.status-failed_to_train td { color: var(--fails); }
 .badge.fragile { background: #f3e8ff; color: #6b21a8; }
+.badge.depends { background: #e0f2fe; color: #075985; }
 .page-head .facts { color: var(--muted); margin: 4px 0 0; }
 .badge.small { padding: 0 7px; font-size: 11.5px; }
 ul.parts { list-style: none; margin: 4px 0 0; padding: 0; font-size: 12.5px; color: #333d47; }

@@ -27,19 +27,21 @@ def markdown(title: str, study_info: dict, verdicts: list[dict], claim_info: dic
     lines = [f"**{cell(note)}**", ""] if note else []  # first line: nobody mistakes it for the final report
     lines += [f"# {cell(title)}", ""]
     lines += info_lines(study_info)
-    lines += ["## Verdicts", "", "| claim | verdict | key number | seeds | init | robustness |",
-              "|---|---|---|---:|---|---|"]
+    design = any(v.get("design") for v in verdicts)
+    lines += ["## Verdicts", "", "| claim | verdict | key number | seeds | init | robustness |"
+              + (" design seeds |" if design else ""), "|---|---|---|---:|---|---|" + ("---|" if design else "")]
     for v in verdicts:
         name = v["id"] + (f" — {(claim_info.get(v['id']) or {}).get('title')}"
                           if (claim_info.get(v["id"]) or {}).get("title") else "")
         mark = VERDICT_MARK.get(v.get("verdict"), "·")
         flags = "".join(f" ({m})" for m in marks(v))
         lines.append(f"| {cell(name)} | {mark} {cell(v.get('verdict'))}{flags} | {cell(_key(v))} | "
-                     f"{cell(fmt_value(seeds_used(v)))} | {cell(_init_cell(v))} | {cell(_robust_cell(v))} |")
+                     f"{cell(fmt_value(seeds_used(v)))} | {cell(_init_cell(v))} | {cell(_robust_cell(v))} |"
+                     + (f" {cell(_design_cell(v))} |" if design else ""))
         for part in v.get("parts") or []:
             lines.append(f"| ↳ {cell(part.get('name'))} | {VERDICT_MARK.get(part.get('verdict'), '·')} "
                          f"{cell(part.get('verdict'))} | {cell(_key(part))} | "
-                         f"{cell(len(part.get('seeds') or []) or '—')} | | |")
+                         f"{cell(len(part.get('seeds') or []) or '—')} | | |" + (" |" if design else ""))
     lines += failed_lines(failed_runs or [])
     lines += ["", "## Claims", ""]
     for v in verdicts:
@@ -59,6 +61,13 @@ def _init_cell(v: dict) -> str:
     if not v.get("init"):
         return "—"
     return v["init"] + (f"; {other['recipe']}: {other.get('verdict') or 'error'}" if other else "")
+
+
+def _design_cell(v: dict) -> str:
+    seen = v.get("design") or {}
+    if not seen:
+        return "—"
+    return f"{seen['verdict']} ({'replicated' if seen.get('replicated') else 'not replicated'})"
 
 
 def _robust_cell(v: dict) -> str:

@@ -50,6 +50,9 @@ def unflatten(flat: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+PLATEAU_STOPPED = "stopped at step"  # how the trainer's reason starts for a run the plateau stop finished early
+
+
 @dataclass
 class RunRecord:
     id: str
@@ -100,6 +103,12 @@ class RunRecord:
     @property
     def failed_to_train(self) -> bool:
         return self.status == "failed_to_train"
+
+    @property
+    def censored(self) -> bool:
+        """Stopped by `train.plateau_stop` while still on the plateau, before its budget: whether it would have
+        trained by the end is unknown, so a verdict counts it neither as trained nor as failed."""
+        return self.failed_to_train and (self.reason or "").startswith(PLATEAU_STOPPED)
 
     @property
     def did_not_train(self) -> bool:

@@ -26,12 +26,13 @@ from typing import Any, Callable
 from normlab.bench.timing import steady_allocator
 from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS, INCONCLUSIVE, Claim, Figure, Verdict, claim_number
-from normlab.study.claims.base import at_look, init_text, look_alpha
+from normlab.study.claims.base import DEPENDS, FAILS, HOLDS, at_level, at_look, init_text, look_alpha
+from normlab.study.family import holm
 from normlab.study.records import UNPINNED, flatten, unflatten
 from normlab.study.jobs import (EXECUTORS, claim_jobs, done_cost, events_dir, is_stacked, record_results, run_cost,
                                 train_jobs)
 from normlab.study.registry import Registry
-from normlab.study.spec import INIT_KEY, StudySpec
+from normlab.study.spec import INIT_KEY, StudySpec, level_name
 
 ProgressCallback = Callable[[float, float, dict[str, int]], None]  # (done cost, total cost, status counts)
 
@@ -393,26 +394,33 @@ MEASURE_LOCK = ".measuring.lock"  # in the study directory: held by the one proc
 
 def compute_verdicts(spec: StudySpec, registry: Registry, ids: list[str] | None = None,
                      claims: list[str] | None = None) -> tuple[list[Verdict], dict[str, list[Figure]]]:
-    """Every claim's verdict and figures from the registry alone (no training); `claims`: only these."""
+    """Every claim's verdict and figures from the registry alone (no training); `claims`: only these are returned,
+    but the family-wise control (`family.holm`) always runs over every claim of the study."""
     records = registry.records(set(ids) if ids is not None else None)
     base = spec.base_flat()
     measurements = registry.measurements()
-    verdicts, figures = [], {}
-    for claim_id in sorted(claims if claims is not None else spec.claims, key=claim_number):
+    figures: dict[str, list[Figure]] = {}
+
+    def judge_at(claim_id: str, level: float) -> Verdict:
         look = spec.look(claim_id)
-        with at_look(*look) if look else contextlib.nullcontext():
-            verdict, figures[claim_id] = judge(spec, CLAIMS.get(claim_id)(), records, base,
-                                               measurements.get(claim_id))
+        with at_level(level), at_look(*look) if look else contextlib.nullcontext():
+            verdict, figs = judge(spec, CLAIMS.get(claim_id)(), records, base, measurements.get(claim_id))
+        figures.setdefault(claim_id, figs)
         if look:
             mark_look(verdict, look, spec)
-        verdicts.append(verdict)
-    return verdicts, figures
+        return verdict
+
+    family = sorted(spec.claims, key=claim_number)
+    decided = holm(family, judge_at)
+    wanted = set(claims if claims is not None else spec.claims)
+    return [decided[c] for c in family if c in wanted], {c: figures[c] for c in family if c in wanted}
 
 
 def judge(spec: StudySpec, claim, records: list, base: dict[str, Any], measurement
           ) -> tuple[Verdict, list[Figure]]:
     """One claim's verdict and figures on the runs of its seeds (`StudySpec.seeds_of`: a claim that stopped at an
-    earlier look never sees the seeds another claim's round added to runs they share)."""
+    earlier look never sees the seeds another claim's round added to runs they share), with where it holds: the
+    verdict under each nuisance level the study measured (`scope_verdict`)."""
     bases = claim_bases(spec, claim, base)
     seeds = set(spec.seeds_of(claim.id))
     records = [r for r in records if r.seed in seeds]
@@ -431,10 +439,40 @@ def judge(spec: StudySpec, claim, records: list, base: dict[str, Any], measureme
         if "other_init" in bases:
             mark_init_dependent(verdict, claim, [dataclasses.replace(r, base=bases["other_init"])
                                                  for r in records], measurement, spec)
+        levels = {}
+        for factor in spec.vary:
+            key = f"vary:{factor}"
+            if key in bases:
+                again, error = rejudge(claim, [dataclasses.replace(r, base=bases[key]) for r in records],
+                                       measurement, spec)
+                levels[factor] = {level_name(factor, bases["main"]): verdict.verdict,
+                                  level_name(factor, bases[key]): again.verdict if again else f"error: {error}"}
+        if verdict.other_init.get("verdict"):
+            levels = {"init": {verdict.init: verdict.verdict, verdict.other_init["recipe"]:
+                               verdict.other_init["verdict"]}, **levels}
+        scope_verdict(verdict, levels, spec.fixed_factors(claim))
         if "robustness" in bases:
             mark_fragile(verdict, claim, [dataclasses.replace(r, base=bases["robustness"]) for r in records],
                          measurement, spec)
     return verdict, figures
+
+
+def scope_verdict(verdict: Verdict, levels: dict[str, dict[str, str]], fixed: list[str]) -> None:
+    """Where the verdict holds: `scope` = {factor: {level: verdict}}, the claim's own level first. A factor whose
+    levels give opposite decisive verdicts (holds under one, does not hold under the other) makes the verdict
+    `depends on <factor>`, which never counts as holds; a level that is inconclusive narrows the scope (the
+    summary says under which levels the verdict was shown) without overturning it."""
+    verdict.scope = {factor: dict(by_level) for factor, by_level in levels.items()}
+    for factor in fixed:
+        verdict.scope[factor] = {"fixed by the claim's own runs": verdict.verdict}
+    verdict.primary = verdict.verdict
+    split = [f for f, by_level in levels.items() if {HOLDS, FAILS} <= set(by_level.values())]
+    if split:
+        verdict.verdict = f"{DEPENDS} {', '.join(split)}"
+    if levels:
+        verdict.summary += "; where it holds: " + "; ".join(
+            f"{factor}: " + ", ".join(f"{v} under {level}" for level, v in by_level.items())
+            for factor, by_level in verdict.scope.items())
 
 
 def mark_look(verdict: Verdict, look: tuple[int, int], spec: StudySpec) -> None:
@@ -457,6 +495,10 @@ def claim_bases(spec: StudySpec, claim, base: dict[str, Any]) -> dict[str, dict[
     out = {"main": {**base, INIT_KEY: recipes[0]}}
     if len(recipes) > 1:
         out["other_init"] = {**base, INIT_KEY: recipes[1]}
+    for factor in spec.vary:
+        overrides = spec.varied(claim, factor)
+        if overrides is not None:
+            out[f"vary:{factor}"] = {**out["main"], **overrides}
     if spec.robustness:
         out["robustness"] = {**out["main"], **spec.robust_overrides()}
     return out
@@ -512,6 +554,7 @@ def describe(spec: StudySpec, ids: list[str]) -> dict[str, Any]:
             "init_pass_flag": spec.init_pass,  # --init-pass / --no-init-pass (None: the preset's list)
             "init_pass": [c for c in spec.claims if spec.judges_both_inits(c) and CLAIMS.get(c)().runs(spec.preset)],
             "claim_seeds": spec.claim_seeds,  # seeds a claim's rounds added (`Preset.seed_rounds`)
+            "vary": spec.vary,  # the nuisance factors re-measured beyond the init pass (`--vary`)
             "n_runs": len(ids), "run_ids": ids, "axes": spec.axes, "base": p.base, "base_extra": spec.base_extra,
             "lrs": p.lrs, "warmup": p.warmup, "lr_fixed": p.lr_fixed, "depths": p.depths,
             "preset_settings": dataclasses.asdict(p)}  # the preset as run: `normlab report` judges with exactly it

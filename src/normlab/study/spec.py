@@ -64,6 +64,9 @@ class Preset:
     # such a claim decides at its share of α (claims.base.SPENDING), whether or not it goes on
     seed_rounds: list[int] = field(default_factory=list)
     round_claims: list[str] = field(default_factory=list)
+    # C2's step-0 parts (Post-LN's growth, Pre-LN's uniformity) are measured at init, without training, over this
+    # many seeds from the preset's first: a step-0 quantity costs one forward and backward pass per seed
+    init_seeds: int = 100
     # the frontier claims' knobs (F1–F8, claims/frontier.py): `ngpt_fractions` (the shares of the base budget nGPT
     # also trains at, F1), `long_steps` (F2's second budget), `qk_lrs` (F7's lr grid, no warmup), `keel_depth` (F8)
     frontier: dict[str, Any] = field(default_factory=dict)
@@ -72,6 +75,14 @@ class Preset:
     def depth(self) -> int:
         return self.base["model.n_layer"]
 
+
+# Seeds 0–999 are the design seeds: rules, grids and presets are built and debugged on them (`--seeds 0,1,2,3,4`).
+# The presets users run start at HELD_OUT, seeds no rule was designed on, and a seed round numbers on from there.
+# Once held-out verdicts have been seen, a rule change moves HELD_OUT to fresh seeds (CHANGELOG.md says so), so a
+# published verdict is always one its rule never saw (tests/study/test_seeds.py holds the presets to this)
+DESIGN_SEEDS = range(0, 1000)
+HELD_OUT = 1000
+HELD_OUT_SEEDS = [HELD_OUT + i for i in range(5)]
 
 QUICK_BASE = {
     "model.block_size": 64, "model.n_layer": 4, "model.n_head": 4, "model.d_model": 64,
@@ -144,7 +155,7 @@ PRESETS: dict[str, Preset] = {
                     "under its paper's init and C7, C10, C13, C15 also under the other; "
                     + measured_cost("standard"),
         # no layer-skip ablation outside the depth cell: only C6 reads it (one evaluation per layer per run)
-        base={**QUICK_BASE, **CPU_CONTEXT, "diagnostics.layer_skip": False}, seeds=[0, 1, 2, 3, 4],
+        base={**QUICK_BASE, **CPU_CONTEXT, "diagnostics.layer_skip": False}, seeds=HELD_OUT_SEEDS,
         claims=ALL_CLAIMS,
         lrs=LRS, no_warmup_from=1e-3, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
         deep_depths=[32], deep_base=DEEP_CPU, paper_inits=True, init_pass=["C7", "C10", "C13", "C15"],
@@ -160,7 +171,7 @@ PRESETS: dict[str, Preset] = {
                     "without its init pass; " + measured_cost("quick"),
         # 5 seeds: a 95 % t interval at 2 seeds is ±4.3 standard errors, and a two-mode outcome (Post-LN
         # stuck or not) needs a rate, which 2 seeds cannot give
-        base={**QUICK_BASE, **CPU_CONTEXT}, seeds=[0, 1, 2, 3, 4],
+        base={**QUICK_BASE, **CPU_CONTEXT}, seeds=HELD_OUT_SEEDS,
         # C8 (very deep models) and C14 (Peri-LN in both sweeps) are the standard preset's
         claims=[c for c in ALL_CLAIMS if c not in ("C8", "C14")],
         lrs=LRS, no_warmup_from=1e-3, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
@@ -173,7 +184,7 @@ PRESETS: dict[str, Preset] = {
                     "64 wide, 300 steps, activation checkpointing, 5 seeds; 0.43 / about 1.4 / 4.73 s per step "
                     "at 100 / 300 / 1,000 layers on 2 CPU cores (benchmarks/deep_checkpointing.py; 300 "
                     "interpolated), so about 8 hours of training on this machine by extrapolation: for a GPU",
-        base=QUICK_BASE, seeds=[0, 1, 2, 3, 4], claims=["C8"],
+        base=QUICK_BASE, seeds=HELD_OUT_SEEDS, claims=["C8"],
         lrs=LRS, warmup=50, lr_fixed=1e-3, depths=[2, 4, 8, 16],
         deep_depths=[100, 300, 1000], paper_inits=True,
         deep_base={"model.d_model": 64, "model.n_head": 2, "train.batch_size": 8, "train.steps": 300,
@@ -188,7 +199,7 @@ PRESETS: dict[str, Preset] = {
         base={**QUICK_BASE, "model.n_layer": 6, "model.d_model": 128, "train.steps": 2000,
               "train.eval_interval": 250, "train.eval_batches": 20, "train.ckpt_interval": 250,
               "diagnostics.interval": 250, "train.device": "auto"},
-        seeds=[0, 1, 2, 3, 4], claims=ALL_CLAIMS,
+        seeds=HELD_OUT_SEEDS, claims=ALL_CLAIMS,
         lrs=LRS, warmup=200, lr_fixed=3e-3, depths=[2, 6, 12, 24, 32],
         deep_depths=[50, 100, 200], deep_base={"model.d_model": 64, "model.n_head": 4, "diagnostics.layer_skip": False},
         finetune={"train.steps": 1000, "train.lr": 3e-4, "train.warmup_steps": 100}, paper_inits=True, init_pass="all",
@@ -210,7 +221,7 @@ PRESETS["frontier"] = Preset(
                 "nGPT also at 75 and 150 steps, DyT and LayerNorm also at 600, QK-norm over lr 0.03–0.3 without "
                 "warmup, Keel, Post-LN and Pre-LN at 16 layers with warmup over lr 0.001–0.1; "
                 + measured_cost("frontier"),
-    base=FRONTIER_BASE, seeds=[0, 1, 2, 3, 4], claims=list(FRONTIER_CLAIMS),
+    base=FRONTIER_BASE, seeds=HELD_OUT_SEEDS, claims=list(FRONTIER_CLAIMS),
     lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[4], paper_inits=True,
     # QK-norm's lrs: from where Pre-LN began to strain without warmup up to past where all trained (0.1 in the first
     # frontier run, on a grid 0.01–0.1 that could not decide). Keel's claim is the highest lr that trains with
@@ -224,6 +235,35 @@ PRESETS["frontier"] = Preset(
               "keel_lrs": [1e-3, 3e-3, 1e-2, 3e-2, 1e-1],
               "keel_cell": {"model.block_size": 32, "train.eval_batches": 20, "train.plateau_stop": 0.5}},
 )
+
+
+# The nuisance factors `--vary` re-measures each training claim under, beyond its own level: the init recipe (the
+# other one: `other_init`), context and width. Each is the overrides of its other level on the study's base, and
+# how its two levels read. A claim whose own runs set one of a factor's keys (C8's narrow 32-token models) is not
+# varied along it, and its verdict says so
+FACTORS: dict[str, dict[str, Any]] = {
+    "init": {},  # the other recipe, per claim (`other_init`): the init pass
+    "context": {"model.block_size": 64, "train.eval_batches": 10},  # 64 tokens, the same val tokens per evaluation
+    "width": {"model.d_model": 128},  # twice the CPU presets' width (4 heads of 32)
+}
+
+
+def factor_overrides(factor: str, base: dict[str, Any]) -> dict[str, Any]:
+    """The other level of a nuisance factor on a base (context: 64 tokens where the base has 32, else 32)."""
+    if factor == "context" and base.get("model.block_size") == 64:
+        return {"model.block_size": 32, "train.eval_batches": 20}
+    if factor == "width" and base.get("model.d_model") == 128:
+        return {"model.d_model": 64}
+    return dict(FACTORS[factor])
+
+
+def level_name(factor: str, config: dict[str, Any]) -> str:
+    """A factor's level as a reader names it: `xiong`, `64 tokens`, `d 128`."""
+    if factor == "init":
+        return str(config.get(INIT_KEY))
+    if factor == "context":
+        return f"{config.get('model.block_size')} tokens"
+    return f"d {config.get('model.d_model')}"
 
 
 INIT_KEY = "model.init"
@@ -261,6 +301,8 @@ class StudySpec:
     robustness: bool = False  # also rerun every claim's runs at preset.robust_threads threads (`fragile` marks)
     init_pass: bool | None = None  # also judge every training claim under the other init; None: the preset's
     claim_seeds: dict[str, list[int]] = field(default_factory=dict)  # a claim's seeds after its rounds; else seeds
+    # the nuisance factors re-measured beyond the init pass (`--vary context,width`; `init` is `init_pass`)
+    vary: list[str] = field(default_factory=list)
     _base: tuple = field(default=(None, None), init=False, repr=False, compare=False)  # (preset key, base config)
 
     def base_config(self) -> RunConfig:
@@ -312,6 +354,20 @@ class StudySpec:
         own = claim.init if self.preset.paper_inits else self.preset.base.get(INIT_KEY, "normal")
         return [own] + ([other_init(own)] if self.judges_both_inits(claim.id) else [])
 
+    def varied(self, claim, factor: str) -> dict[str, Any] | None:
+        """The overrides of `factor`'s other level for this claim's runs, or None where the study does not vary
+        it, or the claim's own runs set one of its keys (they fix that factor themselves)."""
+        if factor not in self.vary or not claim.runs(self.preset):
+            return None
+        overrides = factor_overrides(factor, self.preset.base)
+        if any(key in o for o in claim.runs(self.preset) for key in overrides):
+            return None
+        return overrides
+
+    def fixed_factors(self, claim) -> list[str]:
+        """The factors the study varies that this claim's own runs fix (not re-measured for it)."""
+        return [f for f in self.vary if claim.runs(self.preset) and self.varied(claim, f) is None]
+
     def expand(self, claim_registry) -> list[RunSpec]:
         """Every run the claims and the axes need, once each (dedup by config hash), in a stable order: a run
         needed by two claims, or by one claim's init pass and another's own init, is trained once."""
@@ -321,6 +377,12 @@ class StudySpec:
             for i, recipe in enumerate(self.inits(claim)):
                 who = f"claim {claim_id}" + (f" (init pass: {recipe})" if i else "")
                 wanted.extend((who, {INIT_KEY: recipe, **o}, self.seeds_of(claim_id)) for o in claim.runs(self.preset))
+            for factor in self.vary:
+                overrides = self.varied(claim, factor)
+                if overrides is not None:
+                    wanted.extend((f"claim {claim_id} ({factor} pass)", {INIT_KEY: self.inits(claim)[0], **o,
+                                                                          **overrides}, self.seeds_of(claim_id))
+                                  for o in claim.runs(self.preset))
         if self.robustness:
             wanted += [(f"{who} (robustness rerun)", {**o, **self.robust_overrides()}, seeds)
                        for who, o, seeds in list(wanted)]
@@ -350,13 +412,13 @@ def one_line(error: Exception) -> str:
     return "; ".join(line for line in lines if line != "invalid config:")
 
 
-STUDY_KEYS = ("preset", "claims", "seeds", "base", "axes")
+STUDY_KEYS = ("preset", "claims", "seeds", "base", "axes", "vary")
 
 
 def load_study(preset: str = "standard", study_file: str | Path | None = None, claims: list[str] | None = None,
                seeds: list[int] | None = None, overrides: list[str] | None = None,
                axes: dict[str, list[Any]] | None = None, robustness: bool = False,
-               init_pass: bool | None = None) -> StudySpec:
+               init_pass: bool | None = None, vary: list[str] | None = None) -> StudySpec:
     """The study for a preset name, or a user's study TOML (which names its preset and may add axes).
 
     `overrides` (`key=value`, as `normlab train --set`) change the preset's base config. Everything is
@@ -371,6 +433,7 @@ def load_study(preset: str = "standard", study_file: str | Path | None = None, c
         seeds = seeds or data.get("seeds")
         base_extra = flatten(data.get("base", {}))
         axes = {**data.get("axes", {}), **axes}
+        vary = vary or data.get("vary")
     base_extra.update(_parse_overrides(overrides or []))
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; valid: {', '.join(PRESETS)}")
@@ -382,7 +445,11 @@ def load_study(preset: str = "standard", study_file: str | Path | None = None, c
     claim_ids = list(claims) if claims else list(chosen.claims)
     for cid in claim_ids:
         CLAIMS.get(cid)  # unknown ids: a clear error listing the valid ones
-    spec = StudySpec(chosen, claim_ids, _check_axes(axes, "study axis"), base_extra, robustness, init_pass)
+    factors = _check_vary(vary or [])
+    if "init" in factors:
+        init_pass = True  # --vary init is the init pass: every training claim also under the other recipe
+    spec = StudySpec(chosen, claim_ids, _check_axes(axes, "study axis"), base_extra, robustness, init_pass,
+                     vary=[f for f in factors if f != "init"])
     _validate(spec, CLAIMS)
     return spec
 
@@ -409,6 +476,16 @@ def read_study_file(path: str | Path) -> dict[str, Any]:
     # a scalar axis is one value; an empty list has none and is refused in _check_axes
     data["axes"] = {k: v if isinstance(v, list) else [v] for k, v in data.get("axes", {}).items()}
     return data
+
+
+def _check_vary(factors: Any) -> list[str]:
+    """`--vary init,context,width`: known factors, each once, in the order given."""
+    if not isinstance(factors, (list, tuple)):
+        raise ConfigError(f"vary must be a list of factors, e.g. vary = [\"init\", \"width\"] (got {factors!r})")
+    bad = [f for f in factors if f not in FACTORS]
+    if bad:
+        raise ConfigError(f"unknown factor {bad[0]!r} to vary; valid: {', '.join(FACTORS)}")
+    return list(dict.fromkeys(factors))
 
 
 def _check_seeds(seeds: Any, where: str) -> list[int]:
@@ -460,7 +537,8 @@ def spec_from_meta(meta: dict[str, Any]) -> StudySpec:
     """Rebuild the spec a registry was run with (for `normlab report`)."""
     study = meta["study"]
     spec = load_study(study["preset"], claims=study["claims"], seeds=study["seeds"],
-                      robustness=study.get("robustness", False), init_pass=study.get("init_pass_flag"))
+                      robustness=study.get("robustness", False), init_pass=study.get("init_pass_flag"),
+                      vary=study.get("vary") or None)
     base = dict(study["base"])
     if "preset_settings" in study:  # the preset's knobs as they were when the study ran (a newer normlab may differ)
         spec.preset = Preset(**study["preset_settings"])

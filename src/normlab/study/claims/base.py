@@ -44,6 +44,20 @@ def claim(cid: str, title: str, *, sources: str, paper: str):
 
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
+# the fourth outcome: the verdict differs across the levels of a nuisance factor the study varied (init recipe,
+# context, width), e.g. "depends on init"; it never counts as `holds` (`outcome_of`)
+DEPENDS = "depends on"
+OUTCOMES = (HOLDS, FAILS, DEPENDS, INCONCLUSIVE)
+
+
+def outcome_of(verdict: str) -> str:
+    """Which of the four outcomes a verdict string is: `depends on init, width` is DEPENDS."""
+    return DEPENDS if verdict.startswith(DEPENDS) else verdict
+
+
+def decisive(verdict: str) -> bool:
+    """holds or does not hold: a verdict that says something about the claim (not `depends on`, not inconclusive)."""
+    return verdict in (HOLDS, FAILS)
 # nats: val-loss differences smaller than this count as "the same". Why 0.02: under 1 % of the standard preset's
 # loss (≈ 2.44 nats), below what a user changing a norm would act on, and about 4× the seed-to-seed sd of its
 # 4-layer Pre-LN run (0.005 nats over 5 seeds, the standard run of 2026-11-24)
@@ -57,7 +71,10 @@ SIGN_LEVEL = ALPHA  # more runs of one arm did not train: one-sided exact sign t
 # looks' levels, ALPHA, however the looks are correlated. Why 0.7 at the first of two: it keeps the 5-seed 5–0
 # sign test (p = 1/32 = 0.031 < 0.035) decisive at the first look; the second look, at 10 seeds, has 0.015
 SPENDING = {1: (1.0,), 2: (0.7, 0.3), 3: (0.6, 0.25, 0.15)}
-_ALPHA: contextvars.ContextVar[float] = contextvars.ContextVar("alpha", default=ALPHA)
+# the family-wise level a claim's decisions are made at before its look's share (`at_level`): ALPHA, or a Holm
+# step's α/(m − j) when the study controls the family of its claims' primary decisions (study/family.py)
+_LEVEL: contextvars.ContextVar[float] = contextvars.ContextVar("level", default=ALPHA)
+_ALPHA: contextvars.ContextVar[float | None] = contextvars.ContextVar("alpha", default=None)
 MIN_SEEDS = 2
 TRAINS = 0.8  # a configuration "trains" when at least this fraction of its seeds trained (C11, C14)
 
@@ -71,8 +88,10 @@ def t_quantile(p: float, df: float) -> float:
 
 
 def alpha() -> float:
-    """The error level of the decisions being made now: ALPHA, or a look's share of it (`at_look`)."""
-    return _ALPHA.get()
+    """The error level of the decisions being made now: the family level (`at_level`: ALPHA, or a Holm step's
+    share of it), times a look's share of it where the claim is on a schedule of looks (`at_look`)."""
+    share = _ALPHA.get()
+    return _LEVEL.get() if share is None else round(_LEVEL.get() * share, 12)
 
 
 def confidence() -> float:
@@ -99,12 +118,25 @@ def look_alpha(look: int, looks: int) -> float:
 
 @contextmanager
 def at_look(look: int, looks: int):
-    """Decisions inside are made at look `look` of `looks`: every interval, TOST and sign test at its level."""
-    token = _ALPHA.set(look_alpha(look, looks))
+    """Decisions inside are made at look `look` of `looks`: every interval, TOST and sign test at its share of
+    the level now (ALPHA, or the Holm step's level inside `at_level`)."""
+    look_alpha(look, looks)  # a schedule with no spending is refused here, with the valid ones
+    token = _ALPHA.set(SPENDING[looks][look - 1])
     try:
         yield
     finally:
         _ALPHA.reset(token)
+
+
+@contextmanager
+def at_level(level: float):
+    """Decisions inside are made at the family level `level` instead of ALPHA (a Holm step), before any look's
+    share: every interval, TOST and sign test of the claims judged inside."""
+    token = _LEVEL.set(level)
+    try:
+        yield
+    finally:
+        _LEVEL.reset(token)
 
 
 @dataclass
@@ -130,6 +162,17 @@ class Verdict:
     # the sequential seed rounds: {"look": k, "looks": K, "alpha": level of this look, "n_seeds": seeds at it};
     # empty where the claim looks once
     look: dict[str, Any] = field(default_factory=dict)
+    # where the verdict holds: {factor: {level: verdict}} over the nuisance levels the study measured (the init
+    # recipe, context, width), the primary level first; a factor whose decisive verdicts disagree makes the
+    # verdict `depends on <factor>` (runner.scope_verdict)
+    scope: dict[str, dict[str, str]] = field(default_factory=dict)
+    primary: str = ""  # the verdict at the claim's own levels, before `scope` made it `depends on …` ("": no scope)
+    # the family-wise control of the study's primary decisions (study/family.py): {"level": the α this verdict was
+    # decided at, "step": its Holm step, "m": the family's size, "alone": the verdict at α = 0.05 alone}
+    family: dict[str, Any] = field(default_factory=dict)
+    # the same claim on the design seeds (study/design.py): {"verdict", "reading", "seeds", "replicated"}; empty
+    # where no design record exists for the preset
+    design: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -211,6 +254,9 @@ class Group:
     where: dict[str, Any] = field(default_factory=dict)  # the configuration, as `group` selected it
     seeds: list[int] = field(default_factory=list)  # the seed of each loss in `losses` (empty: not paired)
     outcomes: dict[int, bool] = field(default_factory=dict)  # seed -> trained, over all its runs
+    # runs `train.plateau_stop` stopped on the plateau before their budget: censored, not failures (whether they
+    # would have trained is unknown), so they are in none of the counts above and none of the pairs
+    n_censored: int = 0
 
     @property
     def by_seed(self) -> dict[int, float]:
@@ -273,12 +319,16 @@ def from_runs(records: Iterable[RunRecord], overrides: list[dict[str, Any]]) -> 
 
 
 def group(records: Iterable[RunRecord], strict: bool = True, **where: Any) -> Group:
-    chosen = select(records, strict, **where)
+    """The runs of one configuration; a run stopped on the plateau before its budget is censored: counted apart
+    (`n_censored`), neither a failure nor a loss."""
+    selected = select(records, strict, **where)
+    chosen = [r for r in selected if not r.censored]
     trained = [r for r in chosen if r.status == "completed" and r.val_loss is not None and math.isfinite(r.val_loss)]
     ids = {r.id for r in trained}
     return Group([r.val_loss for r in trained], len(chosen), sum(r.diverged for r in chosen),
                  sum(r.failed_to_train for r in chosen), dict(where), seeds=[r.seed for r in trained],
-                 outcomes={r.seed: r.id in ids for r in chosen if r.id in ids or r.did_not_train})
+                 outcomes={r.seed: r.id in ids for r in chosen if r.id in ids or r.did_not_train},
+                 n_censored=len(selected) - len(chosen))
 
 
 # how a configuration's settings read: the scheme and norm by name, the rest as `L 4`, `lr 0.01`, `warmup 0`
@@ -299,11 +349,12 @@ def setting_text(where: dict[str, Any]) -> str:
 
 
 def failures(g: Group) -> str:
-    """`0/2 did not train`, or `1 diverged + 1 failed to train of 2`."""
+    """`0/2 did not train`, or `1 diverged + 1 failed to train of 2`, and the runs censored by the plateau stop."""
+    censored = f"; {g.n_censored} stopped on the plateau, censored" if g.n_censored else ""
     if not g.n_failed:
-        return f"0/{g.n_runs} did not train"
+        return f"0/{g.n_runs} did not train{censored}"
     parts = [f"{n} {what}" for n, what in ((g.n_diverged, "diverged"), (g.n_failed_to_train, "failed to train")) if n]
-    return f"{' + '.join(parts)} of {g.n_runs}"
+    return f"{' + '.join(parts)} of {g.n_runs}{censored}"
 
 
 def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float] | None:
@@ -495,31 +546,51 @@ class Contrast:
     sides: tuple[str, str] = ("a", "b")  # what a and b are, for a reader (the numbers are a − b)
 
 
+def by_failures(failed: dict[str, Any], two_sided: bool = False) -> bool:
+    """Is a contrast decided by its failures (`fails_more`) rather than by its losses? Yes when the failures' sign
+    test could reach the level now at its number D of discordant seeds: its smallest p, ½^D (twice that two-sided),
+    is below α. A rule that reads failures or losses makes exactly one of the two tests, chosen by D alone (never by
+    which way the failures fell), so it errs at most at the level now without splitting α between them (5 of 5
+    failures on one side, p = 1/32, still decide at α = 0.05; one discordant seed leaves the losses to decide)."""
+    n = failed["only_a_failed"] + failed["only_b_failed"]
+    return failed["p_one_sided"] is not None and n > 0 and (2 if two_sided else 1) * 0.5 ** n < alpha()
+
+
 def worse(a: Group, b: Group, sides: tuple[str, str] = ("a", "b")) -> Contrast:
-    """"a is worse than b" (Post-LN without warmup than with it, a stack without its final norm than with it):
-    holds when a fails to train more often or ends worse by more than the margin; does not hold when a fails to
-    train less often (sign test: b's failures are the evidence, as a's are for holds), or is not worse by more
-    than the margin and fails no more often; else inconclusive."""
+    """"a is worse than b" (Post-LN without warmup than with it, a stack without its final norm than with it).
+    Where the failures decide (`by_failures`): holds when a fails to train significantly more often, does not
+    hold when significantly less often. Otherwise the losses: holds when a ends worse by more than the margin,
+    does not hold when it is not worse by more than the margin and fails no more often. Else inconclusive."""
     outcome, info = compare(a, b, sides=sides)
     failed = fails_more(a, b)
-    if failed["more"] or outcome == "worse":
-        return Contrast(HOLDS, outcome, info, failed, sides)
-    if failed["fewer"] or noninferior(a, b)[0] == "not worse" and a.n_failed <= b.n_failed:
-        return Contrast(FAILS, outcome, info, failed, sides)
-    return Contrast(INCONCLUSIVE, outcome, info, failed, sides)
+    if by_failures(failed):
+        verdict = HOLDS if failed["more"] else FAILS if failed["fewer"] else INCONCLUSIVE
+    elif outcome == "worse":
+        verdict = HOLDS
+    elif noninferior(a, b)[0] == "not worse" and a.n_failed <= b.n_failed:
+        verdict = FAILS
+    else:
+        verdict = INCONCLUSIVE
+    return Contrast(verdict, outcome, info, failed, sides)
 
 
 def not_worse(a: Group, b: Group, sides: tuple[str, str] = ("a", "b")) -> Contrast:
-    """"a does at least as well as b" (Pre-LN without warmup, the LLaMA recipe): holds when a is not worse by
-    more than the margin (`noninferior`) and fails no more often; does not hold when a fails more often or is
-    worse by more than the margin; else inconclusive."""
+    """"a does at least as well as b" (Pre-LN without warmup, the LLaMA recipe). Where the failures decide
+    (`by_failures`): does not hold when a fails significantly more often; otherwise inconclusive unless the
+    losses settle it as below. Where they do not: holds when a is not worse by more than the margin
+    (`noninferior`) and fails no more often, does not hold when it is worse by more than the margin."""
     outcome, info = noninferior(a, b, sides=sides)
     failed = fails_more(a, b)
-    if failed["more"] or outcome == "worse":
-        return Contrast(FAILS, outcome, info, failed, sides)
-    if outcome == "not worse" and a.n_failed <= b.n_failed:
-        return Contrast(HOLDS, outcome, info, failed, sides)
-    return Contrast(INCONCLUSIVE, outcome, info, failed, sides)
+    if by_failures(failed):
+        verdict = FAILS if failed["more"] else (
+            HOLDS if outcome == "not worse" and a.n_failed <= b.n_failed else INCONCLUSIVE)
+    elif outcome == "worse":
+        verdict = FAILS
+    elif outcome == "not worse" and a.n_failed <= b.n_failed:
+        verdict = HOLDS
+    else:
+        verdict = INCONCLUSIVE
+    return Contrast(verdict, outcome, info, failed, sides)
 
 
 def beats(a: Group, b: Group, sides: tuple[str, str] = ("a", "b")) -> Contrast:
@@ -535,7 +606,11 @@ def same(a: Group, b: Group, sides: tuple[str, str] = ("a", "b")) -> Contrast:
     interval) or one arm fails more often; else inconclusive."""
     outcome, info = compare(a, b, sides=sides)
     failed = fails_more(a, b)
-    if failed["more"] or failed["fewer"] or outcome in ("worse", "better"):
+    if by_failures(failed, two_sided=True):  # either arm may fail more: a two-sided sign test, α/2 a side
+        with at_level(_LEVEL.get() / 2):
+            failed = fails_more(a, b)
+        return Contrast(FAILS if failed["more"] or failed["fewer"] else INCONCLUSIVE, outcome, info, failed, sides)
+    if outcome in ("worse", "better"):
         return Contrast(FAILS, outcome, info, failed, sides)
     if outcome == "same" and a.n_failed == b.n_failed == 0:
         return Contrast(HOLDS, outcome, info, failed, sides)
@@ -551,7 +626,7 @@ def describe(g: Group) -> dict[str, Any]:
             "n_runs": g.n_runs,
             "n_trained": g.n, "n_diverged": g.n_diverged, "n_failed_to_train": g.n_failed_to_train,
             "did_not_train_rate": g.failure_rate, "did_not_train_ci95": list(interval) if interval else None,
-            "two_mode": g.two_mode}
+            "two_mode": g.two_mode, "n_censored": g.n_censored}
 
 
 def fmt(value: float | None, spec: str = ".3f") -> str:
@@ -566,7 +641,8 @@ def ci_text(interval: list[float] | None, spec: str = "+.3f") -> str:
 
 def loss_test(info: dict[str, Any], failed: dict[str, Any] | None = None) -> str:
     """The tests a loss comparison (and, where given, its failure count) rests on, in words."""
-    loss = f"{info['test']}, {pct(confidence())} interval" if "test" in info else "too few runs trained for a loss test"
+    level = info.get("levels", {}).get("ci95", confidence())  # the level the interval was computed at
+    loss = f"{info['test']}, {pct(level)} interval" if "test" in info else "too few runs trained for a loss test"
     return loss + (f"; failures: {failed['test']}" if failed else "")
 
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import math
 
-from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, Claim, claim, Figure, Part, Series, band,
-                                       ci_text, confidence, fmt, group, loglog_slope, mean_over_seeds, n_seeds, pct,
+from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, Claim, claim, Figure, Part, Series, alpha,
+                                       band, ci_text, confidence, equivalence, fmt, group, loglog_slope, mean_over_seeds, n_seeds, pct,
                                        select, sign, slope, spearman, t_interval)
 from normlab.study.claims.stability import at_depth, cell, cell_label, cell_runs, depth_sweep, trains
 
 SQRT_BAND = (-0.75, -0.25)  # fitted exponent of Pre-LN's gradient vs L that counts as "like 1/sqrt(L)"
+# C2's "nearly uniform across layers": the fitted last/first block-gradient ratio within this factor either way.
+# A margin of normlab's choosing (the paper states no number): half again, where "grows toward the output" in
+# Post-LN is several-fold at 16 layers
+UNIFORM = 1.5
 LINEAR, RANDOM_WALK = 1.0, 0.5  # C5: O(l) is an exponent of 1; a random walk (Xiong et al.'s Lemma 1) is ½
 
 
@@ -81,9 +85,48 @@ class GradientsAtInitC2(Claim):
     """
 
     WHERE: dict = {}  # the runs of the depth sweep: Xiong et al.'s init is the claim's recipe (`init`)
+    RECIPES = ("xiong", "gpt2")  # measured at init under both, so the init pass judges its own recipe's models
 
     def runs(self, preset):
         return depth_sweep(preset, ("pre", "post"))
+
+    def measure(self, preset):
+        """Step-0 per-block gradient norms of Pre-LN and Post-LN at the deepest depth, over `Preset.init_seeds`
+        seeds from the preset's first (no training: a model at init and its first batch), under both init
+        recipes: the Post-LN-growth and Pre-LN-uniform parts are step-0 quantities, so they are judged on a
+        hundred seeds, not on the 5 of the trained sweep."""
+        from normlab.config import set_value, validate_config
+        from normlab.data import corpus_of
+        from normlab.diagnostics.gradients import step0_block_gradients
+
+        deepest, first = max(preset.depths), min(preset.seeds)
+        seeds = list(range(first, first + preset.init_seeds))
+        out: dict = {"depth": deepest, "seeds": seeds, "profiles": {},
+                     "at": {k: preset.base.get(k) for k in ("model.block_size", "model.d_model")}}
+        corpus = None
+        for recipe in self.RECIPES:
+            for scheme in ("pre", "post"):
+                profiles = {}
+                for seed in seeds:
+                    raw: dict = {}
+                    for key, value in {**preset.base, "model.scheme": scheme, "model.n_layer": deepest,
+                                       "model.init": recipe, "train.seed": seed}.items():
+                        set_value(raw, key, value)
+                    cfg = validate_config(raw)
+                    corpus = corpus or corpus_of(cfg)
+                    profiles[str(seed)] = step0_block_gradients(cfg, corpus)
+                out["profiles"][f"{recipe}/{scheme}"] = profiles
+        return out
+
+    def init_profiles(self, records, measurement, scheme: str) -> tuple[dict[int, list[float]], str]:
+        """{seed: step-0 block-gradient profile at the deepest depth} of the recipe these records are judged under:
+        the many-seed measurement where it holds that recipe, else the trained sweep's own step-0 records."""
+        base = next((r.base for r in records if r.base), None) or {}
+        recipe = base.get("model.init", self.init)
+        measured = (measurement or {}).get("profiles", {}).get(f"{recipe}/{scheme}")
+        if measured and not any(base.get(k) not in (None, v) for k, v in (measurement or {}).get("at", {}).items()):
+            return {int(k): v for k, v in measured.items()}, f"{len(measured)} seeds at init (no training)"
+        return {}, ""
 
     def verdict(self, records, measurement, preset):
         deepest = max(preset.depths)
@@ -95,17 +138,28 @@ class GradientsAtInitC2(Claim):
                     "paper": "Xiong et al. 2020 (arXiv 2002.04745), Theorem 1 (‖∂L/∂W^{2,L}‖: Post-LN O(d√ln d), "
                              "Pre-LN O(d√(ln d / L))) and Fig. 3 (per-layer gradient norms at init)",
                     "measured": "step-0 gradient (before clipping) of the last layer's FFN output weight W² vs L, "
-                                "fitted per seed; per-block gradient norms at the deepest L, per seed",
-                    "inv_sqrt_band": SQRT_BAND,
-                    "not_judged": "Pre-LN 'nearly uniform across layers' is reported, not judged: C3 tests the "
-                                  "opposite claim (NormFormer/DeepNet: Pre-LN's bottom layers get larger gradients)"}
+                                "fitted per seed over the trained sweep; per-block gradient norms at the deepest L "
+                                f"at init over {preset.init_seeds} seeds (no training)",
+                    "inv_sqrt_band": SQRT_BAND, "uniform_within": f"a factor of {UNIFORM:g} from the first block to "
+                                                                  "the last (fitted), by equivalence (TOST)"}
         per_seed = {s: self._last_ffn_by_seed(records, preset, s) for s in ("pre", "post")}
         pre_p, pre_ci, pre_seeds, pre_test = seed_interval(
             {seed: loglog_slope(list(by), list(by.values())) if len(by) >= 2 else None
              for seed, by in per_seed["pre"].items()})
-        growth = {seed: log_growth(p) for seed, p in
-                  profiles_by_seed(records, "post", deepest, preset, "grad_norm/block", **self.WHERE).items()}
+        # the step-0 profiles: many seeds at init where measured, else the sweep's own
+        profiles = {}
+        for scheme in ("pre", "post"):
+            measured, where = self.init_profiles(records, measurement, scheme)
+            profiles[scheme] = (measured, where) if measured else (
+                profiles_by_seed(records, scheme, deepest, preset, "grad_norm/block", **self.WHERE),
+                "the trained sweep's seeds at step 0")
+        growth = {seed: log_growth(p) for seed, p in profiles["post"][0].items()}
         post_g, post_ci, post_seeds, post_test = seed_interval(growth)
+        pre_growth = {seed: log_growth(p) for seed, p in profiles["pre"][0].items()}
+        kept = [v for v in pre_growth.values() if v is not None]
+        pre_g = sum(kept) / len(kept) if kept else None
+        pre_tost = t_interval(kept, equivalence())
+        bound = math.log(UNIFORM)
         parts = [Part("Pre-LN's last-layer gradient shrinks like 1/√L", band(pre_ci, *SQRT_BAND),
                       "exponent p of ‖∂L/∂W²‖ of the last layer ∝ L^p", pre_p, pre_ci,
                       f"{pre_test}; holds when the interval lies inside {SQRT_BAND} (−½ ± ¼), does not hold when "
@@ -113,25 +167,34 @@ class GradientsAtInitC2(Claim):
                       f"L^{fmt(pre_p, '+.2f')}, {pct(confidence())} interval {ci_text(pre_ci, '+.2f')} over L = "
                       f"{', '.join(map(str, sorted(last['pre'])))}"),
                  Part("Post-LN's gradients grow toward the output layers", sign(post_ci, +1),
-                      f"fitted log(last / first block gradient) at L = {deepest}", post_g, post_ci,
-                      f"{post_test}; holds when the interval is above 0, does not hold when below", post_seeds,
+                      f"fitted log(last / first block gradient) at L = {deepest}, step 0", post_g, post_ci,
+                      f"{post_test} ({profiles['post'][1]}); holds when the interval is above 0, does not hold "
+                      "when below", post_seeds,
                       f"the last block's gradient is {_x(post_g)} the first's, {pct(confidence())} interval "
-                      f"{ci_text(post_ci, '+.2f')} "
-                      f"(log scale)")]
-        if not post or not pre or pre_p is None:
+                      f"{ci_text(post_ci, '+.2f')} (log scale), {profiles['post'][1]}"),
+                 Part(f"Pre-LN's gradients are nearly uniform across layers (within {UNIFORM:g}×)",
+                      band(pre_tost, -bound, bound), f"fitted log(last / first block gradient) at L = {deepest}, "
+                      "step 0", pre_g, pre_tost,
+                      f"equivalence (TOST) at α = {alpha():g}: the {pct(equivalence())} t interval over "
+                      f"{len(kept)} seeds ({profiles['pre'][1]}) inside ±log {UNIFORM:g}; does not hold when it lies "
+                      "outside", sorted(k for k, v in pre_growth.items() if v is not None),
+                      f"the last block's gradient is {_x(pre_g)} the first's, {pct(equivalence())} interval "
+                      f"{ci_text(pre_tost, '+.2f')} against ±{bound:.2f} (log scale), {profiles['pre'][1]}")]
+        if not profiles["post"][0] or not profiles["pre"][0] or pre_p is None:
             return self.make(INCONCLUSIVE, "no step-0 gradients recorded", None, 0, settings,
                              "the depth sweep has no per-layer gradients at two depths or more", parts=parts)
-        pre_ratio = max(v for v in pre if v) / min(v for v in pre if v)
+        pre_ratio = max(v for v in pre if v) / min(v for v in pre if v) if pre else None
         summary = (f"at step 0: the last layer's FFN-weight gradient goes as L^{fmt(slopes['pre'], '+.2f')} in "
                    f"Pre-LN (per seed {ci_text(pre_ci, '+.2f')}) and L^{fmt(slopes['post'], '+.2f')} in Post-LN "
                    f"over L = "
-                   f"{', '.join(map(str, sorted(last['pre'])))}; at L={deepest}, Post-LN's last block gets "
-                   f"{_x(post_g)} the first block's gradient ({ci_text(post_ci, '+.2f')} on the log scale); Pre-LN's "
-                   f"max/min across layers {pre_ratio:.2f} (reported, not judged: see C3)")
+                   f"{', '.join(map(str, sorted(last['pre'])))}; at L={deepest} ({profiles['post'][1]}), Post-LN's "
+                   f"last block gets {_x(post_g)} the first block's gradient ({ci_text(post_ci, '+.2f')} on the log "
+                   f"scale) and Pre-LN's {_x(pre_g)} ({pct(equivalence())} {ci_text(pre_tost, '+.2f')} against "
+                   f"±{bound:.2f} for 'nearly uniform')")
         return self.make(None, "exponent p of Pre-LN's last-layer FFN gradient ∝ L^p", pre_p,
                          n_seeds(select(records, False, model__n_layer=deepest, **self.WHERE)), settings, summary,
                          parts=parts, interval=pre_ci, test=parts[0].test, seeds=pre_seeds,
-                         exponents=slopes, post_log_growth=post_g, pre_max_min_ratio=pre_ratio,
+                         exponents=slopes, post_log_growth=post_g, pre_log_growth=pre_g, pre_max_min_ratio=pre_ratio,
                          last_ffn_grad_by_depth={s: {str(d): g for d, g in v.items()} for s, v in last.items()},
                          post_profile=post, pre_profile=pre)
 

@@ -2,12 +2,13 @@
 very deep DeepNorm (C8), Peri-LN as a stabilizer (C14)."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from normlab.nn.schemes import SCHEMES
 from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, MIN_SEEDS, TRAINS, Claim, claim,
-                                       Figure, Part, Series, alpha, ci_text, compare, describe, equivalence, failures,
-                                       fails_more, fmt, from_runs, group, loss_interval, loss_test, n_seeds,
+                                       Figure, Part, Series, alpha, by_failures, ci_text, compare, describe, equivalence,
+                                       failures, fails_more, fmt, from_runs, group, loss_interval, loss_test, n_seeds,
                                        noninferior, not_worse, pct, said, select, sign_p, sign_test, spearman,
                                        tost_test, worse)
 
@@ -165,32 +166,68 @@ class LearningRateC11(Claim):
     def verdict(self, records, measurement, preset):
         best = {w: max_stable_lr(records, preset, ("pre", "post"), w) for w in (preset.warmup, 0)}
         pre, post = best[preset.warmup]["pre"], best[preset.warmup]["post"]
-        top = max(preset.lrs)
+        lrs = sorted(preset.lrs)
+        top = lrs[-1]
         seeds = n_seeds(select(records, False, model__n_layer=preset.depth))
-        if seeds < 2:
+        at = dict(warmup=preset.warmup, n_layer=preset.depth)
+        # a limit is a threshold on a rate (≥ 80 % of seeds trained); it decides only where the seeds at the lr that
+        # separates the two limits back it, by a paired exact sign test (`limit_split`)
+        split, at_split = limit_split(records, ("pre", "post"), (pre, post), lrs, **at)
+        # equal limits below the top: "no larger lr" needs Pre-LN to fail in most seeds at the next lr up
+        above = next((lr for lr in lrs if lr > (pre or 0)), None) if pre == post else None
+        beyond = fail_count(records, "pre", above, **at) if above is not None else None
+        if seeds < MIN_SEEDS:
             verdict = INCONCLUSIVE
-        elif pre is None and post is None:
-            verdict = INCONCLUSIVE  # neither trains at any lr of the grid
-        elif (pre or 0) > (post or 0):
-            verdict = HOLDS
-        elif pre == post == top:
-            verdict = INCONCLUSIVE  # the sweep never found either limit
+        elif at_split is not None and (pre or 0) > (post or 0) and at_split["fewer"]:
+            verdict = HOLDS  # Pre-LN trains at an lr where Post-LN does not, in significantly many seeds
+        elif at_split is not None and (post or 0) > (pre or 0) and at_split["more"]:
+            verdict = FAILS  # Post-LN's limit is the higher one
+        elif beyond is not None and beyond["p"] < alpha():
+            verdict = FAILS  # the same limit, and at the next lr up Pre-LN fails in significantly many seeds
         else:
-            verdict = FAILS
+            verdict = INCONCLUSIVE
+        censored = pre == top  # Pre-LN trains at the grid's top: its own limit is above the grid
         ratio = pre / post if pre and post else None
+        if verdict != INCONCLUSIVE:
+            decide = ""
+        elif pre is None and post is None:
+            decide = "; neither trains at any lr of the grid: lower lrs would decide"
+        elif pre == post == top:
+            decide = f"; both train at the grid's top lr {top:g}: a larger lr would decide"
+        elif at_split is not None:
+            decide = (f"; the limits differ at lr {split:g}, where Pre-LN alone did not train in "
+                      f"{at_split['only_a_failed']} seeds and Post-LN alone in {at_split['only_b_failed']} (sign test "
+                      f"p = {at_split['p_one_sided']:.3g}, level {alpha():g}): more seeds would decide")
+        elif beyond is not None:
+            decide = (f"; the same limit, and at lr {above:g} Pre-LN failed in {beyond['failed']} of "
+                      f"{beyond['n']} seeds (p = {beyond['p']:.3g}): more seeds would decide")
+        else:
+            decide = ""
         summary = (f"highest lr at which ≥ {TRAINS:.0%} of seeds train, with warmup {preset.warmup}: Pre-LN "
-                   f"{fmt(pre, 'g')}, Post-LN {fmt(post, 'g')}; without warmup: Pre-LN {fmt(best[0]['pre'], 'g')}, "
-                   f"Post-LN {fmt(best[0]['post'], 'g')}"
-                   + (f"; both train at the grid's top lr {top:g}: a larger lr would decide"
-                      if pre == post == top else ""))
+                   f"{fmt(pre, 'g')}" + (" (the grid's top: its limit is at or above it)" if censored else "")
+                   + f", Post-LN {fmt(post, 'g')}; without warmup: Pre-LN {fmt(best[0]['pre'], 'g')}, "
+                   f"Post-LN {fmt(best[0]['post'], 'g')}" + (
+                       f"; at lr {split:g} Pre-LN alone did not train in {at_split['only_a_failed']} seeds, Post-LN "
+                       f"alone in {at_split['only_b_failed']}" + sign_p(at_split) if at_split else "") + decide)
         settings = {"lrs": preset.lrs, "warmup_steps": preset.warmup, "n_layer": preset.depth,
                     "trainable": f"at least {TRAINS:.0%} of the seeds trained (neither diverged nor stayed on the "
-                                 f"unigram plateau); each scheme's own limit, whatever it is compared with"}
+                                 f"unigram plateau); each scheme's own limit, whatever it is compared with",
+                    "rule": "holds when Pre-LN's limit is the higher one and, at the lowest lr between the two "
+                            "limits, Post-LN alone fails in significantly more seeds than Pre-LN alone (paired exact "
+                            "sign test); does not hold when Post-LN's is higher by the same test, or the limits are "
+                            "equal and Pre-LN fails in significantly more than half its seeds at the next lr up"}
+        reading = None
+        if ratio is not None:
+            reading = (f"Pre-LN's highest trainable lr is {'at least ' if censored else ''}{ratio:.3g}× Post-LN's"
+                       + (" (Pre-LN trains at the grid's top lr)" if censored else ""))
+        test = (at_split["test"] + f" at lr {split:g}" if at_split else
+                f"exact binomial test of Pre-LN's failures at lr {above:g} against half" if beyond else
+                f"each scheme's highest lr of the grid where ≥ {TRAINS:.0%} of seeds trained")
         return self.make(verdict, "highest trainable lr, Pre-LN / Post-LN", ratio, seeds, settings, summary,
-                         test=f"each scheme's highest lr of the grid where ≥ {TRAINS:.0%} of seeds trained",
-                         seeds=_seeds(records, model__n_layer=preset.depth),
-                         max_stable_lr={str(w): v for w, v in best.items()},
-                         sweep=sweep_table(records, preset, ("pre", "post")))
+                         test=test, seeds=(at_split or {}).get("seeds") or _seeds(records, model__n_layer=preset.depth),
+                         reading=reading, max_stable_lr={str(w): v for w, v in best.items()},
+                         limit_censored_by_grid=censored, limits_split={"lr": split, **(at_split or {})},
+                         next_lr_failures=beyond, sweep=sweep_table(records, preset, ("pre", "post")))
 
     def figures(self, records, measurement, preset):
         return [sweep_figure(records, preset, ("pre", "post"), "Learning-rate sweep")]
@@ -213,6 +250,57 @@ def max_stable_lr(records, preset, schemes, warmup, lrs=None) -> dict[str, float
     return out
 
 
+def limit_split(records, schemes: tuple[str, str], limits: tuple[float | None, float | None], lrs: list[float],
+                warmup: int, n_layer: int) -> tuple[float | None, dict[str, Any] | None]:
+    """The lr that separates two schemes' limits (the lowest lr of `lrs` at which one trains and the other does
+    not), and the paired failures there (`matched_failures`: a = schemes[0]); (None, None) where the limits are
+    equal. A limit is a threshold on a rate, so it counts only where these seeds back it."""
+    a_lim, b_lim = (lim or 0 for lim in limits)
+    split = next((lr for lr in sorted(lrs) if a_lim >= lr > b_lim or b_lim >= lr > a_lim), None)
+    if split is None:
+        return None, None
+    cell = [{"model.scheme": schemes[0], "train.lr": split, "train.warmup_steps": warmup, "model.n_layer": n_layer}]
+    return split, matched_failures(records, cell, schemes[1])
+
+
+def fail_count(records, scheme: str, lr: float, warmup: int, n_layer: int) -> dict[str, Any]:
+    """A scheme's runs at one lr: how many of its seeds did not train, and the exact one-sided binomial p of that
+    many or more if each seed failed with probability ½ (small p: it fails in most seeds there)."""
+    g = group(records, model__scheme=scheme, train__lr=lr, train__warmup_steps=warmup, model__n_layer=n_layer)
+    return {"lr": lr, "failed": g.n_failed, "n": g.n_runs, "p": sign_test(g.n_failed, g.n_runs),
+            "censored": g.n_censored}
+
+
+def seed_limits(records, scheme: str, lrs: list[float], warmup: int, n_layer: int) -> dict[int, float | None]:
+    """{seed: the highest lr of `lrs` at which this seed's run trained (0.0: at none of them)}: one outcome per
+    seed, so seeds shared across lrs are not counted as independent pairs. A seed whose limit is unknown (a run
+    above its highest trained lr censored by the plateau stop, or missing) maps to None."""
+    out: dict[int, float | None] = {}
+    runs = select(records, model__scheme=scheme, train__warmup_steps=warmup, model__n_layer=n_layer)
+    for seed in sorted({r.seed for r in runs}):
+        mine = {r.get("train.lr"): r for r in runs if r.seed == seed and r.get("train.lr") in lrs}
+        trained = [lr for lr, r in mine.items() if not r.did_not_train and r.status == "completed"]
+        limit = max(trained, default=0.0)
+        unknown = any(lr not in mine or mine[lr].censored for lr in lrs if lr > limit)
+        out[seed] = None if unknown else limit
+    return out
+
+
+def paired_limits(a: dict[int, float | None], b: dict[int, float | None]) -> dict[str, Any]:
+    """Two schemes' per-seed limits (`seed_limits`), paired by seed: the seeds where a's limit is higher, lower
+    or equal, and the one-sided exact sign tests over the seeds where they differ (`higher` / `lower`:
+    significant at the level now)."""
+    common = sorted(s for s in set(a) & set(b) if a[s] is not None and b[s] is not None)
+    up = sum(1 for s in common if a[s] > b[s])
+    down = sum(1 for s in common if a[s] < b[s])
+    p_up, p_down = sign_test(up, up + down), sign_test(down, up + down)
+    return {"higher": up > down and p_up < alpha(), "lower": down > up and p_down < alpha(), "a_higher": up,
+            "b_higher": down, "ties": len(common) - up - down, "p_higher": p_up, "p_lower": p_down,
+            "censored_seeds": sorted(s for s in set(a) | set(b) if a.get(s) is None or b.get(s) is None),
+            "seeds": common, "test": f"exact sign test over the {up + down} of {len(common)} seeds whose highest "
+                                     "trainable lr differs between the schemes (one outcome per seed), one-sided"}
+
+
 def matched_failures(records, overrides: list[dict[str, Any]], other: str) -> dict[str, Any]:
     """Runs of `overrides` against the same configurations with `model.scheme` = other, paired by configuration
     and seed: `fails_more` over the pairs where exactly one side did not train."""
@@ -221,7 +309,8 @@ def matched_failures(records, overrides: list[dict[str, Any]], other: str) -> di
         where = {k.replace(".", "__"): v for k, v in o.items()}
         mine = {r.seed: r for r in select(records, **where)}
         theirs = {r.seed: r for r in select(records, **{**where, "model__scheme": other})}
-        pairs += [(mine[s], theirs[s]) for s in sorted(set(mine) & set(theirs))]
+        pairs += [(mine[s], theirs[s]) for s in sorted(set(mine) & set(theirs))
+                  if not (mine[s].censored or theirs[s].censored)]  # a censored run decides no pair
     only_a = sum(1 for a, b in pairs if a.did_not_train and not b.did_not_train)
     only_b = sum(1 for a, b in pairs if b.did_not_train and not a.did_not_train)
     return {"more": only_a > only_b and sign_test(only_a, only_a + only_b) < alpha(),
@@ -250,18 +339,22 @@ class DepthC4(Claim):
 
     def verdict(self, records, measurement, preset):
         rows, gaps = depth_rows(records, preset, ("pre", "post"))
-        deepest = max(preset.depths)
+        deepest, shallowest = max(preset.depths), min(preset.depths)
         pre_d, post_d = (group(records, **at_depth(preset, s, deepest)) for s in ("pre", "post"))
         cmp, info = compare(post_d, pre_d, sides=("Post-LN", "Pre-LN"))
-        trend = spearman(list(preset.depths), gaps)
-        seeds = n_seeds(select(records, False, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup))
         post_fail, pre_fail = fails_more(post_d, pre_d), fails_more(pre_d, post_d)
-        worse_deep = cmp == "worse" or post_fail["more"]
-        if pre_fail["more"]:
-            verdict = FAILS  # Pre-LN is the one that breaks at depth
-        elif cmp == "too-few-seeds" and not post_d.n_failed:
+        trend = spearman(list(preset.depths), gaps)  # descriptive only: 4 depths decide nothing by themselves
+        # the test of "harder with depth": per seed, is Post-LN's deficit to Pre-LN at the deepest depth larger
+        # than at the shallowest? (a failure where the other trained is an infinite deficit) — paired sign test
+        harder = deeper_deficit(records, preset, shallowest, deepest)
+        seeds = n_seeds(select(records, False, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup))
+        # worse at the deepest depth: by the failures where they can decide, else by the losses (`by_failures`)
+        worse_deep = post_fail["more"] if by_failures(post_fail) else cmp == "worse"
+        if pre_fail["more"] or harder["easier"]:
+            verdict = FAILS  # Pre-LN is the one that breaks at depth, or Post-LN's deficit shrinks with depth
+        elif harder["n"] < MIN_SEEDS and not post_d.n_failed:
             verdict = INCONCLUSIVE
-        elif worse_deep and (trend or 0) > 0.5:
+        elif worse_deep and harder["harder"]:
             verdict = HOLDS
         elif cmp in ("same", "better") and post_d.n_failed <= pre_d.n_failed:
             verdict = FAILS
@@ -272,10 +365,17 @@ class DepthC4(Claim):
                               f"n/a: {_did_not_train(rows[str(d)]['post'])} Post-LN runs did not train")
             for d, g in zip(preset.depths, gaps))
         summary = (f"Post-LN − Pre-LN val loss by depth: {by_depth}; "
-                   f"rank correlation with depth {fmt(trend)}; at {deepest} layers Post-LN against Pre-LN: "
-                   f"{said(cmp)} ({failures(post_d)}). 100+ layers are not tested at this preset.")
+                   f"Post-LN's deficit is larger at {deepest} than at {shallowest} layers in {harder['up']} seeds and "
+                   f"smaller in {harder['down']} (sign test p = {harder['p_up']:.3g}); rank correlation with depth "
+                   f"{fmt(trend)} (descriptive); at {deepest} layers Post-LN against Pre-LN: {said(cmp)} "
+                   f"({failures(post_d)}). 100+ layers are not tested at this preset.")
         settings = {"depths": preset.depths, "lr": preset.lr_fixed, "warmup_steps": preset.warmup,
-                    "steps": preset.base["train.steps"], "d_model": preset.base["model.d_model"]}
+                    "steps": preset.base["train.steps"], "d_model": preset.base["model.d_model"],
+                    "rule": f"holds when Post-LN's deficit to Pre-LN grows from {shallowest} to {deepest} layers in "
+                            "significantly many seeds (one-sided exact sign test, a failure where Pre-LN trained "
+                            "counting as an infinite deficit) and Post-LN is worse at the deepest depth (its losses "
+                            "or its failures, each test at half the level); does not hold when the deficit shrinks "
+                            "by the same test, Pre-LN fails more, or Post-LN is not worse at the deepest depth"}
         missing = (f"at {deepest} layers too few Post-LN runs trained to compare ({failures(post_d)}) where Pre-LN's "
                    f"did ({failures(pre_d)}): no loss gap to give; the failure rate is the evidence"
                    if post_d.n < MIN_SEEDS <= pre_d.n else
@@ -283,11 +383,39 @@ class DepthC4(Claim):
                    f"Pre-LN {failures(pre_d)})")
         return self.make(verdict, f"Post-LN − Pre-LN val loss at {deepest} layers (nats)", info.get("diff"), seeds,
                          settings, summary, missing=missing, interval=loss_interval(info),
-                         test=loss_test(info, post_fail), seeds=info.get("seeds") or post_fail["seeds"],
-                         depth_trend_spearman=trend, by_depth=rows, deepest=info, failures_deepest=post_fail)
+                         test=f"{harder['test']}; at the deepest depth: {loss_test(info, post_fail)}",
+                         seeds=harder["seeds"] or info.get("seeds") or post_fail["seeds"], depth_trend_spearman=trend, deficit_growth=harder, by_depth=rows, deepest=info,
+                         failures_deepest=post_fail)
 
     def figures(self, records, measurement, preset):
         return [depth_figure(records, preset, ("pre", "post"))]
+
+
+def deeper_deficit(records, preset, shallow: int, deep: int) -> dict[str, Any]:
+    """Per seed, Post-LN's deficit to Pre-LN (val-loss difference; +inf where Post-LN alone did not train, −inf
+    where Pre-LN alone did not) at two depths, and the one-sided exact sign tests over the seeds where it differs:
+    `harder` (larger at the deeper depth) / `easier`, significant at the level now. A seed with a censored or
+    missing run, or where both failed at a depth, is left out."""
+    def deficit(depth: int) -> dict[int, float]:
+        arms = {s: {r.seed: r for r in select(records, **at_depth(preset, s, depth))} for s in ("post", "pre")}
+        out = {}
+        for seed in set(arms["post"]) & set(arms["pre"]):
+            post, pre = arms["post"][seed], arms["pre"][seed]
+            if post.censored or pre.censored or (post.did_not_train and pre.did_not_train):
+                continue
+            out[seed] = (math.inf if post.did_not_train else -math.inf if pre.did_not_train else
+                         post.val_loss - pre.val_loss)
+        return out
+    low, high = deficit(shallow), deficit(deep)
+    common = sorted(set(low) & set(high))
+    up = sum(1 for s in common if high[s] > low[s])
+    down = sum(1 for s in common if high[s] < low[s])
+    p_up, p_down = sign_test(up, up + down), sign_test(down, up + down)
+    return {"harder": up > down and p_up < alpha(), "easier": down > up and p_down < alpha(), "up": up,
+            "down": down, "n": len(common), "p_up": p_up, "p_down": p_down, "seeds": common,
+            "depths": [shallow, deep],
+            "test": f"exact sign test over the seeds where Post-LN's deficit at {deep} layers differs from that at "
+                    f"{shallow} ({up + down} of {len(common)}), one-sided"}
 
 
 def depth_rows(records, preset, schemes, **where) -> tuple[dict[str, Any], list[float | None]]:
@@ -333,7 +461,7 @@ class DeepNormC8(Claim):
                            for s in ("deepnorm", "post", "pre"))
         cmp, info = compare(deep, pre, sides=("DeepNorm", "Pre-LN"))
         post_fail, post_cmp = fails_more(post, deep), compare(post, deep)[0]
-        post_fails = post_fail["more"] or post_cmp == "worse"
+        post_fails = post_fail["more"] if by_failures(post_fail) else post_cmp == "worse"  # one test, by D
         # Post-LN trains as well as DeepNorm here: nothing for DeepNorm to rescue
         post_fine = post.n_failed <= deep.n_failed and post_cmp in ("same", "better")
         cannot_beat = noninferior(pre, deep)[0] == "not worse"  # Pre-LN is not worse by more than the margin
@@ -397,75 +525,78 @@ class PeriC14(Claim):
         return [r for r in lr_sweep(preset, self.SCHEMES, self.lrs(preset)) if not r["train.warmup_steps"]]
 
     def verdict(self, records, measurement, preset):
-        rates = {}
+        lrs = self.lrs(preset)
+        rates, censored = {}, {}
         for s in self.SCHEMES:
             chosen = from_runs(records, [o for o in self.runs(preset) if o["model.scheme"] == s])
-            rates[s] = (sum(r.did_not_train for r in chosen) / len(chosen)) if chosen else None
-        lr_best = max_stable_lr(records, preset, self.SCHEMES, 0, self.lrs(preset))
+            counted = [r for r in chosen if not r.censored]
+            rates[s] = (sum(r.did_not_train for r in counted) / len(counted)) if counted else None
+            censored[s] = len(chosen) - len(counted)
+        lr_best = max_stable_lr(records, preset, self.SCHEMES, 0, lrs)
         own = [o for o in self.runs(preset) if o["model.scheme"] == "peri"]
         seeds = n_seeds(from_runs(records, own))  # C14's own Peri-LN runs, not every Peri-LN run of the study
-        paired = matched_failures(records, own, "pre")
-        peri_lr, pre_lr = lr_best["peri"], lr_best["pre"]
-        # a limit is a threshold on a failure rate (80 %): it counts only where the seeds at the lr that separates
-        # the two limits (the lowest lr where one scheme trains and the other does not) back it, by the same paired
-        # sign test; a cell where 2 of 5 seeds failed is two-mode noise at 5 seeds, not a limit
-        split = next((lr for lr in self.lrs(preset) if (peri_lr or 0) >= lr > (pre_lr or 0)
-                      or (pre_lr or 0) >= lr > (peri_lr or 0)), None)
-        at_split = (matched_failures(records, [o for o in own if o["train.lr"] == split], "pre")
-                    if split is not None else None)
-        higher = (peri_lr or 0) > (pre_lr or 0) and bool(at_split and at_split["fewer"])
-        lower = (peri_lr or 0) < (pre_lr or 0) and bool(at_split and at_split["more"])
-        if rates["peri"] is None or rates["pre"] is None or seeds < 2:
+        # one outcome per seed: each seed's highest trainable lr per scheme, paired over seeds (the (lr, seed)
+        # pairs share their seeds across the lrs, so they are not independent)
+        limits = {s: seed_limits(records, s, lrs, 0, preset.depth) for s in self.SCHEMES}
+        paired = paired_limits(limits["peri"], limits["pre"])
+        n_paired = len(paired["seeds"])
+        if rates["peri"] is None or rates["pre"] is None or n_paired < MIN_SEEDS:
             verdict = INCONCLUSIVE
-        elif paired["more"] or (lower and not paired["fewer"]):
-            verdict = FAILS  # Peri-LN fails more often than Pre-LN, or trains at a lower lr
-        elif paired["fewer"] or higher:
-            verdict = HOLDS  # fewer failures on the same configurations and seeds, or a higher trainable lr
+        elif paired["higher"]:
+            verdict = HOLDS  # Peri-LN's highest trainable lr is above Pre-LN's in significantly many seeds
+        elif paired["lower"]:
+            verdict = FAILS  # below it
         else:
             verdict = INCONCLUSIVE
-        top = max(self.lrs(preset))
-        solo = (paired["only_a_failed"], paired["only_b_failed"])
+        top = max(lrs)
+        up, down, ties = paired["a_higher"], paired["b_higher"], paired["ties"]
         if verdict != INCONCLUSIVE:
             decide = ""
-        elif rates["peri"] is None or rates["pre"] is None or seeds < 2:
-            decide = "; too few runs to compare: Peri-LN's and Pre-LN's sweeps at 2 seeds or more would decide"
-        elif at_split is not None:
-            decide = (f"; the limits differ at lr {split:g}, where Peri-LN alone did not train in "
-                      f"{at_split['only_a_failed']} seeds and Pre-LN alone in {at_split['only_b_failed']} (sign test "
-                      f"p = {at_split['p_one_sided']:.3g}): too few to call it a limit, more seeds would decide")
-        elif peri_lr == pre_lr and solo[0] == solo[1]:
-            above = [lr for lr in self.lrs(preset) if lr > (pre_lr or 0)]
-            where = (f"lrs above {top:g}, where Pre-LN itself fails, would decide" if not above else
-                     f"neither trains at any of them: lrs below {above[0]:g} would decide" if pre_lr is None else
-                     f"both train at {pre_lr:g} and neither at {above[0]:g}: lrs between, or more seeds, would "
-                     "decide")
-            decide = (f"; as stable as Pre-LN here (the same highest trainable lr, {solo[0]} vs {solo[1]} runs that "
-                      f"one alone did not train): {where}")
+        elif n_paired < MIN_SEEDS:
+            decide = (f"; {n_paired} seeds with both limits known ({len(paired['censored_seeds'])} censored by the "
+                      "plateau stop): more seeds would decide")
+        elif up == down == 0:
+            known = sorted({v for v in limits["pre"].values() if v is not None})
+            where = (f"lrs above {top:g} would decide" if known == [top] else
+                     f"lrs below {min(lrs):g} would decide" if known == [0.0] else
+                     "lrs between the grid's, or more seeds, would decide")
+            decide = f"; the same highest trainable lr in all {ties} seeds, as stable as Pre-LN on this grid: {where}"
         else:
-            decide = (f"; Peri-LN alone did not train in {solo[0]} runs, Pre-LN alone in {solo[1]}: not significant "
-                      f"at α = {alpha():g} (sign test), so more seeds would decide")
-        summary = (f"runs that diverged or failed to train over lrs {', '.join(f'{lr:g}' for lr in self.lrs(preset))} "
-                   f"without warmup: Peri-LN {fmt(rates['peri'])}, Pre-LN {fmt(rates['pre'])}; paired by "
-                   f"configuration and seed, Peri-LN alone failed {paired['only_a_failed']}, Pre-LN alone "
-                   f"{paired['only_b_failed']}{sign_p(paired)}; highest trainable lr without warmup: "
-                   + ", ".join(f"{SCHEME_NAMES.get(k, k)} " + (f"{v:g}" if v else f"below {min(self.lrs(preset)):g}")
-                              for k, v in lr_best.items()) + decide)
-        both = rates["peri"] is not None and rates["pre"] is not None
-        reading = (f"{100 * rates['peri']:.0f} % of Peri-LN's runs did not train, {100 * rates['pre']:.0f} % of "
-                   f"Pre-LN's; paired, Peri-LN alone failed {paired['only_a_failed']}, Pre-LN alone "
-                   f"{paired['only_b_failed']}{sign_p(paired)}") if both else None
-        return self.make(verdict, "Peri-LN rate of runs that did not train", rates["peri"], seeds,
-                         {"lrs": self.lrs(preset), "lr_sweep_warmup_steps": 0,
-                          "trainable": f"at least {TRAINS:.0%} of the seeds trained, each scheme's own limit"},
-                         summary, test=paired["test"] + f"; highest lr where ≥ {TRAINS:.0%} of seeds train",
-                         seeds=paired["seeds"], reading=reading, did_not_train_rate=rates, failures_paired=paired,
-                         limits_split={"lr": split, **(at_split or {})},
+            decide = (f"; not significant at α = {alpha():g} (sign test p = "
+                      f"{min(paired['p_higher'], paired['p_lower']):.3g}): more seeds would decide")
+        per_seed = "; ".join(f"seed {k}: Peri-LN {_lr(limits['peri'].get(k))}, Pre-LN {_lr(limits['pre'].get(k))}"
+                             for k in sorted(set(limits["peri"]) | set(limits["pre"])))
+        summary = (f"runs that did not train over lrs {', '.join(f'{lr:g}' for lr in lrs)} without warmup: Peri-LN "
+                   f"{fmt(rates['peri'])}, Pre-LN {fmt(rates['pre'])}"
+                   + (f" (censored by the plateau stop: Peri-LN {censored['peri']}, Pre-LN {censored['pre']})"
+                      if any(censored.values()) else "")
+                   + f"; each seed's highest trainable lr: {per_seed}; Peri-LN's is higher in {up} seeds, lower in "
+                     f"{down}, the same in {ties}" + decide)
+        reading = (f"Peri-LN's highest trainable lr without warmup is above Pre-LN's in {up} of {n_paired} seeds "
+                   f"and below it in {down}" + (f" (sign test p = {paired['p_higher']:.3g})" if up >= down and up
+                                                else f" (sign test p = {paired['p_lower']:.3g})" if down else "")
+                   if n_paired else None)
+        return self.make(verdict, "seeds where Peri-LN's highest trainable lr is above Pre-LN's, of those paired",
+                         up / n_paired if n_paired else None, seeds,
+                         {"lrs": lrs, "lr_sweep_warmup_steps": 0,
+                          "rule": "each seed's highest lr at which its run trained, per scheme; holds when Peri-LN's "
+                                  "is the higher one in significantly many seeds (one-sided exact sign test over the "
+                                  "seeds where they differ), does not hold when Pre-LN's is; a seed with a run "
+                                  "censored by the plateau stop above its highest trained lr is left out"},
+                         summary, test=paired["test"], seeds=paired["seeds"], reading=reading,
+                         did_not_train_rate=rates, censored=censored, limits_paired=paired,
+                         seed_limits={sch: {str(k): v for k, v in lim.items()} for sch, lim in limits.items()},
                          max_stable_lr_no_warmup=lr_best,
-                         sweep=sweep_table(records, preset, self.SCHEMES, (0,), self.lrs(preset)))
+                         sweep=sweep_table(records, preset, self.SCHEMES, (0,), lrs))
 
     def figures(self, records, measurement, preset):
         return [sweep_figure(records, preset, self.SCHEMES, "Learning-rate sweep of Peri-LN and Pre-LN, no warmup",
                              (0,), self.lrs(preset))]
+
+
+def _lr(limit: float | None) -> str:
+    """A seed's limit in words: `0.5`, `none` (trained at no lr), `censored`."""
+    return "censored" if limit is None else "none" if not limit else f"{limit:g}"
 
 
 def _deep(preset) -> dict[str, Any]:

@@ -1,0 +1,62 @@
+"""The design seeds' verdicts beside a study's: does each verdict replicate on seeds no rule was designed on?
+
+Rules, grids and presets are built on the design seeds (0–999, `spec.DESIGN_SEEDS`); the presets users run start
+at `spec.HELD_OUT`. `design_verdicts.json` (beside this module, written by `benchmarks/design_verdicts.py` from a
+design-seed study whose verdicts.json is committed under `benchmarks/results/`) holds each preset's design-seed
+verdicts, so a held-out study's report shows both without training the design seeds again.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from normlab.study.claims.base import OUTCOMES, decisive, outcome_of
+from normlab.study.spec import DESIGN_SEEDS, StudySpec
+
+DESIGN_FILE = Path(__file__).with_name("design_verdicts.json")
+
+
+def design_record(preset: str) -> dict[str, Any] | None:
+    """{"seeds": [...], "verdicts": {claim: {"verdict", "reading"}}} of the preset's design-seed study, or None."""
+    try:
+        return json.loads(DESIGN_FILE.read_text("utf-8")).get(preset)
+    except (OSError, ValueError):
+        return None
+
+
+def design_beside(spec: StudySpec, verdicts: list) -> None:
+    """Set each verdict's `design` from the preset's design record: the design seeds' verdict and whether this
+    study replicates it (the same verdict on both seed sets). Nothing where the study itself runs on design seeds
+    (it would be compared with itself) or the preset has no record."""
+    record = design_record(spec.preset.name)
+    if not record or all(s in DESIGN_SEEDS for s in spec.preset.seeds):
+        return
+    for v in verdicts:
+        seen = record["verdicts"].get(v.id)
+        if seen:
+            v.design = {**seen, "seeds": record["seeds"], "replicated": seen["verdict"] == v.verdict}
+
+
+def replicated(verdicts: list) -> int:
+    """Verdicts that say something and say it on both seed sets: holds or does not hold, the same on the design
+    seeds, and under every nuisance level measured (a `depends on` verdict is not one)."""
+    return sum(1 for v in verdicts if decisive(_get(v, "verdict")) and (_get(v, "design") or {}).get("replicated"))
+
+
+def outcome_counts(verdicts: list) -> dict[str, int]:
+    """How many verdicts of each of the four outcomes (`depends on …` counted as one outcome, never as holds)."""
+    return {o: sum(outcome_of(_get(v, "verdict")) == o for v in verdicts) for o in OUTCOMES}
+
+
+def family_text(verdicts: list) -> str:
+    """The family-wise control in words, for the report's method section."""
+    family = next((_get(v, "family") for v in verdicts if _get(v, "family")), None)
+    if not family:
+        return "not controlled"
+    return (f"{family['method']}: a claim is decided at α/(m − j), j the claims decided before it; a verdict "
+            "decisive at α alone but at no step of the procedure is reported inconclusive")
+
+
+def _get(v, key: str):
+    return v.get(key) if isinstance(v, dict) else getattr(v, key)
