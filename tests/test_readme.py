@@ -24,6 +24,7 @@ RUN = [
     "normlab study --study configs/study_example.toml --out example-study",
     "normlab report example-study",
     "normlab train configs/nanogpt_cpu.toml --set train.steps=50 --out runs/nanogpt_cpu",
+    "normlab sample runs/nanogpt_cpu --prompt \"ROMEO:\" --greedy --max-new-tokens 100",
     "sqlite3 runs/nanogpt_cpu/diagnostics.sqlite "
     "\"SELECT layer, value FROM layer_metrics WHERE step = 0 AND site = 'block' AND metric = 'grad_norm'\"",
 ]
@@ -155,6 +156,8 @@ def test_the_quick_commands_run_verbatim_on_a_fresh_directory(tmp_path):
         assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
         if command.startswith("normlab schemes"):
             assert '"schemes"' in done.stdout
+        if command.startswith("normlab sample"):
+            assert done.stdout.startswith("ROMEO:") and len(done.stdout) == len("ROMEO:") + 100 + 1  # and "\n"
         if "layer_metrics" in command:
             assert done.stdout.strip(), "the diagnostics query returned nothing"
     assert (tmp_path / "example-study" / "report.html").is_file()

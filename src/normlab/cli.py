@@ -576,6 +576,31 @@ def export(
                   highlight=False)
 
 
+@app.command()
+def sample(
+    target: Path = typer.Argument(..., metavar="RUN", help="A normlab decoder run directory or its checkpoint."),
+    prompt: str = typer.Option(..., "--prompt", "-p", metavar="TEXT", help="The text to continue."),
+    max_new_tokens: int = typer.Option(200, "--max-new-tokens", "-n", min=0, metavar="N", help="Tokens to add."),
+    greedy: bool = typer.Option(False, "--greedy", help="Take the most likely token at every step (then "
+                                "--temperature, --top-k and --seed change nothing)."),
+    temperature: float = typer.Option(0.8, "--temperature", metavar="T", help="Divide the logits by T (> 0) "
+                                      "before drawing (< 1: surer, > 1: wilder)."),
+    top_k: Optional[int] = typer.Option(None, "--top-k", min=1, metavar="K", help="Draw among the K most likely "
+                                        "tokens only; unset: all."),
+    seed: int = typer.Option(0, "--seed", metavar="S", help="Seed of the draws: one seed, one text."),
+    device: str = typer.Option("cpu", "--device", metavar="DEVICE", help="cpu, cuda, cuda:N, or auto."),
+) -> None:
+    """Print the prompt and a run's continuation of it (a decoder): greedy, or drawn with a temperature and top-k."""
+    from normlab.rundir.sample import sample_run
+
+    try:
+        text = sample_run(target, prompt, max_new_tokens, None if greedy else temperature, None if greedy else top_k,
+                          seed, device)
+    except (ConfigError, CorpusError, ValueError, OSError) as e:
+        fail(str(e))
+    print(text)  # the text as it is: no markup, no wrapping
+
+
 def _fmt(value) -> str:
     if value is None:
         return "–"

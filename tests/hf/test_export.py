@@ -98,3 +98,31 @@ def test_export_never_writes_into_a_directory_it_did_not_make(tmp_path):
     with pytest.raises(ValueError, match="not empty"):
         export_hf(model, model.cfg, tmp_path / "out")
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["mine.txt"]
+
+
+@pytest.mark.parametrize("case", list(LAYOUTS))
+def test_special_token_ids_are_the_tokenizers_own_or_null(tmp_path, case):
+    """bos/eos/pad in config.json: null for normlab's characters (a config class's defaults would name '!', ' '
+    or '\\n' there), and the ids an imported tokenizer defines as special tokens."""
+    import json
+
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    settings, _ = LAYOUTS[case]
+    model = _model(settings)
+    chars = ["\n", " ", "!"] + [chr(c) for c in range(ord("A"), ord("A") + 68)]
+    export_hf(model, model.cfg, tmp_path / "chars", char_vocab=chars)
+    config = json.loads((tmp_path / "chars" / "config.json").read_text())
+    assert [config[f"{k}_token_id"] for k in ("bos", "eos", "pad")] == [None, None, None]
+
+    specials = {"<pad>": 68, "<s>": 69, "</s>": 70}  # the last ids of a 71-token vocabulary
+    tok = Tokenizer(models.WordLevel({**{c: i for i, c in enumerate(chars[:68])}, **specials}, unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
+                                         pad_token="<pad>").save_pretrained(tmp_path / "tok")
+    export_hf(model, model.cfg, tmp_path / "own", tokenizer_from=tmp_path / "tok")
+    config = json.loads((tmp_path / "own" / "config.json").read_text())
+    assert [config[f"{k}_token_id"] for k in ("bos", "eos", "pad")] == [69, 70, 68]
+    loaded = transformers.AutoConfig.from_pretrained(tmp_path / "own", local_files_only=True)
+    assert (loaded.bos_token_id, loaded.eos_token_id, loaded.pad_token_id) == (69, 70, 68)

@@ -2,7 +2,9 @@
 
 DIR gets config.json and model.safetensors (layouts: GPT-2, Llama, Qwen3, Gemma-2, BERT) that `transformers.AutoModel*.from_pretrained(DIR)` loads with no
 remote code, and the run's tokenizer: the one an imported model came with, or normlab's character
-vocabulary as a `tokenizers` word-level tokenizer over single characters. A layout is one class: which
+vocabulary as a `tokenizers` word-level tokenizer over single characters. config.json's bos/eos/pad ids are
+the ones that tokenizer defines as special tokens, null where it has none (a character vocabulary has none):
+never a config class's defaults, which in a character vocabulary are characters. A layout is one class: which
 normlab models it can hold (`refusal` says why not, else None), its transformers config, and where each
 normlab tensor goes. A placement with no Hugging Face layout (Post-LN decoder, DeepNorm, Mix-LN, ...) is
 refused in one line naming the layouts there are.
@@ -40,7 +42,8 @@ class Layout:
     def refusal(self, cfg: ModelConfig) -> str | None:
         raise NotImplementedError
 
-    def config(self, cfg: ModelConfig, tied: bool) -> Any:
+    def config(self, cfg: ModelConfig, tied: bool, **special: int | None) -> Any:
+        """The transformers config; `special`: bos/eos/pad_token_id, which the config takes as they are."""
         raise NotImplementedError
 
     def tensors(self, cfg: ModelConfig, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -78,14 +81,14 @@ class GPT2Layout(Layout):
         return _differences(cfg, arch="decoder", scheme="pre", norm="layernorm", positions="learned", mlp="gelu",
                             final_norm=True, dropout=False)
 
-    def config(self, cfg, tied):
+    def config(self, cfg, tied, **special):
         import transformers
 
         return transformers.GPT2Config(
             vocab_size=cfg.vocab_size, n_positions=cfg.block_size, n_embd=cfg.d_model, n_layer=cfg.n_layer,
             n_head=cfg.n_head, n_inner=cfg.resolved_d_ff(), layer_norm_epsilon=cfg.norm_eps,
             activation_function="gelu_new" if cfg.gelu_approximate == "tanh" else "gelu", tie_word_embeddings=tied,
-            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, architectures=["GPT2LMHeadModel"])
+            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, architectures=["GPT2LMHeadModel"], **special)
 
     def tensors(self, cfg, state):
         d, out = cfg.d_model, {"transformer.wte.weight": state["wte.weight"], "transformer.wpe.weight": state["wpe.weight"]}
@@ -118,7 +121,7 @@ class LlamaLayout(Layout):
             return "bias = true (the Llama layout has no biases)"
         return wrong
 
-    def config(self, cfg, tied):
+    def config(self, cfg, tied, **special):
         import transformers
 
         make = transformers.Qwen3Config if self.model_type == "qwen3" else transformers.LlamaConfig
@@ -129,7 +132,7 @@ class LlamaLayout(Layout):
             max_position_embeddings=cfg.block_size, rms_norm_eps=cfg.norm_eps, tie_word_embeddings=tied,
             rope_parameters={"rope_type": "default", "rope_theta": cfg.rope_theta}, rope_theta=cfg.rope_theta,
             attention_bias=False,
-            architectures=["Qwen3ForCausalLM" if self.model_type == "qwen3" else "LlamaForCausalLM"])
+            architectures=["Qwen3ForCausalLM" if self.model_type == "qwen3" else "LlamaForCausalLM"], **special)
 
     def tensors(self, cfg, state):
         out = {"model.embed_tokens.weight": state["wte.weight"], "model.norm.weight": state["final_norm.weight"]}
@@ -175,7 +178,7 @@ class Gemma2Layout(Layout):
     def _scalar(cfg: ModelConfig) -> float:
         return (cfg.attn_scale or cfg.head_dim ** -0.5) ** -2
 
-    def config(self, cfg, tied):
+    def config(self, cfg, tied, **special):
         import transformers
 
         return transformers.Gemma2Config(
@@ -188,7 +191,7 @@ class Gemma2Layout(Layout):
             attn_logit_softcapping=cfg.attn_softcap, final_logit_softcapping=cfg.logit_softcap,
             tie_word_embeddings=tied, rope_parameters={"rope_type": "default", "rope_theta": cfg.rope_theta},
             rope_theta=cfg.rope_theta,
-            architectures=["Gemma2ForCausalLM"])
+            architectures=["Gemma2ForCausalLM"], **special)
 
     def tensors(self, cfg, state):
         out = {"model.embed_tokens.weight": state["wte.weight"], "model.norm.weight": state["final_norm.weight"] - 1.0}
@@ -212,7 +215,7 @@ class BertLayout(Layout):
         return _differences(cfg, arch="encoder", scheme="post", norm="layernorm", positions="learned", mlp="gelu",
                             embed_norm=True, final_norm=False, dropout=False, head_transform=ANY, head_bias=ANY)
 
-    def config(self, cfg, tied):
+    def config(self, cfg, tied, **special):
         import transformers
 
         return transformers.BertConfig(
@@ -221,7 +224,7 @@ class BertLayout(Layout):
             max_position_embeddings=cfg.block_size, layer_norm_eps=cfg.norm_eps, type_vocab_size=1,
             hidden_act="gelu_new" if cfg.gelu_approximate == "tanh" else "gelu", tie_word_embeddings=tied,
             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-            architectures=["BertForMaskedLM" if cfg.head_transform else "BertModel"])
+            architectures=["BertForMaskedLM" if cfg.head_transform else "BertModel"], **special)
 
     def tensors(self, cfg, state):
         d, base = cfg.d_model, "bert." if cfg.head_transform else ""
@@ -302,9 +305,10 @@ def export_hf(model: nn.Module, cfg: ModelConfig, out: str | Path, tokenizer_fro
         raise ValueError(f"{str(out.parent)!r} does not exist: export makes the directory {out.name!r}, not its parents")
     tmp = Path(tempfile.mkdtemp(prefix=".normlab-export-", dir=out.parent))
     try:
-        layout.config(cfg, tied).save_pretrained(tmp)
-        save_file(tensors, tmp / "model.safetensors", metadata={"format": "pt"})
         _tokenizer(tmp, tokenizer_from, char_vocab, mask_token)
+        # the tokenizer's special tokens, not the config class's defaults: those name characters here
+        layout.config(cfg, tied, **special_token_ids(tmp)).save_pretrained(tmp)
+        save_file(tensors, tmp / "model.safetensors", metadata={"format": "pt"})
         if out.exists():
             out.rmdir()
         os.replace(tmp, out)
@@ -312,6 +316,22 @@ def export_hf(model: nn.Module, cfg: ModelConfig, out: str | Path, tokenizer_fro
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+SPECIAL_TOKENS = ("bos", "eos", "pad")
+
+
+def special_token_ids(directory: Path) -> dict[str, int | None]:
+    """`bos_token_id`, `eos_token_id` and `pad_token_id` as the directory's tokenizer defines them, None where it
+    has no such token (normlab's character vocabulary has none). A config class's defaults (Llama's bos 1 and
+    eos 2, Gemma-2's pad 0, eos 1, bos 2) would name characters of the text: generate() would stop at a space."""
+    none = {f"{name}_token_id": None for name in SPECIAL_TOKENS}
+    if not any((directory / f).is_file() for f in TOKENIZER_FILES):
+        return none
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(directory, local_files_only=True, trust_remote_code=False)
+    return {key: getattr(tok, key) for key in none}
 
 
 def _tokenizer(out: Path, source: Path | None, char_vocab: list[str] | None, mask_token: str | None) -> None:
@@ -334,4 +354,4 @@ def _tokenizer(out: Path, source: Path | None, char_vocab: list[str] | None, mas
     PreTrainedTokenizerFast(tokenizer_object=tok, mask_token=mask_token).save_pretrained(out)
 
 
-__all__ = ["LAYOUTS", "HFDirError", "export_hf", "layout_for"]
+__all__ = ["LAYOUTS", "HFDirError", "export_hf", "layout_for", "special_token_ids"]

@@ -1,0 +1,87 @@
+"""What a user of transformers meets: a run trained here, `normlab export`ed, then read with AutoTokenizer,
+AutoModelForCausalLM.generate() and pipeline(). For every exportable decoder layout greedy generate() gives
+exactly the text of `normlab sample --greedy`; for the BERT layout pipeline("fill-mask") gives normlab's
+argmax at the exported [MASK]. Tiny runs trained in the test; nothing is downloaded (HF_HUB_OFFLINE)."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers reads it: a local directory, never the Hub
+transformers = pytest.importorskip("transformers")
+
+from normlab.cli import app  # noqa: E402
+from normlab.data import corpus_of  # noqa: E402
+from normlab.hf.export import layout_for  # noqa: E402
+from normlab.hf.run import export_run  # noqa: E402
+from normlab.rundir import load_model  # noqa: E402
+from normlab.train import train  # noqa: E402
+from tests.conftest import tiny_config  # noqa: E402
+
+PROMPT, NEW, STEPS = "ROMEO:", 30, 300
+ROPE = dict(norm="rmsnorm", positions="rope", bias=False)
+LAYOUTS = {  # the settings of a run each layout holds
+    "gpt2": dict(scheme="pre", norm="layernorm"),
+    "llama": dict(scheme="pre", mlp="swiglu", **ROPE),
+    "qwen3": dict(scheme="pre", mlp="swiglu", qk_norm="per_head", **ROPE),
+    "gemma2": dict(scheme="sandwich", mlp="geglu", **ROPE),
+    "bert": dict(arch="encoder", scheme="post", norm="layernorm", embed_norm=True, final_norm=False,
+                 head_transform=True, head_bias=True),
+}
+SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
+
+
+def _trained_and_exported(tmp_path, layout: str):
+    """A run of `layout`'s settings and its export, which must land in that layout and name no character as a
+    special token. 300 steps: greedy text then reads "The the the" (after 80 it was spaces or newlines only,
+    which a generate() stopping at its first space, as with the Gemma-2 defaults, could still have matched)."""
+    cfg = tiny_config(model={**LAYOUTS[layout], "block_size": 48},
+                      train={"steps": STEPS, "lr": 1e-2, "batch_size": 16, "eval_interval": STEPS,
+                             "ckpt_interval": STEPS, "untrained_margin": 0},
+                      diagnostics={"interval": 0, "layer_skip": False})
+    assert layout_for(cfg.model).name == layout
+    run = tmp_path / "run"
+    assert train(cfg, str(run)).status == "completed"
+    out = export_run(run, tmp_path / "hf")
+    config = json.loads((out / "config.json").read_text())
+    assert {k: config[k] for k in SPECIAL_IDS} == dict.fromkeys(SPECIAL_IDS)  # a character run has none
+    return run, out
+
+
+@pytest.mark.parametrize("layout", [name for name in LAYOUTS if name != "bert"])
+def test_generate_and_the_pipeline_continue_as_normlab_sample_does(tmp_path, layout, one_torch_thread):
+    run, out = _trained_and_exported(tmp_path, layout)
+    result = CliRunner().invoke(app, ["sample", str(run), "--prompt", PROMPT, "--greedy", "--max-new-tokens", str(NEW)])
+    assert result.exit_code == 0, result.output
+    ours = result.output.removesuffix("\n")
+    assert ours.startswith(PROMPT) and len(ours) == len(PROMPT) + NEW
+    assert " " in ours[len(PROMPT):] and len(set(ours[len(PROMPT):])) >= 4  # words: the check can fail
+
+    tok = transformers.AutoTokenizer.from_pretrained(out, local_files_only=True)
+    model = transformers.AutoModelForCausalLM.from_pretrained(out, local_files_only=True, trust_remote_code=False)
+    with torch.no_grad():
+        ids = model.generate(**tok(PROMPT, return_tensors="pt"), max_new_tokens=NEW, do_sample=False)
+    assert ids.shape[1] == len(PROMPT) + NEW  # no token of the text stopped it
+    assert tok.decode(ids[0]) == ours
+
+    pipe = transformers.pipeline("text-generation", model=str(out), tokenizer=str(out))
+    assert pipe(PROMPT, max_new_tokens=NEW, do_sample=False)[0]["generated_text"] == ours
+
+
+def test_fill_mask_on_a_bert_export_gives_normlabs_argmax(tmp_path, one_torch_thread):
+    run, out = _trained_and_exported(tmp_path, "bert")
+    loaded = load_model(run)
+    chars, mask_id = corpus_of(loaded.cfg).tokenizer, loaded.cfg.model.vocab_size - 1  # MASK follows the text's
+    text, at = "ROMEO: What is", 3
+    ids = chars.encode(text)
+    with torch.no_grad():
+        ours = loaded.model.eval()(torch.tensor([ids[:at] + [mask_id] + ids[at + 1:]]))[0][0, at].argmax().item()
+
+    pipe = transformers.pipeline("fill-mask", model=str(out), tokenizer=str(out), top_k=1)
+    assert pipe.tokenizer.mask_token == "[MASK]" and pipe.tokenizer.mask_token_id == mask_id
+    (best,) = pipe(text[:at] + "[MASK]" + text[at + 1:])
+    assert best["token"] == ours and best["token_str"] == chars.decode([ours])
