@@ -187,7 +187,11 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
     """List the placement schemes and normalizers with their formulas."""
     scheme_rows = [{"name": n, "formula": c.formula, "paper": c.paper, "final_norm": c.final_norm,
                     "options": dict(c.OPTIONS),
-                    "incompatible_norms": {n: c.norm_refusal(n) for n in NORMS.names() if c.norm_refusal(n)}}
+                    "incompatible_norms": {n: c.norm_refusal(n) for n in NORMS.names() if c.norm_refusal(n)},
+                    # what the scheme's paper fixes: a config that leaves it unset gets it, one that sets another
+                    # value is refused
+                    "requires": {key: {"value": value, "why": why} for key, (value, why) in c.requires.items()},
+                    "undefined_architectures": dict(c.undefined_architectures)}
                    for n, c in SCHEMES.items()]
     norm_rows = [{"name": n, "formula": c.formula, "paper": c.paper, "options": dict(c.OPTIONS)}
                  for n, c in NORMS.items()]
@@ -196,10 +200,12 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
         return
     for title, rows in (("placement schemes", scheme_rows), ("normalizers", norm_rows)):
         table = Table(title=title, title_justify="left")
-        for col in ("name", "formula", "paper"):
+        fixes = any(row.get("requires") for row in rows)
+        for col in ("name", "formula", "paper") + (("fixes",) if fixes else ()):
             table.add_column(col)
         for row in rows:
-            table.add_row(row["name"], row["formula"], row["paper"])
+            fixed = ", ".join(f"{k} = {v['value']!r}" for k, v in row.get("requires", {}).items())
+            table.add_row(row["name"], row["formula"], row["paper"], *((fixed,) if fixes else ()))
         console.print(table)
 
 
@@ -654,6 +660,11 @@ def bench(
         return
     for table in tables(result):
         console.print(table)
+    for note in result["scheme_notes"]:  # what a scheme's paper fixes: a pair skipped, or a setting filled in
+        own = SCHEMES.get(note["scheme"]).requires.get("norm")
+        hint = f" (--scheme {note['scheme']} --norm {own[0]} times it)" if note["skipped"] and own else ""
+        console.print(f"{'skipped' if note['skipped'] else 'note'} {note['scheme']}/{note['norm']}: "
+                      f"{escape(note['why'])}{hint}", highlight=False)
     console.print(f"[dim]{escape(environment_line(result['environment']))}[/]", highlight=False)
 
 

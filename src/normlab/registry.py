@@ -41,6 +41,11 @@ class Registry(Generic[T]):
 
         return add
 
+    def unregister(self, name: str) -> T:
+        """Take an entry out again (a test's toy scheme), returning it; an unknown name is an error."""
+        self.get(name)
+        return self._entries.pop(name)
+
     def get(self, name: str) -> T:
         if name not in self._entries:
             raise UnknownNameError(unknown_name_message(self.kind, name, self.names()))

@@ -13,7 +13,7 @@ import torch
 
 from normlab.bench.norms import bench_norms
 from normlab.bench.report import tables
-from normlab.bench.steps import bench_steps
+from normlab.bench.steps import STEP_NORMS, STEP_SCHEMES, bench_steps, combinations
 from normlab.bench.timing import steady_allocator
 from normlab.nn import kernels
 
@@ -28,10 +28,13 @@ def run_bench(quick: bool = False, rounds: int | None = None, steps_per_sample: 
     rounds = rounds or (2 if quick else 7)
     if quick:
         step_options.setdefault("norms", ("rmsnorm",))
-    result = {"environment": environment(allocator) | {"clock": clock}, "norms": [], "steps": []}
+    result = {"environment": environment(allocator) | {"clock": clock}, "norms": [], "steps": [], "scheme_notes": []}
     if only in (None, "norms"):
         result["norms"] = bench_norms(quick=quick, rounds=rounds, compile=compile, clock=clock)
     if only in (None, "steps"):
+        # the pairs skipped, and the settings filled in, where a scheme fixes them (the command prints them)
+        result["scheme_notes"] = combinations(step_options.get("schemes", STEP_SCHEMES),
+                                              step_options.get("norms", STEP_NORMS))[1]
         result["steps"] = bench_steps(quick=quick, rounds=rounds, steps_per_sample=steps_per_sample,
                                       compile=compile, clock=clock, **step_options)
     return result

@@ -25,6 +25,7 @@ from normlab.bench.timing import interleaved_medians, peak_step_memory_mb, tenso
 from normlab.nn import kernels
 from normlab.nn.config import ModelConfig
 from normlab.nn.model import build_model
+from normlab.nn.schemes import SCHEMES
 
 
 @dataclass(frozen=True)
@@ -104,29 +105,49 @@ def build_variants(cfg: StepConfig, schemes, norms, precisions, compile: bool, d
     unknown = set(impls) - set(NORM_IMPL_OF)
     if unknown:
         raise ValueError(f"unknown step variant(s) {sorted(unknown)}; valid: {', '.join(NORM_IMPL_OF)}")
-    for scheme, norm, precision, impl in itertools.product(schemes, norms, precisions, impls):
-        variants.append(normlab_variant(cfg, scheme, norm, precision, impl, batch, device))
+    pairs, _ = combinations(schemes, norms)
+    for (scheme, settings), precision, impl in itertools.product(pairs, precisions, impls):
+        variants.append(normlab_variant(cfg, scheme, settings, precision, impl, batch, device))
     return variants
+
+
+STEP_SCHEMES, STEP_NORMS = ("pre",), ("layernorm", "rmsnorm")  # bench_steps' defaults
+STEP_SETTINGS = {"bias": False, "dropout": 0.0}  # every normlab variant's, as the reference's (no bias, no dropout)
+
+
+def combinations(schemes, norms) -> tuple[list[tuple[str, dict]], list[dict]]:
+    """The (scheme, model settings) of every scheme × normalizer the step bench times, with what a scheme fixes
+    filled in (`Scheme.fit`), and {scheme, norm, skipped, why} for each pair it skips (a normalizer the scheme
+    refuses) or fills (a setting of STEP_SETTINGS its paper fixes otherwise): the command prints them."""
+    pairs, notes = [], []
+    for scheme, norm in itertools.product(schemes, norms):
+        settings, why = SCHEMES.get(scheme).fit({"norm": norm, **STEP_SETTINGS}, axes=("norm",))
+        if settings is not None:
+            pairs.append((scheme, settings))
+        if why:
+            notes.append({"scheme": scheme, "norm": norm, "skipped": settings is None, "why": why})
+    return pairs, notes
 
 
 # each normlab step variant and the NORMLAB_NORM_IMPL its norms run
 NORM_IMPL_OF = {"normlab": "auto", "normlab-refnorm": "reference", "normlab-fastnorm": "fast", "normlab-compile": "auto"}
 
 
-def normlab_variant(cfg: StepConfig, scheme, norm, precision, impl, batch, device) -> Variant:
+def normlab_variant(cfg: StepConfig, scheme, settings: dict, precision, impl, batch, device) -> Variant:
+    """`settings`: the model's norm and what `combinations` fitted to the scheme."""
     torch.manual_seed(0)
     model = build_model(ModelConfig(
         vocab_size=cfg.vocab_size, block_size=cfg.block_size, n_layer=cfg.n_layer, n_head=cfg.n_head,
-        d_model=cfg.d_model, scheme=scheme, norm=norm, bias=False, dropout=0.0)).to(device)
+        d_model=cfg.d_model, scheme=scheme, **settings)).to(device)
     forward = torch.compile(model) if impl == "normlab-compile" else model
     opt = adamw(model, device)
     norm_impl = NORM_IMPL_OF[impl]
-    return Variant(impl, scheme, norm, precision, model, opt,
+    return Variant(impl, scheme, settings["norm"], precision, model, opt,
                    make_step(model, forward, opt, batch, precision, device, norm_impl))
 
 
 def bench_steps(quick: bool = False, rounds: int = 5, steps_per_sample: int = 2, compile: bool = False,
-                schemes=("pre",), norms=("layernorm", "rmsnorm"), precisions=("fp32", "bf16"),
+                schemes=STEP_SCHEMES, norms=STEP_NORMS, precisions=("fp32", "bf16"),
                 configs: tuple[str, ...] | None = None, device: str = "cpu", clock: str = "wall",
                 impls: tuple[str, ...] | None = None) -> list[dict]:
     """Rows {config, impl, scheme, norm, precision, tokens_per_s, peak_mem_mb, speedup, mem_ratio}.

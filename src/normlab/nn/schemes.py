@@ -161,6 +161,28 @@ class Scheme:
             return f"it normalizes with {required[0]!r} only: {required[1]}"
         return cls.incompatible_norms.get(norm)
 
+    @classmethod
+    def fit(cls, settings: dict[str, object], axes: tuple[str, ...] = ()) -> tuple[dict[str, object] | None, str]:
+        """`settings` (ModelConfig fields) as this scheme builds them, for the paths that go over every scheme
+        (bench, `normlab schemes`, C16, the stacked trainer, the all-combination tests): (the settings with
+        every value the scheme fixes in, what was replaced in words or ""), or (None, why) where the scheme
+        refuses the combination: a normalizer or architecture it cannot take, or a fixed setting the path
+        compares (`axes`), which it must not quietly change."""
+        norm, arch = settings.get("norm"), ARCHITECTURES.get(str(settings.get("arch", "decoder")))
+        refusal = cls.norm_refusal(norm) if isinstance(norm, str) else None
+        if refusal:
+            return None, f"scheme {cls.name!r} cannot be used with normalizer {norm!r}: {refusal}"
+        if arch in cls.undefined_architectures:
+            return None, f"scheme {cls.name!r} is not defined for {arch} models: {cls.undefined_architectures[arch]}"
+        fitted, replaced = dict(settings), []
+        for key, (value, why) in cls.requires.items():
+            if fitted.get(key, value) != value:
+                if key in axes:
+                    return None, f"scheme {cls.name!r} needs {key} = {value!r} (not {fitted[key]!r}): {why}"
+                replaced.append(f"{key} = {value!r} for {fitted[key]!r} ({why})")
+            fitted[key] = value
+        return fitted, f"scheme {cls.name!r} sets " + "; ".join(replaced) if replaced else ""
+
     def residual(self, sublayer: nn.Module, layer: int, make_norm: NormFactory) -> Residual:
         """Wrap `sublayer` of block `layer` (0-based) around the residual stream."""
         raise NotImplementedError

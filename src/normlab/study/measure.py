@@ -10,14 +10,16 @@ CAUSAL_POSITIONS = (1, 5, 9, 15)
 TRAIN_STEPS, TRAIN_LR = 20, 1e-2  # C16's "after training": enough AdamW steps to move every weight far from init
 
 
-def causality(scheme: str, norm: str = "layernorm", train_steps: int = 0) -> dict[str, float]:
+def causality(scheme: str, norm: str = "layernorm", train_steps: int = 0, **settings) -> dict[str, float]:
     """Largest change of logits at positions < t when every token from t on is replaced, over several t.
 
     With `train_steps`, the model is first trained that many AdamW steps on a fixed random token stream
     (causally: each position predicts the next), so the check also covers weights that are not at init.
+    `settings`: other model settings (what the scheme fixes, `Scheme.fit`).
     """
     torch.manual_seed(0)
-    cfg = ModelConfig(vocab_size=31, block_size=16, n_layer=3, n_head=2, d_model=32, scheme=scheme, norm=norm)
+    cfg = ModelConfig(vocab_size=31, block_size=16, n_layer=3, n_head=2, d_model=32, scheme=scheme, norm=norm,
+                      **settings)
     model = normlab.build_model(cfg)
     g = torch.Generator().manual_seed(0)
     if train_steps:

@@ -23,6 +23,7 @@ import torch
 from normlab.config import RunConfig
 from normlab.data import corpus_of
 from normlab.diagnostics.probe import NO_PROBE
+from normlab.nn.schemes import SCHEMES
 from normlab.nn.stacked import StackedGPT
 from normlab.train.cadence import run_cadence
 from normlab.train.loop import EVAL_SEED, Diverged, RunError, RunResult, Trainer, run_threads
@@ -43,8 +44,22 @@ def group_key(cfg: RunConfig) -> str:
 def groupable(cfg: RunConfig) -> bool:
     """torch.compile compiles one model's graph, and StackedGPT stacks decoder-only GPTs of schemes whose
     parameters all live in Linear/Embedding/Norm leaves: others train alone."""
-    return (not cfg.train.compile and not cfg.train.activation_checkpointing and cfg.model.arch == "decoder"
-            and cfg.model.stackable)
+    return alone_because(cfg) is None
+
+
+def alone_because(cfg: RunConfig) -> str | None:
+    """Why a run cannot be a member of a stack (it trains alone), in words; None: it can."""
+    if cfg.train.compile or cfg.train.activation_checkpointing:
+        return "train.compile and train.activation_checkpointing work on one model's graph"
+    if cfg.model.arch != "decoder":
+        return f"a stack holds decoders, and this is an {cfg.model.arch}"
+    if not SCHEMES.get(cfg.model.scheme).stackable:
+        return (f"scheme {cfg.model.scheme!r} keeps parameters outside the Linear, Embedding and Norm leaves a "
+                "stack holds")
+    if not cfg.model.stackable:  # a setting of the run, or one its scheme fixes (nGPT's rotary positions)
+        return (f"its embedding or head is more than a stack carries (positions = {cfg.model.positions!r}; "
+                "ModelConfig.stackable says what a stack holds)")
+    return None
 
 
 @dataclass
@@ -69,9 +84,11 @@ class GroupTrainer:
         if not runs:
             raise ValueError("a group needs at least one run")
         keys = {group_key(cfg) for cfg, _ in runs}
-        if len(keys) != 1 or not all(groupable(cfg) for cfg, _ in runs):
-            raise ValueError("runs of one group must share every setting but "
-                             f"train.{', train.'.join(MEMBER_KEYS)}, and not compile")
+        if len(keys) != 1:
+            raise ValueError(f"runs of one group must share every setting but train.{', train.'.join(MEMBER_KEYS)}")
+        why = alone_because(runs[0][0])
+        if why:
+            raise ValueError(f"these runs train alone, not as a group: {why}")
         first = runs[0][0]
         corpus = corpus_of(first)
         events = events or [None] * len(runs)  # each member's live TensorBoard directory, if any

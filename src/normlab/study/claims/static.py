@@ -186,20 +186,22 @@ class CausalityC16(Claim):
     """Norm placement does not change the causal mask: autoregressive models stay causal in every scheme."""
 
     def measure(self, preset):
-        """Every scheme × every normalizer, at init and after training (a combination that cannot be built is
-        listed with its reason, never dropped silently)."""
+        """Every scheme × every normalizer, at init and after training, each scheme with the settings its paper
+        fixes (`Scheme.fit`: nGPT's rotary positions, SwiGLU, ...); a normalizer a scheme refuses is listed with
+        its reason, never dropped silently."""
         from normlab.nn.norms import NORMS
         from normlab.nn.schemes import SCHEMES
 
         cases, skipped = [], []
         for scheme in SCHEMES.names():
             for norm in NORMS.names():
+                settings, why = SCHEMES.get(scheme).fit({"norm": norm}, axes=("norm",))
                 for when, steps in (("init", 0), ("trained", measure.TRAIN_STEPS)):
-                    try:
-                        cases.append({"scheme": scheme, "norm": norm, "when": when,
-                                      **measure.causality(scheme, norm, steps)})
-                    except ValueError as e:
-                        skipped.append({"scheme": scheme, "norm": norm, "when": when, "reason": plain_reason(e)})
+                    where = {"scheme": scheme, "norm": norm, "when": when}
+                    if settings is None:
+                        skipped.append({**where, "reason": why})
+                    else:
+                        cases.append({**where, **measure.causality(scheme, train_steps=steps, **settings)})
         return {"cases": cases, "skipped": skipped}
 
     def verdict(self, records, measurement, preset):
