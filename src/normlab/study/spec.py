@@ -213,8 +213,11 @@ PRESETS: dict[str, Preset] = {
 # (DyT's and Derf's baseline); no layer-skip ablation (no frontier claim reads it, and it costs one evaluation
 # per layer); no plateau stop yet: the README's frontier table comes from a run without it, which a resumed
 # frontier study must still match run for run
+# β2 = 0.95: the AdamW β2 of every frontier paper's code that was checked (docs/frontier.md: DyT's LLaMA trainer,
+# Derf's nanoGPT, NVIDIA/ngpt, OLMo 2, HybridNorm), not normlab's default 0.99
 FRONTIER_BASE = {**QUICK_BASE, "model.positions": "rope", "model.mlp": "swiglu", "model.init": "gpt2",
-                 "diagnostics.layer_skip": False, "diagnostics.interval": 300, "train.plateau_stop": 0.0}
+                 "diagnostics.layer_skip": False, "diagnostics.interval": 300, "train.plateau_stop": 0.0,
+                 "train.beta2": 0.95}
 PRESETS["frontier"] = Preset(
     name="frontier", summary="the placements of 2024–2026 against their papers' headlines (F1–F8)",
     description="F1–F8 on a 2-core CPU: 4-layer, 64-wide char decoders with RoPE and SwiGLU, 300 steps, 5 seeds; "
