@@ -27,7 +27,7 @@ from normlab.nn import build_model
 from normlab.study.claims import CLAIMS, FAILS, FRONTIER_CLAIMS, HOLDS, INCONCLUSIVE, Verdict
 from normlab.study.claims.base import LOSS_MARGIN, TRAINS
 from normlab.study.records import RunRecord, flatten
-from normlab.study.spec import INIT_KEY, PRESETS, build_config
+from normlab.study.spec import HELD_OUT_SEEDS, INIT_KEY, PRESETS, build_config
 from tests.study.scenarios import Scenarios, check_verdict
 
 P = PRESETS["frontier"]
@@ -45,7 +45,7 @@ STUCK_LOSS = 3.34  # the unigram plateau's val loss: a failed-to-train run's los
 
 
 def test_the_preset_has_five_seeds():
-    assert SEEDS == [0, 1, 2, 3, 4]
+    assert SEEDS == HELD_OUT_SEEDS and len(SEEDS) == 5  # held out: no rule was designed on them (issue 32)
 
 
 # -- the claims' real runs ----------------------------------------------------------------
@@ -297,12 +297,13 @@ def f2_long_budget_gap_unclear():
                 check=lambda v: part_verdicts(v) == [HOLDS, INCONCLUSIVE])
 
 
-@scenario("F2", FAILS, None)
+@scenario("F2", INCONCLUSIVE, None)
 def f2_dyt_diverges_at_the_longer_budget():
-    # DyT diverges in every seed at 600 steps, LayerNorm in none: it fails more often (sign test 5–0)
+    # DyT diverges in every seed at 600 steps, LayerNorm in none. "Matches" is two-sided (either arm may fail more):
+    # 5–0 is p = 2/32 = 0.0625, which cannot reach α = 0.05 (`by_failures`), and no DyT run trained for a loss test
     ln, ln_long = five(2.0), five(1.8)
     return Case(_f2(plus(ln, SMALL), ln, [None] * 5, ln_long),
-                check=lambda v: part_verdicts(v) == [HOLDS, FAILS])
+                check=lambda v: part_verdicts(v) == [HOLDS, INCONCLUSIVE])
 
 
 @scenario("F2", INCONCLUSIVE, mean(SMALL[1:]))

@@ -50,8 +50,10 @@ _AUTO = object()
 
 def rec(scheme="pre", lr=LR, warmup=W, n_layer=4, seed=0, val_loss: Any = _AUTO, status="completed",
         norm="layernorm", final_norm=None, mlp="gelu", bias=False, d_model=64, layers_init=None,
-        layers_final=None, layer_skip=None, tokens_per_s=None, steps=300, xavier=False, val_curve=None) -> RunRecord:
-    """A RunRecord whose `config` is nested like a real run's (RunConfig.to_dict())."""
+        layers_final=None, layer_skip=None, tokens_per_s=None, steps=300, xavier=False, val_curve=None,
+        reason: Any = _AUTO) -> RunRecord:
+    """A RunRecord whose `config` is nested like a real run's (RunConfig.to_dict()); `reason=PLATEAU_REASON` with
+    status "failed_to_train" is a run the plateau stop ended early (censored)."""
     if val_loss is _AUTO:
         val_loss = {"completed": 1.9, "failed_to_train": STUCK_LOSS}.get(status)
     model = {"block_size": 64, "n_layer": n_layer, "n_head": 4, "d_model": d_model, "scheme": scheme,
@@ -64,7 +66,7 @@ def rec(scheme="pre", lr=LR, warmup=W, n_layer=4, seed=0, val_loss: Any = _AUTO,
               "diagnostics": {"interval": 100, "layer_skip": True}}
     return RunRecord(id=f"r{next(_ids)}", config=config, status=status, base=BASE,
                      step=steps if status == "completed" else steps // 3, val_loss=val_loss,
-                     reason="loss diverged" if status == "diverged" else None,
+                     reason=("loss diverged" if status == "diverged" else None) if reason is _AUTO else reason,
                      layers_init=layers_init or {}, layers_final=layers_final or {}, layer_skip=layer_skip,
                      tokens_per_s=tokens_per_s, val_curve=list(val_curve or []))
 
@@ -78,12 +80,18 @@ BASE = flatten({"model": {"block_size": 64, "n_layer": 4, "n_head": 4, "d_model"
 
 STUCK = "stuck"  # in a `runs` loss list: a run that completed but never left the unigram plateau
 STUCK_LOSS = 3.34  # the unigram plateau's val loss: a failed-to-train run's loss, never averaged in
+PLATEAU = "plateau"  # in a `runs` loss list: a run the plateau stop ended at half its budget (censored)
+# the trainer's reason for such a run (train/loop.py); records.PLATEAU_STOPPED is how it starts
+PLATEAU_REASON = "stopped at step 150 of 300 (train.plateau_stop = 0.5): failed to train"
 
 
 def runs(losses, **kw) -> list[RunRecord]:
-    """One record per seed (seed = index); a None loss is a diverged run, STUCK one that failed to train."""
-    status = lambda l: "diverged" if l is None else "failed_to_train" if l == STUCK else "completed"  # noqa: E731
-    return [rec(seed=i, val_loss=STUCK_LOSS if l == STUCK else l, status=status(l), **kw)
+    """One record per seed (seed = index); a None loss is a diverged run, STUCK one that failed to train, PLATEAU
+    one the plateau stop ended early."""
+    status = lambda l: ("diverged" if l is None else "failed_to_train" if l in (STUCK, PLATEAU)  # noqa: E731
+                        else "completed")
+    return [rec(seed=i, val_loss=STUCK_LOSS if l in (STUCK, PLATEAU) else l, status=status(l),
+                **({"reason": PLATEAU_REASON} if l == PLATEAU else {}), **kw)
             for i, l in enumerate(losses)]
 
 
@@ -209,67 +217,144 @@ def pre_diverges_without_warmup():
 
 
 # =========================================================================================
-# C11 — Pre-LN tolerates larger lrs (value: highest converging lr Pre-LN / Post-LN, warmup W)
+# C11 — Pre-LN tolerates larger lrs (value: highest trainable lr Pre-LN / Post-LN, warmup W). A limit decides only
+#       where the seeds back it: a paired exact sign test at the lr that separates the two limits, or, for equal
+#       limits, an exact binomial test of Pre-LN's failures at the next lr up. 5 of 5 on one side: p = 1/32
 # =========================================================================================
-def _c11(pre: dict, post: dict, seeds=2) -> list[RunRecord]:
-    """pre/post: lr -> loss (None = diverged) at warmup W; every seed gets loss + 0.01·seed."""
+def _c11(pre: dict, post: dict, seeds=5) -> list[RunRecord]:
+    """pre/post: lr -> a loss every seed ends at (+ 0.01·seed; None: every seed diverged), or a list with one
+    entry per seed as `runs` reads it (None diverged, PLATEAU censored); at warmup W. Post-LN also runs without
+    warmup and diverges there (what C1 reads: it must not enter C11's limits)."""
     out = []
     for scheme, table in (("pre", pre), ("post", post)):
         for lr, loss in table.items():
-            out += runs([None if loss is None else loss + 0.01 * s for s in range(seeds)], scheme=scheme, lr=lr)
-            out += runs([None] * seeds, scheme=scheme, lr=lr, warmup=0) if scheme == "post" else []
+            per_seed = loss if isinstance(loss, list) else [None if loss is None else loss + 0.01 * s
+                                                            for s in range(seeds)]
+            out += runs(per_seed, scheme=scheme, lr=lr)
+            out += runs([None] * len(per_seed), scheme=scheme, lr=lr, warmup=0) if scheme == "post" else []
     return out
+
+
+TRAIN_ALL = {1e-3: 1.95, 3e-3: 1.90, 1e-2: 1.92}  # trains at every lr of the grid
+POST_TOP_FAILS = {1e-3: 1.97, 3e-3: 1.95, 1e-2: None}  # Post-LN's limit 3e-3: every seed diverges at 1e-2
 
 
 @scenario("C11", HOLDS, 1e-2 / 3e-3)
 def post_diverges_at_top_lr():
+    # Post-LN diverges at 1e-2 in all 5 seeds, Pre-LN trains in all 5: 5 discordant pairs at the splitting lr,
+    # p = 1/32 < 0.05. Pre-LN trains at the grid's top, so 3.33× is a lower bound and the reading says "at least"
     def check(v):
         assert v.details["max_stable_lr"][str(W)] == {"pre": 1e-2, "post": 3e-3}
         assert v.details["max_stable_lr"]["0"]["post"] is None  # every no-warmup Post-LN run diverged
-    return Case(_c11({1e-3: 1.95, 3e-3: 1.90, 1e-2: 1.92}, {1e-3: 1.97, 3e-3: 1.95, 1e-2: None}), check=check)
+        split = v.details["limits_split"]
+        assert (split["lr"], split["only_a_failed"], split["only_b_failed"]) == (1e-2, 0, 5) and split["fewer"]
+        assert split["p_one_sided"] == approx(1 / 32) and v.seeds == [0, 1, 2, 3, 4]
+        assert v.details["limit_censored_by_grid"] is True
+        assert v.reading == "Pre-LN's highest trainable lr is at least 3.33× Post-LN's (Pre-LN trains at the grid's top lr)"
+        assert "(the grid's top: its limit is at or above it)" in v.summary
+        assert v.test == ("exact sign test over the 5 of 5 (configuration, seed) pairs where one scheme alone did not "
+                          "train, one-sided at lr 0.01")
+    return Case(_c11(TRAIN_ALL, POST_TOP_FAILS), check=check)
 
 
-@scenario("C11", HOLDS, 1e-2 / 3e-3)
+@scenario("C11", INCONCLUSIVE, 1e-2 / 3e-3)
 def post_trains_in_too_few_seeds_at_top_lr():
-    # Post-LN trains in 3 of 5 seeds at 1e-2 (60 % < 80 %): that lr is beyond its limit, whatever the others do
-    records = _c11({1e-3: 1.95, 3e-3: 1.90, 1e-2: 1.92}, {1e-3: 1.97, 3e-3: 1.95, 1e-2: 1.93}, seeds=5)
-    for r in records:
-        if r.get("model.scheme") == "post" and r.get("train.lr") == 1e-2 and r.seed in (0, 1):
-            r.status, r.val_loss = "failed_to_train", STUCK_LOSS
-
+    # Post-LN trains in 3 of 5 seeds at 1e-2 (60 % < 80 %): by the threshold its limit is 3e-3, but 2 discordant
+    # seeds at the splitting lr are p = 1/4: a two-mode cell backs no limit (before issue 32: holds)
     def check(v):
         assert v.details["max_stable_lr"][str(W)] == {"pre": 1e-2, "post": 3e-3}
         assert "80%" in v.settings["trainable"]
-    return Case(records, check=check)
+        assert ("the limits differ at lr 0.01, where Pre-LN alone did not train in 0 seeds and Post-LN alone in 2 "
+                "(sign test p = 0.25, level 0.05): more seeds would decide") in v.summary
+    return Case(_c11(TRAIN_ALL, {1e-3: 1.97, 3e-3: 1.95, 1e-2: [STUCK, STUCK, 1.93, 1.94, 1.95]}), check=check)
 
 
 @scenario("C11", FAILS, 3e-3 / 1e-2)
 def pre_diverges_first():
-    return Case(_c11({1e-3: 1.95, 3e-3: 1.90, 1e-2: None}, {1e-3: 1.97, 3e-3: 1.95, 1e-2: 1.93}))
+    # the limits the other way round: Pre-LN alone fails at 1e-2 in 5 of 5 seeds (p = 1/32)
+    def check(v):
+        split = v.details["limits_split"]
+        assert (split["lr"], split["only_a_failed"], split["only_b_failed"]) == (1e-2, 5, 0) and split["more"]
+        assert v.details["limit_censored_by_grid"] is False and v.reading == "Pre-LN's highest trainable lr is 0.3× Post-LN's"
+    return Case(_c11({1e-3: 1.95, 3e-3: 1.90, 1e-2: None}, {1e-3: 1.97, 3e-3: 1.95, 1e-2: 1.93}), check=check)
 
 
 @scenario("C11", FAILS, 1.0)
 def same_limit_below_top():
-    return Case(_c11({1e-3: 1.95, 3e-3: 1.90, 1e-2: None}, {1e-3: 1.97, 3e-3: 1.95, 1e-2: None}))
+    # the same limit (3e-3), and at the next lr up Pre-LN fails in 5 of 5 seeds: binomial p = 1/32 against half
+    def check(v):
+        assert v.details["limits_split"] == {"lr": None}
+        assert v.details["next_lr_failures"] == {"lr": 1e-2, "failed": 5, "n": 5, "p": approx(1 / 32), "censored": 0}
+        assert v.test == "exact binomial test of Pre-LN's failures at lr 0.01 against half"
+    return Case(_c11({1e-3: 1.95, 3e-3: 1.90, 1e-2: None}, POST_TOP_FAILS), check=check)
+
+
+@scenario("C11", INCONCLUSIVE, 1.0)
+def same_limit_below_top_in_two_seeds():
+    # the same pattern at 2 seeds: 2 of 2 failures at the next lr up are p = 1/4 (before issue 32: does not hold)
+    def check(v):
+        assert ("the same limit, and at lr 0.01 Pre-LN failed in 2 of 2 seeds (p = 0.25): more seeds would decide"
+                in v.summary)
+    return Case(_c11({1e-3: 1.95, 3e-3: 1.90, 1e-2: None}, POST_TOP_FAILS, seeds=2), check=check)
 
 
 @scenario("C11", INCONCLUSIVE, 1.0)
 def sweep_finds_no_limit():
-    return Case(_c11({1e-3: 1.95, 3e-3: 1.90, 1e-2: 1.92}, {1e-3: 1.97, 3e-3: 1.95, 1e-2: 1.93}))
+    def check(v):
+        assert "both train at the grid's top lr 0.01: a larger lr would decide" in v.summary
+        assert v.details["limit_censored_by_grid"] is True
+    return Case(_c11(TRAIN_ALL, {1e-3: 1.97, 3e-3: 1.95, 1e-2: 1.93}), check=check)
 
 
 @scenario("C11", INCONCLUSIVE, 1e-2 / 3e-3)
 def c11_single_seed():
-    return Case(_c11({1e-3: 1.95, 3e-3: 1.90, 1e-2: 1.92}, {1e-3: 1.97, 3e-3: 1.95, 1e-2: None}, seeds=1))
+    def check(v):
+        assert v.n_seeds == 1
+    return Case(_c11(TRAIN_ALL, POST_TOP_FAILS, seeds=1), check=check)
 
 
 @scenario("C11", INCONCLUSIVE, None)
 def c11_everything_diverged():
-    return Case(_c11({lr: None for lr in LRS}, {lr: None for lr in LRS}))
+    def check(v):
+        assert "neither trains at any lr of the grid: lower lrs would decide" in v.summary
+    return Case(_c11({lr: None for lr in LRS}, {lr: None for lr in LRS}), check=check)
+
+
+@scenario("C11", HOLDS, 1e-2 / 3e-3)
+def post_censored_seed_is_left_out_of_the_split():
+    # 6 seeds: Post-LN diverges at 1e-2 in seeds 0–4, and the plateau stop ended seed 5's run there. Censored, it is
+    # neither a failure nor a pair: Post-LN's cell is 5 of 5 failed, and the split has 5 pairs, 5–0 (p = 1/32)
+    def check(v):
+        split = v.details["limits_split"]
+        assert (split["only_a_failed"], split["only_b_failed"], split["seeds"]) == (0, 5, [0, 1, 2, 3, 4])
+        cell = v.details["sweep"]["post"][str(W)]["0.01"]
+        assert (cell["n_runs"], cell["n_diverged"], cell["n_censored"]) == (5, 5, 1)
+    return Case(_c11(TRAIN_ALL, {1e-3: 1.97, 3e-3: 1.95, 1e-2: [None] * 5 + [PLATEAU]}, seeds=6), check=check)
+
+
+@scenario("C11", INCONCLUSIVE, 1e-2 / 3e-3)
+def post_failures_at_the_split_partly_censored():
+    # Post-LN at 1e-2: 3 seeds diverged, 2 stopped on the plateau. Counted as failures they would make 5–0 (holds);
+    # censored, the split has 3 pairs, 3–0, p = 1/8
+    def check(v):
+        split = v.details["limits_split"]
+        assert (split["only_b_failed"], split["seeds"]) == (3, [0, 1, 2])
+        assert "Post-LN alone in 3 (sign test p = 0.125, level 0.05): more seeds would decide" in v.summary
+    return Case(_c11(TRAIN_ALL, {1e-3: 1.97, 3e-3: 1.95, 1e-2: [None, None, None, PLATEAU, PLATEAU]}), check=check)
+
+
+@scenario("C11", FAILS, 1.0)
+def same_limit_with_a_censored_run_at_the_next_lr():
+    # the same limit; at 1e-2 Pre-LN diverged in 5 seeds and seed 5 was censored: 5 of 5 counted (p = 1/32)
+    def check(v):
+        assert v.details["next_lr_failures"] == {"lr": 1e-2, "failed": 5, "n": 5, "p": approx(1 / 32), "censored": 1}
+    return Case(_c11({1e-3: 1.95, 3e-3: 1.90, 1e-2: [None] * 5 + [PLATEAU]}, POST_TOP_FAILS, seeds=6), check=check)
 
 
 # =========================================================================================
-# C4 — Post-LN gets harder with depth (value: Post-LN − Pre-LN val loss at the deepest depth)
+# C4 — Post-LN gets harder with depth (value: Post-LN − Pre-LN val loss at the deepest depth). Decided by a per-seed
+#      sign test (is Post-LN's deficit to Pre-LN larger at the deepest depth than at the shallowest? a failure where
+#      the other trained is an infinite deficit) AND Post-LN worse at the deepest; the Spearman is descriptive only
 # =========================================================================================
 def _c4(post: dict, pre: dict | None = None) -> list[RunRecord]:
     pre = pre or {d: [1.903, 1.907] for d in P.depths}
@@ -280,11 +365,31 @@ def _c4(post: dict, pre: dict | None = None) -> list[RunRecord]:
     return out
 
 
+PRE5 = {d: five(1.905) for d in P.depths}  # Pre-LN at every depth, 5 seeds
+
+
 @scenario("C4", HOLDS, 2.105 - 1.905)
 def gap_grows_with_depth():
+    # per seed, Post-LN's deficit is 0.01 (± 0.001) at 2 layers and 0.2 (± 0.001) at 8: larger in 5 of 5 seeds
+    # (p = 1/32), and at 8 layers Post-LN is worse by 0.2 (paired t)
     def check(v):
-        assert v.details["depth_trend_spearman"] == approx(1.0)
+        grow = v.details["deficit_growth"]
+        assert (grow["up"], grow["down"], grow["n"], grow["depths"], grow["harder"]) == (5, 0, 5, [2, 8], True)
+        assert grow["p_up"] == approx(1 / 32)
+        assert v.details["depth_trend_spearman"] == approx(1.0)  # descriptive, in the details
         assert v.settings["depths"] == [2, 4, 8]
+        assert v.test.startswith("exact sign test over the seeds where Post-LN's deficit at 8 layers differs from "
+                                 "that at 2 (5 of 5), one-sided; at the deepest depth: paired t over 5 seeds")
+    return Case(_c4({2: five(1.915, 0.001), 4: five(1.955, 0.001), 8: five(2.105, 0.001)}, PRE5), check=check)
+
+
+@scenario("C4", INCONCLUSIVE, 2.105 - 1.905)
+def gap_grows_with_depth_in_two_seeds():
+    # the same growth at 2 seeds: 2 of 2, p = 1/4, though Post-LN is clearly worse at 8 layers and the rank
+    # correlation is 1 (before issue 32 that correlation alone decided: holds)
+    def check(v):
+        assert "larger at 8 than at 2 layers in 2 seeds and smaller in 0 (sign test p = 0.25)" in v.summary
+        assert v.details["depth_trend_spearman"] == approx(1.0)
     return Case(_c4({2: [1.913, 1.917], 4: [1.953, 1.957], 8: [2.103, 2.107]}), check=check)
 
 
@@ -295,16 +400,28 @@ def post_diverges_at_deepest():
                                     "where Pre-LN's did")
         assert "8 layers n/a: 5/5 Post-LN runs did not train" in v.summary and "{" not in v.summary
         assert v.details["failures_deepest"]["p_one_sided"] == approx(1 / 32)
+        assert v.details["deficit_growth"]["up"] == 5  # an infinite deficit at 8 layers, a finite one at 2
         labels = [label for label, _ in failure_groups(v.details)]
         assert "post · L 8 · lr 0.003 · warmup 50" in labels and len(labels) == len(set(labels))
-    return Case(_c4({2: five(1.915), 4: five(1.955), 8: [None] * 5}, {d: five(1.905) for d in P.depths}),
-                check=check)
+    return Case(_c4({2: five(1.915), 4: five(1.955), 8: [None] * 5}, PRE5), check=check)
 
 
 @scenario("C4", INCONCLUSIVE, None)
 def post_diverges_at_deepest_in_two_seeds_only():
     # 2 of 2 seeds diverged where Pre-LN trained: p = 1/4 by the sign test, not evidence yet
     return Case(_c4({2: [1.913, 1.917], 4: [1.953, 1.957], 8: [None, None]}))
+
+
+@scenario("C4", INCONCLUSIVE, None)
+def post_stopped_on_the_plateau_at_deepest_is_censored():
+    # at 8 layers Post-LN diverges in seeds 0–3 and seed 4 is stopped on the plateau: counted as a failure it would
+    # make 5 of 5 (holds); censored, 4 seeds are left: 4–0 is p = 1/16, for the deficit test and the failures alike
+    def check(v):
+        grow = v.details["deficit_growth"]
+        assert (grow["up"], grow["n"], grow["seeds"]) == (4, 4, [0, 1, 2, 3])
+        assert v.details["by_depth"]["8"]["post"]["n_censored"] == 1
+        assert "(4 diverged of 4; 1 stopped on the plateau, censored)" in v.summary
+    return Case(_c4({2: five(1.915), 4: five(1.955), 8: [None] * 4 + [PLATEAU]}, PRE5), check=check)
 
 
 @scenario("C4", FAILS, 0.0)
@@ -317,6 +434,23 @@ def post_better_at_deepest():
     return Case(_c4({2: [1.913, 1.917], 4: [1.953, 1.957], 8: [1.803, 1.807]}))
 
 
+@scenario("C4", FAILS, 2.105 - 1.905)
+def post_deficit_shrinks_with_depth():
+    # Post-LN is still worse at 8 layers (by 0.2), but its deficit was 0.4 at 2: smaller in 5 of 5 seeds (p = 1/32)
+    def check(v):
+        grow = v.details["deficit_growth"]
+        assert (grow["down"], grow["easier"]) == (5, True) and grow["p_down"] == approx(1 / 32)
+    return Case(_c4({2: five(2.305, 0.001), 4: five(2.205, 0.001), 8: five(2.105, 0.001)}, PRE5), check=check)
+
+
+@scenario("C4", FAILS, None)
+def pre_breaks_at_depth():
+    # Pre-LN diverges at 8 layers in all 5 seeds where Post-LN trains: it is Pre-LN that breaks (p = 1/32)
+    def check(v):
+        assert v.details["deficit_growth"]["down"] == 5  # Pre-LN alone failing: a deficit of −∞
+    return Case(_c4({d: five(1.915) for d in P.depths}, {**PRE5, 8: [None] * 5}), check=check)
+
+
 @scenario("C4", INCONCLUSIVE, None)
 def c4_single_seed():
     def check(v):  # both sides trained, just too few of them: the reading must not say Post-LN failed
@@ -326,6 +460,7 @@ def c4_single_seed():
 
 @scenario("C4", INCONCLUSIVE, 2.105 - 1.905)
 def post_worse_but_gap_shrinks_with_depth():
+    # the deficit shrinks in 2 of 2 seeds (p = 1/4): not yet "easier", and Post-LN is worse at 8 layers
     return Case(_c4({2: [2.303, 2.307], 4: [2.203, 2.207], 8: [2.103, 2.107]}))
 
 
@@ -467,9 +602,11 @@ def c8_no_deepnorm_runs():
 
 
 # =========================================================================================
-# C14 — Peri-LN is a further stabilizer (value: Peri-LN rate of runs that did not train over C14's own runs:
-#       Peri-LN's and Pre-LN's lr sweep without warmup at the base depth 4, over the grid's top lr and the preset's
-#       stress lrs; Post-LN's runs, here at every cell, are other claims' and never enter)
+# C14 — Peri-LN is a further stabilizer (value: of the seeds where both schemes' limits are known, the share where
+#       Peri-LN's highest trainable lr is above Pre-LN's). One outcome per seed: each seed's highest lr of C14's own
+#       runs (Peri-LN's and Pre-LN's lr sweep without warmup at the base depth 4, over the preset's stress lrs) at
+#       which it trained, paired by seed, one-sided exact sign test over the seeds where they differ. Post-LN's
+#       runs, here at every cell, are other claims' and never enter
 # =========================================================================================
 # C14's own lrs (stress lrs), as the standard preset's: 3e-3 and 1e-2 inside the unit grid, two beyond it
 P14 = dataclasses.replace(P, name="unit-stress", stress_lrs=[3e-3, 1e-2, 3e-2, 0.1])
@@ -481,12 +618,12 @@ OUTSIDE_CELLS = [(lr, W, 4) for lr in LRS] + [(1e-3, 0, 4)] + [(LR, W, d) for d 
 
 
 def _c14(diverge: dict[str, Any], seeds=(0, 1), schemes=("peri", "pre", "post"),
-         stuck: dict[str, Any] | None = None) -> list[RunRecord]:
+         stuck: dict[str, Any] | None = None, censored: dict[str, Any] | None = None) -> list[RunRecord]:
     """C14's runs under P14 (C14_CELLS) plus OUTSIDE_CELLS, which belong to other claims and must not enter the
-    rates, the paired test or the highest trainable lr.
-    diverge[scheme] / stuck[scheme]: a set of (lr, warmup, depth) cells that diverge / fail to train in every seed,
-    or a dict {cell: seeds} of the seeds that do."""
-    stuck = stuck or {}
+    rates or the seeds' limits.
+    diverge[scheme] / stuck[scheme] / censored[scheme]: a set of (lr, warmup, depth) cells that diverge / fail to
+    train / are stopped on the plateau (censored) in every seed, or a dict {cell: seeds} of the seeds that do."""
+    stuck, censored = stuck or {}, censored or {}
     cells = C14_CELLS + OUTSIDE_CELLS
 
     def hit(spec, cell, seed):
@@ -496,219 +633,306 @@ def _c14(diverge: dict[str, Any], seeds=(0, 1), schemes=("peri", "pre", "post"),
     for s in schemes:
         for lr, w, d in cells:
             for seed in seeds:
+                plateau = hit(censored.get(s, set()), (lr, w, d), seed)
                 status = ("diverged" if hit(diverge.get(s, set()), (lr, w, d), seed) else
-                          "failed_to_train" if hit(stuck.get(s, set()), (lr, w, d), seed) else "completed")
+                          "failed_to_train" if plateau or hit(stuck.get(s, set()), (lr, w, d), seed) else "completed")
                 out.append(rec(scheme=s, lr=lr, warmup=w, n_layer=d, seed=seed, status=status,
-                               val_loss={"diverged": None, "failed_to_train": STUCK_LOSS}.get(status, 1.9 + 0.01 * seed)))
+                               val_loss={"diverged": None, "failed_to_train": STUCK_LOSS}.get(status, 1.9 + 0.01 * seed),
+                               **({"reason": PLATEAU_REASON} if plateau else {})))
     return out
 
 
-@scenario("C14", HOLDS, 0.0)
+def _limits(v) -> dict[str, dict[str, float | None]]:
+    """C14's per-seed limits, {scheme: {seed: limit}}, as the verdict's details hold them."""
+    return v.details["seed_limits"]
+
+
+@scenario("C14", HOLDS, 5 / 5)
 def peri_never_diverges():
-    # Pre-LN fails at 0.1 in all 5 seeds, Peri-LN in none (p = 1/32 at the lr that splits the limits); Post-LN's
-    # failures are not C14's (its schemes are Peri-LN and Pre-LN), nor is anything with warmup
+    # Pre-LN fails at 0.1 in all 5 seeds, Peri-LN in none: each seed's limit is 0.1 for Peri-LN and 3e-2 for Pre-LN,
+    # higher in 5 of 5 seeds (p = 1/32); Post-LN's failures are not C14's, nor is anything with warmup
     def check(v):
         assert v.details["did_not_train_rate"] == approx({"peri": 0.0, "pre": 5 / 20})
         assert v.details["max_stable_lr_no_warmup"] == {"peri": 0.1, "pre": 3e-2}
-        assert v.details["limits_split"]["lr"] == 0.1 and v.details["limits_split"]["fewer"]
+        assert _limits(v) == {"peri": {str(s): 0.1 for s in range(5)}, "pre": {str(s): 3e-2 for s in range(5)}}
+        paired = v.details["limits_paired"]
+        assert (paired["a_higher"], paired["b_higher"], paired["ties"], paired["higher"]) == (5, 0, 0, True)
+        assert paired["p_higher"] == approx(1 / 32) and paired["censored_seeds"] == []
         assert v.n_seeds == 5 and v.settings["lr_sweep_warmup_steps"] == 0 and v.settings["lrs"] == C14_LRS
-        # the key number names both schemes' rates and the paired count, not Peri-LN's rate alone
-        assert v.reading == ("0 % of Peri-LN's runs did not train, 25 % of Pre-LN's; paired, Peri-LN alone failed 0, "
-                             "Pre-LN alone 5 (sign test p = 0.031)")
+        assert v.seeds == [0, 1, 2, 3, 4]
+        assert v.test == ("exact sign test over the 5 of 5 seeds whose highest trainable lr differs between the "
+                          "schemes (one outcome per seed), one-sided")
+        assert v.reading == ("Peri-LN's highest trainable lr without warmup is above Pre-LN's in 5 of 5 seeds and "
+                             "below it in 0 (sign test p = 0.0312)")
     return Case(_c14({"pre": {(0.1, 0, 4)}, "post": {(3e-2, 0, 4), (0.1, 0, 4), (1e-2, W, 4)}}, seeds=range(5)),
                 preset=P14, check=check)
 
 
-@scenario("C14", HOLDS, 0.0)
+@scenario("C14", HOLDS, 5 / 5)
 def peri_diverges_only_outside_its_own_runs():
     # Peri-LN diverges in every run outside C14's set (12: the with-warmup sweep, lr 1e-3 without warmup, depths 2
-    # and 8): counted, they would make it the least stable (12/20 vs Pre-LN's 2/20) and cap its lr below the
-    # grid; C14's own runs say it never fails, and trains at 0.1 where Pre-LN does not
+    # and 8): counted, they would make it the least stable and leave it no limit; C14's own runs say it trains
+    # at 0.1 in every seed, where Pre-LN does not
     def check(v):
         assert v.details["did_not_train_rate"] == approx({"peri": 0.0, "pre": 5 / 20})
         assert v.details["max_stable_lr_no_warmup"] == {"peri": 0.1, "pre": 3e-2}
-        assert v.details["failures_paired"]["only_a_failed"] == 0
+        assert _limits(v)["peri"] == {str(s): 0.1 for s in range(5)}
     return Case(_c14({"peri": set(OUTSIDE_CELLS), "pre": {(0.1, 0, 4)}, "post": {(0.1, 0, 4)}}, seeds=range(5)),
                 preset=P14, check=check)
 
 
-@scenario("C14", INCONCLUSIVE, 2 / 20)
-def peri_as_often_with_a_higher_limit_from_a_two_mode_cell():
-    # equal rates (2 of 20 each) and 2 vs 2 discordant pairs; Peri-LN's failures are single seeds (4 of 5 still
-    # train at 1e-2 and 3e-2), Pre-LN's are 2 of 5 at 0.1, so by the 80 % rule only Peri-LN "trains" at 0.1. But
-    # 2 of 5 at the lr that splits the limits is a two-mode cell (p = 1/4): no limit, more seeds would decide
-    # (the standard run of 2026-11-25 at 0.5: Pre-LN 3 of 5 trained, Peri-LN 5 of 5)
+@scenario("C14", INCONCLUSIVE, 2 / 5)
+def peri_fails_once_below_a_higher_limit():
+    # Peri-LN fails at 1e-2 in seed 0 and at 3e-2 in seed 1, and trains above, at 0.1, in both: a seed's limit is
+    # the highest lr it trained at, 0.1 in every seed. Pre-LN fails at 0.1 in seeds 0 and 1 (limit 3e-2 there,
+    # 0.1 elsewhere): higher in 2 seeds, the same in 3, p = 1/4 (the standard run of 2026-11-25 at 0.5: Pre-LN 3 of
+    # 5 trained, Peri-LN 5 of 5)
     def check(v):
-        assert "the limits differ at lr 0.1" in v.summary and "more seeds would decide" in v.summary
+        assert "not significant at α = 0.05 (sign test p = 0.25): more seeds would decide" in v.summary
         assert v.details["did_not_train_rate"] == approx({"peri": 2 / 20, "pre": 2 / 20})
-        assert v.details["max_stable_lr_no_warmup"] == {"peri": 0.1, "pre": 3e-2}
-        paired = v.details["failures_paired"]
-        assert (paired["only_a_failed"], paired["only_b_failed"]) == (2, 2)
+        assert _limits(v) == {"peri": {str(s): 0.1 for s in range(5)},
+                              "pre": {"0": 3e-2, "1": 3e-2, "2": 0.1, "3": 0.1, "4": 0.1}}
+        assert (v.details["limits_paired"]["a_higher"], v.details["limits_paired"]["ties"]) == (2, 3)
     return Case(_c14({"peri": {(1e-2, 0, 4): {0}, (3e-2, 0, 4): {1}}, "pre": {(0.1, 0, 4): {0, 1}},
                       "post": {(3e-2, 0, 4), (0.1, 0, 4)}}, seeds=range(5)), preset=P14, check=check)
 
 
-# Peri-LN fails at 3e-2 and 0.1 in every seed, Pre-LN in seeds {0, 2} and {0, 2, 3}: neither trains above 1e-2
+# Peri-LN fails at 3e-2 and 0.1 in every seed, Pre-LN in seeds {0, 2} and {0, 2, 3}
 PERI_WORSE = {"peri": {(3e-2, 0, 4), (0.1, 0, 4)}, "pre": {(3e-2, 0, 4): {0, 2}, (0.1, 0, 4): {0, 2, 3}},
               "post": {(1e-2, 0, 4), (3e-2, 0, 4), (0.1, 0, 4)}}
 
 
-@scenario("C14", FAILS, 10 / 20)
-def peri_diverges_more_than_pre():
-    # Peri-LN fails in 10 of its 20 runs, Pre-LN in 5, with the same highest trainable lr (1e-2): paired by
-    # configuration and seed, Peri-LN alone failed 3 + 2 = 5 times, Pre-LN alone never (p = 1/32)
+@scenario("C14", INCONCLUSIVE, 0 / 5)
+def peri_fails_more_often_in_three_seeds():
+    # Peri-LN fails in 10 of its 20 runs, Pre-LN in 5: 5 discordant (lr, seed) pairs, all Peri-LN's, which as
+    # independent pairs gave p = 1/32 (before issue 32: does not hold). They share seeds: one outcome per seed gives
+    # Peri-LN 1e-2 in every seed, Pre-LN 1e-2, 0.1, 1e-2, 3e-2, 0.1 — lower in 3 seeds, the same in 2, p = 1/8
     def check(v):
-        paired = v.details["failures_paired"]
-        assert (paired["only_a_failed"], paired["only_b_failed"]) == (5, 0) and paired["more"]
-        assert paired["p_one_sided"] == approx(1 / 32)
+        paired = v.details["limits_paired"]
+        assert (paired["a_higher"], paired["b_higher"], paired["ties"], paired["lower"]) == (0, 3, 2, False)
+        assert paired["p_lower"] == approx(1 / 8)
+        assert _limits(v)["pre"] == {"0": 1e-2, "1": 0.1, "2": 1e-2, "3": 3e-2, "4": 0.1}
         assert v.details["did_not_train_rate"] == approx({"peri": 10 / 20, "pre": 5 / 20})
         assert v.details["max_stable_lr_no_warmup"] == {"peri": 1e-2, "pre": 1e-2}
     return Case(_c14(PERI_WORSE, seeds=range(5)), preset=P14, check=check)
 
 
-@scenario("C14", INCONCLUSIVE, 4 / 8)
-def peri_diverges_more_than_pre_in_two_seeds():
-    # the same pattern at seeds 0 and 1: 2 discordant pairs (seed 1 at 3e-2 and 0.1, p = 1/4), the same highest
-    # trainable lr
+@scenario("C14", INCONCLUSIVE, 0 / 2)
+def peri_fails_more_often_in_two_seeds():
+    # the same pattern at seeds 0 and 1: seed 0 ties at 1e-2, seed 1 is lower (1e-2 against 0.1), p = 1/2
     def check(v):
-        paired = v.details["failures_paired"]
-        assert (paired["only_a_failed"], paired["only_b_failed"]) == (2, 0) and not paired["more"]
-        assert v.details["max_stable_lr_no_warmup"]["peri"] == v.details["max_stable_lr_no_warmup"]["pre"] == 1e-2
+        paired = v.details["limits_paired"]
+        assert (paired["b_higher"], paired["ties"], paired["p_lower"]) == (1, 1, approx(0.5))
     return Case(_c14(PERI_WORSE), preset=P14, check=check)
 
 
-@scenario("C14", FAILS, 5 / 20)
-def peri_fails_to_train_where_others_train():
-    # failing to train (stuck on the unigram plateau) counts with divergence: Peri-LN stuck at lr 0.1 in every seed,
-    # where Pre-LN trains (Post-LN diverges there)
+@scenario("C14", FAILS, 0 / 5)
+def peri_fails_to_train_where_pre_trains():
+    # failing to train (stuck on the unigram plateau to the end) counts with divergence: Peri-LN stuck at lr 0.1 in
+    # every seed, where Pre-LN trains (Post-LN diverges there): lower in 5 of 5 seeds, p = 1/32
     def check(v):
         assert v.details["did_not_train_rate"] == approx({"peri": 5 / 20, "pre": 0.0})
-        assert v.details["failures_paired"]["only_a_failed"] == 5 and v.details["failures_paired"]["more"]
-        assert v.details["max_stable_lr_no_warmup"] == {"peri": 3e-2, "pre": 0.1}
+        assert _limits(v) == {"peri": {str(s): 3e-2 for s in range(5)}, "pre": {str(s): 0.1 for s in range(5)}}
+        assert v.details["limits_paired"]["lower"] and v.details["limits_paired"]["p_lower"] == approx(1 / 32)
+        assert v.reading == ("Peri-LN's highest trainable lr without warmup is above Pre-LN's in 0 of 5 seeds and "
+                             "below it in 5 (sign test p = 0.0312)")
     return Case(_c14({"post": {(0.1, 0, 4)}}, stuck={"peri": {(0.1, 0, 4)}}, seeds=range(5)), preset=P14,
                 check=check)
 
 
-@scenario("C14", INCONCLUSIVE, 2 / 20)
-def peri_lower_limit_from_a_two_mode_cell():
-    # Peri-LN trains in 3 of 5 seeds at lr 0.1 without warmup (< 80 %): by the rule its highest trainable lr is
-    # below Pre-LN's, but 2 of 5 at the splitting lr is no evidence either way (p = 1/4)
+@scenario("C14", INCONCLUSIVE, 0 / 5)
+def peri_lower_limit_in_two_seeds():
+    # Peri-LN stuck at lr 0.1 in seeds 0 and 1: lower in 2 seeds, the same in 3 (p = 1/4)
     def check(v):
-        assert v.details["max_stable_lr_no_warmup"] == {"peri": 3e-2, "pre": 0.1}
-        assert not v.details["failures_paired"]["more"]
+        assert v.details["max_stable_lr_no_warmup"] == {"peri": 3e-2, "pre": 0.1}  # the 80 % threshold: below
+        assert not v.details["limits_paired"]["lower"] and v.details["limits_paired"]["b_higher"] == 2
     return Case(_c14({}, stuck={"peri": {(0.1, 0, 4): {0, 1}}}, seeds=range(5)), preset=P14, check=check)
 
 
-@scenario("C14", INCONCLUSIVE, 0.0)
+@scenario("C14", INCONCLUSIVE, 0 / 2)
 def nothing_diverges():
     # as stable as Pre-LN at every lr tried: no room here to show a further stabilizer; larger lrs would decide
     def check(v):
         assert v.details["max_stable_lr_no_warmup"] == {"peri": 0.1, "pre": 0.1}
-        assert "lrs above 0.1, where Pre-LN itself fails, would decide" in v.summary
+        assert ("the same highest trainable lr in all 2 seeds, as stable as Pre-LN on this grid: lrs above 0.1 "
+                "would decide") in v.summary
     return Case(_c14({}), preset=P14, check=check)
 
 
-@scenario("C14", INCONCLUSIVE, 2 / 8)
+@scenario("C14", INCONCLUSIVE, 0 / 2)
 def both_fail_at_the_top_lr_alike():
     # both train up to 3e-2 and fail at 0.1 in every seed (the standard run of 2026-11-25 at 0.3 and 1): the same
-    # limit, no discordant pair; what decides is an lr between the two, not one above the top
+    # limit in every seed; what decides is an lr between the two, not one above the top
     def check(v):
         assert v.details["max_stable_lr_no_warmup"] == {"peri": 3e-2, "pre": 3e-2}
-        assert "both train at 0.03 and neither at 0.1: lrs between, or more seeds, would decide" in v.summary
+        assert "lrs between the grid's, or more seeds, would decide" in v.summary
     return Case(_c14({"peri": {(0.1, 0, 4)}, "pre": {(0.1, 0, 4)}}), preset=P14, check=check)
 
 
-@scenario("C14", INCONCLUSIVE, 1.0)
+@scenario("C14", INCONCLUSIVE, 0 / 2)
 def both_fail_everywhere():
-    # neither scheme trains at any of C14's lrs: no limit to compare; only lower lrs can show one
+    # neither scheme trains at any of C14's lrs: every seed's limit is "none"; only lower lrs can show one
     def check(v):
         assert v.details["max_stable_lr_no_warmup"] == {"peri": None, "pre": None}
-        assert "neither trains at any of them: lrs below 0.003 would decide" in v.summary
-        assert "Peri-LN below 0.003, Pre-LN below 0.003" in v.summary
+        assert _limits(v) == {"peri": {"0": 0.0, "1": 0.0}, "pre": {"0": 0.0, "1": 0.0}}
+        assert "seed 0: Peri-LN none, Pre-LN none" in v.summary and "lrs below 0.003 would decide" in v.summary
     return Case(_c14({"peri": set(C14_CELLS), "pre": set(C14_CELLS)}), preset=P14, check=check)
 
 
-@scenario("C14", INCONCLUSIVE, 0.0)
+@scenario("C14", INCONCLUSIVE, 0 / 2)
 def nothing_diverges_without_stress_lrs():
     # a preset without stress lrs (the unit preset P, as quick): C14's lr is only the grid's top, 1e-2, where nobody
     # fails; Peri-LN's divergences at 3e-2 and 0.1 are runs this preset's C14 does not run, and are not counted
     def check(v):
         assert v.settings["lrs"] == [1e-2]
         assert v.details["did_not_train_rate"] == approx({"peri": 0.0, "pre": 0.0})
-        assert v.details["max_stable_lr_no_warmup"] == {"peri": 1e-2, "pre": 1e-2}
-        assert "lrs above 0.01, where Pre-LN itself fails, would decide" in v.summary
+        assert _limits(v) == {"peri": {"0": 1e-2, "1": 1e-2}, "pre": {"0": 1e-2, "1": 1e-2}}
+        assert "lrs above 0.01 would decide" in v.summary
     return Case(_c14({"peri": {(3e-2, 0, 4), (0.1, 0, 4)}}), preset=P, check=check)
 
 
-@scenario("C14", INCONCLUSIVE, 0.0)
+@scenario("C14", INCONCLUSIVE, 1 / 1)
 def c14_single_seed():
-    # one seed per scheme: rates over so few runs say nothing (even though only Peri-LN trains at 0.1)
-    return Case(_c14({"pre": {(0.1, 0, 4)}, "post": {(0.1, 0, 4)}}, seeds=(0,)), preset=P14)
+    # one seed per scheme: one paired outcome says nothing (even though only Peri-LN trains at 0.1)
+    def check(v):
+        assert "1 seeds with both limits known (0 censored by the plateau stop): more seeds would decide" in v.summary
+    return Case(_c14({"pre": {(0.1, 0, 4)}, "post": {(0.1, 0, 4)}}, seeds=(0,)), preset=P14, check=check)
 
 
-@scenario("C14", INCONCLUSIVE, 0.0)
+@scenario("C14", INCONCLUSIVE, None)
 def c14_no_pre_records():
     # no Pre-LN runs to compare Peri-LN with
     def check(v):
-        assert v.details["did_not_train_rate"]["pre"] is None
+        assert v.details["did_not_train_rate"]["pre"] is None and v.details["limits_paired"]["seeds"] == []
     return Case(_c14({"post": {(0.1, 0, 4)}}, schemes=("peri", "post")), preset=P14, check=check)
 
 
+@scenario("C14", HOLDS, 5 / 5)
+def censored_runs_leave_their_seed_out_only_above_its_limit():
+    # 6 seeds. Pre-LN fails at 0.1 in seeds 0–4; seed 5's run there was stopped on the plateau: above its highest
+    # trained lr (3e-2), so its limit is unknown and seed 5 is left out. Peri-LN's seed 0 was stopped at 1e-2, below
+    # the 0.1 it trained at: its limit stands. 5 paired seeds, higher in 5 (p = 1/32)
+    def check(v):
+        assert v.details["censored"] == {"peri": 1, "pre": 1}
+        assert v.details["did_not_train_rate"] == approx({"peri": 0 / 23, "pre": 5 / 23})  # censored: not counted
+        assert _limits(v)["peri"]["0"] == 0.1 and _limits(v)["pre"]["5"] is None
+        assert v.details["limits_paired"]["censored_seeds"] == [5] and v.seeds == [0, 1, 2, 3, 4]
+        assert "(censored by the plateau stop: Peri-LN 1, Pre-LN 1)" in v.summary
+        assert "seed 5: Peri-LN 0.1, Pre-LN censored" in v.summary
+    return Case(_c14({"pre": {(0.1, 0, 4): {0, 1, 2, 3, 4}}}, seeds=range(6),
+                     censored={"pre": {(0.1, 0, 4): {5}}, "peri": {(1e-2, 0, 4): {0}}}), preset=P14, check=check)
+
+
+@scenario("C14", INCONCLUSIVE, 3 / 3)
+def pre_failures_partly_censored():
+    # Pre-LN at 0.1: diverged in seeds 0–2, stopped on the plateau in seeds 3 and 4. Counted as failures they would
+    # make 5 of 5 (holds); censored, seeds 3 and 4 have no known limit: 3 of 3, p = 1/8
+    def check(v):
+        paired = v.details["limits_paired"]
+        assert (paired["a_higher"], paired["seeds"], paired["censored_seeds"]) == (3, [0, 1, 2], [3, 4])
+        assert "not significant at α = 0.05 (sign test p = 0.125): more seeds would decide" in v.summary
+    return Case(_c14({"pre": {(0.1, 0, 4): {0, 1, 2}}}, seeds=range(5), censored={"pre": {(0.1, 0, 4): {3, 4}}}),
+                preset=P14, check=check)
+
+
 # =========================================================================================
-# C2 — gradients at init (value: mean over seeds of the exponent p of Pre-LN's last-layer FFN gradient ∝ L^p)
+# C2 — gradients at init (value: mean over seeds of the exponent p of Pre-LN's last-layer FFN gradient ∝ L^p).
+#      Three parts: Pre-LN's exponent in the 1/√L band; Post-LN's block gradients grow toward the output (t interval
+#      of the fitted log last/first ratio above 0); Pre-LN's are nearly uniform (TOST of that log ratio within
+#      ±log 1.5). The last two are step-0 quantities: from `measure()` (many seeds at init, no training) where it
+#      matches the records' base, else from the trained sweep's step-0 profiles at the deepest depth
 # =========================================================================================
 def _grads(values):
     return {"grad_norm/block": list(values)}
 
 
 SEED_P = [0.0, 0.03, -0.03, 0.02, -0.02]  # per-seed wobble of a fitted exponent (zero-sum): intervals are finite
+SD_P = (sum(x * x for x in SEED_P) / 4) ** 0.5  # its sd over the 5 seeds
+T95_4, T975_4, T95_9, T975_9 = 2.131847, 2.776445, 1.833113, 2.262157  # t quantiles at 4 and 9 df
 
 
-def _c2(pre_p: float, post_p: float, post_growth: float = 1.0, depths=(2, 4, 8), seeds=5,
+def _profile(growth: float, depth: int) -> list[float]:
+    """A block-gradient profile whose fitted log change from the first block to the last is exactly `growth`."""
+    return [math.exp(growth * i / (depth - 1)) for i in range(depth)]
+
+
+def _c2(pre_p: float, post_p: float, post_growth: float = 1.0, pre_growth: float = 0.0, depths=(2, 4, 8), seeds=5,
         noise=True) -> list[RunRecord]:
     """The depth sweep at init, per seed s: the last layer's FFN-weight gradient ∝ L^(p + SEED_P[s]), and at
-    every depth a block-gradient profile growing by exp(post_growth + wobble) from the first block to the last
-    for Post-LN (flat for Pre-LN)."""
+    every depth a block-gradient profile growing by exp(growth + SEED_P[s]) from the first block to the last
+    (Post-LN: post_growth; Pre-LN: pre_growth)."""
     out = []
     for s in range(seeds):
         w = SEED_P[s % 5]
         for d in depths:
             for scheme, p in (("pre", pre_p), ("post", post_p)):
-                g = (post_growth + w) if scheme == "post" else 0.0
-                blocks = [math.exp(g * i / (d - 1)) for i in range(d)]
+                g = (post_growth if scheme == "post" else pre_growth) + w
                 out.append(rec(scheme=scheme, n_layer=d, seed=s,
-                               layers_init={**_grads(blocks), LAST_FFN: [None] * (d - 1) + [d ** (p + w)]}))
+                               layers_init={**_grads(_profile(g, d)), LAST_FFN: [None] * (d - 1) + [d ** (p + w)]}))
             if noise:  # runs of another init recipe, the opposite pattern: never read under this claim's base
                 out.append(rec(scheme="pre", n_layer=d, seed=s, xavier=True,
                                layers_init={**_grads([9.0] * d), LAST_FFN: [None] * (d - 1) + [float(d)]}))
     return out
 
 
+SEED_10 = SEED_P + [-x for x in SEED_P]  # 10 seeds' wobble, zero-sum
+SD_10 = (sum(x * x for x in SEED_10) / 9) ** 0.5
+
+
+def _measured(post_growth: float, pre_growth: float, recipe: str = "xiong", block_size: int = 64) -> dict:
+    """C2's measurement as `measure()` stores it: 10 seeds (from 1000) at init of Pre-LN and Post-LN at the
+    deepest depth, 8, each profile growing by exp(growth + SEED_10[s]); `at` the base it was measured on."""
+    profiles = {f"{recipe}/{scheme}": {str(1000 + s): _profile(g + w, 8) for s, w in enumerate(SEED_10)}
+                for scheme, g in (("post", post_growth), ("pre", pre_growth))}
+    return {"depth": 8, "seeds": list(range(1000, 1010)), "profiles": profiles,
+            "at": {"model.block_size": block_size, "model.d_model": 64}}
+
+
+def _verdicts(v) -> list[str]:
+    return [p["verdict"] for p in v.parts]
+
+
 @scenario("C2", HOLDS, -0.5)
 def pre_last_ffn_inv_sqrt_L_post_grows():
     def check(v):
-        assert [p["verdict"] for p in v.parts] == [HOLDS, HOLDS]
+        assert _verdicts(v) == [HOLDS, HOLDS, HOLDS]
         lo, hi = v.interval  # the per-seed exponents −0.5 + SEED_P: t interval by hand
-        sd = (sum(x * x for x in SEED_P) / 4) ** 0.5
-        assert (lo + hi) / 2 == approx(-0.5) and hi - lo == pytest.approx(2 * 2.776445 * sd / 5 ** 0.5, rel=1e-5)
+        assert (lo + hi) / 2 == approx(-0.5) and hi - lo == pytest.approx(2 * T975_4 * SD_P / 5 ** 0.5, rel=1e-5)
         assert v.parts[1]["value"] == pytest.approx(1.0) and v.test.startswith("t interval over 5 seeds")
+        lo, hi = v.parts[1]["interval"]
+        assert hi - lo == pytest.approx(2 * T975_4 * SD_P / 5 ** 0.5, rel=1e-5)
+        # Pre-LN's uniformity: the 90 % interval of its fitted log ratio (0 + SEED_P) against ±log 1.5
+        assert v.parts[2]["value"] == pytest.approx(0.0, abs=1e-12)
+        lo, hi = v.parts[2]["interval"]
+        assert -lo == pytest.approx(hi) == pytest.approx(T95_4 * SD_P / 5 ** 0.5, rel=1e-5)
+        assert "the trained sweep's seeds at step 0" in v.parts[1]["test"] and v.parts[2]["seeds"] == [0, 1, 2, 3, 4]
         assert v.details["exponents"]["post"] == pytest.approx(0.0, abs=1e-2)  # of the mean over seeds
-        assert "2002.04745" in v.settings["paper"] and "not judged" in v.settings["not_judged"]
+        assert "2002.04745" in v.settings["paper"] and "1.5" in v.settings["uniform_within"]
     return Case(_c2(-0.5, 0.0), check=check)
 
 
 @scenario("C2", FAILS, 0.0)
 def pre_last_ffn_does_not_shrink_with_depth():
     def check(v):
-        assert [p["verdict"] for p in v.parts] == [FAILS, HOLDS]
+        assert _verdicts(v) == [FAILS, HOLDS, HOLDS]
     return Case(_c2(0.0, 0.0), check=check)
 
 
 @scenario("C2", FAILS, -0.5)
 def post_gradients_fall_toward_output():
     def check(v):
-        assert [p["verdict"] for p in v.parts] == [HOLDS, FAILS]
+        assert _verdicts(v) == [HOLDS, FAILS, HOLDS]
     return Case(_c2(-0.5, 0.0, post_growth=-1.0), check=check)
+
+
+@scenario("C2", FAILS, -0.5)
+def pre_gradients_not_uniform():
+    # Pre-LN's last block gets e ≈ 2.72× the first's (what C3 measured on the same runs, 2.70×): its 90 % interval,
+    # 1 ± 0.024, lies wholly outside ±log 1.5 = ±0.405
+    def check(v):
+        assert _verdicts(v) == [HOLDS, HOLDS, FAILS]
+        assert v.parts[2]["value"] == pytest.approx(1.0) and v.details["pre_log_growth"] == pytest.approx(1.0)
+    return Case(_c2(-0.5, 0.0, pre_growth=1.0), check=check)
 
 
 @scenario("C2", INCONCLUSIVE, -0.25)
@@ -721,8 +945,61 @@ def pre_exponent_at_the_edge_of_the_band():
 def post_growth_within_seed_noise():
     # Post-LN's profile grows by +0.01 ± 0.03 (log): the interval spans 0 (as in the standard run of 2026-11-24)
     def check(v):
-        assert [p["verdict"] for p in v.parts] == [HOLDS, INCONCLUSIVE]
+        assert _verdicts(v) == [HOLDS, INCONCLUSIVE, HOLDS]
     return Case(_c2(-0.5, 0.0, post_growth=0.01), check=check)
+
+
+@scenario("C2", INCONCLUSIVE, -0.5)
+def pre_uniformity_at_the_margin():
+    # Pre-LN's fitted log ratio 0.4 ± 0.024 (90 %) straddles log 1.5 = 0.405: neither shown uniform nor shown not
+    def check(v):
+        assert _verdicts(v) == [HOLDS, HOLDS, INCONCLUSIVE]
+        lo, hi = v.parts[2]["interval"]
+        assert lo < math.log(1.5) < hi
+    return Case(_c2(-0.5, 0.0, pre_growth=0.4), check=check)
+
+
+@scenario("C2", HOLDS, -0.5)
+def step0_parts_from_the_measurement_at_init():
+    # the trained sweep's 5 seeds cannot tell Post-LN's growth from noise (+0.01 ± 0.03); the measurement at init,
+    # 10 seeds of the same base and recipe, shows it: 1 ± 2.262·sd/√10 (95 %) is above 0. The exponent part stays
+    # the sweep's (it needs the depths)
+    def check(v):
+        assert _verdicts(v) == [HOLDS, HOLDS, HOLDS]
+        post = v.parts[1]
+        assert post["value"] == pytest.approx(1.0) and post["seeds"] == list(range(1000, 1010))
+        assert post["interval"][1] - post["interval"][0] == pytest.approx(2 * T975_9 * SD_10 / 10 ** 0.5, rel=1e-5)
+        assert "10 seeds at init (no training)" in post["test"] and v.parts[2]["seeds"] == list(range(1000, 1010))
+        assert v.seeds == [0, 1, 2, 3, 4]
+    return Case(_c2(-0.5, 0.0, post_growth=0.01), measurement=_measured(1.0, 0.0), check=check)
+
+
+@scenario("C2", FAILS, -0.5)
+def pre_not_uniform_at_init_over_many_seeds():
+    # the sweep's Pre-LN profiles are flat, the measurement's grow by e (1 ± 1.833·sd/√10 at 90 %): the
+    # measurement decides the step-0 parts
+    def check(v):
+        assert _verdicts(v) == [HOLDS, HOLDS, FAILS]
+        lo, hi = v.parts[2]["interval"]
+        assert (lo + hi) / 2 == pytest.approx(1.0) and hi - lo == pytest.approx(2 * T95_9 * SD_10 / 10 ** 0.5, rel=1e-5)
+    return Case(_c2(-0.5, 0.0), measurement=_measured(1.0, 1.0), check=check)
+
+
+@scenario("C2", INCONCLUSIVE, -0.5)
+def measurement_of_another_context_is_not_used():
+    # measured at 32 tokens, judged on runs of 64: the step-0 parts fall back to the trained sweep's own profiles
+    def check(v):
+        assert _verdicts(v) == [HOLDS, INCONCLUSIVE, HOLDS]
+        assert "the trained sweep's seeds at step 0" in v.parts[1]["test"]
+    return Case(_c2(-0.5, 0.0, post_growth=0.01), measurement=_measured(1.0, 0.0, block_size=32), check=check)
+
+
+@scenario("C2", INCONCLUSIVE, -0.5)
+def measurement_of_another_recipe_is_not_used():
+    # only GPT-2's init was measured; the records are judged under the claim's own recipe (Xiong et al.'s)
+    def check(v):
+        assert _verdicts(v) == [HOLDS, INCONCLUSIVE, HOLDS]
+    return Case(_c2(-0.5, 0.0, post_growth=0.01), measurement=_measured(1.0, 0.0, recipe="gpt2"), check=check)
 
 
 @scenario("C2", INCONCLUSIVE, None)
@@ -1751,7 +2028,9 @@ def test_every_claim_names_its_paper_and_every_verdict_carries_it():
     assert no_paper == []
     for c in ORDER:
         claim = CLAIMS.get(c)()
-        assert claim.make(INCONCLUSIVE, "x", None, 0, {"k": 1}, "s").settings == {"k": 1, "paper": claim.paper}
+        # a family may add its own settings beside them (the frontier claims: the scale their paper measured at)
+        assert {"k": 1, "paper": claim.paper}.items() <= claim.make(INCONCLUSIVE, "x", None, 0, {"k": 1},
+                                                                    "s").settings.items()
     for param in _GOOD:
         claim, make, _, _ = param.values
         v = run_claim(claim, make())

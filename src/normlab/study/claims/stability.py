@@ -173,8 +173,9 @@ class LearningRateC11(Claim):
         # a limit is a threshold on a rate (≥ 80 % of seeds trained); it decides only where the seeds at the lr that
         # separates the two limits back it, by a paired exact sign test (`limit_split`)
         split, at_split = limit_split(records, ("pre", "post"), (pre, post), lrs, **at)
-        # equal limits below the top: "no larger lr" needs Pre-LN to fail in most seeds at the next lr up
-        above = next((lr for lr in lrs if lr > (pre or 0)), None) if pre == post else None
+        # equal limits below the top: "no larger lr" needs Pre-LN to fail in most seeds at the next lr up. Not where
+        # neither trains at any lr: both limits lie below the grid, and nothing says which is higher
+        above = next((lr for lr in lrs if lr > pre), None) if pre is not None and pre == post else None
         beyond = fail_count(records, "pre", above, **at) if above is not None else None
         if seeds < MIN_SEEDS:
             verdict = INCONCLUSIVE
@@ -276,9 +277,11 @@ def seed_limits(records, scheme: str, lrs: list[float], warmup: int, n_layer: in
     seed, so seeds shared across lrs are not counted as independent pairs. A seed whose limit is unknown (a run
     above its highest trained lr censored by the plateau stop, or missing) maps to None."""
     out: dict[int, float | None] = {}
-    runs = select(records, model__scheme=scheme, train__warmup_steps=warmup, model__n_layer=n_layer)
+    # each lr named: a strict `select` without it would hold train.lr to the base's (one lr, every other unknown)
+    runs = [r for lr in lrs for r in select(records, model__scheme=scheme, train__lr=lr, train__warmup_steps=warmup,
+                                            model__n_layer=n_layer)]
     for seed in sorted({r.seed for r in runs}):
-        mine = {r.get("train.lr"): r for r in runs if r.seed == seed and r.get("train.lr") in lrs}
+        mine = {r.get("train.lr"): r for r in runs if r.seed == seed}
         trained = [lr for lr, r in mine.items() if not r.did_not_train and r.status == "completed"]
         limit = max(trained, default=0.0)
         unknown = any(lr not in mine or mine[lr].censored for lr in lrs if lr > limit)
