@@ -20,6 +20,7 @@ from normlab.study.claims import CLAIMS, FAILS, HOLDS
 from normlab.study.records import flatten
 from normlab.study.registry import Registry
 from normlab.study.runner import compute_verdicts, study_ids
+from normlab.study.design import outcome_counts
 from normlab.study.spec import INIT_KEY, spec_from_meta
 
 
@@ -68,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("study", type=Path)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--design", type=Path, default=None, help="the same preset's design-seed study (or its "
+                    "verdicts.json): the cost per replicated verdict (decisive, and the same on both seed sets)")
     ap.add_argument("--record", action="store_true", help="write the study's wall time into the preset's measured "
                     "cost (src/normlab/study/measured_cost.json), which its description quotes")
     args = ap.parse_args(argv)
@@ -105,7 +108,18 @@ def main(argv: list[str] | None = None) -> int:
     n_decisive = sum(v.verdict in (HOLDS, FAILS) for v in verdicts.values())
     summary = {"study": str(args.study), "preset": spec.preset.name, "runs": len(records), "train_s": train_s,
                "wall_s": wall, "decisive": n_decisive, "claims": len(verdicts),
-               "wall_s_per_decisive_verdict": wall / n_decisive if n_decisive else None}
+               "wall_s_per_decisive_verdict": wall / n_decisive if n_decisive else None,
+               "outcomes": outcome_counts(list(verdicts.values()))}
+    if args.design:
+        path = args.design / "verdicts.json" if args.design.is_dir() else args.design
+        seen = {v["id"]: v["verdict"] for v in json.loads(path.read_text("utf-8"))["verdicts"]}
+        # replicated: decisive, the same on the design seeds, and under every nuisance level measured
+        same = [v.id for v in verdicts.values() if v.verdict in (HOLDS, FAILS) and seen.get(v.id) == v.verdict
+                and all(x == v.verdict for levels in v.scope.values() for x in levels.values())]
+        summary.update({"replicated": len(same), "replicated_claims": same,
+                        "wall_s_per_replicated_verdict": wall / len(same) if same else None})
+        print(f"{len(same)} verdicts replicated (decisive, the same on the design seeds and under every level "
+              "measured): " + (f"{wall / len(same):.0f} s of wall time per replicated verdict" if same else "none"))
     print(f"study {args.study} ({spec.preset.name}): {len(records)} runs, {train_s / 60:.1f} min of training, "
           f"{wall / 60:.1f} min wall; {n_decisive} of {len(verdicts)} verdicts decisive: "
           + (f"{wall / n_decisive:.0f} s of wall time per decisive verdict" if n_decisive else "none decisive"))

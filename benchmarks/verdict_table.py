@@ -2,8 +2,12 @@
 
     python benchmarks/verdict_table.py normlab-study            # the standard preset's table
     python benchmarks/verdict_table.py frontier-study --papers  # with each claim's paper and contradiction
+    python benchmarks/verdict_table.py benchmarks/results/standard \
+        --design benchmarks/results/standard-design              # held-out seeds beside the design seeds
 
-One row per verdict and one per sub-verdict (↳), each with its key number and the interval of its look.
+One row per verdict and one per sub-verdict (↳), each with its key number and the interval of its look; a line
+above it counts the four outcomes. tests/test_results.py regenerates the README's tables from the committed
+files under benchmarks/results/ with `table()` and fails on drift.
 """
 from __future__ import annotations
 
@@ -14,6 +18,8 @@ from pathlib import Path
 
 from normlab.report.format import interval_text, key_number, marks
 from normlab.study.claims import CLAIMS
+from normlab.study.claims.base import decisive
+from normlab.study.design import outcome_counts
 
 
 def cell(text: str) -> str:
@@ -46,30 +52,67 @@ def number(statistic, value, reading, interval) -> str:
     return f"{text} {iv}".strip()
 
 
-def table(verdicts: list[dict], papers: bool) -> str:
-    head = ["claim", "verdict", "judged under", "seeds (look)", "the other init recipe", "key number [interval]"]
+def scope_text(v: dict) -> str:
+    """Where the verdict was measured beyond its own level: `init: holds under xiong, holds under gpt2`."""
+    scope = v.get("scope") or {}
+    if not scope:
+        return other_text(v)
+    return "; ".join(f"{factor}: " + ", ".join(f"{verdict} under {level}" for level, verdict in levels.items())
+                     for factor, levels in scope.items())
+
+
+def design_text(v: dict, design: dict[str, dict] | None) -> str:
+    seen = (design or {}).get(v["id"])
+    if not seen:
+        return "—"
+    return f"{seen['verdict']}" + (" (replicated)" if seen["verdict"] == v["verdict"] else "")
+
+
+def counts_line(verdicts: list[dict], design: dict[str, dict] | None = None) -> str:
+    """`6 holds, 3 does not hold, 1 depends on, 6 inconclusive; 7 replicated on the design seeds`."""
+    counts = outcome_counts(verdicts)
+    text = ", ".join(f"{n} {o}" for o, n in counts.items())
+    if design:
+        same = sum(1 for v in verdicts if decisive(v["verdict"]) and (design.get(v["id"]) or {}).get("verdict")
+                   == v["verdict"])
+        text += f"; {same} decisive verdicts replicated on the design seeds"
+    return text
+
+
+def table(verdicts: list[dict], papers: bool, design: dict[str, dict] | None = None) -> str:
+    """The verdict table; `design`: {claim: design-seed verdict dict} adds its column (the held-out table)."""
+    head = ["claim", "verdict"] + (["design seeds"] if design else []) + [
+        "judged under", "seeds (look)", "where it holds (other levels)", "key number [interval]"]
     if papers:
         head += ["paper", "published contradiction"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [counts_line(verdicts, design), "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in verdicts:
         title = CLAIMS.get(v["id"]).title if v["id"] in CLAIMS else ""
-        row = [f"{v['id']} {title}", verdict_word(v), v.get("init") or "—", seeds_text(v), other_text(v),
-               number(v.get("statistic"), v.get("value"), v.get("reading"), v.get("interval"))]
+        row = [f"{v['id']} {title}", verdict_word(v)] + ([design_text(v, design)] if design else []) + [
+            v.get("init") or "—", seeds_text(v), scope_text(v),
+            number(v.get("statistic"), v.get("value"), v.get("reading"), v.get("interval"))]
         if papers:
             settings = v.get("settings") or {}
             row += [settings.get("paper", ""), settings.get("contradiction") or "—"]
         lines.append("| " + " | ".join(cell(c) for c in row) + " |")
         for p in v.get("parts") or []:
-            sub = [f"↳ {p['name']}", p["verdict"], "", "", "",
+            sub = [f"↳ {p['name']}", p["verdict"]] + ([""] if design else []) + ["", "", "",
                    number(p.get("statistic"), p.get("value"), None, p.get("interval"))]
             lines.append("| " + " | ".join(cell(c) for c in sub + ([""] * 2 if papers else [])) + " |")
     return "\n".join(lines)
+
+
+def load(path: Path) -> dict:
+    """A study directory's (or a results folder's) verdicts.json, or a verdicts.json itself."""
+    path = path / "verdicts.json" if path.is_dir() else path
+    return json.loads(path.read_text("utf-8"))
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("study", type=Path)
     ap.add_argument("--papers", action="store_true", help="add each claim's paper and published contradiction")
+    ap.add_argument("--design", type=Path, help="the design seeds' study (or verdicts.json): a column beside")
     args = ap.parse_args(argv)
     path = args.study / "verdicts.json"
     if not path.is_file():
@@ -80,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{path} is partial ({data.get('done')} of {data.get('total')} runs): a README table needs a final "
               "study", file=sys.stderr)
         return 2
-    print(table(data["verdicts"], args.papers))
+    design = {v["id"]: v for v in load(args.design)["verdicts"]} if args.design else None
+    print(table(data["verdicts"], args.papers, design))
     return 0
 
 

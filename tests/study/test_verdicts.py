@@ -196,6 +196,24 @@ def pre_clearly_worse_without_warmup():
     return Case(_c1(five(2.055, 0.001), five(1.905), five(2.105, 0.002), five(1.955)), check=check)
 
 
+@scenario("C1", "depends on lr", 0.0)
+def c1_holds_only_at_a_larger_lr():
+    # at the fixed lr (3e-3) Post-LN trains without warmup as with it (does not hold); at 1e-2 it fails in every
+    # seed without warmup and trains with it, while Pre-LN trains either way (holds): the verdict depends on lr,
+    # and its scope gives the boundary
+    def check(v):
+        assert v.primary == FAILS and v.scope["lr"] == {"lr 0.001": INCONCLUSIVE, "lr 0.003": FAILS,
+                                                         "lr 0.01": HOLDS}
+        assert v.details["lr_boundary"] == "holds at lr ≥ 0.01, does not hold at lr ≤ 0.003"
+        assert "along lr: holds at lr ≥ 0.01" in v.summary
+    records = (runs(five(1.905, 0.001), scheme="pre", warmup=0) + runs(five(1.905), scheme="pre", warmup=W)
+               + runs(five(1.955, 0.001), scheme="post", warmup=0) + runs(five(1.955), scheme="post", warmup=W))
+    at = dict(lr=1e-2)
+    records += (runs(five(1.805, 0.001), scheme="pre", warmup=0, **at) + runs(five(1.805), scheme="pre", warmup=W, **at)
+                + runs([None] * 5, scheme="post", warmup=0, **at) + runs(five(1.855), scheme="post", warmup=W, **at))
+    return Case(records, check=check)
+
+
 @scenario("C1", INCONCLUSIVE, None)
 def c1_single_seed():
     return Case(_c1([1.90], [1.90], [2.50], [1.95]))

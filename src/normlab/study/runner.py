@@ -445,11 +445,12 @@ def judge(spec: StudySpec, claim, records: list, base: dict[str, Any], measureme
             if key in bases:
                 again, error = rejudge(claim, [dataclasses.replace(r, base=bases[key]) for r in records],
                                        measurement, spec)
-                levels[factor] = {level_name(factor, bases["main"]): verdict.verdict,
-                                  level_name(factor, bases[key]): again.verdict if again else f"error: {error}"}
+                levels[factor] = {level_name(factor, bases["main"]): verdict.primary or verdict.verdict,
+                                  level_name(factor, bases[key]): (again.primary or again.verdict) if again
+                                  else f"error: {error}"}
         if verdict.other_init.get("verdict"):
-            levels = {"init": {verdict.init: verdict.verdict, verdict.other_init["recipe"]:
-                               verdict.other_init["verdict"]}, **levels}
+            levels = {"init": {verdict.init: verdict.primary or verdict.verdict, verdict.other_init["recipe"]:
+                               verdict.other_init.get("primary") or verdict.other_init["verdict"]}, **levels}
         scope_verdict(verdict, levels, spec.fixed_factors(claim))
         if "robustness" in bases:
             mark_fragile(verdict, claim, [dataclasses.replace(r, base=bases["robustness"]) for r in records],
@@ -462,11 +463,11 @@ def scope_verdict(verdict: Verdict, levels: dict[str, dict[str, str]], fixed: li
     levels give opposite decisive verdicts (holds under one, does not hold under the other) makes the verdict
     `depends on <factor>`, which never counts as holds; a level that is inconclusive narrows the scope (the
     summary says under which levels the verdict was shown) without overturning it."""
-    verdict.scope = {factor: dict(by_level) for factor, by_level in levels.items()}
+    verdict.primary = verdict.primary or verdict.verdict  # a claim may have scoped itself along a swept axis (C1: lr)
+    verdict.scope = {**verdict.scope, **{factor: dict(by_level) for factor, by_level in levels.items()}}
     for factor in fixed:
-        verdict.scope[factor] = {"fixed by the claim's own runs": verdict.verdict}
-    verdict.primary = verdict.verdict
-    split = [f for f, by_level in levels.items() if {HOLDS, FAILS} <= set(by_level.values())]
+        verdict.scope[factor] = {"fixed by the claim's own runs": verdict.primary}
+    split = [f for f, by_level in verdict.scope.items() if {HOLDS, FAILS} <= set(by_level.values())]
     if split:
         verdict.verdict = f"{DEPENDS} {', '.join(split)}"
     if levels:
@@ -521,8 +522,9 @@ def mark_init_dependent(verdict: Verdict, claim, records: list, measurement, spe
     if again is None:
         verdict.other_init = {"recipe": recipe, "error": error}
         return
-    verdict.init_dependent = again.verdict != verdict.verdict
-    verdict.other_init = {"recipe": recipe, "verdict": again.verdict, "value": again.value,
+    verdict.init_dependent = (again.primary or again.verdict) != (verdict.primary or verdict.verdict)
+    verdict.other_init = {"recipe": recipe, "verdict": again.verdict, "primary": again.primary or again.verdict,
+                          "value": again.value,
                           "interval": again.interval, "reading": again.reading, "summary": again.summary,
                           "parts": [{"name": p["name"], "verdict": p["verdict"], "value": p["value"],
                                      "interval": p["interval"]} for p in again.parts]}

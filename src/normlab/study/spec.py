@@ -148,7 +148,8 @@ PRESETS: dict[str, Preset] = {
     "standard": Preset(
         name="standard", summary="every claim on a 2-core CPU (`make run`)",
         description="all 16 claims on a 2-core CPU: 4-layer, 64-wide char models, 32 tokens of context, 300 "
-                    "steps, 5 seeds, depths 2–16, C5 and C6 at 12 layers × 1,000 steps, a second round to 10 seeds "
+                    "steps, 5 held-out seeds (1000–1004), depths 2–16, C5 and C6 at 12 layers × 1,000 steps, "
+                    "a second round to 10 seeds "
                     "where an interval straddles (C1, C10, C13, C15), 5 learning rates 3e-4–3e-2 with warmup, 4 from "
                     "1e-3 without (C14: Peri-LN and Pre-LN at 0.3–1 without warmup), DeepNorm vs Post-/Pre-LN at 32 "
                     "narrow layers × 600 steps, runs still on the plateau at half their budget stopped, each claim "

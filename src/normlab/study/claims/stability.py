@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from normlab.nn.schemes import SCHEMES
-from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, MIN_SEEDS, TRAINS, Claim, claim,
+from normlab.study.claims.base import (DEPENDS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, MIN_SEEDS, TRAINS, Claim, claim,
                                        Figure, Part, Series, alpha, by_failures, ci_text, compare, describe, equivalence,
                                        failures, fails_more, fmt, from_runs, group, loss_interval, loss_test, n_seeds,
                                        noninferior, not_worse, pct, said, select, sign_p, sign_test, spearman,
@@ -114,7 +114,24 @@ class WarmupC1(Claim):
         return lr_sweep(preset, ("pre", "post"))
 
     def verdict(self, records, measurement, preset):
-        at = dict(train__lr=preset.lr_fixed, model__n_layer=preset.depth)
+        verdict = self.at_lr(records, preset, preset.lr_fixed)
+        # the same rule at every lr the sweep trains without warmup: where it holds is a boundary in lr (Post-LN's
+        # need for warmup shows only at larger lrs), stated as the verdict's scope along lr
+        by_lr = {lr: (verdict if lr == preset.lr_fixed else self.at_lr(records, preset, lr)).verdict
+                 for lr in swept_lrs(preset, 0)}
+        if len(by_lr) > 1:
+            verdict.primary = verdict.verdict
+            verdict.scope = {"lr": {f"lr {lr:g}": v for lr, v in by_lr.items()}}
+            boundary = lr_boundary(by_lr)
+            if boundary:
+                verdict.verdict = f"{DEPENDS} lr"
+                verdict.summary += f"; along lr: {boundary}"
+                verdict.details["lr_boundary"] = boundary
+        return verdict
+
+    def at_lr(self, records, preset, lr: float):
+        """C1's rule at one lr of the sweep (its verdict is at `Preset.lr_fixed`)."""
+        at = dict(train__lr=lr, model__n_layer=preset.depth)
         pre0, preW = group(records, model__scheme="pre", train__warmup_steps=0, **at), \
             group(records, model__scheme="pre", train__warmup_steps=preset.warmup, **at)
         post0, postW = group(records, model__scheme="post", train__warmup_steps=0, **at), \
@@ -134,11 +151,11 @@ class WarmupC1(Claim):
             tost_test(pre_info), pre_info.get("seeds", []),
             f"{fmt(pre_info.get('diff'))} nats, {pct(equivalence())} interval {ci_text(pre_info.get('ci90'))} against "
             f"+{LOSS_MARGIN:g} ({said(pre.outcome)}); without warmup {failures(pre0)}" + sign_p(pre.failed))
-        settings = {"lr": preset.lr_fixed, "warmup_steps": preset.warmup, "n_layer": preset.depth,
+        settings = {"lr": lr, "warmup_steps": preset.warmup, "n_layer": preset.depth,
                     "steps": preset.base["train.steps"], "margin_nats": LOSS_MARGIN,
                     "margin_why": "under 1 % of the loss, about 4× the seed-to-seed sd (0.005 nats) of the "
                                   "4-layer Pre-LN run"}
-        summary = (f"at lr {preset.lr_fixed:g}: dropping warmup changes Post-LN's val loss by "
+        summary = (f"at lr {lr:g}: dropping warmup changes Post-LN's val loss by "
                    f"{fmt(post_info.get('diff'))} ({failures(post0)}; {said(post.outcome)}) and Pre-LN's by "
                    f"{fmt(pre_info.get('diff'))} ({failures(pre0)}; {said(pre.outcome)})")
         return self.make(None, "Post-LN val-loss penalty without warmup (nats)", post_info.get("diff"),
@@ -232,6 +249,21 @@ class LearningRateC11(Claim):
 
     def figures(self, records, measurement, preset):
         return [sweep_figure(records, preset, ("pre", "post"), "Learning-rate sweep")]
+
+
+def lr_boundary(by_lr: dict[float, str]) -> str:
+    """Where a verdict judged at each lr of a sweep changes from one decisive outcome to the opposite: `holds at lr
+    ≥ 0.01, does not hold at lr ≤ 0.003` ("" where no two lrs give opposite decisive verdicts)."""
+    holds = sorted(lr for lr, v in by_lr.items() if v == HOLDS)
+    fails = sorted(lr for lr, v in by_lr.items() if v == FAILS)
+    if not holds or not fails:
+        return ""
+    if min(holds) > max(fails):
+        return f"holds at lr ≥ {min(holds):g}, does not hold at lr ≤ {max(fails):g}"
+    if max(holds) < min(fails):
+        return f"holds at lr ≤ {max(holds):g}, does not hold at lr ≥ {min(fails):g}"
+    return ("holds at lr " + ", ".join(f"{lr:g}" for lr in holds) + "; does not hold at lr "
+            + ", ".join(f"{lr:g}" for lr in fails))
 
 
 def trains(g) -> bool:

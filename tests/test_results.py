@@ -1,0 +1,64 @@
+"""Every verdict table in the README is generated from a committed result file, and this test regenerates it.
+
+A table sits between `<!-- verdict-table: RESULTS [design=RESULTS] [papers] -->` and `<!-- /verdict-table -->`,
+RESULTS being a folder under benchmarks/results/ that holds a final study's verdicts.json. The test rebuilds the
+table with benchmarks/verdict_table.py's `table()` and fails on any difference, so a number in a table cannot
+drift from the file it came from; the packaged design-seed record (`normlab.study.design`) must match its folder.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from normlab.study.design import DESIGN_FILE
+from normlab.study.spec import DESIGN_SEEDS, HELD_OUT
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text("utf-8")
+BLOCK = re.compile(r"<!-- verdict-table: (?P<args>[^>]*?) -->\n(?P<body>.*?)\n<!-- /verdict-table -->", re.S)
+
+
+def _module(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+verdict_table = _module("verdict_table")
+design_verdicts = _module("design_verdicts")
+BLOCKS = list(BLOCK.finditer(README))
+
+
+def test_the_readme_has_its_tables():
+    sources = [b["args"].split()[0] for b in BLOCKS]
+    assert "benchmarks/results/standard" in sources, "the README lost the held-out standard table's marker"
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[b["args"] for b in BLOCKS])
+def test_each_table_is_its_file(block):
+    args = block["args"].split()
+    data = verdict_table.load(ROOT / args[0])
+    assert data["final"], f"{args[0]}/verdicts.json is partial: a README table needs a final study"
+    design = next((a.split("=", 1)[1] for a in args[1:] if a.startswith("design=")), None)
+    beside = {v["id"]: v for v in verdict_table.load(ROOT / design)["verdicts"]} if design else None
+    expected = verdict_table.table(data["verdicts"], "papers" in args[1:], beside)
+    assert block["body"].strip() == expected.strip(), (
+        f"the README's table from {args[0]} drifted from its file; regenerate it with "
+        f"python benchmarks/verdict_table.py {' '.join(args)}")
+
+
+def test_the_held_out_table_runs_on_held_out_seeds_and_its_design_column_on_design_seeds():
+    held = verdict_table.load(ROOT / "benchmarks/results/standard")["verdicts"]
+    design = verdict_table.load(ROOT / "benchmarks/results/standard-design")["verdicts"]
+    assert all(s >= HELD_OUT for v in held for s in v.get("seeds") or [])
+    assert all(s in DESIGN_SEEDS for v in design for s in v.get("seeds") or [])
+
+
+def test_the_packaged_design_record_is_the_committed_design_study():
+    packaged = json.loads(DESIGN_FILE.read_text("utf-8"))["standard"]
+    assert packaged == design_verdicts.entry(verdict_table.load(ROOT / "benchmarks/results/standard-design"))
