@@ -233,6 +233,11 @@ def study(
     init_pass: Optional[bool] = typer.Option(None, "--init-pass/--no-init-pass", help="Also judge every training "
                                              "claim under the other init recipe (xiong <-> gpt2) and mark verdicts "
                                              "that change `init-dependent`; default: the preset's choice."),
+    vary: Optional[str] = typer.Option(None, "--vary", metavar="FACTORS",
+                                       help="Also re-measure every training claim under the other level of each "
+                                            "factor, comma-separated: init (the other init recipe), context (64 "
+                                            "tokens where the preset has 32), width (d_model 128 where it has 64); "
+                                            "a verdict that flips becomes `depends on <factor>`."),
     batch: Optional[bool] = typer.Option(None, "--batch/--no-batch", help="Train runs of one shape as one stacked "
                                          "model, or each run alone; default: stacked on a GPU, alone on a CPU "
                                          "(measured slower there, see README)."),
@@ -255,7 +260,7 @@ def study(
 
     try:
         spec = load_study(preset.value, study_file, _csv(claims), _seeds(seeds), set_, robustness=robustness,
-                          init_pass=init_pass)
+                          init_pass=init_pass, vary=_csv(vary))
         if tensorboard:  # before any run starts: each would fail on it, and spend its retries
             from normlab.rundir.events import require_tensorboard
             require_tensorboard()
@@ -376,6 +381,7 @@ def _render(out: Path, judged: tuple[list, dict] | None = None):
     from normlab.study.registry import Registry
     from normlab.study.runner import completion, compute_verdicts, main_records, study_ids
     from normlab.study.sections import general_sections
+    from normlab.study.design import design_beside, family_text
     from normlab.study.spec import spec_from_meta
     from normlab.train.loop import environment
 
@@ -387,6 +393,7 @@ def _render(out: Path, judged: tuple[list, dict] | None = None):
     ids = study_ids(spec, registry, meta["study"]["run_ids"])
     status = completion(spec, registry, ids)  # before the verdicts: a run settling meanwhile is not called final
     verdicts, figures = judged if judged is not None and status.final else compute_verdicts(spec, registry, ids)
+    design_beside(spec, verdicts)
     info = {cid: {"title": CLAIMS.get(cid).title, "statement": CLAIMS.get(cid).statement,
                   "sources": CLAIMS.get(cid).sources} for cid in spec.claims}
     rows = [r for r in registry.rows() if r["id"] in set(ids)]
@@ -398,7 +405,8 @@ def _render(out: Path, judged: tuple[list, dict] | None = None):
                   "environment": environment(resolve_device("cpu")),
                   "thresholds": {"loss_margin_nats": claim_base.LOSS_MARGIN, "confidence": claim_base.CONFIDENCE,
                                  "equivalence_tost": claim_base.EQUIVALENCE, "sign_test_level": claim_base.SIGN_LEVEL,
-                                 "trains_if_seeds_at_least": claim_base.TRAINS, "min_seeds": claim_base.MIN_SEEDS}}
+                                 "trains_if_seeds_at_least": claim_base.TRAINS, "min_seeds": claim_base.MIN_SEEDS,
+                                 "family_wise": family_text(verdicts)}}
     sections = general_sections(main_records(spec, registry.records(set(ids))), registry.measurements())
     paths = render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
                           claim_figures=figures, sections=sections, study_info=study_info,
@@ -422,22 +430,29 @@ def _print_failed(failed: list[dict]) -> None:
 
 
 def _print_verdicts(verdicts, status: str = "final") -> None:
+    from normlab.study.claims.base import OUTCOMES, outcome_of
+
+    counts = {o: sum(outcome_of(v.verdict) == o for v in verdicts) for o in OUTCOMES}
     title = "verdicts" if status == "final" else f"verdicts ({status}: not final)"
+    title += ": " + ", ".join(f"{n} {o}" for o, n in counts.items())
     table = Table(title=title, title_justify="left")
-    for col in ("claim", "verdict", "key number", "seeds"):
+    design = any(v.design for v in verdicts)
+    for col in ("claim", "verdict", "key number", "seeds") + (("design seeds",) if design else ()):
         table.add_column(col, overflow="fold")
-    colour = {"holds": "green", "does not hold": "red", "inconclusive": "yellow"}
+    colour = {"holds": "green", "does not hold": "red", "inconclusive": "yellow", "depends on": "cyan"}
     for v in verdicts:
         value = "n/a" if v.value is None else f"{v.value:.4g}"
         mark = "".join(f" [bold magenta]({m})[/]" for m, on in (("fragile", v.fragile),
                                                                 ("init-dependent", v.init_dependent)) if on)
         interval = f" [{v.interval[0]:.4g}, {v.interval[1]:.4g}]" if v.interval else ""
-        table.add_row(v.id, f"[{colour[v.verdict]}]{v.verdict}[/]{mark}",
+        beside = ((f"{v.design['verdict']}" + (" (replicated)" if v.design.get("replicated") else ""),)
+                  if design and v.design else ("—",) if design else ())
+        table.add_row(v.id, f"[{colour[outcome_of(v.verdict)]}]{v.verdict}[/]{mark}",
                       escape(v.reading or f"{v.statistic} = {value}") + escape(interval),
-                      str(len(v.seeds) if v.seeds else v.n_seeds))
+                      str(len(v.seeds) if v.seeds else v.n_seeds), *beside)
         for part in v.parts:
             table.add_row("", f"  ↳ [{colour[part['verdict']]}]{part['verdict']}[/]", escape(part["name"]),
-                          str(len(part.get("seeds") or [])))
+                          str(len(part.get("seeds") or [])), *(("",) if design else ()))
     console.print(table)
 
 
