@@ -67,7 +67,8 @@ def test_verdicts_json_round_trips(report):
     rows = doc["verdicts"]
     assert [r["id"] for r in rows] == CLAIMS
     keys = {"id", "verdict", "statistic", "value", "reading", "n_seeds", "settings", "details", "summary", "fragile",
-            "robustness", "parts", "interval", "test", "seeds", "init", "init_dependent", "other_init", "look"}
+            "robustness", "parts", "interval", "test", "seeds", "init", "init_dependent", "other_init", "look",
+            "scope", "primary", "family", "design"}  # where it holds, the Holm step, the design seeds' verdict
     assert all(set(r) == keys for r in rows)
     for row, original in zip(rows, verdicts()):
         assert Verdict(**row).to_dict() == row

@@ -81,7 +81,7 @@ def test_the_standard_preset_states_its_schedule_and_a_users_own_seeds_look_once
     # the depth sweep's second round (C2–C4) and 15 runs of 32 layers (C8): no second round in 30 minutes
     assert not {"C2", "C8"} & set(spec.preset.round_claims)
     assert spec.look("C1") == (1, 2) and spec.look("C8") is None and spec.look("C16") is None
-    assert spec.next_seeds("C1") == list(range(10))
+    assert spec.next_seeds("C1") == list(range(1000, 1010))  # held-out seeds, numbered on
     spec.claim_seeds["C1"] = spec.next_seeds("C1")
     assert spec.look("C1") == (2, 2) and spec.next_seeds("C1") is None
     assert load_study("standard", seeds=[0, 1]).look("C1") is None
@@ -93,8 +93,8 @@ def test_a_round_adds_seeds_to_its_claims_runs_only():
     spec.claim_seeds["C13"] = spec.next_seeds("C13")
     after = spec.expand(CLAIMS)
     added = [r for r in after if r.id not in before]
-    # C13's two runs (with and without the final norm) at seeds 5–9; C1's runs keep their 5 seeds
-    assert sorted(r.config.train.seed for r in added) == sorted(list(range(5, 10)) * 2)
+    # C13's two runs (with and without the final norm) at seeds 1005–1009; C1's runs keep their 5 seeds
+    assert sorted(r.config.train.seed for r in added) == sorted(list(range(1005, 1010)) * 2)
     assert {r.config.model.final_norm for r in added} == {None, False}  # None: the scheme's own (Pre-LN: one)
     assert {r.config.model.scheme for r in added} == {"pre"}
 

@@ -1,0 +1,107 @@
+"""Held-out seeds and nuisance factors (issue 32): the presets users run, and every seed their rounds or C2's
+measurement at init can add, lie outside the design seeds the rules were built on; `--seeds` still runs on design
+seeds; `--vary` re-measures each training claim under a factor's other level, except where its own runs fix it."""
+from __future__ import annotations
+
+import pytest
+
+from normlab.config import ConfigError
+from normlab.study.claims import CLAIMS
+from normlab.study.runner import claim_bases, describe
+from normlab.study.spec import DESIGN_SEEDS, HELD_OUT, PRESETS, load_study, spec_from_meta
+
+DESIGN = set(DESIGN_SEEDS)
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_preset_runs_on_held_out_seeds(name):
+    seeds = PRESETS[name].seeds
+    assert seeds and min(seeds) >= HELD_OUT and not set(seeds) & DESIGN
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_no_seed_round_reaches_into_the_design_seeds(name):
+    spec = load_study(name)
+    added = set()
+    for cid in spec.claims:
+        while (more := spec.next_seeds(cid)) is not None:  # through every look of the claim's schedule
+            spec.claim_seeds[cid] = more
+            added |= set(more)
+        assert not set(spec.seeds_of(cid)) & DESIGN, cid
+    assert not added & DESIGN
+    if name == "standard":  # the one preset with rounds: the loop above did add seeds
+        assert added == set(range(HELD_OUT, HELD_OUT + 10)) and spec.seeds_of("C1") == list(range(1000, 1010))
+
+
+@pytest.mark.parametrize("name", sorted(n for n, p in PRESETS.items() if "C2" in p.claims))
+def test_c2s_seeds_at_init_are_held_out_too(name):
+    p = PRESETS[name]
+    measured = range(min(p.seeds), min(p.seeds) + p.init_seeds)  # what C2's measure() runs, from the first seed
+    assert p.init_seeds >= 100 and not set(measured) & DESIGN
+
+
+def test_design_seeds_run_by_seeds():
+    spec = load_study("standard", seeds=[0, 1, 2, 3, 4])
+    assert spec.preset.seeds == [0, 1, 2, 3, 4] and set(spec.preset.seeds) <= DESIGN
+    assert spec.next_seeds("C1") == list(range(10))  # 5 seeds: the preset's schedule of looks, numbered on
+    assert PRESETS["standard"].seeds == [1000, 1001, 1002, 1003, 1004]  # the preset itself is untouched
+    expanded = spec.expand(CLAIMS)
+    assert expanded and {r.config.train.seed for r in expanded} == {0, 1, 2, 3, 4}
+
+
+# -- --vary ---------------------------------------------------------------------------------------------------
+def test_an_unknown_factor_is_refused_with_the_valid_ones():
+    with pytest.raises(ConfigError, match=r"unknown factor 'depth' to vary; valid: init, context, width"):
+        load_study("standard", vary=["context", "depth"])
+    with pytest.raises(ConfigError, match="vary must be a list of factors"):
+        load_study("standard", vary="context")
+
+
+def test_factors_are_kept_once_in_the_order_given():
+    assert load_study("standard", claims=["C1"], vary=["width", "context", "width"]).vary == ["width", "context"]
+
+
+def test_vary_context_adds_64_token_runs_where_the_claims_runs_do_not_fix_the_context():
+    plain = load_study("standard", claims=["C1", "C8"])
+    spec = load_study("standard", claims=["C1", "C8"], vary=["context"])
+    c1, c8 = CLAIMS.get("C1")(), CLAIMS.get("C8")()
+    before, after = plain.expand(CLAIMS), spec.expand(CLAIMS)
+    assert spec.preset.base["model.block_size"] == 32 and not [r for r in before if r.config.model.block_size == 64]
+    added = [r.config for r in after if r.id not in {b.id for b in before}]
+    # C1's lr sweep once more at 64 tokens (the same val tokens per evaluation: 10 batches of 64), every seed
+    assert len(added) == len(c1.runs(spec.preset)) * 5
+    assert {(c.model.block_size, c.train.eval_batches) for c in added} == {(64, 10)}
+    assert {c.model.scheme for c in added} == {"pre", "post"} and {c.model.n_layer for c in added} == {4}
+    # C8's very deep models set their own context (32 tokens): not varied, and its verdict says so
+    assert c8.runs(spec.preset) and all(o["model.block_size"] == 32 for o in c8.runs(spec.preset))
+    assert spec.varied(c8, "context") is None and spec.fixed_factors(c8) == ["context"]
+    assert spec.varied(c1, "context") == {"model.block_size": 64, "train.eval_batches": 10}
+    assert spec.fixed_factors(c1) == []
+    bases = {cid: claim_bases(spec, CLAIMS.get(cid)(), spec.base_flat()) for cid in ("C1", "C8")}
+    assert bases["C1"]["vary:context"]["model.block_size"] == 64 and "vary:context" not in bases["C8"]
+
+
+def test_vary_width_is_fixed_by_c8s_narrow_models_too():
+    spec = load_study("standard", claims=["C1", "C8"], vary=["context", "width"])
+    assert spec.fixed_factors(CLAIMS.get("C8")()) == ["context", "width"]
+    assert spec.varied(CLAIMS.get("C1")(), "width") == {"model.d_model": 128}
+
+
+def test_a_claim_without_training_runs_is_not_varied():
+    spec = load_study("standard", claims=["C16"], vary=["context"])
+    c16 = CLAIMS.get("C16")()
+    assert spec.varied(c16, "context") is None and spec.fixed_factors(c16) == []
+
+
+def test_vary_init_is_the_init_pass():
+    spec = load_study("standard", claims=["C1", "C13"], vary=["init"])
+    assert spec.init_pass is True and spec.vary == []
+    assert spec.judges_both_inits("C1") and len(spec.inits(CLAIMS.get("C1")())) == 2
+    assert load_study("standard", claims=["C1"], vary=["init", "width"]).vary == ["width"]
+
+
+def test_the_factors_varied_are_recorded_and_read_back():
+    spec = load_study("standard", claims=["C1"], vary=["context"])
+    study = describe(spec, [])
+    assert study["vary"] == ["context"]
+    assert spec_from_meta({"study": study}).vary == ["context"]
