@@ -1,7 +1,9 @@
 """The `normlab` command line."""
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import time
 from enum import Enum
 from pathlib import Path
@@ -104,12 +106,17 @@ def train(
         fail(str(e)) if dist.main else _exit_quietly()
     ended = False
     try:
-        result = _train_with_bar(trainer) if dist.main else trainer.run()
+        with _sigterm_as_interrupt():
+            result = _train_with_bar(trainer) if dist.main else trainer.run()
         ended = True  # completed or diverged: every rank ends here together (they share the global loss)
     except RunError as e:
         fail(str(e)) if dist.main else _exit_quietly()
     except KeyboardInterrupt:
-        if dist.main:
+        if dist.main and trainer.result is not None:  # cut short after the last step: the run is completed
+            _print_result(trainer.result, out)
+            err_console.print(f"[yellow]interrupted[/] in the end-of-run diagnostics; `normlab diagnose {out} "
+                              "--layer-skip` runs the layer-skip ablation", highlight=False)
+        elif dist.main:
             err_console.print(f"[yellow]interrupted[/] at step {getattr(trainer, 'step', 0)}; run the same command "
                               "again to resume from the last checkpoint", highlight=False)
         raise typer.Exit(130)
@@ -121,6 +128,20 @@ def train(
     # which could cut rank 0 off before it has recorded and reported the divergence
     if result.status == "diverged" and dist.main:
         raise typer.Exit(3)
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM (a scheduler, `kill`, a timeout) stops a run as Ctrl-C does: recorded, resumable, a completed run
+    left completed; without this Python dies on it at once."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def _exit_quietly(code: int = 2) -> None:
@@ -139,9 +160,20 @@ def _train_with_bar(trainer):
             printed[0] = time.monotonic()
             console.print(f"step {row['step']}/{trainer.tc.steps}  {_status_line(row)}", highlight=False)
 
+    def on_phase(phase) -> None:  # the work after the last step (train/end_of_run.py): a bar each
+        if phase.name not in phases:
+            phases[phase.name] = progress.add_task(phase.name, total=phase.total, status=phase.note)
+        progress.update(phases[phase.name], total=phase.total, completed=phase.done, status=phase.note)
+        if not live and (phase.ended or phase.done == 0 or time.monotonic() - printed[0] >= PRINT_EVERY_S):
+            printed[0] = time.monotonic()
+            said = f"{phase.name} done in {phase.elapsed_s:.1f} s" if phase.ended else phase.describe()
+            console.print(said + (f"  ({phase.note})" if phase.note else ""), highlight=False)
+
+    phases: dict[str, TaskID] = {}
     with _progress(disable=not live) as progress:
         task = progress.add_task("train", total=trainer.tc.steps, status="")
         trainer.on_log = on_log
+        trainer.phases.on_phase = on_phase
         try:
             result = trainer.run()
         except (RunError, KeyboardInterrupt):
@@ -327,7 +359,7 @@ def _sync_run_lines(bar: Progress, lines: dict, active: list) -> None:
     for rid in [r for r in lines if r not in now]:
         bar.remove_task(lines.pop(rid))
     for rid, run in now.items():
-        loss = "" if run.loss is None else f"loss {run.loss:.4f}"
+        loss = run.phase or ("" if run.loss is None else f"loss {run.loss:.4f}")
         if rid not in lines:
             lines[rid] = bar.add_task(f"  {run.name}", total=run.steps, status=loss)
         bar.update(lines[rid], completed=run.step, total=run.steps, status=loss)
@@ -516,11 +548,19 @@ def diagnose(
                                 "in fp32)."),
     html: Optional[Path] = typer.Option(None, "--html", metavar="FILE", help="Also write a one-page report with "
                                         "per-layer plots to FILE."),
+    layer_skip: bool = typer.Option(False, "--layer-skip", help="A completed normlab run directory: measure its "
+                                    "end-of-run layer-skip ablation whole (the blocks diagnostics.layer_skip_most "
+                                    "asks for, on its own val batches, all of them, no time budget) into "
+                                    "RUN/layer_skip.json; nothing else is measured."),
 ) -> None:
     """Per-layer residual RMS, contribution, angular distance, block influence, gradients and layer-skip ΔL."""
     from normlab.diagnostics.diagnose import diagnose as run_diagnose, load_subject
     from normlab.diagnostics.structure import placement_text
 
+    if layer_skip:
+        _layer_skip_again(target, device, as_json, refused={"--text": text, "--no-skip": no_skip, "--init": init,
+                                                             "--html": html, "--dtype": dtype.value != "float32"})
+        return
     try:
         subject = load_subject(target, str(text) if text else None, init=init, device=device, dtype=dtype.value)
         result = run_diagnose(subject, skip=not no_skip)
@@ -552,6 +592,38 @@ def diagnose(
 
         console.print(f"effective depth: {depth_sentence(result['effective_depth'], result['n_layer'])}",
                       highlight=False)
+
+
+def _layer_skip_again(run: Path, device: str, as_json: bool, refused: dict) -> None:
+    """`normlab diagnose RUN --layer-skip`: the run's own ablation, with a bar and an estimate."""
+    from normlab.diagnostics.skip import depth_sentence
+    from normlab.train.loop import layer_skip_again
+
+    given = [flag for flag, value in refused.items() if value]
+    if given:
+        fail(f"--layer-skip measures a run on its own val batches, in its own dtype; {', '.join(given)} do not "
+             "apply to it (leave them out)")
+
+    def on_phase(phase) -> None:
+        if phase.name not in tasks:
+            tasks[phase.name] = bar.add_task(phase.name, total=phase.total, status=phase.note)
+        bar.update(tasks[phase.name], total=phase.total, completed=phase.done, status=phase.note)
+
+    tasks: dict[str, TaskID] = {}
+    try:
+        with _sigterm_as_interrupt(), _progress(disable=as_json or not err_console.is_terminal) as bar:
+            record = layer_skip_again(run, device, on_phase)
+    except KeyboardInterrupt:
+        err_console.print(f"[yellow]interrupted[/]; what was measured is in {run / 'layer_skip.json'}",
+                          highlight=False)
+        raise typer.Exit(130)
+    except (ConfigError, CorpusError, ValueError, OSError) as e:
+        fail(str(e))
+    if as_json:
+        print(json.dumps(record, indent=2, ensure_ascii=False))
+        return
+    console.print(f"effective depth: {depth_sentence(record, len(record['delta_loss']))} → "
+                  f"{run / 'layer_skip.json'}", highlight=False)
 
 
 @app.command("import-hf")

@@ -131,6 +131,15 @@ class DiagnosticsConfig(BaseModel):
     """The layer-skip ablation skips at most this many blocks, evenly spaced (the first and the last among them),
     and estimates the effective depth from them; 0: every block (the full sweep). Why: one evaluation per block
     kept a 10-step 1,000-layer run going past 15 minutes (4.4 without the ablation); with 100, it pays 100."""
+    end_of_run_budget: float = Field(default=0.25, ge=0)
+    """The end-of-run diagnostics (the layer-skip ablation) take at most this fraction of the run's training time
+    (status.json's elapsed_s), or 5 s, whichever is more; 0: no time, the ablation is left out. How many blocks it
+    skips and over how many val batches follow from the time one val batch takes (layer_skip.json's `plan`).
+    Why: 100 sampled blocks of a 10-step 1,000-layer run took 26 minutes after its 2 minutes of training."""
+    layer_skip_budgeted: bool = True
+    """false: the ablation measures all it is asked for (layer_skip_most blocks over every train.eval_batches),
+    whatever that costs; end_of_run_budget does not bind it. `normlab diagnose RUN --layer-skip` does the same
+    later, on a completed run."""
 
 
 class RunConfig(BaseModel):
@@ -175,7 +184,8 @@ class RunConfig(BaseModel):
 HASH_NEUTRAL = {"model.arch": "decoder", "train.activation_checkpointing": False, "diagnostics.layer_skip_most": 100,
                 "model.positions": "learned", "model.rope_theta": 10000.0, "model.rope_fraction": 1.0, "model.qk_norm": "none",
                 "model.gelu_approximate": "none", "model.head_transform": False, "model.head_bias": False,
-                "train.init_from_match": "exact", "train.plateau_stop": 0.0, "model.learned_embed_scale": False}
+                "train.init_from_match": "exact", "train.plateau_stop": 0.0, "model.learned_embed_scale": False,
+                "diagnostics.end_of_run_budget": 0.25, "diagnostics.layer_skip_budgeted": True}
 
 
 class ConfigError(ValueError):

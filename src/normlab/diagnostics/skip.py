@@ -5,7 +5,10 @@ hands the layer's input on as its output, keeping any extra outputs (tuples).
 """
 from __future__ import annotations
 
+import math
+from collections import deque
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from torch import nn
@@ -37,34 +40,86 @@ def sampled_layers(n: int, most: int | None) -> list[int]:
     """Which of n layers to skip: all, or `most` evenly spaced ones, the first and the last among them."""
     if most is None or n <= most:
         return list(range(n))
-    return sorted({round(i * (n - 1) / (most - 1)) for i in range(most)})
+    return sorted({round(i * (n - 1) / max(most - 1, 1)) for i in range(most)})
+
+
+def spread(layers: list[int]) -> list[int]:
+    """`layers` in an order whose every prefix is spread over them: the first, the last, the middle, then the
+    quarters, and so on. Why: an ablation cut short (interrupted, or out of budget) then keeps an evenly spread
+    sample of the stack, not its bottom."""
+    if len(layers) <= 2:
+        return list(layers)
+    order, halves = [0, len(layers) - 1], deque([(0, len(layers) - 1)])
+    while halves:
+        lo, hi = halves.popleft()
+        if hi - lo >= 2:
+            mid = (lo + hi) // 2
+            order.append(mid)
+            halves.extend([(lo, mid), (mid, hi)])
+    return [layers[i] for i in order]
+
+
+@dataclass(frozen=True)
+class SkipPlan:
+    """What an ablation measures: which layers (in the order measured), over how many val batches, and why."""
+
+    layers: list[int]
+    batches: int
+    why: str
+    whole: bool = False  # everything asked for: `most` layers over every val batch
+
+
+def plan_layer_skip(n_layer: int, most: int | None, batches: int, batch_s: float, budget_s: float) -> SkipPlan:
+    """The most of the ablation that fits `budget_s` seconds when one val batch takes `batch_s`. It costs
+    (1 + layers) evaluations (the full model, then each layer skipped) of `batches` each. Kept first: `most`
+    evenly spaced layers (all, if fewer) over all `batches`; then fewer batches per evaluation, down to one;
+    then fewer layers, the first and the last among them; else none (`layers` empty)."""
+    want = sampled_layers(n_layer, most)
+    afford = math.floor(budget_s / batch_s) if batch_s > 0 else (1 + len(want)) * batches
+    paid = f"one val batch takes {batch_s:.2g} s, {max(budget_s, 0):.2g} s pay for {max(afford, 0)}"
+    if afford >= (1 + len(want)) * batches:
+        return SkipPlan(spread(want), batches, f"whole: {len(want)} of {n_layer} layers over {batches} val batches",
+                        whole=True)
+    if afford // (1 + len(want)) >= 1:
+        fewer = afford // (1 + len(want))
+        return SkipPlan(spread(want), fewer, f"{len(want)} of {n_layer} layers over {fewer} of {batches} val "
+                                             f"batches: {paid}")
+    if afford - 1 >= min(2, n_layer):
+        layers = sampled_layers(n_layer, afford - 1)
+        return SkipPlan(spread(layers), 1, f"{len(layers)} of {n_layer} layers, evenly spaced ({len(want)} asked "
+                                           f"for), over 1 of {batches} val batches: {paid}")
+    return SkipPlan([], 0, f"{paid}, too few for the full model and two layers skipped")
 
 
 def layer_skip(layers: Sequence[nn.Module], compute_loss: Callable[[], float],
                threshold: float = SKIP_THRESHOLD, chance: tuple[float, str] | None = None,
                most: int | None = None) -> dict[str, object]:
-    """ΔL(l) = loss with layer l skipped − full loss, for every l, and the effective-depth summary.
+    """ΔL(l) = loss with layer l skipped − full loss, for every l, and the effective-depth summary (`summarize`).
+
+    `most`: skip at most this many layers, evenly spaced (`sampled_layers`), the others' ΔL None.
+    A 1,000-layer stack then costs 100 evaluations, not 1,000.
+    """
+    base = compute_loss()
+    deltas: list[float | None] = [None] * len(layers)
+    for index in sampled_layers(len(layers), most):
+        with skipped(layers[index]):
+            deltas[index] = compute_loss() - base
+    return summarize(base, deltas, threshold, chance)
+
+
+def summarize(base: float, deltas: list[float | None], threshold: float = SKIP_THRESHOLD,
+              chance: tuple[float, str] | None = None) -> dict[str, object]:
+    """The effective depth from the ΔL measured (None: a layer not skipped).
 
     `effective_depth` is the number of layers whose removal raises the loss by more than
     `threshold` of a scale: with `chance` = (loss, what) — the loss of a model that knows nothing,
     e.g. log V — the gap from the model's loss up to it (how much of what it learned is lost);
     without, the loss itself. A loss under NEAR_ZERO with no chance level gives no scale: the
     depth is then None and `judged` says why. `effective_depth_fraction` divides it by the depth.
-
-    `most`: skip at most this many layers, evenly spaced (`sampled_layers`), the others' ΔL None;
-    the fraction is then the sampled layers', and the depth that fraction of all layers (an
-    estimate: `skipped` says how many were measured). A 1,000-layer stack costs 100 evaluations,
-    not 1,000.
+    With layers left out, the fraction is the measured layers', and the depth that fraction of all
+    layers (an estimate: `skipped` says how many were measured).
     """
-    base = compute_loss()
-    chosen = set(sampled_layers(len(layers), most))
-    deltas: list[float | None] = []
-    for index, layer in enumerate(layers):
-        if index not in chosen:
-            deltas.append(None)
-            continue
-        with skipped(layer):
-            deltas.append(compute_loss() - base)
+    measured = sum(d is not None for d in deltas)
     if chance is not None and chance[0] > base:
         scale, relative_to = chance[0] - base, f"its gap to chance ({chance[1]} = {chance[0]:.4g} nats)"
     elif base >= NEAR_ZERO:
@@ -72,18 +127,18 @@ def layer_skip(layers: Sequence[nn.Module], compute_loss: Callable[[], float],
     else:
         scale, relative_to = None, None
     out = {"base_loss": base, "delta_loss": deltas, "threshold": threshold, "relative_to": relative_to,
-           "skipped": len(chosen)}
+           "skipped": measured}
     if scale is None:
         return {**out, "relative_delta": [None] * len(deltas), "effective_depth": None,
                 "effective_depth_fraction": None,
                 "judged": f"cannot judge: the loss {base:.2g} is near 0 and no chance level was given to scale ΔL by"}
     relative = [None if d is None else d / scale for d in deltas]
     essential = sum(r > threshold for r in relative if r is not None)
-    fraction = essential / max(len(chosen), 1)
-    depth = essential if len(chosen) == len(deltas) else round(fraction * len(deltas))
+    fraction = essential / max(measured, 1)
+    depth = essential if measured == len(deltas) else round(fraction * len(deltas))
     return {**out, "relative_delta": relative, "effective_depth": depth, "effective_depth_fraction": fraction,
-            "judged": "judged" if len(chosen) == len(deltas) else
-            f"judged on {len(chosen)} evenly spaced layers of {len(deltas)}: the depth is an estimate"}
+            "judged": "judged" if measured == len(deltas) else
+            f"judged on {measured} evenly spaced layers of {len(deltas)}: the depth is an estimate"}
 
 
 def depth_sentence(depth: dict[str, object], n_layer: int) -> str:

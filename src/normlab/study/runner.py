@@ -350,14 +350,16 @@ class ActiveRun:
     step: int
     steps: int
     loss: float | None
+    phase: str | None = None  # the work after the last step, as status.json says (train/end_of_run.py)
 
     def describe(self) -> str:
         loss = "" if self.loss is None else f" loss {self.loss:.4f}"
-        return f"{self.name} step {self.step}/{self.steps}{loss}"
+        return f"{self.name} step {self.step}/{self.steps}{loss}" + (f", {self.phase}" if self.phase else "")
 
 
 def active_runs(registry: Registry, ids: set[str] | None = None) -> list[ActiveRun]:
-    """The runs training now, each with its newest logged step and train loss (read from its metrics' tail)."""
+    """The runs training now, each with its newest logged step and train loss (read from its metrics' tail) and
+    the phase after its last step, if in one."""
     from normlab.rundir import RunDir
     from normlab.rundir.events import run_name
 
@@ -365,9 +367,10 @@ def active_runs(registry: Registry, ids: set[str] | None = None) -> list[ActiveR
     for rid, config in registry.running():
         if ids is not None and rid not in ids:
             continue
-        row = RunDir(registry.run_dir(rid)).last_metrics() or {}
+        run = RunDir(registry.run_dir(rid))
+        row = run.last_metrics() or {}
         out.append(ActiveRun(rid, run_name(config, rid), row.get("step", 0), config["train"]["steps"],
-                             row.get("train_loss")))
+                             row.get("train_loss"), (run.read_status() or {}).get("phase")))
     return out
 
 
@@ -465,12 +468,12 @@ def scope_verdict(verdict: Verdict, levels: dict[str, dict[str, str]], fixed: li
     summary says under which levels the verdict was shown) without overturning it."""
     verdict.primary = verdict.primary or verdict.verdict  # a claim may have scoped itself along a swept axis (C1: lr)
     verdict.scope = {**verdict.scope, **{factor: dict(by_level) for factor, by_level in levels.items()}}
-    for factor in fixed:
-        verdict.scope[factor] = {"fixed by the claim's own runs": verdict.primary}
+    for factor in fixed:  # the claim's own runs set this factor (C8's narrow models): not varied for it
+        verdict.scope[factor] = {"its own runs' level (not varied)": verdict.primary}
     split = [f for f, by_level in verdict.scope.items() if {HOLDS, FAILS} <= set(by_level.values())]
     if split:
         verdict.verdict = f"{DEPENDS} {', '.join(split)}"
-    if levels:
+    if verdict.scope:
         verdict.summary += "; where it holds: " + "; ".join(
             f"{factor}: " + ", ".join(f"{v} under {level}" for level, v in by_level.items())
             for factor, by_level in verdict.scope.items())

@@ -22,7 +22,7 @@ from normlab.config import RunConfig
 from normlab.device import cpu_model, resolve_device
 from normlab.data import Corpus, corpus_of
 from normlab.data.objectives import objective_for
-from normlab.diagnostics import DiagnosticsStore, LayerProbe, find_nonfinite_origin, layer_skip
+from normlab.diagnostics import DiagnosticsStore, LayerProbe, find_nonfinite_origin
 from normlab.diagnostics.probe import NO_PROBE
 from normlab.nn.kernels import get_norm_impl
 from normlab.nn.model import IGNORE
@@ -30,6 +30,7 @@ from normlab.nn.schemes import profile_model
 from normlab.rundir import RunDir, RunDirError, RunLock, RunLockedError, load_model, with_vocab
 from normlab.train.cadence import run_cadence
 from normlab.train.distributed import SINGLE, Dist, full_state, shard_optimizer_state, sharded, wrap
+from normlab.train.end_of_run import LayerSkipRun, PhaseCallback, Phases, budget_s, skip_line, skip_note
 from normlab.train.optim import build_optimizer, learning_rate
 
 EVAL_SEED = 0x5EED_0E7A  # val batches are the same at every evaluation and in every run
@@ -91,7 +92,11 @@ class _RunSteps:
         return self.trainer.stopped_at is None  # it leaves by raising (Diverged), or stopped on the plateau
 
     def evaluate(self) -> None:
-        self.val_loss = self.trainer.evaluate()
+        if self.step < self.trainer.tc.steps:
+            self.val_loss = self.trainer.evaluate()
+            return
+        with self.trainer.phases.phase("final evaluation", self.trainer.tc.eval_batches, "val batches") as phase:
+            self.val_loss = self.trainer.evaluate(on_batch=phase.advance)
 
     def take_step(self) -> None:
         lr = learning_rate(self.trainer.step, self.trainer.tc)
@@ -114,7 +119,12 @@ class _RunSteps:
         self.trainer._log({**row, "elapsed_s": self.trainer.elapsed})
 
     def checkpoint(self) -> None:
-        self.trainer._checkpoint()
+        if self.step < self.trainer.tc.steps:
+            self.trainer._checkpoint()
+            return
+        with self.trainer.phases.phase("checkpoint", 1, "file", expected_s=self.trainer.checkpoint_s) as phase:
+            self.trainer._checkpoint()
+            phase.advance()
 
     def stop_on_plateau(self, checkpointed: bool) -> None:
         self.trainer.stop_on_plateau(self.val_loss, checkpointed)
@@ -154,10 +164,14 @@ class Trainer:
 
     def __init__(self, cfg: RunConfig, out: str, on_log: StepCallback | None = None, fresh: bool = False,
                  on_note: NoteCallback | None = None, corpus: Corpus | None = None, dist: Dist = SINGLE,
-                 events: str | Path | None = None):
+                 events: str | Path | None = None, on_phase: PhaseCallback | None = None):
         self.run_dir = RunDir(out)
         self.events_dir, self.events = events, None  # live TensorBoard events (rundir/events.py), when asked
         self.on_log, self.on_note, self.fresh = on_log, on_note, fresh
+        self.phases = Phases(self.run_dir, on_phase, writes=dist.main)  # the work after the last step, shown
+        self.result: RunResult | None = None  # set once the run is completed: what follows cannot undo that
+        self.checkpoint_s: float | None = None  # how long the last checkpoint took to write
+        self.eval_batch_s: float | None = None  # a val batch's time in the last evaluation (the ablation's plan)
         self.notes: list[str] = []  # what the user should be told (e.g. a damaged checkpoint passed over)
         self.dist = dist  # one of torchrun's processes (distributed.py), or the only one
         if dist.active and cfg.train.batch_size % dist.world:
@@ -260,6 +274,7 @@ class Trainer:
 
     def _checkpoint(self) -> None:
         # one process's format whatever the engine (FSDP's shards gathered by every rank); rank 0 writes
+        started = time.perf_counter()
         model = full_state(self.model.state_dict(), self.dist)
         optimizer = full_state(self.optimizer.state_dict(), self.dist)
         if not self.dist.main:
@@ -270,6 +285,7 @@ class Trainer:
             "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
             "step": self.step, "elapsed": self.elapsed, "config_hash": self.cfg.hash(),
         })
+        self.checkpoint_s = time.perf_counter() - started
 
     def _prepare_dir(self) -> None:
         """Check that the directory holds this run (or nothing yet) and write its config."""
@@ -440,25 +456,26 @@ class Trainer:
         return True
 
     def finish(self, val_loss: float) -> RunResult:
-        """The layer-skip ablation, then `completed`, with its outcome: trained, or failed to train."""
-        skip = self.layer_skip() if self.cfg.diagnostics.layer_skip else None  # every rank: FSDP gathers weights
+        """`completed`, with its outcome (trained, or failed to train), then the layer-skip ablation: a run cut
+        short in its ablation stays completed (train/end_of_run.py)."""
         plateau = self.objective.plateau(self.corpus)
         outcome, reason = judge_training(val_loss, plateau, self.tc.untrained_margin, self.objective.plateau_what)
         if self.stopped_at is not None:
             reason = (f"stopped at step {self.stopped_at} of {self.tc.steps} (train.plateau_stop = "
                       f"{self.tc.plateau_stop:g}): {reason}")
-        if not self.dist.main:
-            return RunResult("completed", self.step, val_loss, reason, outcome)
-        self.close_events(outcome if outcome == FAILED_TO_TRAIN else "completed", val_loss)
-        if skip is not None:
-            self.run_dir.write_json("layer_skip.json", skip)
-        self.run_dir.write_status("completed", step=self.step, val_loss=val_loss, elapsed_s=self.elapsed,
-                                  outcome=outcome, reason=reason, unigram_ce=plateau)
-        return RunResult("completed", self.step, val_loss, reason, outcome)
+        if self.dist.main:
+            self.close_events(outcome if outcome == FAILED_TO_TRAIN else "completed", val_loss)
+            self.run_dir.write_status("completed", step=self.step, val_loss=val_loss, elapsed_s=self.elapsed,
+                                      outcome=outcome, reason=reason, unigram_ce=plateau)
+        self.result = RunResult("completed", self.step, val_loss, reason, outcome)
+        if self.cfg.diagnostics.layer_skip:  # every rank: FSDP gathers weights
+            self.layer_skip(budget_s(self.cfg.diagnostics, self.elapsed))
+        return self.result
 
     def _record_failure(self, reason: str) -> None:
-        """status.json says `failed` and why (rank 0's); best effort (the disk may be what failed)."""
-        if not self.dist.main:
+        """status.json says `failed` and why (rank 0's), unless the run completed before; best effort (the disk
+        may be what failed)."""
+        if not self.dist.main or self.result is not None:
             return
         try:
             if self.run_dir.path.is_dir():
@@ -467,8 +484,9 @@ class Trainer:
             pass
 
     def _record_interrupted(self) -> None:
-        """status.json says `interrupted` at the step reached; the next start resumes from the last checkpoint."""
-        if not self.dist.main:
+        """status.json says `interrupted` at the step reached, unless the run completed before (its end-of-run
+        diagnostics were cut short); the next start resumes from the last checkpoint."""
+        if not self.dist.main or self.result is not None:
             return
         try:
             if self.run_dir.path.is_dir():
@@ -570,24 +588,56 @@ class Trainer:
                 reason += f"; first non-finite value from {origin['module']} ({origin['phase']})"
         raise Diverged(step, reason, origin)
 
-    def layer_skip(self) -> dict[str, Any]:
-        """Val loss with each block skipped (ΔL per layer, effective depth), one evaluation each; above
-        diagnostics.layer_skip_most blocks (0: never), that many evenly spaced ones."""
-        return layer_skip(self.model.blocks, lambda: self.evaluate(eager=True),  # compiled code ignores new hooks
-                          most=self.cfg.diagnostics.layer_skip_most or None)
+    def layer_skip(self, budget: float | None) -> dict[str, Any]:
+        """Val loss with each block skipped (ΔL per layer, effective depth) into DIR/layer_skip.json, within
+        `budget` seconds (None: all diagnostics.layer_skip_most asks for, over every val batch); status.json's
+        `layer_skip` says how it went. The record; Ctrl-C keeps what was measured and re-raises."""
+        ablation = LayerSkipRun(self.model.blocks, self._ablation_loss, self.tc.eval_batches,
+                                self.cfg.diagnostics.layer_skip_most or None, budget, self.dist.from_main,
+                                batch_s=None if self.tc.compile else self.eval_batch_s)
+        save = self._save_layer_skip if self.dist.main else (lambda record: None)
+        try:
+            record = ablation.run(self.phases, save)
+        except KeyboardInterrupt:
+            self._mark_layer_skip(skip_line(ablation.saved) if ablation.saved
+                                  else "skipped: interrupted before a layer was measured")
+            raise
+        self._mark_layer_skip(skip_line(record))
+        note = skip_note(record, str(self.run_dir.path))
+        if note and self.dist.main:
+            self._note(note)
+        return record
+
+    def _ablation_loss(self, batches: int, on_batch: Callable[[], None]) -> float:
+        return self.evaluate(eager=True, batches=batches, on_batch=on_batch)  # compiled code ignores new hooks
+
+    def _save_layer_skip(self, record: dict[str, Any]) -> None:
+        self.run_dir.write_json("layer_skip.json", record)
+
+    def _mark_layer_skip(self, how: str) -> None:
+        """status.json's `layer_skip`: complete, partial or skipped, and why."""
+        status = self.run_dir.read_status() if self.dist.main else None
+        if status is not None:
+            info = {k: v for k, v in status.items() if k not in ("status", "updated", "phase")}
+            self.run_dir.write_status(status["status"], **{**info, "layer_skip": how})
 
     @torch.no_grad()
-    def evaluate(self, split: str = "val", eager: bool = False) -> float:
-        """Mean loss over `eval_batches` fixed batches of `split` (model in eval mode; `eager` bypasses compile)."""
+    def evaluate(self, split: str = "val", eager: bool = False, batches: int | None = None,
+                 on_batch: Callable[[], None] | None = None) -> float:
+        """Mean loss over the first `batches` (default `eval_batches`) of the fixed batches of `split` (model in
+        eval mode; `eager` bypasses compile); `on_batch` is called after each."""
         self.model.eval()
         rng = torch.Generator().manual_seed(EVAL_SEED)
-        losses = []
-        for _ in range(self.tc.eval_batches):
+        losses, started = [], time.perf_counter()
+        for _ in range(batches or self.tc.eval_batches):
             x, y = self.objective.batch(self.corpus, split, self.tc.batch_size, self.cfg.model.block_size, rng)
             with self.autocast():
                 _, loss = (self.model if eager else self.forward)(x.to(self.device), y.to(self.device))
             losses.append(loss.item())
+            if on_batch is not None:
+                on_batch()
         self.model.train()
+        self.eval_batch_s = (time.perf_counter() - started) / len(losses)
         return sum(losses) / len(losses)
 
     def autocast(self):
@@ -642,6 +692,30 @@ def train(cfg: RunConfig, out: str, on_log: StepCallback | None = None, fresh: b
     """Train `cfg` into the run directory `out` (resuming it if it holds this run, interrupted); `events`: a
     directory for live TensorBoard events."""
     return Trainer(cfg, out, on_log, fresh=fresh, dist=dist, events=events).run()
+
+
+def layer_skip_again(run: str | Path, device: str | None = None, on_phase: PhaseCallback | None = None
+                     ) -> dict[str, Any]:
+    """`normlab diagnose RUN --layer-skip`: a completed run's layer-skip ablation, whole (the blocks
+    diagnostics.layer_skip_most asks for, over every val batch, no budget), into RUN/layer_skip.json, under the
+    run's lock; `device`: where to measure (unset: the run's train.device). Its record."""
+    rd = RunDir(run)
+    if not rd.exists():
+        raise ValueError(f"{str(run)!r} is not a normlab run directory: no config.toml in it")
+    status = rd.read_status() or {"status": "not started"}
+    if status["status"] != "completed":
+        raise ValueError(f"{str(run)!r} is {status['status']} (step {status.get('step', 0)}): the layer-skip ablation "
+                         "measures a completed run; finish its training first (normlab train resumes it)")
+    trainer = Trainer(rd.read_config(), str(run), on_phase=on_phase)
+    lock = trainer.acquire()
+    try:
+        trainer.device = resolve_device(device) if device else trainer.device
+        trainer.model = load_model(rd, trainer.device, cfg=trainer.cfg).model
+        trainer.result = RunResult("completed", status["step"], status.get("val_loss"))
+        with run_threads(trainer.tc.threads):
+            return trainer.layer_skip(None)
+    finally:
+        lock.release()
 
 
 # what a swap (init_from_match by_name / by_stream) may change of the source's model: where the norms go, which
