@@ -107,7 +107,7 @@ def test_a_missing_tensor_names_it(tmp_path):
         import_hf(path)
 
 
-@pytest.mark.parametrize("model_type, lacks", [("gemma3", "dual RoPE"), ("gptj", "parallel-residual"),
+@pytest.mark.parametrize("model_type, lacks", [("gemma3", "dual RoPE"), ("gptj", "rotate-every-two"),
                                                ("made_up", "importable: bert")])
 def test_a_family_it_cannot_represent_is_refused_in_one_line(tmp_path, model_type, lacks):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type}))
