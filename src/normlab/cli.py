@@ -18,6 +18,7 @@ from rich.table import Table
 
 from normlab.config import ConfigError, load_config
 from normlab.data import CorpusError
+from normlab.hf.families import exportable_text, importable_text
 from normlab.nn.norms import NORMS
 from normlab.nn.schemes import SCHEMES
 from normlab.study.jobs import EXECUTORS
@@ -626,7 +627,8 @@ def _layer_skip_again(run: Path, device: str, as_json: bool, refused: dict) -> N
                   f"{run / 'layer_skip.json'}", highlight=False)
 
 
-@app.command("import-hf")
+@app.command("import-hf", help=f"Import a {importable_text()} model as a normlab run (train --set "
+             "train.init_from=RUN_DIR fine-tunes it; with train.init_from_match=by_name under another placement).")
 def import_hf(
     path: Path = typer.Argument(..., metavar="PATH", help="A local Hugging Face model directory (config.json and "
                                 "safetensors, or a .bin read weights-only). Nothing runs from it; nothing is "
@@ -635,8 +637,6 @@ def import_hf(
     block_size: Optional[int] = typer.Option(None, "--block-size", metavar="T", help="Shorten the context to T "
                                              "tokens (learned positions past it are dropped)."),
 ) -> None:
-    """Import a GPT-2, Llama, Mistral, Qwen2, Qwen3 or BERT model as a normlab run (train --set
-    train.init_from=RUN_DIR fine-tunes it; with train.init_from_match=by_name under another placement)."""
     from normlab.hf.run import import_run
 
     try:
@@ -649,14 +649,13 @@ def import_hf(
         console.print(f"note: {note}", highlight=False)
 
 
-@app.command()
+@app.command(help=f"Write a run in the Hugging Face layout that holds its placement: {exportable_text()}.")
 def export(
     target: Path = typer.Argument(..., metavar="RUN_DIR", help="A normlab run directory or its checkpoint."),
     fmt: str = typer.Option("hf", "--format", help="hf: a Hugging Face directory (config.json, model.safetensors, "
                             "tokenizer)."),
     out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="The directory to write (new or empty)."),
 ) -> None:
-    """Write a run in the Hugging Face layout that holds its placement: GPT-2, Llama, Qwen3 or BERT."""
     from normlab.hf.run import export_run
 
     if fmt != "hf":
