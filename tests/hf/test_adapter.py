@@ -4,6 +4,7 @@ import's refusals come from the registry."""
 from __future__ import annotations
 
 import contextlib
+import re
 import json
 from pathlib import Path
 
@@ -132,3 +133,13 @@ def test_refusals_are_derived_from_the_facts():
     assert llama.refusal(cfg.model_copy(update={"scheme": "sandwich"})) == "scheme = 'sandwich' (it needs 'pre')"
     assert llama.refusal(cfg.model_copy(update={"attn_softcap": 5.0})) == "attn_softcap = 5.0 (it needs None)"
     assert llama.refusal(cfg.model_copy(update={"bias": True})) == "bias = true (the Llama layout has no biases)"
+
+
+def test_contributings_recipe_names_files_that_exist():
+    """The recipe's "Files touched" line names real files (a family module stands for its folder)."""
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "CONTRIBUTING.md").read_text().split("## A new Hugging Face family")[1].split("\n## ")[0]
+    files = re.findall(r"`((?:src|tests)/[^`]+)`", text.split("```")[0])
+    assert "src/normlab/hf/families/<family>.py" in files and "tests/hf/test_import.py" in files
+    for path in files:
+        assert (root / path.replace("<family>.py", "")).exists(), path
