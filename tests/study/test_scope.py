@@ -224,11 +224,13 @@ def test_a_level_that_could_not_be_judged_overturns_nothing():
 def test_factors_a_claims_own_runs_fix_are_recorded():
     v = _v("C8", FAILS)
     scope_verdict(v, {}, ["context"])
-    assert v.scope == {"context": {"fixed by the claim's own runs": FAILS}}
-    assert (v.verdict, v.primary, v.summary) == (FAILS, FAILS, "C8: as measured")  # nothing measured, nothing said
+    assert v.scope == {"context": {"its own runs' level (not varied)": FAILS}}
+    # the factor was not varied for this claim, and its summary says so
+    assert (v.verdict, v.primary, v.summary) == (
+        FAILS, FAILS, "C8: as measured; where it holds: context: does not hold under its own runs' level (not varied)")
     v = _v("C8", FAILS)
     scope_verdict(v, {"width": {"d 64": FAILS, "d 128": FAILS}}, ["context"])
-    assert v.verdict == FAILS and v.scope["context"] == {"fixed by the claim's own runs": FAILS}
+    assert v.verdict == FAILS and v.scope["context"] == {"its own runs' level (not varied)": FAILS}
 
 
 # -- C14: one outcome per seed --------------------------------------------------------------------------------

@@ -559,7 +559,7 @@ def describe(spec: StudySpec, ids: list[str]) -> dict[str, Any]:
             "init_pass_flag": spec.init_pass,  # --init-pass / --no-init-pass (None: the preset's list)
             "init_pass": [c for c in spec.claims if spec.judges_both_inits(c) and CLAIMS.get(c)().runs(spec.preset)],
             "claim_seeds": spec.claim_seeds,  # seeds a claim's rounds added (`Preset.seed_rounds`)
-            "vary": spec.vary,  # the nuisance factors re-measured beyond the init pass (`--vary`)
+            **({"vary": spec.vary} if spec.vary else {}),  # the nuisance factors beyond the init pass (`--vary`)
             "n_runs": len(ids), "run_ids": ids, "axes": spec.axes, "base": p.base, "base_extra": spec.base_extra,
             "lrs": p.lrs, "warmup": p.warmup, "lr_fixed": p.lr_fixed, "depths": p.depths,
             "preset_settings": dataclasses.asdict(p)}  # the preset as run: `normlab report` judges with exactly it

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 
+from normlab.config import set_value, validate_config
+from normlab.data import corpus_of
+from normlab.diagnostics.gradients import step0_block_gradients
 from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, Claim, claim, Figure, Part, Series, alpha,
                                        band, ci_text, confidence, equivalence, fmt, group, loglog_slope, mean_over_seeds, n_seeds, pct,
                                        select, sign, slope, spearman, t_interval)
@@ -95,10 +98,6 @@ class GradientsAtInitC2(Claim):
         seeds from the preset's first (no training: a model at init and its first batch), under both init
         recipes: the Post-LN-growth and Pre-LN-uniform parts are step-0 quantities, so they are judged on a
         hundred seeds, not on the 5 of the trained sweep."""
-        from normlab.config import set_value, validate_config
-        from normlab.data import corpus_of
-        from normlab.diagnostics.gradients import step0_block_gradients
-
         deepest, first = max(preset.depths), min(preset.seeds)
         seeds = list(range(first, first + preset.init_seeds))
         out: dict = {"depth": deepest, "seeds": seeds, "profiles": {},

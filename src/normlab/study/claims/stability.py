@@ -408,8 +408,8 @@ class DepthC4(Claim):
                     "steps": preset.base["train.steps"], "d_model": preset.base["model.d_model"],
                     "rule": f"holds when Post-LN's deficit to Pre-LN grows from {shallowest} to {deepest} layers in "
                             "significantly many seeds (one-sided exact sign test, a failure where Pre-LN trained "
-                            "counting as an infinite deficit) and Post-LN is worse at the deepest depth (its losses "
-                            "or its failures, each test at half the level); does not hold when the deficit shrinks "
+                            "counting as an infinite deficit) and Post-LN is worse at the deepest depth (one test, "
+                            "its failures' where they can decide, else its losses'); does not hold when the deficit shrinks "
                             "by the same test, Pre-LN fails more, or Post-LN is not worse at the deepest depth"}
         missing = (f"at {deepest} layers too few Post-LN runs trained to compare ({failures(post_d)}) where Pre-LN's "
                    f"did ({failures(pre_d)}): no loss gap to give; the failure rate is the evidence"
@@ -588,8 +588,8 @@ class PeriC14(Claim):
         if verdict != INCONCLUSIVE:
             decide = ""
         elif n_paired < MIN_SEEDS:
-            decide = (f"; {n_paired} seeds with both limits known ({len(paired['censored_seeds'])} censored by the "
-                      "plateau stop): more seeds would decide")
+            decide = (f"; {n_paired} seeds with both limits known ({len(paired['censored_seeds'])} unknown: a run "
+                      "censored by the plateau stop or missing): more seeds would decide")
         elif up == down == 0:
             known = sorted({v for v in limits["pre"].values() if v is not None})
             where = (f"lrs above {top:g} would decide" if known == [top] else
