@@ -813,7 +813,7 @@ def nothing_diverges_without_stress_lrs():
 def c14_single_seed():
     # one seed per scheme: one paired outcome says nothing (even though only Peri-LN trains at 0.1)
     def check(v):
-        assert "1 seeds with both limits known (0 censored by the plateau stop): more seeds would decide" in v.summary
+        assert "1 seeds with both limits known (0 unknown: a run censored by the plateau stop or missing): more seeds would decide" in v.summary
     return Case(_c14({"pre": {(0.1, 0, 4)}, "post": {(0.1, 0, 4)}}, seeds=(0,)), preset=P14, check=check)
 
 
