@@ -5,17 +5,20 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 TORCH  := torch==2.13.0
+# Where pip looks for torch. Empty: pip's own configuration (on Linux, PyPI's torch is a CUDA build of several
+# GB). For the CPU-only build: make setup TORCH_INDEX=https://download.pytorch.org/whl/cpu
+TORCH_INDEX ?=
 
 .PHONY: run test test-slow setup browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# The stamp is rebuilt when pyproject.toml changes; torch is pinned first so that
-# pip never pulls a multi-GB CUDA build for the CPU machine.
+# The stamp is rebuilt when pyproject.toml changes; torch is installed first, pinned, from TORCH_INDEX when
+# given, so that normlab's own `torch>=2.4` is already met and pip installs no other build.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet "$(TORCH)"
+	$(BIN)/pip install --quiet "$(TORCH)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/pip install --quiet -e ".[test]"
 	touch $@
 

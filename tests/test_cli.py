@@ -56,7 +56,7 @@ def test_choices_are_listed_as_choices_and_a_bad_one_is_named_with_the_valid_one
         assert sorted(c.value for c in choices) == sorted(valid)
     help_text = runner.invoke(app, ["study", "-h"], terminal_width=200).output
     assert "--preset <standard|quick|deep|full|frontier>" in help_text and "--executor <local|ray>" in help_text
-    assert "'normlab[ray]'" in help_text  # printed as written, not read as markup
+    assert "'.[ray]'" in help_text  # printed as written, not read as markup
     assert "--parallel <ddp|fsdp>" in runner.invoke(app, ["train", "-h"], terminal_width=200).output
     bad = runner.invoke(app, ["study", "--preset", "fast"])
     assert bad.exit_code == 2 and "'fast' is not one of 'standard', 'quick', 'deep', 'full'" in bad.output

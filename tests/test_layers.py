@@ -1,6 +1,5 @@
 """The package's floors (LAYERS at the repo root): no import points up the order and no modules import each other
-in a circle, imports inside functions included. The same rule as `../shared/tools/layers.py`, written here so
-that the suite holds it without anything outside the repo."""
+in a circle, imports inside functions included."""
 from __future__ import annotations
 
 import ast

@@ -246,9 +246,9 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
 def study(
     preset: Preset = typer.Option("standard", "--preset",
                                   help="; ".join(f"{p.name}: {p.summary}" for p in PRESETS.values())
-                                       + ". The README lists what each costs."),
+                                       + ". Costs: docs/cost.md."),
     study_file: Optional[Path] = typer.Option(None, "--study", metavar="FILE",
-                                              help="A study TOML (preset, claims, seeds, base, axes)."),
+                                              help="A study TOML (preset, claims, seeds, axes)."),
     out: Path = typer.Option(Path("normlab-study"), "--out", "-o", metavar="DIR",
                              help="Study directory (created, or resumed)."),
     claims: Optional[str] = typer.Option(None, "--claims", metavar="IDS",
@@ -258,27 +258,23 @@ def study(
                                    help="Override the preset's base config, e.g. train.steps=100."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, metavar="N", help="Parallel training processes."),
     tensorboard: bool = typer.Option(False, "--tensorboard", help="Each run writes TensorBoard events live to "
-                                     "OUT/tensorboard/<scheme-norm-depth-lr-warmup-seed-id>: tensorboard --logdir "
                                      "OUT/tensorboard."),
-    robustness: bool = typer.Option(False, "--robustness", help="Also rerun every claim's runs at another "
-                                    "thread count (a one-bit change of numerics) and mark verdicts that change "
-                                    "`fragile`; doubles the training."),
-    init_pass: Optional[bool] = typer.Option(None, "--init-pass/--no-init-pass", help="Also judge every training "
-                                             "claim under the other init recipe (xiong <-> gpt2) and mark verdicts "
-                                             "that change `init-dependent`; default: the preset's choice."),
+    robustness: bool = typer.Option(False, "--robustness", help="Rerun every run at another thread count: a "
+                                    "verdict that changes is `fragile`."),
+    init_pass: Optional[bool] = typer.Option(None, "--init-pass/--no-init-pass", help="Also judge each training "
+                                             "claim under the other init recipe (xiong <-> gpt2); default: the "
+                                             "preset's choice."),
     vary: Optional[str] = typer.Option(None, "--vary", metavar="FACTORS",
-                                       help="Also re-measure every training claim under the other level of each "
-                                            "factor, comma-separated: init (the other init recipe), context (64 "
-                                            "tokens where the preset has 32), width (d_model 128 where it has 64); "
-                                            "a verdict that flips becomes `depends on <factor>`."),
+                                       help="Also judge each training claim under the other level of init, "
+                                            "context (32/64 tokens) or width (64/128); a verdict that flips is "
+                                            "`depends on <factor>`."),
     batch: Optional[bool] = typer.Option(None, "--batch/--no-batch", help="Train runs of one shape as one stacked "
-                                         "model, or each run alone; default: stacked on a GPU, alone on a CPU "
-                                         "(measured slower there, see README)."),
-    executor: Executor = typer.Option("local", "--executor", help="local (worker processes on this machine) or ray "
-                                 "(one Ray task per run or stack; pip install 'normlab[ray]')."),
+                                         "model; default: on a GPU, not on a CPU (docs/performance.md)."),
+    executor: Executor = typer.Option("local", "--executor", help="local (worker processes) or ray (a Ray task "
+                                 "per run; pip install -e '.[ray]')."),
     address: Optional[str] = typer.Option(None, "--address", metavar="HOST:PORT",
-                                          help="With --executor ray: the cluster's address "
-                                          "(HOST:PORT, or auto); unset: a local Ray started for this study."),
+                                          help="With --executor ray: the cluster (HOST:PORT or auto); unset: a "
+                                          "local Ray."),
 ) -> None:
     """Turn the claims into verdicts: train the runs they need, measure, write the report.
 
@@ -287,7 +283,7 @@ def study(
     0 final report: every run completed or diverged;
     2 bad input: the study, or an OUT/study.sqlite that is not a study registry;
     4 final report, but runs failed (listed, with their reasons);
-    5 partial report (wins over 4): runs pending, running elsewhere, or to be retried; run again.
+    5 partial report (wins over 4): runs left to train or retry; run again.
     """
     from normlab.study.spec import load_study
 

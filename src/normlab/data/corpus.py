@@ -101,7 +101,7 @@ class HFTokenizer:
         try:
             from tokenizers import Tokenizer
         except ImportError:
-            raise CorpusError("data.tokenizer = 'hf' needs the `tokenizers` package: pip install 'normlab[hf]'") from None
+            raise CorpusError("data.tokenizer = 'hf' needs the `tokenizers` package: pip install -e '.[hf]'") from None
         file = Path(directory) / "tokenizer.json"
         if not file.is_file():
             raise CorpusError(f"data.tokenizer = 'hf': no tokenizer.json in {str(directory)!r} (data.tokenizer_dir; "

@@ -121,7 +121,7 @@ def _hf_subject(path: Path, text: str | None, device: torch.device, dtype: torch
     try:
         import transformers
     except ImportError:
-        raise ValueError("diagnosing a Hugging Face model needs `transformers`: pip install 'normlab[hf]'") from None
+        raise ValueError("diagnosing a Hugging Face model needs `transformers`: pip install -e '.[hf]'") from None
     # transformers' own progress bars, notices and tokenizer warnings stay out of normlab's output
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     transformers.utils.logging.set_verbosity_error()

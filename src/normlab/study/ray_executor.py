@@ -43,7 +43,7 @@ def import_ray():
         import ray
     except ImportError:
         raise ConfigError("--executor ray needs Ray, which is not installed; install it with "
-                          "pip install 'normlab[ray]' (valid executors: local, ray)") from None
+                          "pip install -e '.[ray]' (valid executors: local, ray)") from None
     return ray
 
 
@@ -54,7 +54,7 @@ def connect(address: str | None):
     if ray.is_initialized():
         return ray, False
     try:
-        # the workers import normlab as installed on their node (pip install normlab[ray] on every node)
+        # the workers import normlab as installed on their node (pip install -e '.[ray]' on every node)
         ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     except (ConnectionError, ValueError, RuntimeError) as e:
         raise ConfigError(f"cannot reach a Ray cluster at --address {address!r}: {e}; valid: a running cluster's "

@@ -1,4 +1,4 @@
-"""The claims as code: C1–C16, the seed articles' (see ../shared/spec/claims.md), and F1–F8, the frontier
+"""The claims as code: C1–C16, the seed articles' (stated in docs/claims.md), and F1–F8, the frontier
 placements' papers of 2024–2026 (the `frontier` preset). Importing this package registers them all: every
 module of this package is imported, and each registers its claims (`@claim("C17")`), so a new claim is
 a new module here and nothing else."""
