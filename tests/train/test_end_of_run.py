@@ -220,3 +220,30 @@ def test_sigterm_in_the_ablation_of_normlab_train_leaves_it_completed(tmp_path):
     assert f"normlab diagnose {run.path} --layer-skip" in err
     status = run.read_status()
     assert status["status"] == "completed" and status["layer_skip"].startswith(("partial", "skipped"))
+
+
+def test_a_studys_progress_line_shows_the_phase_a_run_is_in(tmp_path):
+    from rich.progress import Progress
+
+    from normlab.cli import _sync_run_lines
+    from normlab.study.runner import active_runs
+
+    cfg = quick_config()
+    run = RunDir(tmp_path / "run")
+    run.create()
+    run.append_metrics({"step": 4, "train_loss": 3.5})
+    run.write_status("completed", step=4, phase="layer-skip ablation 3/8 val batches, ~2 s left")
+
+    class Registry:  # the one study run being trained now
+        def running(self):
+            return [("abc", cfg.to_dict())]
+
+        def run_dir(self, rid):
+            return run.path
+
+    [active] = active_runs(Registry())
+    assert active.phase == "layer-skip ablation 3/8 val batches, ~2 s left"
+    assert active.describe().endswith("step 4/4 loss 3.5000, layer-skip ablation 3/8 val batches, ~2 s left")
+    bar, lines = Progress(disable=True), {}
+    _sync_run_lines(bar, lines, [active])
+    assert bar.tasks[0].fields["status"] == "layer-skip ablation 3/8 val batches, ~2 s left"
