@@ -95,7 +95,9 @@ class _RunSteps:
         if self.step < self.trainer.tc.steps:
             self.val_loss = self.trainer.evaluate()
             return
-        with self.trainer.phases.phase("final evaluation", self.trainer.tc.eval_batches, "val batches") as phase:
+        batches, batch_s = self.trainer.tc.eval_batches, self.trainer.eval_batch_s  # from the evaluation before
+        with self.trainer.phases.phase("final evaluation", batches, "val batches",
+                                       expected_s=batch_s and batch_s * batches) as phase:
             self.val_loss = self.trainer.evaluate(on_batch=phase.advance)
 
     def take_step(self) -> None:
