@@ -598,8 +598,7 @@ def _layer_skip_again(run: Path, device: str, as_json: bool, refused: dict) -> N
 
     given = [flag for flag, value in refused.items() if value]
     if given:
-        fail(f"--layer-skip measures a run on its own val batches, in its own dtype; {', '.join(given)} do not "
-             "apply to it (leave them out)")
+        fail(f"--layer-skip measures a run on its own val batches, in its own dtype: leave out {', '.join(given)}")
 
     def on_phase(phase) -> None:
         if phase.name not in tasks:

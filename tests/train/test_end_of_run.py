@@ -247,3 +247,20 @@ def test_a_studys_progress_line_shows_the_phase_a_run_is_in(tmp_path):
     bar, lines = Progress(disable=True), {}
     _sync_run_lines(bar, lines, [active])
     assert bar.tasks[0].fields["status"] == "layer-skip ablation 3/8 val batches, ~2 s left"
+
+
+def test_normlab_diagnose_layer_skip_measures_a_completed_run_whole(tmp_path):
+    from typer.testing import CliRunner
+
+    from normlab.cli import app
+
+    run = RunDir(tmp_path / "run")
+    assert train(quick_config(end_of_run_budget=0.0), run.path).status == "completed"
+    assert run.read_status()["layer_skip"] == "skipped: diagnostics.end_of_run_budget = 0"
+    assert not (run.path / "layer_skip.json").exists()
+    result = CliRunner().invoke(app, ["diagnose", str(run.path), "--layer-skip"])
+    assert result.exit_code == 0, result.output
+    assert "effective depth: " in result.output and "layer_skip.json" in result.output
+    assert run.read_json("layer_skip.json")["whole"] and run.read_status()["layer_skip"] == "complete"
+    refused = CliRunner().invoke(app, ["diagnose", str(run.path), "--layer-skip", "--no-skip"])
+    assert refused.exit_code == 2 and "leave out --no-skip" in refused.output
