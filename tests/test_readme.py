@@ -1,5 +1,5 @@
-"""Every command in the README's code blocks: parsed by the CLI exactly as written, the quick ones run verbatim
-in a fresh directory (with the repository's configs/ beside them, as on a clone)."""
+"""Every command in the code blocks of the README and of docs/*.md: parsed by the CLI exactly as written, the quick
+ones run verbatim in a fresh directory (with the repository's configs/ beside them, as on a clone)."""
 from __future__ import annotations
 
 import os
@@ -18,6 +18,8 @@ from normlab.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text("utf-8")
+# the pages whose commands are checked: the README, then every page of docs/
+PAGES = {"README.md": README, **{f"docs/{p.name}": p.read_text("utf-8") for p in sorted((ROOT / "docs").glob("*.md"))}}
 # run verbatim, in this order (later ones read what earlier ones wrote); every other command is parsed only
 RUN = [
     "normlab schemes --json",
@@ -27,6 +29,10 @@ RUN = [
     "normlab sample runs/nanogpt_cpu --prompt \"ROMEO:\" --greedy --max-new-tokens 100",
     "sqlite3 runs/nanogpt_cpu/diagnostics.sqlite "
     "\"SELECT layer, value FROM layer_metrics WHERE step = 0 AND site = 'block' AND metric = 'grad_norm'\"",
+    "normlab check runs/nanogpt_cpu",
+    "normlab diagnose runs/nanogpt_cpu --no-skip",
+    "normlab diagnose runs/nanogpt_cpu --json --html runs/nanogpt_cpu/diagnose.html",
+    "normlab export runs/nanogpt_cpu --format hf --out runs/nanogpt_cpu-hf",
 ]
 
 # run verbatim in the slow suite (`make test-slow`): CPU training runs of a few minutes each
@@ -36,27 +42,40 @@ SLOW = [
     "--out runs/bart",
     "normlab train configs/nanogpt_cpu.toml --set model.scheme=post --set train.warmup_steps=0 --out runs/post-nowarmup",
 ]
-# parsed only, and why: each needs hours of CPU, a cluster or 8 devices, or is the set-up itself
+_STUDY_DIR = "reads a finished study's directory, which only `normlab study` makes (hours on 2 cores)"
+# parsed only, and why: each needs hours of CPU, a cluster or 8 devices, a package index, or is the set-up itself
 NOT_RUN = {
-    "make run": "the standard study: hours on 2 cores (its parts are the study tests)",
+    "make setup": "the set-up itself (CI runs `make test`, which makes it)",
+    "make run": "the standard study: about half an hour on 2 cores (its parts are the study tests)",
     "make test": "the suite that runs this test",
+    "make test-slow": "the slow suite, which runs SLOW",
+    "make setup TORCH_INDEX=https://download.pytorch.org/whl/cpu": "downloads torch from PyTorch's index",
+    "python3 -m venv .venv": "the shell's own set-up (make setup does it)",
     "source .venv/bin/activate": "the shell's own set-up",
-    "normlab study": "the standard preset: hours on 2 cores",
-    "normlab study --preset quick": "about half an hour on 2 cores; tests/study runs smaller presets end to end",
-    "normlab study --preset full --out big": "the full preset: days on a CPU",
-    "normlab study --claims C1,C11 --seeds 0,1,2 --set train.steps=600": "60 runs of 600 steps: an hour on 2 cores",
-    "normlab study --claims C1,C7,C11 --robustness": "the standard runs of three claims, twice",
-    "normlab study --claims C1,C5 --init-pass": "the standard runs of two claims under two init recipes (the "
-                                                 "init pass itself is tested on tiny runs in tests/study)",
-    "normlab report normlab-study": "reads the standard study's directory, which only `normlab study` makes",
+    "pip install -e '.[hf,ray]'": "installs from the package index; CI installs the test extra, which holds both",
+    "pip install -e '.[ray]'": "installs from the package index; CI installs the test extra, which includes ray",
+    "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu": "downloads torch from "
+                                                                                  "PyTorch's index",
     "normlab study --preset frontier --out frontier-study": "the frontier preset: about half an hour on 2 cores "
                                                             "(its claims' rules: tests/study/test_frontier_verdicts.py)",
-    "python benchmarks/verdict_table.py frontier-study --papers": "reads the frontier study's directory, which only "
-                                                                  "`normlab study --preset frontier` makes",
-    "pip install 'normlab[ray]'": "installs from the registry; CI installs the test extra, which includes ray",
+    "normlab study --claims C1,C11 --seeds 0,1,2 --set train.steps=600": "60 runs of 600 steps: an hour on 2 cores",
+    "normlab study --claims C1,C5 --vary init,context,width": "the standard runs of two claims under four settings "
+                                                              "(--vary is tested on tiny runs in tests/study)",
     "ray start --head --port=6379": "starts a cluster head; tests/study/test_ray.py starts its own on 127.0.0.1",
     "ray start --address=HEAD_IP:6379": "a second machine",
     "normlab study --preset full --executor ray --address HEAD_IP:6379 --out /shared/study": "a cluster",
+    "python benchmarks/study_cost.py normlab-study": _STUDY_DIR,
+    "python benchmarks/study_cost.py normlab-study --record": _STUDY_DIR,
+    "python benchmarks/verdict_table.py normlab-study": _STUDY_DIR,
+    "normlab train configs/nanogpt_cpu.toml --set model.scheme='\"deepnorm\"' --set model.n_layer=1000 --set "
+    "model.d_model=64 --set model.n_head=2 --set train.batch_size=8 --set train.activation_checkpointing=true --set "
+    "train.lr=1e-3 --set train.warmup_steps=10 --set train.steps=300 --set train.decay_steps=300 --out "
+    "runs/deepnorm-1000": "a 1,000-layer model: hours on 2 cores (tests/train checks checkpointing on small ones)",
+    "python benchmarks/deep_learning_budget.py --lrs 1e-3 3e-3 1e-2 --steps 300 1000 --device cuda": "a GPU's sweep",
+    "normlab train configs/nanogpt_cpu.toml --set train.steps=50 --tensorboard --out runs/tb": (
+        "tests/rundir and tests/study train with --tensorboard and read the events"),
+    "normlab bench --quick": "tests/test_bench.py runs `bench --quick --json`",
+    "normlab bench --only norms --json": "minutes of timings (tests/test_bench.py runs the quick form)",
 }
 _MINILM_WHY = ("the MiniLM Post-LN → Pre-LN fine-tune, minutes on 2 cores (benchmarks/minilm_swap.py --train); "
                "tests/hf/test_run.py runs import-hf, swaps, train, check and export on a tiny GPT-2, and "
@@ -74,19 +93,24 @@ NOT_RUN_PREFIXES = {  # commands that differ only in their options
 }
 
 
-def blocks(lang: str) -> list[str]:
-    return [m.group(1) for m in re.finditer(rf"^```{lang}\n(.*?)^```", README, re.M | re.S)]
+def blocks(lang: str, text: str = README) -> list[str]:
+    return [m.group(1) for m in re.finditer(rf"^```{lang}\n(.*?)^```", text, re.M | re.S)]
 
 
-def commands() -> list[str]:
-    """Each shell command of the README's bash blocks: continuation lines joined, comments dropped."""
+def page_commands(text: str) -> list[str]:
+    """Each shell command of a page's bash blocks: continuation lines joined, comments dropped."""
     out = []
-    for block in blocks("bash"):
+    for block in blocks("bash", text):
         for command in block.replace("\\\n", " ").splitlines():
             command = re.sub(r"\s+#.*$", "", command).strip()
             if command and not command.startswith("#"):
                 out.append(re.sub(r"\s+", " ", command))
     return out
+
+
+def commands() -> list[str]:
+    """Every command of every page (README first, then docs/), each once, in the order they first appear."""
+    return list(dict.fromkeys(c for text in PAGES.values() for c in page_commands(text)))
 
 
 def normlab_args(command: str) -> list[str] | None:
@@ -99,15 +123,17 @@ def normlab_args(command: str) -> list[str] | None:
     return None
 
 
-def test_the_readme_has_commands_and_every_one_to_run_is_still_in_it():
+def test_the_pages_have_commands_and_every_one_to_run_is_still_in_them():
     found = commands()
-    assert len(found) >= 20
+    assert len(found) >= 20 and len(page_commands(README)) >= 10
     for command in RUN + SLOW:
-        assert command in found, f"the README no longer says {command!r}: update RUN or SLOW"
+        assert command in found, f"no page says {command!r} any more: update RUN or SLOW"
+    for command in NOT_RUN:
+        assert command in found, f"no page says {command!r} any more: drop it from NOT_RUN"
 
 
-def test_every_readme_command_is_run_or_says_why_not():
-    """A new README command must be run by a test, or listed in NOT_RUN with the reason it cannot be."""
+def test_every_command_is_run_or_says_why_not():
+    """A new command on any page must be run by a test, or listed in NOT_RUN with the reason it cannot be."""
     for command in commands():
         assert command in RUN + SLOW or command in NOT_RUN or command.startswith(tuple(NOT_RUN_PREFIXES)), (
             f"{command!r} is neither run (RUN, SLOW) nor listed in NOT_RUN with a reason")
@@ -125,23 +151,44 @@ def test_every_normlab_command_parses_as_written(command):
             assert (ROOT / word).is_file(), f"{command!r} names {word}, which is not in the repository"
 
 
+def test_every_train_command_names_a_valid_config():
+    """A `normlab train CONFIG --set ...` on a config of the repository validates as written: a key that no config
+    has, or a value of the wrong type, fails here and not in a reader's terminal."""
+    from normlab.config import load_config
+
+    for command in commands():
+        args = normlab_args(command)
+        if not args or args[0] != "train" or not args[1].startswith("configs/"):
+            continue
+        sets = [args[i + 1] for i, word in enumerate(args) if word == "--set"]
+        load_config(ROOT / args[1], sets)  # raises ConfigError on an unknown key or a bad value
+
+
 def test_other_commands_name_what_exists():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    targets = set(re.findall(r"^([\w-]+):", (ROOT / "Makefile").read_text(), re.M))
+    makefile = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"^([\w-]+):", makefile, re.M))
+    variables = set(re.findall(r"^(\w+)\s*[?:]?=", makefile, re.M))
+    torch_pin = re.search(r"^TORCH\s*:=\s*(\S+)", makefile, re.M).group(1)
     for command in commands():
         words = shlex.split(command)
         if words[0] == "make":
-            assert set(words[1:]) <= targets, command
+            assert {w for w in words[1:] if "=" not in w} <= targets, command
+            assert {w.split("=")[0] for w in words[1:] if "=" in w} <= variables, command
         elif words[:2] == ["pip", "install"]:
-            for spec in words[2:]:
-                extra = re.fullmatch(r"normlab\[(\w+)\]", spec)
-                assert extra and extra.group(1) in extras, command
+            if words[2] == "-e":  # the clone itself, with extras that pyproject.toml defines
+                spec = re.fullmatch(r"\.(?:\[([\w,]+)\])?", words[3])
+                assert spec and set((spec.group(1) or "").split(",")) - {""} <= set(extras), command
+            else:  # torch, pinned as the Makefile pins it
+                assert words[2] == torch_pin and words[3:] in ([], ["--index-url", words[-1]]), command
+        elif words[:3] == ["python3", "-m", "venv"]:
+            pass
         elif words[0] in ("ray", "source", "sqlite3", "torchrun", "normlab"):
             pass
         elif words[0] == "python":
             assert (ROOT / words[1]).is_file(), command
         else:
-            raise AssertionError(f"a README command this test does not know how to check: {command!r}")
+            raise AssertionError(f"a command this test does not know how to check: {command!r}")
 
 
 def test_the_quick_commands_run_verbatim_on_a_fresh_directory(tmp_path):
@@ -161,6 +208,8 @@ def test_the_quick_commands_run_verbatim_on_a_fresh_directory(tmp_path):
         if "layer_metrics" in command:
             assert done.stdout.strip(), "the diagnostics query returned nothing"
     assert (tmp_path / "example-study" / "report.html").is_file()
+    assert (tmp_path / "runs" / "nanogpt_cpu" / "diagnose.html").is_file()
+    assert (tmp_path / "runs" / "nanogpt_cpu-hf" / "config.json").is_file()
 
 
 @pytest.mark.slow
