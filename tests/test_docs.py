@@ -205,6 +205,8 @@ def _tracked(*suffixes: str) -> list[Path]:
 
 def test_nothing_points_outside_the_repository():
     for path in _tracked(".md", ".py", ".toml", "Makefile"):
+        if path == Path(__file__).resolve():  # this test names what it looks for
+            continue
         text = path.read_text("utf-8", errors="replace")
         assert "../shared" not in text and "../seeds" not in text, path.relative_to(ROOT)
         assert "pip install 'normlab[" not in text, f"{path.relative_to(ROOT)}: normlab is not on the package " \

@@ -238,7 +238,9 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
             table.add_column(col)
         for row in rows:
             fixed = ", ".join(f"{k} = {v['value']!r}" for k, v in row.get("requires", {}).items())
-            table.add_row(row["name"], row["formula"], row["paper"], *((fixed,) if fixes else ()))
+            # escaped: a formula's brackets ([tanh(x·βᵀ)·α + γ]) are not rich markup
+            table.add_row(row["name"], escape(row["formula"]), escape(row["paper"]),
+                          *((escape(fixed),) if fixes else ()))
         console.print(table)
 
 

@@ -242,7 +242,7 @@ class SeeDNorm(Norm):
     slice's dot product scales its own d/n channels; the paper uses it for vision, where one head diverged).
     Init: γ = 1, β = 0, so SeeDNorm *is* RMSNorm at init, α = 1 (`alpha_init`; as read from the paper's
     language-model runs and its α ablation, 0.1 converging slower and 10 unstable). UNVERIFIED: these values were
-    not checked against a primary source (issue 33 found no official code, and the paper's text was not at hand to
+    not checked against a primary source (no official code was found, and the paper's text was not at hand to
     confirm them); docs/frontier.md lists them as such. The paper's β is the parameter
     `beta`, a projection, not an additive bias: SeeDNorm has none. `affine = false` fixes γ at 1; α and β,
     the self-rescaling, stay learnable. Not reproduced here: the paper's weight decay on α and β (normlab's

@@ -104,7 +104,7 @@ LRS = [3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
 FINETUNE = {"train.steps": 150, "train.lr": 3e-4, "train.warmup_steps": 15}
 # C8 on a CPU: 32 narrow layers for 600 steps, where Pre-LN trains in most seeds, so DeepNorm's slow start can be
 # told from failure (at 100 layers × 200 steps, 4 of 5 DeepNorm and 1 of 5 Pre-LN runs were still on the unigram
-# plateau: the budget, not the scheme, decided). 32, not the 48 of the round before: the bottom of the issue's
+# plateau: the budget, not the scheme, decided). 32, not the 48 tried before: the bottom of the
 # 32–64 range, two thirds of the cost; no layer-skip ablation (32 extra evaluations per run). Batches of 8 × 32
 # tokens (the CPU presets' context; set here too, so that C8's cell is the same under a base with 64): a 32-layer
 # Pre-LN step takes 0.68× the time of one with 64 (benchmarks/cpu_step_costs.py), and the claim is about depth

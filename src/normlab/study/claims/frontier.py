@@ -40,6 +40,8 @@ NGPT = {"model.scheme": "ngpt", "model.norm": "l2", "model.embed_scale": 1.0, "m
 NGPT_BASELINE = {"model.scheme": "pre", "train.beta2": 0.95}  # the GPT of nGPT's code: its train.py's β2
 
 
+PAPERS = "the frontier papers (docs/frontier.md)"  # what makes an F claim: its paper, not a seed article
+
 def knob(preset, name: str) -> Any:
     """One of the preset's frontier knobs; a preset without them cannot run a frontier claim."""
     try:
@@ -108,7 +110,7 @@ class FrontierClaim(Claim):
                       series=[Series("mean over seeds", list(arms), [g.mean for g in gs], [g.sd for g in gs])])
 
 
-@claim("F1", "nGPT reaches Pre-LN's loss in at least 4× fewer steps", sources="issue 24, issue 33",
+@claim("F1", "nGPT reaches Pre-LN's loss in at least 4× fewer steps", sources=PAPERS,
        paper="Loshchilov et al. 2024 (nGPT, arXiv 2410.01131) §4, Fig. 1: 4× (1k context) to 20× (8k) fewer "
              "steps to the same validation loss; its authors (NVIDIA/ngpt README.md): the 4× arrives at about 200k "
              "steps, and shorter runs should expect a smaller factor")
@@ -116,7 +118,7 @@ class NGPTSpeedupF1(FrontierClaim):
     """nGPT, the Transformer on the unit sphere, reaches the validation loss a Pre-LN GPT ends with in 4 to 20
     times fewer steps (4× at 1k context)."""
 
-    contradiction = ("Nous Research's reproduction measured about 1.5–2× at 1k context, not 4× (checked in issue 33); "
+    contradiction = ("Nous Research's reproduction measured about 1.5–2× at 1k context, not 4× (its write-up, not rerun here); "
                      "the authors themselves expect a smaller factor in short runs (NVIDIA/ngpt README.md)")
     scale = ("4× at 1k context after about 200k steps of 0.5B and 1B models on OpenWebText (the authors: smaller "
              "for shorter runs)")
@@ -214,7 +216,7 @@ class NGPTSpeedupF1(FrontierClaim):
                                Series(f"Pre-LN at {budgets[-1]}", labels, [pre.mean] * len(labels))])]
 
 
-@claim("F2", "DyT matches LayerNorm at two token budgets", sources="issue 24",
+@claim("F2", "DyT matches LayerNorm at two token budgets", sources=PAPERS,
        paper="Zhu et al. 2025 (DyT, arXiv 2503.10622) §5: DyT matches LayerNorm/RMSNorm across tasks")
 class DyTParityF2(FrontierClaim):
     """Dynamic Tanh (DyT) can replace LayerNorm and match its results, at a short and at a longer training
@@ -286,7 +288,7 @@ class BeatsClaim(FrontierClaim):
         return [self.bars(records, self.title, {label: arm(preset, **o) for label, o in [self.winner, *self.others]})]
 
 
-@claim("F3", "Derf matches LayerNorm and beats DyT on a language model", sources="issue 24, issue 33",
+@claim("F3", "Derf matches LayerNorm and beats DyT on a language model", sources=PAPERS,
        paper="Chen et al. 2025 (Derf, arXiv 2512.10938), its GPT-2 language-model table (zlab-princeton/Derf "
              "README.md): val loss LayerNorm 2.94, Derf 2.94, DyT 2.97: parity with LayerNorm, 0.03 below DyT")
 class DerfF3(FrontierClaim):
@@ -322,7 +324,7 @@ class DerfF3(FrontierClaim):
                                                 (("Derf", "derf"), ("LayerNorm", "layernorm"), ("DyT", "dyt"))})]
 
 
-@claim("F4", "Mix-LN beats both Pre-LN and Post-LN", sources="issue 24",
+@claim("F4", "Mix-LN beats both Pre-LN and Post-LN", sources=PAPERS,
        paper="Li et al. 2024 (Mix-LN, arXiv 2412.13795) §4: lower perplexity than Pre-LN and Post-LN, 70M–7B")
 class MixLNF4(BeatsClaim):
     """Mix-LN (Post-LN in the first quarter of the blocks, Pre-LN after) trains better than both Pre-LN and
@@ -335,7 +337,7 @@ class MixLNF4(BeatsClaim):
     others = [("Pre-LN", {"model.scheme": "pre"}), ("Post-LN", {"model.scheme": "post"})]
 
 
-@claim("F5", "LayerNorm Scaling beats Pre-LN under its paper's init", sources="issue 24, issue 33",
+@claim("F5", "LayerNorm Scaling beats Pre-LN under its paper's init", sources=PAPERS,
        paper="Sun et al. 2025 (The Curse of Depth, arXiv 2502.05795) §5: LNS lowers perplexity over Pre-LN, under "
              "N(0, 0.02) without residual scaling; its ablation finds scaled initialization diminishes LNS and "
              "recommends removing it")
@@ -377,7 +379,7 @@ class LNSF5(FrontierClaim):
                            for label, i in self.INITS.items() for s in ("lns", "pre")})]
 
 
-@claim("F6", "HybridNorm and OLMo 2's reordered norm beat Pre-LN", sources="issue 24, issue 33",
+@claim("F6", "HybridNorm and OLMo 2's reordered norm beat Pre-LN", sources=PAPERS,
        paper="Zhuo et al. 2025 (HybridNorm, arXiv 2503.04598) §4; OLMo et al. 2025 (OLMo 2, arXiv 2501.00656) "
              "§3.2.1: more stable, lower loss than Pre-LN")
 class HybridReorderedF6(FrontierClaim):
@@ -435,7 +437,7 @@ def _trains(g: Group) -> bool:
 
 
 @claim("F7", "QK-norm raises the highest trainable learning rate, per head and over the full width",
-       sources="issue 24",
+       sources=PAPERS,
        paper="Dehghani et al. 2023 (arXiv 2302.05442) §3.1; Wortsman et al. 2023 (arXiv 2309.14322) §3.2: QK-norm "
              "keeps attention logits bounded and widens the trainable lr range; per head in Qwen3 and torchtitan, "
              "full width in OLMo 2 (arXiv 2501.00656)")
@@ -528,7 +530,7 @@ class QKNormF7(FrontierClaim):
 
 
 @claim("F8", "Keel tolerates a higher learning rate than Post-LN and Pre-LN at depth, with warmup",
-       sources="issue 24, issue 33",
+       sources=PAPERS,
        paper="Chen & Wei 2026 (Keel, \"Post-LayerNorm Is Back\", arXiv 2601.19895): the maximum tolerable lr during "
              "warmup at depth, Keel 1.01e-2 against Post-LN 3.0e-4 at 64 layers (Pre-LN 7.65e-3 in its Table 1)")
 class KeelF8(FrontierClaim):
