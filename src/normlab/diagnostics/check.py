@@ -78,7 +78,7 @@ def _deepnorm(model: GPT, at_init: bool) -> list[Finding]:
     names = {id(m): n for n, m in model.named_modules()}
     for layer, block in enumerate(model.blocks):
         scheme = _scheme_of(model, layer)
-        expected_alpha = scheme.describe().get("alpha")
+        expected_alpha = scheme.alpha_at(layer)
         for residual in block.sublayers() if expected_alpha is not None else []:
             if not math.isclose(residual.alpha, expected_alpha, rel_tol=1e-6):
                 findings.append(Finding("error", "deepnorm-constants", names[id(residual)],

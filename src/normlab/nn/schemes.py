@@ -209,6 +209,12 @@ class Scheme:
         """What this instance actually uses (recorded in the run directory)."""
         return {"name": self.name, **self.options}
 
+    def alpha_at(self, layer: int) -> float | None:
+        """The residual α this scheme puts on block `layer`'s sub-layers (None: it sets none there), as
+        `normlab check` verifies it: the scheme's one α, unless a block is its own special case."""
+        alpha = self.describe().get("alpha")
+        return None if alpha is None else float(alpha)
+
     def project(self, model: nn.Module) -> None:
         """Put the model's weights where the scheme keeps them; called after init and after every optimizer step.
         Nothing for every scheme but nGPT, whose weights live on the unit sphere."""
@@ -732,6 +738,9 @@ class Keel(Scheme):
 
     def describe(self):
         return {**super().describe(), "alpha": self.alpha}
+
+    def alpha_at(self, layer: int) -> float | None:
+        return None if layer == 0 and self.options["plain_first_layer"] else self.alpha  # §3.1: a plain first layer
 
 
 class SphereResidual(Residual):
