@@ -461,9 +461,10 @@ def _print_failed(failed: list[dict]) -> None:
 
 
 def _print_verdicts(verdicts, status: str = "final") -> None:
-    from normlab.study.claims.base import OUTCOMES, outcome_of
+    from normlab.study.claims.base import outcome_of
+    from normlab.study.design import outcome_counts
 
-    counts = {o: sum(outcome_of(v.verdict) == o for v in verdicts) for o in OUTCOMES}
+    counts = outcome_counts(verdicts)
     title = "verdicts" if status == "final" else f"verdicts ({status}: not final)"
     title += ": " + ", ".join(f"{n} {o}" for o, n in counts.items())
     table = Table(title=title, title_justify="left")

@@ -37,12 +37,24 @@ def render_report(out_dir: Path, *, title: str, verdicts: list, claim_info: dict
     status = {**FINAL, **(completion or {})}
     failed = json_safe(list(failed_runs or []))
     paths = {"html": out_dir / "report.html", "markdown": out_dir / "report.md", "json": out_dir / "verdicts.json"}
-    document = {**status, "verdicts": rows, "failed_runs": failed}
+    document = {**status, "outcomes": outcome_counts(rows), "verdicts": rows, "failed_runs": failed}
     _write(paths["json"], json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     _write(paths["markdown"], markdown(title, study_info or {}, rows, claim_info or {}, status, failed))
     _write(paths["html"], page(title, study_info or {}, rows, claims, claim_info or {}, claim_figures or {},
                                list(sections or []), status, failed))
     return paths
+
+
+def outcome_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """How many verdicts of each of the four outcomes; `depends on init, width` counts as `depends on`, never as
+    holds."""
+    counts = dict.fromkeys(("holds", "does not hold", "depends on", "inconclusive"), 0)
+    for v in rows:
+        verdict = v.get("verdict") or ""
+        key = "depends on" if verdict.startswith("depends on") else verdict
+        if key in counts:
+            counts[key] += 1
+    return counts
 
 
 def _as_dict(verdict: Any) -> dict[str, Any]:

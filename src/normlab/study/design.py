@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from normlab.study.claims.base import OUTCOMES, decisive, outcome_of
+from normlab.report.render import outcome_counts as count_outcomes
+from normlab.study.claims.base import decisive
 from normlab.study.spec import DESIGN_SEEDS, StudySpec
 
 DESIGN_FILE = Path(__file__).with_name("design_verdicts.json")
@@ -45,8 +46,9 @@ def replicated(verdicts: list) -> int:
 
 
 def outcome_counts(verdicts: list) -> dict[str, int]:
-    """How many verdicts of each of the four outcomes (`depends on …` counted as one outcome, never as holds)."""
-    return {o: sum(outcome_of(_get(v, "verdict")) == o for v in verdicts) for o in OUTCOMES}
+    """How many verdicts of each of the four outcomes (`depends on …` counted as one outcome, never as holds), as
+    verdicts.json counts them."""
+    return count_outcomes([{"verdict": _get(v, "verdict")} for v in verdicts])
 
 
 def family_text(verdicts: list) -> str:
