@@ -282,6 +282,8 @@ def _overall(per_layer: list[dict], embed_norm: bool) -> tuple[str, str | None]:
         return "mix", None  # Post-LN bottom, Pre-LN top
     if distinct == {"pre", "hybrid"} and kinds[0] == "pre" and kinds.count("pre") == 1:
         return "hybrid", None  # HybridNorm*: its first block Pre-Norm around both sub-layers
+    if distinct == {"pre", "keel"} and kinds[0] == "pre" and kinds.count("pre") == 1:
+        return "keel", None  # Keel's first block is plain Pre-LN, without its post-norm or α (arXiv 2601.19895 §3.1)
     if "unrecognised" in distinct:
         p = next(p for p in per_layer if p["kind"] == "unrecognised")
         return "unrecognised", f"layer {p['layer']}: {p['seen']}"
