@@ -307,3 +307,17 @@ def test_deeper_deficit_is_harder_when_post_ln_alone_fails_deep_in_five_seeds():
                for seed in range(5) for d in (2, 4, 8) for s in ("post", "pre")]
     g = deeper_deficit(records, P, 2, 8)
     assert (g["up"], g["down"], g["harder"]) == (5, 0, True) and g["p_up"] == pytest.approx(1 / 32)
+
+
+def test_censored_runs_never_lift_a_configuration_to_trains():
+    # one trained seed beside four censored ones: the uncensored runs alone would read 1 of 1 trained; a limit
+    # counts the censored runs in its denominator, so this lr is not one the configuration is known to train at
+    from normlab.study.claims.stability import trains
+
+    lr = LRS[2]
+    censored = [_run(0, lr, "ok")] + [_run(s, lr, "plateau") for s in range(1, 5)]
+    g = group(censored, model__scheme="pre", train__lr=lr, train__warmup_steps=0)
+    assert (g.n_runs, g.n_censored, g.n_failed) == (1, 4, 0)
+    assert not trains(g)
+    known = [_run(s, lr, "ok") for s in range(4)] + [_run(4, lr, "plateau")]
+    assert trains(group(known, model__scheme="pre", train__lr=lr, train__warmup_steps=0))  # 4 of 5 known: 80 %

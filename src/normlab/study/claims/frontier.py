@@ -17,6 +17,7 @@ from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, 
                                        Group, Part, Series, alpha, beats, ci_text, claim, confidence,
                                        describe, equivalence, fails_more, fmt, group, loss_interval, loss_test,
                                        n_seeds, not_worse, pct, said, same, select, sign_test, t_interval)
+from normlab.study.claims.stability import trains
 
 # the settings nGPT's paper fixes (the model's, as its config resolves them) and its training recipe: no weight decay,
 # no warmup (arXiv 2410.01131 §2.6, "remove weight decay and learning rate warmup"; NVIDIA/ngpt launcher.sh: its nGPT
@@ -428,12 +429,10 @@ class HybridReorderedF6(FrontierClaim):
 def highest_trainable(records, lrs, **fixed) -> float | None:
     """The highest lr of `lrs` at which the configuration `fixed` (run overrides, warmup included) trains (≥ TRAINS
     of its seeds)."""
-    ok = [lr for lr in lrs if _trains(group(records, **where({**fixed, "train.lr": lr})))]
+    ok = [lr for lr in lrs if trains(group(records, **where({**fixed, "train.lr": lr})))]
     return max(ok) if ok else None
 
 
-def _trains(g: Group) -> bool:
-    return g.n_runs > 0 and g.n / g.n_runs >= TRAINS
 
 
 @claim("F7", "QK-norm raises the highest trainable learning rate, per head and over the full width",

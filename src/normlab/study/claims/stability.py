@@ -267,8 +267,11 @@ def lr_boundary(by_lr: dict[float, str]) -> str:
 
 
 def trains(g) -> bool:
-    """A configuration trains when at least TRAINS of its seeds trained (and it has runs)."""
-    return bool(g.n_runs) and (g.n_runs - g.n_failed) / g.n_runs >= TRAINS
+    """A configuration trains when at least TRAINS of all its runs are known to have trained. A run censored by
+    the plateau stop is not known to: it counts in the denominator, so censoring never lifts a limit (without
+    it, one trained seed beside four censored ones would read as 'trains')."""
+    runs = g.n_runs + g.n_censored
+    return bool(runs) and (g.n_runs - g.n_failed) / runs >= TRAINS
 
 
 def max_stable_lr(records, preset, schemes, warmup, lrs=None) -> dict[str, float | None]:
