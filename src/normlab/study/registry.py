@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterator
 
 from normlab.config import ConfigError
 from normlab.study.records import RunRecord
+from normlab.study.validation import validated
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -300,7 +301,9 @@ class Registry:
         with self._tx() as db:
             rows = db.execute(f"SELECT id, result FROM runs WHERE status IN {DONE} "
                               "ORDER BY rowid").fetchall()
-        return [RunRecord.from_dict(json.loads(r)) for rid, r in rows if ids is None or rid in ids]
+        # runs the plateau stop ended are censored, unless continued to their budget (study/validation.py)
+        records = [RunRecord.from_dict(json.loads(r)) for rid, r in rows if ids is None or rid in ids]
+        return validated(records, self.dir)
 
     def configs(self) -> list[tuple[str, dict[str, Any]]]:
         """(id, config) of every registered run, in registration order."""

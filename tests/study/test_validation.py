@@ -1,0 +1,44 @@
+"""The plateau stop's validation: a stopped run continued to its budget (benchmarks/plateau_validation.py), and
+the registry counting one that stayed on the plateau as failed to train, one that left it as still censored."""
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+from normlab.rundir import RunDir
+from normlab.study.validation import VALIDATION, validated
+from normlab.train import train
+from tests.study.test_verdicts import PLATEAU_REASON, rec
+from tests.train.test_plateau_stop import run, val_curve
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _benchmark():
+    spec = importlib.util.spec_from_file_location("plateau_validation", ROOT / "benchmarks/plateau_validation.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_continued_run_goes_on_from_its_stop_as_the_uninterrupted_run_did(tmp_path, one_torch_thread):
+    stopped, whole = tmp_path / "stopped", tmp_path / "whole"
+    train(run(1e-7, plateau_stop=0.5), str(stopped))
+    assert RunDir(stopped).read_status()["reason"].startswith("stopped at step 40 of 80")
+    outcome = _benchmark().continue_run(str(stopped), str(tmp_path / "continued"))
+    assert outcome == {"trained": False, "status": "completed", "outcome": "failed_to_train",
+                       "val_loss": outcome["val_loss"], "step": 80}
+    train(run(1e-7, plateau_stop=0.0), str(whole))  # the same run, never stopped
+    assert val_curve(tmp_path / "continued") == val_curve(whole)  # the same curve, bit for bit
+    assert RunDir(stopped).read_status()["step"] == 40  # the study's own run is left as it was
+
+
+def test_the_registry_counts_a_validated_run_as_failed_and_a_recovered_one_as_censored(tmp_path):
+    stuck, recovered, other = (rec(status="failed_to_train", reason=PLATEAU_REASON, seed=s) for s in range(3))
+    assert stuck.censored and recovered.censored and other.censored
+    (tmp_path / VALIDATION).write_text(json.dumps({"runs": {stuck.id: {"trained": False},
+                                                            recovered.id: {"trained": True}}}))
+    validated([stuck, recovered, other], tmp_path)
+    assert not stuck.censored and stuck.failed_to_train and "plateau_validation.py" in stuck.reason
+    assert recovered.censored and other.censored  # it would have trained; the third was never continued
