@@ -7,9 +7,9 @@ failure nor a loss in any verdict, since whether it would have trained is unknow
 such run's directory is copied to STUDY/plateau_validation/<id> (the study's own run is left as it is), its
 config's `train.plateau_stop` set to 0, and the run resumed from the checkpoint the stop wrote, to its full
 budget, bit for bit as the uninterrupted run would have gone on. STUDY/plateau_validation.json then holds each
-run's outcome at its budget; the study's registry reads it (`study/validation.py`): a run that stayed on the
-plateau counts as failed to train, one that left it stays censored (its loss at the budget is not the study's).
-Copy the JSON beside the study's committed verdicts.json: the README's tables rest on it.
+run's outcome at its budget, and the study's registry reads it (`study/validation.py`): a run that stayed on the
+plateau failed to train, one that left it trained, with the val loss it reached (`normlab report STUDY` judges
+again with them). Copy the JSON beside the study's committed verdicts.json: the README's tables rest on it.
 """
 from __future__ import annotations
 

@@ -34,11 +34,14 @@ def test_a_continued_run_goes_on_from_its_stop_as_the_uninterrupted_run_did(tmp_
     assert RunDir(stopped).read_status()["step"] == 40  # the study's own run is left as it was
 
 
-def test_the_registry_counts_a_validated_run_as_failed_and_a_recovered_one_as_censored(tmp_path):
+def test_the_registry_gives_a_continued_run_its_outcome_at_its_budget(tmp_path):
     stuck, recovered, other = (rec(status="failed_to_train", reason=PLATEAU_REASON, seed=s) for s in range(3))
     assert stuck.censored and recovered.censored and other.censored
-    (tmp_path / VALIDATION).write_text(json.dumps({"runs": {stuck.id: {"trained": False},
-                                                            recovered.id: {"trained": True}}}))
+    (tmp_path / VALIDATION).write_text(json.dumps({"runs": {
+        stuck.id: {"trained": False}, recovered.id: {"trained": True, "val_loss": 3.13, "step": 300}}}))
     validated([stuck, recovered, other], tmp_path)
-    assert not stuck.censored and stuck.failed_to_train and "plateau_validation.py" in stuck.reason
-    assert recovered.censored and other.censored  # it would have trained; the third was never continued
+    assert not stuck.censored and stuck.failed_to_train and "still on the plateau" in stuck.reason
+    # it trained by its budget: the run's own outcome, loss included (a resumed run continues the same curve)
+    assert (recovered.censored, recovered.status, recovered.val_loss, recovered.did_not_train) == (
+        False, "completed", 3.13, False)
+    assert other.censored  # never continued: still unknown
