@@ -24,8 +24,12 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 setup: $(VENV)/.installed
 
+# the study, then every run its plateau stop ended continued to its budget (whether it would have trained is
+# otherwise unknown: such runs are censored), then the report judged again with their outcomes
 run: setup
 	$(BIN)/normlab study --preset standard --out normlab-study
+	$(BIN)/python benchmarks/plateau_validation.py normlab-study
+	$(BIN)/normlab report normlab-study
 
 # The report's browser test drives Debian's Chromium; install it when missing (needs root, as in CI).
 browser:
