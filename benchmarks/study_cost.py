@@ -21,7 +21,7 @@ from normlab.study.records import flatten
 from normlab.study.registry import Registry
 from normlab.study.runner import compute_verdicts, study_ids
 from normlab.study.design import outcome_counts
-from normlab.study.spec import INIT_KEY, spec_from_meta
+from normlab.study.spec import FACTORS, INIT_KEY, spec_from_meta
 
 
 def claim_runs(spec, ids: set[str], configs: dict[str, dict]) -> dict[str, set[str]]:
@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         seen = {v["id"]: v["verdict"] for v in json.loads(path.read_text("utf-8"))["verdicts"]}
         # replicated: decisive, the same on the design seeds, and under every nuisance level measured
         same = [v.id for v in verdicts.values() if v.verdict in (HOLDS, FAILS) and seen.get(v.id) == v.verdict
-                and all(x == v.verdict for levels in v.scope.values() for x in levels.values())]
+                and all(x == v.verdict for factor, levels in v.scope.items() if factor in FACTORS
+                        for x in levels.values())]  # the nuisance factors; a claim's own swept axis (C1: lr) aside
         summary.update({"replicated": len(same), "replicated_claims": same,
                         "wall_s_per_replicated_verdict": wall / len(same) if same else None})
         print(f"{len(same)} verdicts replicated (decisive, the same on the design seeds and under every level "

@@ -65,7 +65,8 @@ def design_text(v: dict, design: dict[str, dict] | None) -> str:
     seen = (design or {}).get(v["id"])
     if not seen:
         return "—"
-    return f"{seen['verdict']}" + (" (replicated)" if seen["verdict"] == v["verdict"] else "")
+    return f"{seen['verdict']}" + (" (replicated)" if decisive(v["verdict"]) and seen["verdict"] == v["verdict"]
+                                   else "")
 
 
 def counts_line(verdicts: list[dict], design: dict[str, dict] | None = None) -> str:

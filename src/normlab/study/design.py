@@ -36,7 +36,9 @@ def design_beside(spec: StudySpec, verdicts: list) -> None:
     for v in verdicts:
         seen = record["verdicts"].get(v.id)
         if seen:
-            v.design = {**seen, "seeds": record["seeds"], "replicated": seen["verdict"] == v.verdict}
+            # replicated: says something (holds or does not hold), and the same on both seed sets
+            v.design = {**seen, "seeds": record["seeds"],
+                        "replicated": decisive(v.verdict) and seen["verdict"] == v.verdict}
 
 
 def replicated(verdicts: list) -> int:
