@@ -21,7 +21,7 @@ from normlab.study.records import flatten
 from normlab.study.registry import Registry
 from normlab.study.runner import compute_verdicts, study_ids
 from normlab.study.design import outcome_counts
-from normlab.study.spec import FACTORS, INIT_KEY, spec_from_meta
+from normlab.study.spec import FACTORS, INIT_KEY, factor_overrides, spec_from_meta
 
 
 def claim_runs(spec, ids: set[str], configs: dict[str, dict]) -> dict[str, set[str]]:
@@ -110,6 +110,15 @@ def main(argv: list[str] | None = None) -> int:
                "wall_s": wall, "decisive": n_decisive, "claims": len(verdicts),
                "wall_s_per_decisive_verdict": wall / n_decisive if n_decisive else None,
                "outcomes": outcome_counts(list(verdicts.values()))}
+    # each nuisance pass (`--vary`): its runs (those at the factor's other level) and their training time; its
+    # wall time on W workers is about that / W
+    passes = {}
+    for factor in spec.vary:
+        other = factor_overrides(factor, spec.preset.base)
+        mine = [rid for rid in records if all(flatten(configs[rid]).get(k) == v for k, v in other.items())]
+        passes[factor] = {"runs": len(mine), "train_s": sum(elapsed[r] for r in mine), "overrides": other}
+        print(f"{factor} pass: {len(mine)} runs, {passes[factor]['train_s'] / 60:.1f} min of training")
+    summary["passes"] = passes
     if args.design:
         path = args.design / "verdicts.json" if args.design.is_dir() else args.design
         seen = {v["id"]: v["verdict"] for v in json.loads(path.read_text("utf-8"))["verdicts"]}
