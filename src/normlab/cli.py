@@ -744,7 +744,7 @@ def bench(
         return
     for table in tables(result):
         console.print(table)
-    for note in result["scheme_notes"]:  # what a scheme's paper fixes: a pair skipped, or a setting filled in
+    for note in result.get("scheme_notes", []):  # what a scheme's paper fixes: a pair skipped, or a setting filled in
         own = SCHEMES.get(note["scheme"]).requires.get("norm")
         hint = f" (--scheme {note['scheme']} --norm {own[0]} times it)" if note["skipped"] and own else ""
         console.print(f"{'skipped' if note['skipped'] else 'note'} {note['scheme']}/{note['norm']}: "

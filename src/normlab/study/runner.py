@@ -399,6 +399,8 @@ def compute_verdicts(spec: StudySpec, registry: Registry, ids: list[str] | None 
                      claims: list[str] | None = None) -> tuple[list[Verdict], dict[str, list[Figure]]]:
     """Every claim's verdict and figures from the registry alone (no training); `claims`: only these are returned,
     but the family-wise control (`family.holm`) always runs over every claim of the study."""
+    if claims is not None and not claims:  # nothing asked for (a study with no claim on a schedule of looks)
+        return [], {}
     records = registry.records(set(ids) if ids is not None else None)
     base = spec.base_flat()
     measurements = registry.measurements()
