@@ -156,3 +156,22 @@ def test_one_progress_line_per_active_run_comes_and_goes():
     _sync_run_lines(bar, lines, [ActiveRun("b", "post-b", 50, 100, 2.9)])
     assert set(lines) == {"b"} and [t.completed for t in bar.tasks] == [50]
     assert a.describe() == "pre-a step 10/100 loss 3.2000" and b.describe() == "post-b step 0/100"
+
+
+def test_the_cli_starts_without_the_hf_extra():
+    """`pip install -e .` (no extras) must give a working `normlab`: the `hf` extra's packages are imported only
+    where an HF directory is read (safetensors once crashed `normlab --help` from the family registry)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "for name in ('safetensors', 'transformers', 'tokenizers'):\n"
+            "    sys.modules[name] = None  # as if not installed: importing it raises ImportError\n"
+            "from typer.testing import CliRunner\n"
+            "from normlab.cli import app\n"
+            "result = CliRunner().invoke(app, ['--help'])\n"
+            "assert result.exit_code == 0, result.output\n"
+            "result = CliRunner().invoke(app, ['schemes', '--json'])\n"
+            "assert result.exit_code == 0, result.output\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -8,7 +8,8 @@ directory a user points at may hold a planted pickle, and loading it must never 
     model.safetensors | model.safetensors.index.json (shards)      preferred, in this order
     pytorch_model.bin | pytorch_model.bin.index.json (shards)      torch.load(weights_only=True)
 
-Imports only torch, safetensors and the standard library: `transformers` stays an optional extra.
+Imports only torch and the standard library at its top, and safetensors where it reads a file: the `hf` extra
+(transformers, safetensors) stays optional, and `normlab --help`, which lists the families, works without it.
 """
 from __future__ import annotations
 
@@ -20,8 +21,6 @@ import zipfile
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file
 
 CONFIG = "config.json"
 # (single file, sharded index), most trusted first
@@ -88,6 +87,9 @@ def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
     for file in weight_files(path):
         if file.suffix == ".safetensors":
             _safetensors_header(file)  # a clear message for a truncated or foreign file before safetensors reads it
+            from safetensors import SafetensorError  # the hf extra's; needed only to read a safetensors file
+            from safetensors.torch import load_file
+
             try:
                 part = load_file(file, device="cpu")
             except (SafetensorError, OSError) as e:
