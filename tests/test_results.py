@@ -19,6 +19,7 @@ from normlab.study.spec import DESIGN_SEEDS, HELD_OUT
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text("utf-8")
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]  # the README and docs/ hold tables
 BLOCK = re.compile(r"<!-- verdict-table: (?P<args>[^>]*?) -->\n(?P<body>.*?)\n<!-- /verdict-table -->", re.S)
 
 
@@ -31,7 +32,7 @@ def _module(name: str):
 
 verdict_table = _module("verdict_table")
 design_verdicts = _module("design_verdicts")
-BLOCKS = list(BLOCK.finditer(README))
+BLOCKS = [block for page in PAGES for block in BLOCK.finditer(page.read_text("utf-8"))]
 
 
 def test_the_readme_has_its_tables():
