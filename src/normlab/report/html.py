@@ -11,7 +11,7 @@ import logging
 from typing import Any, Iterable
 
 from normlab.report import plots
-from normlab.report.format import (failure_groups, failure_text, init_text, interval_text, marks, robustness_text,
+from normlab.report.format import (DEPENDS, outcome_of, failure_groups, failure_text, init_text, interval_text, marks, robustness_text,
                                    seeds_used, first_line, fmt_info_value, fmt_settings, fmt_value, info_label,
                                    key_label,
                                    key_number, label, partial_note)
@@ -30,7 +30,7 @@ def esc(value: Any) -> str:
 
 def verdict_class(verdict: str | None) -> str:
     """The badge class of a verdict: `depends on init, width` is one outcome, `depends`."""
-    if str(verdict).startswith("depends on"):
+    if outcome_of(verdict) == DEPENDS:
         return "depends"
     return VERDICT_CLASS.get(str(verdict), "unknown")
 
@@ -100,7 +100,7 @@ def toc(claims: list[str], by_id: dict[str, dict], sections: list[Section], fail
 # -- verdicts -----------------------------------------------------------------------------
 def verdict_section(verdicts: list[dict], claim_info: dict[str, dict]) -> str:
     counts = {name: sum(verdict_class(v.get("verdict")) == verdict_class(name) for v in verdicts)
-              for name in (*VERDICT_CLASS, "depends on")}
+              for name in (*VERDICT_CLASS, DEPENDS)}
     tally = " ".join(f'<span class="badge {verdict_class(name)}">{n} {esc(name)}</span>'
                      for name, n in counts.items() if n)
     design = any(v.get("design") for v in verdicts)

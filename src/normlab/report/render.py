@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from normlab.jsonsafe import json_safe
-from normlab.report.format import natural_key
+from normlab.report.format import natural_key, outcome_counts
 from normlab.report.html import page
 from normlab.report.markdown import markdown
 
@@ -43,18 +43,6 @@ def render_report(out_dir: Path, *, title: str, verdicts: list, claim_info: dict
     _write(paths["html"], page(title, study_info or {}, rows, claims, claim_info or {}, claim_figures or {},
                                list(sections or []), status, failed))
     return paths
-
-
-def outcome_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
-    """How many verdicts of each of the four outcomes; `depends on init, width` counts as `depends on`, never as
-    holds."""
-    counts = dict.fromkeys(("holds", "does not hold", "depends on", "inconclusive"), 0)
-    for v in rows:
-        verdict = v.get("verdict") or ""
-        key = "depends on" if verdict.startswith("depends on") else verdict
-        if key in counts:
-            counts[key] += 1
-    return counts
 
 
 def _as_dict(verdict: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from normlab.report.render import outcome_counts as count_outcomes
+from normlab.report.format import outcome_counts as count_outcomes
 from normlab.study.claims.base import decisive
 from normlab.study.spec import DESIGN_SEEDS, StudySpec
 

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Iterable
 from normlab.jsonsafe import json_safe
 from normlab.registry import Registry
 from normlab.report.figure import Figure, Series  # noqa: F401 (the claims draw with these, from here)
+from normlab.report.format import DEPENDS, OUTCOMES, outcome_of  # noqa: F401 (the four outcomes, from here too)
 from normlab.study.records import RunRecord
 
 CLAIMS: Registry[type["Claim"]] = Registry("claim")
@@ -44,15 +45,8 @@ def claim(cid: str, title: str, *, sources: str, paper: str):
 
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
-# the fourth outcome: the verdict differs across the levels of a nuisance factor the study varied (init recipe,
-# context, width), e.g. "depends on init"; it never counts as `holds` (`outcome_of`)
-DEPENDS = "depends on"
-OUTCOMES = (HOLDS, FAILS, DEPENDS, INCONCLUSIVE)
-
-
-def outcome_of(verdict: str) -> str:
-    """Which of the four outcomes a verdict string is: `depends on init, width` is DEPENDS."""
-    return DEPENDS if verdict.startswith(DEPENDS) else verdict
+# the fourth outcome, DEPENDS: the verdict differs across the levels of a nuisance factor the study varied (init
+# recipe, context, width), e.g. "depends on init"; it never counts as `holds` (report/format.py: `outcome_of`)
 
 
 def decisive(verdict: str) -> bool:
