@@ -408,7 +408,7 @@ def _render(out: Path, judged: tuple[list, dict] | None = None):
     from normlab.device import resolve_device
     from normlab.report import render_report
     from normlab.study.claims import CLAIMS
-    from normlab.study.claims import base as claim_base
+    from normlab.study.claims import statistics as claim_base
     from normlab.study.registry import Registry
     from normlab.study.runner import completion, compute_verdicts, main_records, study_ids
     from normlab.study.sections import general_sections
@@ -461,7 +461,7 @@ def _print_failed(failed: list[dict]) -> None:
 
 
 def _print_verdicts(verdicts, status: str = "final") -> None:
-    from normlab.study.claims.base import outcome_of
+    from normlab.report.format import outcome_of
     from normlab.study.design import outcome_counts
 
     counts = outcome_counts(verdicts)

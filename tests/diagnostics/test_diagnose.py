@@ -12,7 +12,8 @@ import normlab
 from normlab.cli import app
 from normlab.diagnostics import stats
 from normlab.diagnostics.diagnose import diagnose, load_subject
-from normlab.diagnostics.structure import classify_norm, detect_placement, find_layers
+from normlab.diagnostics.structure import classify_norm, detect_placement, find_layers, layouts
+from normlab.nn.norms import Norm
 from normlab.nn.schemes import SCHEMES
 from normlab.train import train
 from tests.conftest import tiny_config
@@ -22,10 +23,6 @@ transformers = pytest.importorskip("transformers", reason="test extra: pip insta
 runner = CliRunner()
 LAYER_KEYS = {"layer", "residual_rms", "contribution_ratio", "angular_distance", "block_influence", "grad_norm",
               "skip_delta_loss"}
-EXPECTED_PLACEMENT = {"post": "post", "pre": "pre", "sandwich": "sandwich", "peri": "peri", "deepnorm": "post",
-                      "mix": "mix", "lns": "pre", "subln": "subln", "admin": "post", "residual": "post",
-                      "reordered": "reordered", "parallel": "parallel", "ngpt": "ngpt", "hybrid": "hybrid",
-                      "keel": "keel"}
 
 
 def minilm_dir():
@@ -48,28 +45,37 @@ def check_layers(data: dict, n_layer: int) -> None:
         assert row["residual_rms"] > 0 and 0 <= row["angular_distance"] <= 1 and row["grad_norm"] > 0
 
 
-@pytest.mark.parametrize("scheme", SCHEMES.names())
-def test_placement_is_read_from_the_structure(scheme):
-    options = {"mix_ratio": 0.5} if scheme == "mix" else {}
+def placement_of(scheme: str, **options) -> dict:
+    """What `detect_placement` reads of a 4-layer model of `scheme`."""
     model = normlab.build_model(dict(vocab_size=11, block_size=8, n_layer=4, n_head=2, d_model=16, scheme=scheme,
                                      scheme_options=options))
     found = detect_placement(model, lambda: model(torch.randint(11, (2, 8))))
-    assert found["placement"] == EXPECTED_PLACEMENT[scheme]
-    # ResiDual's final norm normalizes the dual stream x_d, not the last block's output: structurally it reads
-    # as Post-LN without a final norm (what `diagnose` can tell from one forward pass)
-    assert found["final_norm"] == (model.cfg.resolved_final_norm() and scheme != "residual")
-    assert found["embed_norm"] == (scheme == "peri")
+    # ResiDual's final module normalizes the dual stream x_d, not the last block's output: structurally it reads
+    # as no final norm (what `diagnose` can tell from one forward pass)
+    assert found["final_norm"] == isinstance(model.final_norm, Norm)
+    assert found["embed_norm"] == model.cfg.resolved_embed_norm()
+    return found
 
 
-@pytest.mark.parametrize("scheme, options, placement, qk", [("parallel", {"shared_norm": 0.0}, "parallel", False),
-                                                            ("hybrid", {"first_pre": 1.0}, "hybrid", True)])
+@pytest.mark.parametrize("scheme", SCHEMES.names())
+def test_placement_is_read_from_the_structure(scheme):
+    """Each scheme is read as its declared layout names it: its own, or the one it shares (DeepNorm's α is not
+    visible, so it declares Post-LN's and reads as "post")."""
+    found = placement_of(scheme, **({"mix_ratio": 0.5} if scheme == "mix" else {}))
+    assert found["placement"] == layouts()[SCHEMES.get(scheme).layout]
+
+
+@pytest.mark.parametrize("scheme, options, placement, qk", [("parallel", {"shared_norm": False}, "parallel", False),
+                                                            ("hybrid", {"first_pre": True}, "hybrid", True),
+                                                            ("keel", {"plain_first_layer": False}, "keel", False),
+                                                            ("mix", {"mix_ratio": 0.0}, "pre", False),
+                                                            ("mix", {"mix_ratio": 1.0}, "post", False)])
 def test_scheme_options_read_as_their_layout(scheme, options, placement, qk):
     """GPT-NeoX's two parallel norms read as parallel like GPT-J's one; HybridNorm* (its first block Pre-Norm)
     reads as HybridNorm, and its QKV-norm is reported as the QK-norm it contains (per head: its input has a heads
-    axis), never as a stream norm."""
-    model = normlab.build_model(dict(vocab_size=11, block_size=8, n_layer=2, n_head=2, d_model=16, scheme=scheme,
-                                     scheme_options=options))
-    found = detect_placement(model, lambda: model(torch.randint(11, (2, 8))))
+    axis), never as a stream norm; Keel without its plain first layer reads as Keel; a Mix-LN with no Post-LN
+    block is Pre-LN, and one with no Pre-LN block Post-LN."""
+    found = placement_of(scheme, **options)
     assert (found["placement"], found["qk_norm"]) == (placement, qk)
 
 

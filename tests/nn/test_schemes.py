@@ -233,11 +233,11 @@ PLAIN = ("id", "id", "id", 1.0, 1.0)
     ("subln", {}, [PRE] * 4, "id", "norm"),
     ("reordered", {}, [("id", "norm", "id", 1.0, 1.0)] * 4, "id", "norm"),
     ("parallel", {}, [(PRE, PLAIN)] * 4, "id", "norm"),  # the MLP branch reads the attention branch's norm
-    ("parallel", {"shared_norm": 0.0}, [PRE] * 4, "id", "norm"),
+    ("parallel", {"shared_norm": False}, [PRE] * 4, "id", "norm"),
     ("hybrid", {}, [(POST, PLAIN)] * 4, "id", "norm"),  # Norm(x + Attn(x)), then x + FFN(x)
-    ("hybrid", {"first_pre": 1.0}, [PRE] + [(POST, PLAIN)] * 3, "id", "norm"),
+    ("hybrid", {"first_pre": True}, [PRE] + [(POST, PLAIN)] * 3, "id", "norm"),
     ("keel", {}, [PRE] + [("norm", "id", "norm", 8.0, 1.0)] * 3, "id", "id"),  # α = L = 2 × 4; block 0 plain (§3.1)
-    ("keel", {"plain_first_layer": 0.0}, [("norm", "id", "norm", 8.0, 1.0)] * 4, "id", "id"),
+    ("keel", {"plain_first_layer": False}, [("norm", "id", "norm", 8.0, 1.0)] * 4, "id", "id"),
 ])
 @pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
 def test_slot_structure(scheme, options, per_layer, embed, final, norm):
@@ -345,7 +345,7 @@ def _perturbed_block(scheme, options=None, n_layer=1, layer=0, **cfg):
     return block, torch.randn(2, 5, model.cfg.d_model)
 
 
-@pytest.mark.parametrize("shared", [1.0, 0.0])
+@pytest.mark.parametrize("shared", [True, False])
 def test_parallel_block_is_gptj_and_neox_formula(shared):
     """GPT-J / PaLM (one norm): x + Attn(LN(x)) + MLP(LN(x)); GPT-NeoX use_parallel_residual (two):
     x + Attn(LN₁(x)) + MLP(LN₂(x)), transcribed by hand."""
@@ -385,12 +385,12 @@ def test_hybrid_block_is_hybridnorms_formula():
 def test_hybrid_star_first_block_is_pre_norm_with_qkv_norm():
     """HybridNorm* (the official code's layer-0 override attn_norm = True, ffn_residual = False): block 0 is
     Pre-Norm around both sub-layers, QKV-norm kept; the blocks after it are HybridNorm's."""
-    block, x = _perturbed_block("hybrid", {"first_pre": 1.0}, n_layer=2)
+    block, x = _perturbed_block("hybrid", {"first_pre": True}, n_layer=2)
     with torch.no_grad():
         h = x + _qkv_norm_attention(block.attn.sublayer, _rms(x, block.attn.in_norm.weight))
         want = h + block.mlp.sublayer(_rms(h, block.mlp.in_norm.weight))
         torch.testing.assert_close(block(x), want, rtol=1e-5, atol=1e-6)
-    later, x = _perturbed_block("hybrid", {"first_pre": 1.0}, n_layer=2, layer=1)
+    later, x = _perturbed_block("hybrid", {"first_pre": True}, n_layer=2, layer=1)
     assert kind(later.attn.post_norm) == "norm" and kind(later.attn.in_norm) == kind(later.mlp.in_norm) == "id"
 
 
@@ -438,17 +438,65 @@ def test_keel_everywhere_differs_from_the_papers_first_layer():
     """The option that turns the first-layer case off builds another model (the transcription above could not
     pass for both)."""
     first = normlab.build_model(tiny(scheme="keel", n_layer=2)).blocks[0]
-    every = normlab.build_model(tiny(scheme="keel", n_layer=2, scheme_options={"plain_first_layer": 0.0})).blocks[0]
+    every = normlab.build_model(tiny(scheme="keel", n_layer=2, scheme_options={"plain_first_layer": False})).blocks[0]
     assert (first.attn.alpha, kind(first.attn.post_norm)) == (1.0, "id")
     assert (every.attn.alpha, kind(every.attn.post_norm)) == (4.0, "norm")
-    with pytest.raises(ValueError, match="plain_first_layer must be 1"):
-        build_scheme("keel", 2, {"plain_first_layer": 0.5})
 
 
-@pytest.mark.parametrize("scheme, option", [("parallel", "shared_norm"), ("hybrid", "first_pre")])
-def test_switch_options_take_zero_or_one(scheme, option):
-    with pytest.raises(ValueError, match=option):
+def test_keels_alpha_is_l_unless_set():
+    """α = L, the sub-layers the stream passes (2·n_layer), written as the option's default; a number sets it."""
+    assert build_scheme("keel", 4).alpha == 8.0 and build_scheme("keel", 4, {"alpha": 3.0}).alpha == 3.0
+    assert SCHEMES.get("keel").OPTIONS["alpha"] == "L"
+    for bad in (0.0, -1.0):
+        with pytest.raises(ValueError, match=rf"'alpha' .* must be > 0, got {bad}; leave it unset for α = L"):
+            build_scheme("keel", 4, {"alpha": bad})
+
+
+# (scheme, switch, its default, the run ids of configs that set it to 0 and to 1, hashed before it was a bool)
+SWITCHES = [("parallel", "shared_norm", True, "f87a7c753a4c", "c2b8dfd0478e"),
+            ("hybrid", "first_pre", False, "7692f8a43ec0", "59e57fa5018f"),
+            ("keel", "plain_first_layer", True, "7bb7165a930e", "d83e4cd4fa70")]
+
+
+@pytest.mark.parametrize("scheme, option, default, off_id, on_id", SWITCHES)
+def test_switch_options_are_bools_and_take_one_or_zero_as_configs_store_them(scheme, option, default, off_id, on_id):
+    assert SCHEMES.get(scheme).OPTIONS[option] is default and build_scheme(scheme, 4).options[option] is default
+    for given, read in ((True, True), (False, False), (1.0, True), (0.0, False)):
+        assert build_scheme(scheme, 4, {option: given}).options[option] is read
+    with pytest.raises(ValueError, match=rf"scheme '{scheme}' option '{option}' is a switch: true or false "
+                                         r"\(1 or 0\), got 0.5"):
         build_scheme(scheme, 4, {option: 0.5})
+
+
+@pytest.mark.parametrize("scheme, option, default, off_id, on_id", SWITCHES)
+def test_a_switch_in_a_config_keeps_its_run_id_and_a_bad_one_says_what_is_valid(scheme, option, default, off_id,
+                                                                                 on_id):
+    """`model.scheme_options` stores numbers, as the run ids of configs that set a switch were hashed: true and 1
+    are one config, and a value that is neither gets one line naming it and the valid ones."""
+    from normlab.config import ConfigError, load_config
+
+    def config(value):
+        return load_config(None, [f"model.scheme={scheme}", f"model.scheme_options.{option}={value}"])
+
+    assert config("true").hash() == config("1").hash() == config("1.0").hash() == on_id
+    assert config("false").hash() == config("0").hash() == off_id
+    assert config("false").model.scheme_options == {option: 0.0}
+    with pytest.raises(ConfigError, match=rf"option '{option}' is a switch: true or false \(1 or 0\), got 2.0"):
+        config("2")
+
+
+def test_the_role_not_the_call_order_says_which_sublayer_a_residual_wraps():
+    """The block names each sub-layer: a scheme that treats attention and the MLP apart builds the same
+    residuals when asked for the MLP first."""
+    def norm():
+        return NORMS.get("layernorm")(4)
+
+    hybrid = build_scheme("hybrid", 2)
+    mlp, attn = (hybrid.residual(nn.Identity(), 1, norm, role) for role in ("mlp", "attention"))
+    assert (kind(mlp.post_norm), kind(attn.post_norm)) == ("id", "norm")
+    residual = build_scheme("residual", 2)
+    mlp, attn = (residual.residual(nn.Identity(), 0, norm, role) for role in ("mlp", "attention"))
+    assert (mlp.first, attn.first) == (False, True)  # x_d starts at the stack's first sub-layer, attention
 
 
 # ---------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 import random
 
-from normlab.study.claims.base import Figure, Series, Verdict
+from normlab.study.claims import Figure, Series, Verdict
 from normlab.study.records import RunRecord
 from normlab.study.sections import general_sections
 

@@ -8,7 +8,7 @@ import matplotlib
 import pytest
 
 from normlab.report import plots
-from normlab.study.claims.base import Figure, Series
+from normlab.study.claims import Figure, Series
 
 
 def _drawn(spec, **kwargs):

@@ -12,7 +12,7 @@ import pytest
 
 from normlab.report import render_report
 from normlab.report.format import fmt_duration, fmt_value
-from normlab.study.claims.base import Figure, Series, Verdict
+from normlab.study.claims import Figure, Series, Verdict
 from tests.report.synthetic import SCRIPT_TITLE, render_kwargs, verdicts
 
 CLAIMS = [f"C{i}" for i in range(1, 17)]
@@ -213,7 +213,7 @@ def test_a_sweeps_x_values_are_its_ticks():
     from matplotlib.figure import Figure as MplFigure
 
     from normlab.report import plots
-    from normlab.study.claims.base import Figure, Series
+    from normlab.study.claims import Figure, Series
 
     lrs, depths = [3e-4, 1e-3, 3e-3, 1e-2, 3e-2], [2, 4, 8, 16]
     for xs, logx in ((lrs, True), (depths, False)):
@@ -240,11 +240,13 @@ def test_key_numbers_read_in_the_claims_direction_and_a_missing_one_says_n_a():
 
 def test_comparison_details_are_a_table_with_named_sides():
     from normlab.report.html import kv_cell
-    from normlab.study.claims.base import Group, compare
+    from normlab.study.claims.decisions import compare
+    from normlab.study.claims.grouping import Group
+    from normlab.study.claims.statistics import Level
 
     a = Group([2.50, 2.52, 2.51], 3, 0, 0)
     b = Group([2.60, 2.61, 2.59], 3, 0, 0)
-    _, info = compare(a, b, sides=("RMSNorm", "LayerNorm"))
+    _, info = compare(a, b, Level(), sides=("RMSNorm", "LayerNorm"))
     cell = kv_cell("comparison", info, 0, False)
     assert "(RMSNorm)" in cell and "(LayerNorm)" in cell and "<table" in cell and "mean_a" not in cell
     rows = kv_cell("by_scheme", {"pre": {"mean": 2.5, "n": 5}, "post": {"mean": 2.6, "n": 5}}, 2, False)

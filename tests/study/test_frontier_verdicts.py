@@ -25,10 +25,10 @@ from scipy.stats import t as student_t
 
 from normlab.nn import build_model
 from normlab.study.claims import CLAIMS, FAILS, FRONTIER_CLAIMS, HOLDS, INCONCLUSIVE, Verdict
-from normlab.study.claims.base import LOSS_MARGIN, TRAINS
+from normlab.study.claims.statistics import LOSS_MARGIN, TRAINS
 from normlab.study.records import RunRecord, flatten
 from normlab.study.spec import HELD_OUT_SEEDS, INIT_KEY, PRESETS, build_config
-from tests.study.scenarios import Scenarios, check_verdict
+from tests.study.scenarios import Scenarios, approx, check_verdict, five, mean
 
 P = PRESETS["frontier"]
 SEEDS = list(P.seeds)
@@ -102,22 +102,9 @@ def noise(cid: str) -> list[RunRecord]:
     return out
 
 
-S5 = [0.0, 0.01, -0.01, 0.02, -0.02]  # 5 seeds' offsets, the same in paired arms (zero sum)
-
-
-def five(loss: float, jitter: float = 0.0) -> list[float]:
-    """5 seeds of a configuration: `loss` plus a seed offset shared by paired arms, plus a zero-sum ±jitter of its
-    own (so the mean is `loss` and paired differences have a spread)."""
-    return [loss + o + jitter * j for o, j in zip(S5, (1, -1, 1, -1, 0))]
-
-
 def plus(base: list[float], diffs: list[float]) -> list[float]:
     """Another arm, paired by seed: `base` + a per-seed difference."""
     return [b + d for b, d in zip(base, diffs)]
-
-
-def mean(xs):
-    return sum(xs) / len(xs)
 
 
 def hand_t_interval(values: list[float], level: float = 0.95) -> list[float]:
@@ -138,10 +125,6 @@ SCENARIOS, COVERED = scenario.params, scenario.covered
 
 def run_claim(claim: str, case: Case) -> Verdict:
     return CLAIMS.get(claim)().verdict(case.records, None, P)
-
-
-def approx(x):
-    return pytest.approx(x, rel=1e-9, abs=1e-12)
 
 
 def part_verdicts(v: Verdict) -> list[str]:

@@ -8,8 +8,10 @@ import json
 import pytest
 
 from normlab.study.claims import CLAIMS, FAILS, HOLDS, INCONCLUSIVE, Verdict
-from normlab.study.claims.base import (ALPHA, SPENDING, Group, alpha, at_look, compare, confidence, equivalence,
-                                       fails_more, look_alpha, pct, t_interval)
+from normlab.study.claims.decisions import compare, fails_more
+from normlab.study.claims.grouping import Group
+from normlab.study.claims.prose import pct
+from normlab.study.claims.statistics import ALPHA, SPENDING, Level, look_alpha, t_interval
 from normlab.study.spec import PRESETS, load_study
 
 
@@ -23,37 +25,36 @@ def test_two_looks_spend_0035_then_0015_and_the_5_0_sign_test_still_decides_at_t
     assert look_alpha(1, 2) == pytest.approx(0.035) and look_alpha(2, 2) == pytest.approx(0.015)
     failed = Group([], 5, 0, 5, seeds=[], outcomes={s: False for s in range(5)})
     trained = Group([2.0] * 5, 5, 0, 0, seeds=list(range(5)), outcomes={s: True for s in range(5)})
-    assert fails_more(failed, trained)["p_one_sided"] == pytest.approx(1 / 32)
-    with at_look(1, 2):
-        assert fails_more(failed, trained)["more"]  # 1/32 = 0.031 < 0.035
-    with at_look(2, 2):
-        assert not fails_more(failed, trained)["more"]  # 0.031 > 0.015: the second look needs more discordant seeds
-    with at_look(1, 3):  # three looks spend 0.03 first: 5-0 (0.031) would not decide, why the standard preset has two
-        assert not fails_more(failed, trained)["more"]
+    assert fails_more(failed, trained, Level())["p_one_sided"] == pytest.approx(1 / 32)
+    assert fails_more(failed, trained, Level(look=(1, 2)))["more"]  # 1/32 = 0.031 < 0.035
+    # 0.031 > 0.015: the second look needs more discordant seeds
+    assert not fails_more(failed, trained, Level(look=(2, 2)))["more"]
+    # three looks spend 0.03 first: 5-0 (0.031) would not decide, why the standard preset has two
+    assert not fails_more(failed, trained, Level(look=(1, 3)))["more"]
 
 
-def test_a_look_widens_every_interval_to_its_level_and_restores_the_default():
+def test_a_look_widens_every_interval_to_its_level_and_a_single_look_keeps_alpha():
     values = [0.1, 0.3, 0.2, 0.25, 0.15]
-    single = t_interval(values)
-    with at_look(1, 2):
-        assert alpha() == pytest.approx(0.035) and confidence() == pytest.approx(0.965)
-        assert equivalence() == pytest.approx(0.93) and pct(confidence()) == "96.5 %"
-        wider = t_interval(values)
+    first = Level(look=(1, 2))
+    assert first.alpha == pytest.approx(0.035) and first.two_sided == pytest.approx(0.965)
+    assert first.tost == pytest.approx(0.93) and pct(first.two_sided) == "96.5 %"
+    single, wider = t_interval(values, Level().two_sided), t_interval(values, first.two_sided)
     assert wider[0] < single[0] and wider[1] > single[1]
-    assert alpha() == ALPHA and pct(confidence()) == "95 %" and pct(equivalence()) == "90 %"
+    assert Level().alpha == ALPHA and pct(Level().two_sided) == "95 %" and pct(Level().tost) == "90 %"
+    with pytest.raises(ValueError, match="no spending schedule for 4 looks"):
+        Level(look=(1, 4))
 
 
 def test_a_paired_comparison_that_decides_at_one_look_can_be_undecided_at_the_first_of_two():
     # a paired difference of 0.03 nats with a small spread: "worse" at 95 %, unclear at 96.5 % (t₄: 2.78 → 3.26)
     a = Group([2.03, 2.041, 2.035, 2.026, 2.043], 5, 0, seeds=[0, 1, 2, 3, 4])
     b = Group([2.0] * 5, 5, 0, seeds=[0, 1, 2, 3, 4])
-    outcome, info = compare(a, b)
+    outcome, info = compare(a, b, Level())
     assert outcome == "worse" and info["levels"] == {"ci95": pytest.approx(0.95), "ci90": pytest.approx(0.90)}
     # paired differences 0.004 … 0.056 (mean 0.03): the 95 % interval's lower end is +0.0026, the 96.5 % one's −0.001
     a = Group([2.004, 2.056, 2.0127, 2.0473, 2.03], 5, 0, seeds=[0, 1, 2, 3, 4])
-    one, info1 = compare(a, b)
-    with at_look(1, 2):
-        two, info2 = compare(a, b)
+    one, info1 = compare(a, b, Level())
+    two, info2 = compare(a, b, Level(look=(1, 2)))
     assert info2["ci95"][0] < info1["ci95"][0] and info2["levels"]["ci95"] == pytest.approx(0.965)
     assert (one, two) == ("worse", "unclear")
 

@@ -7,15 +7,19 @@ import math
 
 import pytest
 
+from normlab.report.format import DEPENDS, OUTCOMES, outcome_of
 from normlab.study.claims import FAILS, HOLDS, INCONCLUSIVE, Verdict
-from normlab.study.claims.base import (ALPHA, DEPENDS, OUTCOMES, alpha, at_level, at_look, by_failures, decisive,
-                                       describe, failures, fails_more, group, not_worse, outcome_of, same,
-                                       sign_test, worse)
+from normlab.study.claims.base import decisive
+from normlab.study.claims.decisions import by_failures, not_worse, same, worse
+from normlab.study.claims.grouping import describe, failures, group
+from normlab.study.claims.statistics import ALPHA, Level, sign_test
 from normlab.study.claims.stability import deeper_deficit, matched_failures, paired_limits, seed_limits
 from normlab.study.design import family_text, outcome_counts
 from normlab.study.family import holm
 from normlab.study.runner import scope_verdict
-from tests.study.test_verdicts import LR, LRS, PLATEAU, PLATEAU_REASON, STUCK, P, W, five, rec, runs
+from tests.study.scenarios import LR, LRS, PLATEAU, PLATEAU_REASON, STUCK, P, W, five, rec, runs
+
+ALONE = Level()  # a claim alone at a single look: every decision at α = 0.05
 
 
 # -- censoring: a run the plateau stop ended early is neither a failure nor a loss -------------------------------
@@ -47,7 +51,7 @@ def test_matched_failures_leave_out_a_pair_with_a_censored_side():
     records = (runs([None, None, PLATEAU, 1.9, 1.9], scheme="pre")
                + runs([1.9, 1.9, 1.9, PLATEAU, None], scheme="post"))
     cell = [{"model.scheme": "pre", "train.lr": LR, "train.warmup_steps": W, "model.n_layer": 4}]
-    m = matched_failures(records, cell, "post")
+    m = matched_failures(records, cell, "post", ALONE)
     assert (m["only_a_failed"], m["only_b_failed"], m["seeds"]) == (2, 1, [0, 1, 4])
     assert m["p_one_sided"] == pytest.approx(sign_test(2, 3)) == pytest.approx(0.5)
     assert m["test"].startswith("exact sign test over the 3 of 3 (configuration, seed) pairs")
@@ -71,23 +75,19 @@ def _failed(only_a: int, only_b: int, paired: bool = True) -> dict:
     (6, 0, True, True),  # two-sided: 2/64 = 0.031
 ])
 def test_by_failures_is_chosen_by_the_number_of_discordant_seeds(only_a, only_b, two_sided, decides):
-    assert by_failures(_failed(only_a, only_b), two_sided=two_sided) is decides
+    assert by_failures(_failed(only_a, only_b), ALONE, two_sided=two_sided) is decides
 
 
-def test_by_failures_needs_paired_runs_and_follows_the_level_now():
-    assert not by_failures(_failed(5, 0, paired=False))  # counts, not a sign test: never the failures' test
-    with at_level(0.01):
-        assert not by_failures(_failed(5, 0))  # 1/32 > 0.01
-        assert by_failures(_failed(7, 0))  # 1/128 < 0.01
+def test_by_failures_needs_paired_runs_and_follows_its_level():
+    assert not by_failures(_failed(5, 0, paired=False), ALONE)  # counts, not a sign test: never the failures' test
+    assert not by_failures(_failed(5, 0), Level(0.01))  # 1/32 > 0.01
+    assert by_failures(_failed(7, 0), Level(0.01))  # 1/128 < 0.01
 
 
 def test_levels_compose_a_holm_step_with_a_looks_share():
-    assert alpha() == ALPHA
-    with at_level(0.01):
-        assert alpha() == 0.01
-        with at_look(1, 2):
-            assert alpha() == pytest.approx(0.007)  # 0.7 of the step's level
-    assert alpha() == ALPHA
+    assert ALONE.alpha == ALPHA
+    assert Level(0.01).alpha == 0.01
+    assert Level(0.01, look=(1, 2)).alpha == pytest.approx(0.007)  # 0.7 of the step's level
 
 
 def _arm(losses, warmup: int):
@@ -100,27 +100,27 @@ def test_worse_decided_by_failures_where_d_is_large_whatever_the_losses_say():
     # are the one test (3–2, p = 1/2): inconclusive, though the losses alone would say "worse"
     a = _arm([None, None, None, 2.1, 2.1, 2.105, 2.11, 2.095], 0)
     b = _arm([1.9, 1.9, 1.9, None, None, 1.905, 1.91, 1.895], W)
-    c = worse(a, b)
+    c = worse(a, b, ALONE)
     assert c.outcome == "worse" and c.verdict == INCONCLUSIVE
     assert (c.failed["only_a_failed"], c.failed["only_b_failed"]) == (3, 2)
 
 
 def test_worse_decided_by_losses_where_one_seed_is_discordant():
     a, b = _arm([None] + five(2.105, 0.001)[1:], 0), _arm(five(1.905), W)
-    c = worse(a, b)
-    assert not by_failures(c.failed) and c.outcome == "worse" and c.verdict == HOLDS
+    c = worse(a, b, ALONE)
+    assert not by_failures(c.failed, ALONE) and c.outcome == "worse" and c.verdict == HOLDS
 
 
 def test_five_of_five_failures_decide_at_005_not_at_001():
     a, b = _arm([None] * 5, 0), _arm(five(1.905), W)
-    assert worse(a, b).verdict == HOLDS and not_worse(a, b).verdict == FAILS
-    with at_level(0.01):  # a Holm step's level: 1/32 no longer reaches it, and no loss can be compared
-        assert worse(a, b).verdict == INCONCLUSIVE and not_worse(a, b).verdict == INCONCLUSIVE
+    assert worse(a, b, ALONE).verdict == HOLDS and not_worse(a, b, ALONE).verdict == FAILS
+    step = Level(0.01)  # a Holm step's level: 1/32 no longer reaches it, and no loss can be compared
+    assert worse(a, b, step).verdict == INCONCLUSIVE and not_worse(a, b, step).verdict == INCONCLUSIVE
 
 
 def test_same_is_two_sided_on_failures():
-    assert same(_arm([None] * 5, 0), _arm(five(1.905), W)).verdict == INCONCLUSIVE  # 2/32 > 0.05
-    c = same(_arm([None] * 6, 0), _arm(five(1.905) + [1.9], W))
+    assert same(_arm([None] * 5, 0), _arm(five(1.905), W), ALONE).verdict == INCONCLUSIVE  # 2/32 > 0.05
+    c = same(_arm([None] * 6, 0), _arm(five(1.905) + [1.9], W), ALONE)
     assert c.verdict == FAILS and c.failed["more"]  # 1/64 < 0.025, the level a side
 
 
@@ -261,20 +261,20 @@ def test_seed_limits_are_each_seeds_highest_trained_lr_unless_censored_above_it(
 def test_paired_limits_count_seeds_and_leave_unknown_ones_out():
     a = {0: 0.1, 1: 0.03, 2: 0.03, 3: None, 4: 0.1}
     b = {0: 0.03, 1: 0.03, 2: 0.1, 3: 0.03, 5: 0.1}
-    p = paired_limits(a, b)
+    p = paired_limits(a, b, ALONE)
     assert (p["a_higher"], p["b_higher"], p["ties"], p["seeds"], p["censored_seeds"]) == (1, 1, 1, [0, 1, 2], [3, 4, 5])
     assert p["p_higher"] == p["p_lower"] == pytest.approx(3 / 4) and not p["higher"] and not p["lower"]
     assert p["test"].startswith("exact sign test over the 2 of 3 seeds whose highest trainable lr differs")
 
 
 def test_paired_limits_decide_at_five_of_five_and_not_at_four():
-    five_up = paired_limits({s: 0.1 for s in range(5)}, {s: 0.03 for s in range(5)})
+    five_up = paired_limits({s: 0.1 for s in range(5)}, {s: 0.03 for s in range(5)}, ALONE)
     assert five_up["higher"] and five_up["p_higher"] == pytest.approx(1 / 32)
-    four_up = paired_limits({s: 0.1 for s in range(5)}, {0: 0.1, 1: 0.03, 2: 0.03, 3: 0.03, 4: 0.03})
+    four_up = paired_limits({s: 0.1 for s in range(5)}, {0: 0.1, 1: 0.03, 2: 0.03, 3: 0.03, 4: 0.03}, ALONE)
     assert (four_up["a_higher"], four_up["ties"], four_up["higher"]) == (4, 1, False)  # 1/16: ties do not count
-    with at_level(0.1):
-        assert paired_limits({s: 0.1 for s in range(5)}, {0: 0.1, 1: 0.03, 2: 0.03, 3: 0.03, 4: 0.03})["higher"]
-    ties = paired_limits({s: 0.1 for s in range(5)}, {s: 0.1 for s in range(5)})
+    at_01 = paired_limits({s: 0.1 for s in range(5)}, {0: 0.1, 1: 0.03, 2: 0.03, 3: 0.03, 4: 0.03}, Level(0.1))
+    assert at_01["higher"]
+    ties = paired_limits({s: 0.1 for s in range(5)}, {s: 0.1 for s in range(5)}, ALONE)
     assert (ties["ties"], ties["p_higher"], ties["higher"], ties["lower"]) == (5, 1.0, False, False)
 
 
@@ -296,7 +296,7 @@ def test_deeper_deficit_with_infinite_deficits():
              5: ((1.91, 1.90), (2.10, 1.90))}  # 0.01 → 0.2: larger
     records = [_depth(s, d, seed, loss) for seed, cells in table.items()
                for d, pair in zip((2, 8), cells) for s, loss in zip(("post", "pre"), pair)]
-    g = deeper_deficit(records, P, 2, 8)
+    g = deeper_deficit(records, P, 2, 8, ALONE)
     assert (g["up"], g["down"], g["n"], g["seeds"], g["depths"]) == (2, 1, 4, [0, 1, 4, 5], [2, 8])
     assert g["p_up"] == pytest.approx(sign_test(2, 3)) == pytest.approx(0.5) and not g["harder"] and not g["easier"]
     assert "(3 of 4), one-sided" in g["test"]
@@ -305,7 +305,7 @@ def test_deeper_deficit_with_infinite_deficits():
 def test_deeper_deficit_is_harder_when_post_ln_alone_fails_deep_in_five_seeds():
     records = [_depth(s, d, seed, None if (s, d) == ("post", 8) else 1.9 + 0.01 * (s == "post"))
                for seed in range(5) for d in (2, 4, 8) for s in ("post", "pre")]
-    g = deeper_deficit(records, P, 2, 8)
+    g = deeper_deficit(records, P, 2, 8, ALONE)
     assert (g["up"], g["down"], g["harder"]) == (5, 0, True) and g["p_up"] == pytest.approx(1 / 32)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from normlab.rundir import RunDir
 from normlab.study.validation import VALIDATION, validated
 from normlab.train import train
-from tests.study.test_verdicts import PLATEAU_REASON, rec
+from tests.study.scenarios import PLATEAU_REASON, rec
 from tests.train.test_plateau_stop import run, val_curve
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,15 +7,17 @@
 - `detect_placement`: one forward pass with hooks on the norms, the layers and each layer's
   sub-layers (its direct children with weights). By tensor identity it sees, per layer, which
   norms read the layer's input x, whether the layer's output *is* a norm's output, which norms
-  read a sub-layer's output, and whether the sub-layers read x side by side; `LAYOUTS` names the
-  layer from those facts (pre, post, sandwich, Sub-LN, parallel, reordered, nGPT, Keel, HybridNorm), and a
-  layer none of them fits is `unrecognised`, with what was seen. Sandwich with a norm on the embeddings is
-  peri; a norm after the last layer is the final norm. DeepNorm reads as post, Keel as Post-LN with an
-  input norm, and LayerNorm Scaling as pre: residual multipliers and the 1/√ℓ are not visible in the
-  structure. HybridNorm is the one layout told by a value: its FFN residual carries Norm(Y), which the
-  identity of tensors cannot show (x' = Norm(Y) + FFN(Norm(Y)) against a Pre-LN-like y + FFN(Norm(y))). No
-  model_type is looked up: GPT-J, GPT-NeoX (use_parallel_residual), Falcon (parallel_attn), Phi
-  and Cohere read as parallel because their MLP reads Norm(x), not x + Attn(...).
+  read a sub-layer's output, and whether the sub-layers read x side by side. Each scheme declares
+  what its norms look like (`Scheme.layout`, a `BlockLayout` per block and what the stack adds: an
+  embedding norm, a special first block, Mix-LN's lower blocks); a layer is named after the block
+  layout it fits, the stack after the scheme whose layout it fits, and a layer none fits is
+  `unrecognised`, with what was seen. A norm after the last layer is the final norm. DeepNorm and
+  Admin read as post, LayerNorm Scaling as pre: residual multipliers and the 1/√ℓ are not visible in
+  the structure, so those schemes declare Post-LN's and Pre-LN's layout. HybridNorm is the one layout
+  told by a value: its FFN residual carries Norm(Y), which the identity of tensors cannot show
+  (x' = Norm(Y) + FFN(Norm(Y)) against a Pre-LN-like y + FFN(Norm(y))). No model_type is looked up:
+  GPT-J, GPT-NeoX (use_parallel_residual), Falcon (parallel_attn), Phi and Cohere read as parallel
+  because their MLP reads Norm(x), not x + Attn(...).
 - QK-norm (Gemma 3, Qwen3, OLMo 2, ViT-22B) normalizes queries and keys inside attention: a norm
   named q_norm/k_norm (q_layernorm, query_norm, ...) or one applied per head (its input has a
   heads axis). It is reported as `qk_norm` and left out of the placement, which is about the
@@ -32,6 +34,7 @@ import torch
 from torch import nn
 
 from normlab.nn.norms import NoNorm, Norm
+from normlab.nn.schemes import SCHEMES, BlockLayout, Layout
 
 _NORM_NAME = re.compile(r"(LayerNorm|RMSNorm|ScaleNorm|DyT)$", re.IGNORECASE)
 _QK_NAME = re.compile(r"(^|\.)(q|k|v|query|key|value)_?(norm|layernorm|ln)$", re.IGNORECASE)
@@ -133,6 +136,17 @@ class LayerSeen:
     carries_norm: bool = False  # the output is a (non-final) norm's output plus the last sub-layer's: the
     #                             stream between the sub-layers was normalized (HybridNorm's FFN residual)
 
+    def facts(self) -> dict[str, bool]:
+        """What a `BlockLayout` fixes, as this layer shows it."""
+        return {"sum_norm": self.give_output, "input_norm": self.read_input > 0,
+                "branch_norm": self.read_sublayer > 0, "only_branch_norms": 0 < self.read_sublayer == self.norms,
+                "inner_norm": self.inner, "side_by_side": 0 < self.read_input == self.norms and self.side_by_side >= 2,
+                "carried_norm": self.carries_norm, "qkv_norm": self.qkv >= 3}
+
+    def fits(self, block: BlockLayout) -> bool:
+        facts = self.facts()
+        return self.norms >= block.min_norms and all(facts[k] == v for k, v in block.facts().items())
+
     def describe(self) -> str:
         return (f"{self.norms} norm(s), {self.read_input} on the layer input, {self.read_sublayer} on a sub-layer's "
                 f"output, output {'is' if self.give_output else 'is not'} a norm's"
@@ -142,29 +156,23 @@ class LayerSeen:
                 + (f", {self.qkv} norm(s) on queries, keys or values" if self.qkv else ""))
 
 
-# Each layout a layer can be read as, first match wins: (name, test, formula). A layer none of them fits is
-# "unrecognised", reported with what was seen: a wrong name would be worse than none.
-LAYOUTS: list[tuple[str, Callable[[LayerSeen], bool], str]] = [
-    ("none", lambda s: s.norms == 0, "x ← x + F(x)"),
-    # a normalized branch and a normalized sum: nGPT's step on the sphere (its α is not visible in the layout)
-    ("ngpt", lambda s: s.give_output and s.read_input == 0 and s.read_sublayer > 0,
-     "h ← Norm(h + α(Norm(F(h)) − h)) (nGPT)"),
-    ("post", lambda s: s.give_output and s.read_input == 0, "x ← Norm(x + F(x))"),
-    # Post-LN whose branch also reads a normalized input (the residual scale α is not visible in the layout)
-    ("keel", lambda s: s.give_output and s.read_input > 0 and not s.inner, "x ← Norm(α·x + F(Norm(x))) (Keel)"),
-    # the one stream norm on the attention's sum, carried into the FFN's residual, with q, k and v normalized
-    ("hybrid", lambda s: not s.give_output and s.read_input == 0 and s.read_sublayer == 0 and s.norms > 0
-     and s.carries_norm and s.qkv >= 3, "Y = x + Attn(Norm(Q), Norm(K), Norm(V)); x' = Norm(Y) + FFN(Norm(Y)) "
-                                         "(HybridNorm)"),
-    ("parallel", lambda s: not s.give_output and 0 < s.read_input == s.norms and s.side_by_side >= 2,
-     "x ← x + Attn(Norm(x)) + MLP(Norm'(x)), Norm' = Norm or its own (GPT-J, GPT-NeoX, PaLM)"),
-    ("subln", lambda s: not s.give_output and s.read_input > 0 and s.inner, "x ← x + F(Norm(x)), F with a norm inside"),
-    ("sandwich", lambda s: not s.give_output and s.read_input > 0 and s.norms >= 4,
-     "x ← x + Norm(F(Norm(x)))"),
-    ("pre", lambda s: not s.give_output and s.read_input > 0, "x ← x + F(Norm(x))"),
-    ("reordered", lambda s: not s.give_output and s.read_input == 0 and 0 < s.read_sublayer == s.norms,
-     "x ← x + Norm(F(x)) (OLMo 2, Swin v2's res-post-norm)"),
-]
+def layouts() -> dict[Layout, str]:
+    """Every scheme's layout, named after the first registered scheme that declares it: the placement `normlab
+    diagnose` reports for a model of each scheme (DeepNorm declares Post-LN's layout: "post")."""
+    named: dict[Layout, str] = {}
+    for name, scheme in SCHEMES.items():
+        if scheme.layout is not None:
+            named.setdefault(scheme.layout, name)
+    return named
+
+
+def block_layouts() -> dict[BlockLayout, str]:
+    """Every block layout the schemes declare, named after the first registered scheme whose blocks have it
+    (Peri-LN's blocks are Sandwich-LN's: "sandwich")."""
+    named: dict[BlockLayout, str] = {}
+    for layout, name in layouts().items():
+        named.setdefault(layout.block, name)
+    return named
 
 
 def placement_text(result: dict) -> str:
@@ -175,7 +183,13 @@ def placement_text(result: dict) -> str:
 
 
 def layout_of(seen: LayerSeen) -> str:
-    return next((name for name, fits, _ in LAYOUTS if fits(seen)), "unrecognised")
+    """The name of the block layout the layer fits, the one that says most where several do (a sandwich block
+    fits Pre-LN's too); "none" without a norm on the stream. A layer none fits is "unrecognised": a wrong name
+    would be worse than none."""
+    if seen.norms == 0:
+        return "none"
+    fitting = [(block, name) for block, name in block_layouts().items() if seen.fits(block)]
+    return max(fitting, key=lambda f: f[0].detail, default=(None, "unrecognised"))[1]
 
 
 @torch.no_grad()
@@ -250,7 +264,7 @@ def _first_input(args, kwargs):
 
 
 def _seen(x_in, x_out, inside, sublayers, qkv: int = 0) -> LayerSeen:
-    """The facts `LAYOUTS` reads, by tensor identity (which norm or sub-layer read or gave which tensor), and one
+    """The facts a `BlockLayout` fixes, by tensor identity (which norm or sub-layer read or gave which tensor), and one
     by value: whether the output is a norm's output plus the last sub-layer's."""
     normed_input = [o for _, a, o in inside if a is x_in]
     produced = [o for _, _, o in inside] + [o for _, o in sublayers]
@@ -275,21 +289,32 @@ def _is_sum(total, a, b) -> bool:
 
 
 def _overall(per_layer: list[dict], embed_norm: bool) -> tuple[str, str | None]:
-    """The stack's placement, and what was seen when it is unrecognised."""
+    """The stack's placement, and what was seen when it is unrecognised: the scheme whose layout the stack fits,
+    the one that says most where several do (Peri-LN's is Sandwich-LN's with an embedding norm)."""
     kinds = [p["kind"] for p in per_layer]
     distinct = set(kinds)
-    if distinct == {"post", "pre"} and kinds.index("pre") > max(i for i, k in enumerate(kinds) if k == "post"):
-        return "mix", None  # Post-LN bottom, Pre-LN top
-    if distinct == {"pre", "hybrid"} and kinds[0] == "pre" and kinds.count("pre") == 1:
-        return "hybrid", None  # HybridNorm*: its first block Pre-Norm around both sub-layers
-    if distinct == {"pre", "keel"} and kinds[0] == "pre" and kinds.count("pre") == 1:
-        return "keel", None  # Keel's first block is plain Pre-LN, without its post-norm or α (arXiv 2601.19895 §3.1)
     if "unrecognised" in distinct:
         p = next(p for p in per_layer if p["kind"] == "unrecognised")
         return "unrecognised", f"layer {p['layer']}: {p['seen']}"
+    fitting = [(layout, name) for layout, name in layouts().items() if _stack_fits(layout, kinds, embed_norm)]
+    if fitting:
+        return max(fitting, key=lambda f: f[0].detail)[1], None
     if len(distinct) != 1:
         return "unrecognised", "layers read as " + ", ".join(f"{k} ({kinds.count(k)})" for k in sorted(distinct))
-    kind = kinds[0]
-    if kind == "sandwich" and embed_norm:
-        return "peri", None
-    return kind, None
+    return kinds[0], None  # "none": no norm on the stream
+
+
+def _stack_fits(layout: Layout, kinds: list[str], embed_norm: bool) -> bool:
+    """Whether layers read as `kinds` fit `layout`: every one its block's, but a first block that may read as
+    `first_block` and lower blocks that must read as `lower_blocks` (at least one of its own blocks either way)."""
+    if layout.embed_norm not in (None, embed_norm):
+        return False
+    name = block_layouts()
+    if layout.first_block is not None and len(kinds) > 1 and kinds[0] == name.get(layout.first_block):
+        kinds = kinds[1:]
+    if layout.lower_blocks is not None:
+        lower = next((i for i, k in enumerate(kinds) if k != name.get(layout.lower_blocks)), len(kinds))
+        if lower == 0:
+            return False
+        kinds = kinds[lower:]
+    return bool(kinds) and all(k == name[layout.block] for k in kinds)

@@ -44,7 +44,8 @@ def self_attention(cfg: ModelConfig, inner_norm: nn.Module | None, causal: bool,
 
 class Block(nn.Module):
     """x → attn-residual [→ cross-attn-residual] → mlp-residual; where the norms go is the scheme's business,
-    and so is how the residuals combine (`scheme.combine`: one after another, or side by side in a parallel block).
+    told which sub-layer it wraps, and so is how the residuals combine (`scheme.combine`: one after another, or
+    side by side in a parallel block).
 
         x ─► Residual(attention) ─► [Residual(cross-attention to m)] ─► Residual(MLP) ─► x'
 
@@ -66,10 +67,10 @@ class Block(nn.Module):
         else:
             attention = self_attention(cfg, inner(), causal, scheme.qkv_norm)
             mlp = MLPS.get(cfg.mlp)(cfg.d_model, d_ff, cfg.bias, cfg.dropout, mlp_inner, cfg.gelu_approximate)
-        self.attn = scheme.residual(attention, layer, norm_factory(cfg, cfg.d_model, role="attention"))
+        self.attn = scheme.residual(attention, layer, norm_factory(cfg, cfg.d_model, role="attention"), "attention")
         self.cross = (scheme.residual(CrossAttention(cfg.d_model, cfg.n_head, cfg.bias, cfg.dropout, inner()),
-                                      layer, norm_factory(cfg, cfg.d_model)) if cross else None)
-        self.mlp = scheme.residual(mlp, layer, norm_factory(cfg, cfg.d_model))
+                                      layer, norm_factory(cfg, cfg.d_model), "cross_attention") if cross else None)
+        self.mlp = scheme.residual(mlp, layer, norm_factory(cfg, cfg.d_model), "mlp")
         self.combine = scheme.combine  # a plain function of (x, attn, cross, mlp, memory): no state, no parameters
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None) -> torch.Tensor:

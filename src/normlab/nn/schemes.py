@@ -3,8 +3,9 @@
 Every scheme is one class. It owns everything that belongs to it: which norm
 slots a sub-layer gets, the residual multiplier α, the init gains, whether
 there is a final norm (and an embedding norm), and which normalizers it cannot
-be combined with. The block and the trainer only ever call `scheme.residual()`
-and `scheme.init_gains()`.
+be combined with, and how `normlab diagnose` recognises it (`layout`). The block
+and the trainer only ever call `scheme.residual()`, telling it which sub-layer
+it wraps, and `scheme.init_gains()`.
 
 All schemes are special cases of one residual wrapper (`Residual`):
 
@@ -15,8 +16,8 @@ with absent slots being identities and α = s = 1 unless a scheme says otherwise
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Callable, ClassVar
+from dataclasses import dataclass, fields
+from typing import Callable, ClassVar, Literal
 
 import torch
 from torch import nn
@@ -27,6 +28,8 @@ from normlab.registry import Registry, check_options
 SCHEMES: Registry[type["Scheme"]] = Registry("scheme")
 
 NormFactory = Callable[[], nn.Module]
+Role = Literal["attention", "cross_attention", "mlp"]
+"""Which sub-layer a residual wraps: the block says so, and a scheme that treats them apart reads it there."""
 
 
 class Residual(nn.Module):
@@ -75,6 +78,61 @@ class InitGains:
         return self.qk if role in ("q", "k") else self.v_out_ffn
 
 
+@dataclass(frozen=True)
+class BlockLayout:
+    """What one block's norms look like around its sub-layers, as one forward pass shows them to `normlab
+    diagnose` (normlab.diagnostics.structure reads it). A fact left None is not looked at."""
+
+    sum_norm: bool | None = None
+    """the block's output is a norm's output: a norm on the residual sum (Post-LN)"""
+    input_norm: bool | None = None
+    """a norm reads the block's input x (Pre-LN)"""
+    branch_norm: bool | None = None
+    """a norm reads a sub-layer's output before it joins the stream"""
+    only_branch_norms: bool | None = None
+    """every norm on the stream reads a sub-layer's output (OLMo 2's reordered norm)"""
+    inner_norm: bool | None = None
+    """a norm of another width inside a sub-layer (Sub-LN's, after the FFN activation)"""
+    side_by_side: bool | None = None
+    """the sub-layers read x side by side, and every norm on the stream reads x (a parallel block)"""
+    carried_norm: bool | None = None
+    """the stream normalized between the sub-layers is carried into the block's output (HybridNorm's FFN residual)"""
+    qkv_norm: bool | None = None
+    """queries, keys and values normalized inside attention"""
+    min_norms: int = 0
+    """at least this many norms on the stream (a sandwich's two per sub-layer)"""
+
+    def facts(self) -> dict[str, bool]:
+        """The facts this layout fixes (those not left None), by name."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name != "min_norms" and getattr(self, f.name) is not None}
+
+    @property
+    def detail(self) -> int:
+        """How much it says: where several layouts fit, the one that says most names the model."""
+        return len(self.facts()) + (self.min_norms > 0)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How `normlab diagnose` recognises a scheme: its blocks' layout and what the stack adds to it. Only norms
+    are visible, never α, ω, 1/√ℓ or init gains: a scheme that differs from another by those alone declares the
+    other's layout (DeepNorm declares Post-LN's) and is read as the first registered scheme that declares it."""
+
+    block: BlockLayout
+    """every block's layout, but where the fields below say otherwise"""
+    embed_norm: bool | None = None
+    """a norm on the embeddings before the first block (Peri-LN)"""
+    first_block: BlockLayout | None = None
+    """what block 0 may look like instead, another scheme's block (HybridNorm*'s and Keel's Pre-LN first block)"""
+    lower_blocks: BlockLayout | None = None
+    """what the blocks below a switch look like, another scheme's block (Mix-LN's Post-LN); the stack has both"""
+
+    @property
+    def detail(self) -> int:
+        return self.block.detail + sum(f is not None for f in (self.embed_norm, self.first_block, self.lower_blocks))
+
+
 ARCHITECTURES = {"decoder": "decoder-only", "encoder": "encoder-only", "encoder-decoder": "encoder-decoder"}
 
 
@@ -120,7 +178,10 @@ class Scheme:
         "none": "with norm 'none' nothing is normalized: the placement no longer matters and the model "
                 "is the un-normalized control under another name"}
     """normalizer name -> why the combination is allowed but collapses into another model (`normlab check`)"""
-    OPTIONS: ClassVar[dict[str, float]] = {}
+    OPTIONS: ClassVar[dict[str, object]] = {}
+    """option name -> its default, whose type is the option's: a bool is a switch, a float a number.
+    `model.scheme_options` stores every value as a number (run ids hash it so), and `typed_options` reads a
+    switch's 1 or 0 back as true or false."""
     stackable: ClassVar[bool] = True
     """Whether normlab.nn.stacked can train many of its models as one (its parameters live in Linear,
     Embedding and Norm leaves only)."""
@@ -141,16 +202,32 @@ class Scheme:
     requires: ClassVar[dict[str, tuple[object, str]]] = {}
     """model setting -> (the value the scheme's paper fixes, why): a config that leaves the setting unset gets
     the value; one that sets another is refused in one line naming both."""
+    layout: ClassVar[Layout | None] = None
+    """What its norms look like around the sub-layers: how `normlab diagnose` recognises it."""
 
-    def __init__(self, n_layer: int, stack: Stack | None = None, **options: float):
+    def __init__(self, n_layer: int, stack: Stack | None = None, **options: float | bool):
         self.n_layer = n_layer
         self.stack = stack or Stack.decoder_only(n_layer)
-        self.options = {**self.OPTIONS, **options}
+        self.options = self.typed_options(options)
         why = self.undefined_architectures.get(self.stack.architecture)
         if why:
             article = "an" if self.stack.architecture.startswith("e") else "a"
             raise ValueError(f"scheme {self.name!r} is not defined for {article} {self.stack.architecture} model: "
                              f"{why}")
+
+    @classmethod
+    def typed_options(cls, given: dict[str, float | bool]) -> dict[str, object]:
+        """Every option, the given ones read as their default's type: a switch takes true or false (1 or 0)."""
+        options = dict(cls.OPTIONS)
+        for key, value in given.items():
+            if isinstance(cls.OPTIONS[key], bool):
+                if value not in (0, 1):  # True == 1 and False == 0 as well
+                    raise ValueError(f"scheme {cls.name!r} option {key!r} is a switch: true or false (1 or 0), "
+                                     f"got {value!r}")
+                options[key] = bool(value)
+            else:
+                options[key] = float(value)
+        return options
 
     @classmethod
     def norm_refusal(cls, norm: str) -> str | None:
@@ -183,8 +260,8 @@ class Scheme:
             fitted[key] = value
         return fitted, f"scheme {cls.name!r} sets " + "; ".join(replaced) if replaced else ""
 
-    def residual(self, sublayer: nn.Module, layer: int, make_norm: NormFactory) -> Residual:
-        """Wrap `sublayer` of block `layer` (0-based) around the residual stream."""
+    def residual(self, sublayer: nn.Module, layer: int, make_norm: NormFactory, role: Role) -> Residual:
+        """Wrap `sublayer`, the `role` sub-layer of block `layer` (0-based), around the residual stream."""
         raise NotImplementedError
 
     @staticmethod
@@ -235,8 +312,9 @@ class PostLN(Scheme):
     label, color = "Post-LN", "#d62728"
     name, formula, paper = "post", "x ← Norm(x + F(x))", "arXiv 1706.03762"
     final_norm = False
+    layout = Layout(BlockLayout(sum_norm=True, input_norm=False, branch_norm=False))
 
-    def residual(self, sublayer, layer, make_norm):
+    def residual(self, sublayer, layer, make_norm, role):
         return Residual(sublayer, post_norm=make_norm())
 
 
@@ -251,8 +329,9 @@ class PreLN(Scheme):
     label, color = "Pre-LN", "#1f77b4"
     name, formula, paper = "pre", "x ← x + F(Norm(x)); final Norm", "arXiv 2002.04745"
     degenerate_norms = {}  # pre + none is *the* no-norm control
+    layout = Layout(BlockLayout(sum_norm=False, input_norm=True))  # sandwich, Sub-LN, parallel blocks fit it too
 
-    def residual(self, sublayer, layer, make_norm):
+    def residual(self, sublayer, layer, make_norm, role):
         return Residual(sublayer, in_norm=make_norm())
 
 
@@ -268,8 +347,9 @@ class SandwichLN(Scheme):
 
     label, color = "Sandwich-LN", "#9467bd"
     name, formula, paper = "sandwich", "x ← x + Norm(F(Norm(x))); final Norm", "arXiv 2105.13290"
+    layout = Layout(BlockLayout(sum_norm=False, input_norm=True, inner_norm=False, side_by_side=False, min_norms=4))
 
-    def residual(self, sublayer, layer, make_norm):
+    def residual(self, sublayer, layer, make_norm, role):
         return Residual(sublayer, in_norm=make_norm(), out_norm=make_norm())
 
 
@@ -287,6 +367,7 @@ class PeriLN(SandwichLN):
     label, color = "Peri-LN", "#2ca02c"
     name, formula, paper = "peri", "x ← x + Norm(F(Norm(x))); Norm on embeddings; final Norm", "arXiv 2502.02732"
     embed_norm = True
+    layout = Layout(SandwichLN.layout.block, embed_norm=True)
 
 
 def deepnorm_constants(architecture: str, n_encoder: int = 0, n_decoder: int = 0) -> dict[str, dict[str, float]]:
@@ -336,6 +417,7 @@ class DeepNorm(Scheme):
                                         "init gain β=(8L)^−¼)", "arXiv 2203.00555")
     final_norm = False
     incompatible_norms = {"none": "α > 1 multiplies the residual every sub-layer; without a norm it grows as α^(2L)"}
+    layout = PostLN.layout  # α is not visible in the structure
 
     @property
     def constants(self) -> dict[str, float]:
@@ -343,7 +425,7 @@ class DeepNorm(Scheme):
         st = self.stack
         return deepnorm_constants(st.architecture, n_encoder=st.n_encoder, n_decoder=st.n_decoder)[st.part]
 
-    def residual(self, sublayer, layer, make_norm):
+    def residual(self, sublayer, layer, make_norm, role):
         return Residual(sublayer, post_norm=make_norm(), alpha=self.constants["alpha"])
 
     def init_gains(self):
@@ -370,15 +452,16 @@ class MixLN(Scheme):
     label, color = "Mix-LN", "#8c564b"
     name, formula, paper = "mix", "Post-LN in blocks < ⌊ρL⌋, Pre-LN after; final Norm", "arXiv 2412.13795"
     OPTIONS = {"mix_ratio": 0.25}
+    layout = Layout(PreLN.layout.block, lower_blocks=PostLN.layout.block)
 
-    def __init__(self, n_layer: int, stack: Stack | None = None, **options: float):
+    def __init__(self, n_layer: int, stack: Stack | None = None, **options: float | bool):
         super().__init__(n_layer, stack, **options)
         ratio = self.options["mix_ratio"]
         if not 0.0 <= ratio <= 1.0:
             raise ValueError(f"mix_ratio must be in [0, 1], got {ratio}")
         self.n_post = math.floor(ratio * n_layer)
 
-    def residual(self, sublayer, layer, make_norm):
+    def residual(self, sublayer, layer, make_norm, role):
         if layer < self.n_post:
             return Residual(sublayer, post_norm=make_norm())
         return Residual(sublayer, in_norm=make_norm())
@@ -400,8 +483,9 @@ class LayerNormScaling(PreLN):
     label, color = "LayerNorm Scaling", "#e377c2"
     name, formula, paper = "lns", "x ← x + F(Norm(x)/√ℓ), ℓ = layer + 1; final Norm", "arXiv 2502.05795"
     incompatible_norms = {"none": "LayerNorm Scaling scales a normalizer's output; with no normalizer there is none to scale"}
+    layout = PreLN.layout  # the 1/√ℓ is not visible in the structure: `normlab diagnose` reads it as Pre-LN
 
-    def residual(self, sublayer, layer, make_norm):
+    def residual(self, sublayer, layer, make_norm, role):
         return Residual(sublayer, in_norm=make_norm(), in_scale=1.0 / math.sqrt(layer + 1))
 
 
@@ -421,6 +505,7 @@ class SubLN(PreLN):
     name, formula, paper = "subln", "x ← x + F(Norm(x)), F with an inner Norm; init γ=√(log 2L)", "arXiv 2210.06423"
     inner_norms = True
     degenerate_norms = Scheme.degenerate_norms
+    layout = Layout(BlockLayout(sum_norm=False, input_norm=True, inner_norm=True))
 
     @property
     def gamma(self) -> float:
@@ -467,23 +552,24 @@ class Admin(Scheme):
     stackable = False
     incompatible_norms = {"none": "Admin re-weights a Post-LN residual; without the norm ω only rescales an "
                                   "unnormalized sum, which is no longer Admin"}
+    layout = PostLN.layout  # ω is not visible in the structure
 
-    def residual(self, sublayer, layer, make_norm):
+    def residual(self, sublayer, layer, make_norm, role):
         norm = make_norm()
         return AdminResidual(sublayer, norm, norm.d, self.stack.part)
 
 
-class DualStream:
-    """ResiDual's second stream x_d for one forward pass, shared by a stack's residuals and its final module."""
+class ResiDualStream:
+    """ResiDual's second stream x_d for one forward pass, shared by a stack's sub-layers and its final module."""
 
     def __init__(self):
         self.x: torch.Tensor | None = None
 
 
-class ResiDualResidual(Residual):
+class ResiDualSublayer(Residual):
     """A ResiDual sub-layer: x_a ← Norm(x_a + F(x_a)) and x_d ← x_d + F(x_a) (x_d starts as the stack's input)."""
 
-    def __init__(self, sublayer: nn.Module, post_norm: nn.Module, stream: DualStream, first: bool):
+    def __init__(self, sublayer: nn.Module, post_norm: nn.Module, stream: ResiDualStream, first: bool):
         super().__init__(sublayer, post_norm=post_norm)
         self.stream, self.first = stream, first
 
@@ -497,10 +583,10 @@ class ResiDualResidual(Residual):
         return f"first={self.first}"
 
 
-class DualFinal(nn.Module):
+class ResiDualFinal(nn.Module):
     """ResiDual's output: y = x_a + Norm(x_d), where the two streams merge before the head."""
 
-    def __init__(self, norm: nn.Module, stream: DualStream):
+    def __init__(self, norm: nn.Module, stream: ResiDualStream):
         super().__init__()
         self.norm, self.stream = norm, stream
 
@@ -529,19 +615,18 @@ class ResiDual(Scheme):
     final_norm_required = "ResiDual's output x_a + Norm(x_d) is its final module; without it the dual stream is lost"
     incompatible_norms = {"none": "ResiDual is defined by where its two norms sit; with no normalizer both streams are "
                                   "the same un-normalized sum"}
+    layout = PostLN.layout  # the dual stream is no norm's input until the head, after the last block
 
-    def __init__(self, n_layer: int, stack: Stack | None = None, **options: float):
+    def __init__(self, n_layer: int, stack: Stack | None = None, **options: float | bool):
         super().__init__(n_layer, stack, **options)
-        self.stream = DualStream()
-        self._built = 0
+        self.stream = ResiDualStream()
 
-    def residual(self, sublayer, layer, make_norm):
-        first = self._built == 0  # the stack's first sub-layer starts x_d from its input
-        self._built += 1
-        return ResiDualResidual(sublayer, make_norm(), self.stream, first)
+    def residual(self, sublayer, layer, make_norm, role):
+        first = layer == 0 and role == "attention"  # the stack's first sub-layer starts x_d from its input
+        return ResiDualSublayer(sublayer, make_norm(), self.stream, first)
 
     def final(self, make_norm):
-        return DualFinal(make_norm(), self.stream)
+        return ResiDualFinal(make_norm(), self.stream)
 
 
 @torch.no_grad()
@@ -587,8 +672,9 @@ class ReorderedNorm(Scheme):
 
     label, color = "Reordered (OLMo 2)", "#393b79"
     name, formula, paper = "reordered", "x ← x + Norm(F(x)); final Norm", "arXiv 2501.00656"
+    layout = Layout(BlockLayout(sum_norm=False, input_norm=False, only_branch_norms=True))  # Swin v2's res-post-norm too
 
-    def residual(self, sublayer, layer, make_norm):
+    def residual(self, sublayer, layer, make_norm, role):
         return Residual(sublayer, out_norm=make_norm())
 
 
@@ -619,8 +705,8 @@ class Parallel(Scheme):
         x ──┬─┼── Norm′ ── MLP ──(+)──► x'       … last block ── Norm ── head
             └────────────────────┘
 
-    Option `shared_norm` (default 1): Norm′ = Norm, one LayerNorm for both (GPT-J, PaLM's formula); 0: two norms
-    (GPT-NeoX's use_parallel_residual, input_layernorm and post_attention_layernorm). A shared norm is computed
+    Option `shared_norm` (default true): Norm′ = Norm, one LayerNorm for both (GPT-J, PaLM's formula); false: two
+    norms (GPT-NeoX's use_parallel_residual, input_layernorm and post_attention_layernorm). A shared norm is computed
     once per branch (the same value twice). Decoder and encoder; refused in an encoder–decoder, whose decoder
     puts cross-attention between the two sub-layers, a block none of these papers defines.
     """
@@ -628,26 +714,23 @@ class Parallel(Scheme):
     label, color = "Parallel (GPT-J/PaLM)", "#637939"
     name, formula, paper = ("parallel", "x ← x + Attn(Norm(x)) + MLP(Norm′(x)), Norm′ = Norm if shared; final Norm",
                             "arXiv 2204.02311")
-    OPTIONS = {"shared_norm": 1.0}
+    OPTIONS = {"shared_norm": True}
+    layout = Layout(BlockLayout(sum_norm=False, input_norm=True, side_by_side=True))  # GPT-J, GPT-NeoX, PaLM
     undefined_architectures = {"encoder-decoder": "its decoder's cross-attention sits between attention and MLP, "
                                                   "and no parallel-block paper (GPT-J, GPT-NeoX, PaLM) says where "
                                                   "it would go"}
 
-    def __init__(self, n_layer: int, stack: Stack | None = None, **options: float):
+    def __init__(self, n_layer: int, stack: Stack | None = None, **options: float | bool):
         super().__init__(n_layer, stack, **options)
-        if self.options["shared_norm"] not in (0.0, 1.0):
-            raise ValueError(f"shared_norm must be 1 (one norm, GPT-J/PaLM) or 0 (two, GPT-NeoX), "
-                             f"got {self.options['shared_norm']}")
-        self._first: dict[int, Branch] = {}  # layer -> its attention branch, until its MLP is built
+        self._attention: dict[int, Branch] = {}  # layer -> its attention branch, whose norm its MLP branch shares
 
-    def residual(self, sublayer, layer, make_norm):
-        first = self._first.pop(layer, None)  # the block builds attention first, then the MLP
-        if first is None:
-            self._first[layer] = Branch(sublayer, in_norm=make_norm())
-            return self._first[layer]
-        if self.options["shared_norm"]:
-            return Branch(sublayer, shares=first)
-        return Branch(sublayer, in_norm=make_norm())
+    def residual(self, sublayer, layer, make_norm, role):
+        if not self.options["shared_norm"]:
+            return Branch(sublayer, in_norm=make_norm())
+        if role == "attention":
+            self._attention[layer] = Branch(sublayer, in_norm=make_norm())
+            return self._attention[layer]
+        return Branch(sublayer, shares=self._attention.pop(layer))  # the MLP reads through attention's norm
 
     @staticmethod
     def combine(x, attn, cross, mlp, memory):
@@ -666,7 +749,8 @@ class HybridNorm(Scheme):
     In normlab's slots the FFN's norm is the attention residual's post-norm, x ← Norm(x + Attn(x)), and the FFN
     residual has none, x ← x + FFN(x): the same computation (the official code's `ffn_norm` with
     `ffn_residual_after_norm`, `attn_norm` off). Option `first_pre` (HybridNorm*: the code's
-    `norm_pos_special_config` for layer 0, attn_norm on, ffn_residual off): 1 makes block 0 Pre-Norm around both sub-layers, QKV-norm kept.
+    `norm_pos_special_config` for layer 0, attn_norm on, ffn_residual off): true makes block 0 Pre-Norm around
+    both sub-layers, QKV-norm kept.
     Decoder and encoder (the attention's mask is all that differs); refused in an encoder–decoder, whose
     cross-attention the paper does not normalize.
     """
@@ -674,23 +758,19 @@ class HybridNorm(Scheme):
     label, color = "HybridNorm", "#e7969c"
     name, formula, paper = ("hybrid", "Y = X + Attn(Norm(Q), Norm(K), Norm(V)); X' = Norm(Y) + FFN(Norm(Y)); "
                                       "final Norm", "arXiv 2503.04598")
-    OPTIONS = {"first_pre": 0.0}
+    OPTIONS = {"first_pre": False}
     qkv_norm = True
+    layout = Layout(BlockLayout(sum_norm=False, input_norm=False, branch_norm=False, carried_norm=True, qkv_norm=True),
+                    first_block=PreLN.layout.block)  # HybridNorm*
     undefined_architectures = {"encoder-decoder": "HybridNorm (arXiv 2503.04598) defines decoder blocks only; where "
                                                   "cross-attention's norms would go is not in the paper"}
 
-    def __init__(self, n_layer: int, stack: Stack | None = None, **options: float):
-        super().__init__(n_layer, stack, **options)
-        if self.options["first_pre"] not in (0.0, 1.0):
-            raise ValueError(f"first_pre must be 0 (HybridNorm) or 1 (HybridNorm*), got {self.options['first_pre']}")
-        self._seen: set[int] = set()  # layers whose attention residual is built (the block builds it first)
-
-    def residual(self, sublayer, layer, make_norm):
-        attention = layer not in self._seen
-        self._seen.add(layer)
+    def residual(self, sublayer, layer, make_norm, role):
         if layer == 0 and self.options["first_pre"]:
             return Residual(sublayer, in_norm=make_norm())
-        return Residual(sublayer, post_norm=make_norm()) if attention else Residual(sublayer)
+        if role == "attention":
+            return Residual(sublayer, post_norm=make_norm())  # Norm(Y), which the FFN residual carries on
+        return Residual(sublayer)
 
     def describe(self):
         return {**super().describe(), "qkv_norm": "per_head"}
@@ -705,9 +785,10 @@ class Keel(Scheme):
             └────── ×α ───────┘                                                   └───────────────┘
 
     L is the number of sub-layers the residual stream passes (2 per block; the paper's text counts α over
-    sub-layers); option `alpha` sets α outright (0: L). The paper's first layer is the special case of §3.1: its
-    sub-layers have neither the post-norm nor α, x ← x + F(Norm′(x)) (option `plain_first_layer`, default 1; 0:
-    Keel's formula in every block). No final norm: the stream leaves the last block normalized, as in Post-LN.
+    sub-layers); option `alpha` sets α outright (default "L": 2·n_layer). The paper's first layer is the special
+    case of §3.1: its sub-layers have neither the post-norm nor α, x ← x + F(Norm′(x)) (option
+    `plain_first_layer`, default true; false: Keel's formula in every block). No final norm: the stream leaves
+    the last block normalized, as in Post-LN.
     Decoder and encoder; refused in an encoder–decoder, where the paper gives no L for two stacks.
     """
 
@@ -715,23 +796,23 @@ class Keel(Scheme):
     name, formula, paper = ("keel", "x ← Norm(α·x + F(Norm(x))), α = L (sub-layers); first block x ← x + F(Norm(x))",
                             "arXiv 2601.19895")
     final_norm = False
-    OPTIONS = {"alpha": 0.0, "plain_first_layer": 1.0}
+    OPTIONS = {"alpha": "L", "plain_first_layer": True}
+    layout = Layout(BlockLayout(sum_norm=True, input_norm=True, inner_norm=False),
+                    first_block=PreLN.layout.block)  # §3.1's plain first layer; α is not visible
     incompatible_norms = {"none": "α = L multiplies the residual every sub-layer; without the post-norm it grows "
                                   "as L^(2L)"}
     undefined_architectures = {"encoder-decoder": "Keel (arXiv 2601.19895) sets α from the depth of one stack; it "
                                                   "defines no α for an encoder and a decoder"}
 
-    def __init__(self, n_layer: int, stack: Stack | None = None, **options: float):
+    def __init__(self, n_layer: int, stack: Stack | None = None, **options: float | bool):
         super().__init__(n_layer, stack, **options)
-        if self.options["plain_first_layer"] not in (0.0, 1.0):
-            raise ValueError(f"plain_first_layer must be 1 (the paper's first layer, §3.1) or 0 (Keel in every "
-                             f"block), got {self.options['plain_first_layer']}")
+        alpha = self.options["alpha"]
+        self.alpha = 2.0 * n_layer if alpha == "L" else alpha  # L: the sub-layers the stream passes, 2 a block
+        if self.alpha <= 0:
+            raise ValueError(f"scheme 'keel' option 'alpha' multiplies the residual and must be > 0, got {alpha!r}; "
+                             f"leave it unset for α = L = 2·n_layer")
 
-    @property
-    def alpha(self) -> float:
-        return self.options["alpha"] or 2.0 * self.n_layer
-
-    def residual(self, sublayer, layer, make_norm):
+    def residual(self, sublayer, layer, make_norm, role):
         if layer == 0 and self.options["plain_first_layer"]:
             return Residual(sublayer, in_norm=make_norm())
         return Residual(sublayer, in_norm=make_norm(), post_norm=make_norm(), alpha=self.alpha)
@@ -794,6 +875,7 @@ class NGPT(Scheme):
     final_norm = False
     OPTIONS = {"alpha_init": 0.05}
     on_sphere = True
+    layout = Layout(BlockLayout(sum_norm=True, input_norm=False, branch_norm=True))  # α is not visible
     stackable = False  # its scaling vectors and the projection after each step: normlab.nn.stacked has neither
     requires = {
         "norm": ("l2", "nGPT's Norm is x/‖x‖ (arXiv 2410.01131 §2.1): its update interpolates between unit vectors"),
@@ -812,7 +894,7 @@ class NGPT(Scheme):
         "encoder-decoder": "nGPT (arXiv 2410.01131) defines a decoder-only language model; where cross-attention "
                            "would meet the sphere is not in the paper"}
 
-    def residual(self, sublayer, layer, make_norm):
+    def residual(self, sublayer, layer, make_norm, role):
         out_norm = make_norm()
         return SphereResidual(sublayer, out_norm, make_norm(), out_norm.d, self.options["alpha_init"])
 
@@ -824,7 +906,7 @@ class NGPT(Scheme):
         return Scale(vocab_size, 1.0, d_model ** -0.5)  # s_z: init 1, scale 1/√d_model (§2.5, Eq. 23)
 
 
-def build_scheme(name: str, n_layer: int, options: dict[str, float] | None = None,
+def build_scheme(name: str, n_layer: int, options: dict[str, float | bool] | None = None,
                  stack: Stack | None = None) -> Scheme:
     cls = SCHEMES.get(name)
     check_options("scheme", name, options or {}, cls.OPTIONS)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from normlab.study.claims.base import ALPHA, Verdict, decisive
+from normlab.study.claims.base import Verdict, decisive
+from normlab.study.claims.statistics import ALPHA
 
 
 def holm(claims: list[str], judge_at: Callable[[str, float], Verdict], alpha: float = ALPHA) -> dict[str, Verdict]:

@@ -12,7 +12,6 @@ verdicts and report are partial and say so (`Completion`).
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import dataclasses
 import multiprocessing
@@ -26,7 +25,10 @@ from typing import Any, Callable
 from normlab.bench.timing import steady_allocator
 from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS, INCONCLUSIVE, Claim, Figure, Verdict, claim_number
-from normlab.study.claims.base import DEPENDS, FAILS, HOLDS, at_level, at_look, init_text, look_alpha
+from normlab.report.format import DEPENDS
+from normlab.study.claims.base import FAILS, HOLDS
+from normlab.study.claims.prose import init_text
+from normlab.study.claims.statistics import Level, look_alpha
 from normlab.study.family import holm
 from normlab.study.records import UNPINNED, flatten, unflatten
 from normlab.study.jobs import (EXECUTORS, claim_jobs, done_cost, events_dir, is_stacked, record_results, run_cost,
@@ -408,8 +410,8 @@ def compute_verdicts(spec: StudySpec, registry: Registry, ids: list[str] | None 
 
     def judge_at(claim_id: str, level: float) -> Verdict:
         look = spec.look(claim_id)
-        with at_level(level), at_look(*look) if look else contextlib.nullcontext():
-            verdict, figs = judge(spec, CLAIMS.get(claim_id)(), records, base, measurements.get(claim_id))
+        claim = CLAIMS.get(claim_id)(Level(level, look))  # every decision of the claim is made at this level
+        verdict, figs = judge(spec, claim, records, base, measurements.get(claim_id))
         figures.setdefault(claim_id, figs)
         if look:
             mark_look(verdict, look, spec)

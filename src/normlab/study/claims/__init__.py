@@ -1,15 +1,17 @@
 """The claims as code: C1–C16, the seed articles' (stated in docs/claims.md), and F1–F8, the frontier
 placements' papers of 2024–2026 (the `frontier` preset). Importing this package registers them all: every
 module of this package is imported, and each registers its claims (`@claim("C17")`), so a new claim is
-a new module here and nothing else."""
+a new module here and nothing else. What the claims share registers nothing: the claim API (`base`), the
+statistics (`statistics`), the grouping of runs (`grouping`), the decision rules (`decisions`) and the words of
+their summaries (`prose`)."""
 import importlib
 import pkgutil
 
-from normlab.study.claims.base import CLAIMS, FAMILIES, FAILS, HOLDS, INCONCLUSIVE, Claim, Figure, Series, Verdict
+from normlab.report.figure import Figure, Series
+from normlab.study.claims.base import CLAIMS, FAMILIES, FAILS, HOLDS, INCONCLUSIVE, Claim, Verdict
 
-for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name != "base"):
+for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     importlib.import_module(f"{__name__}.{_module}")
-
 
 
 def claim_number(claim_id: str) -> tuple[int, int]:

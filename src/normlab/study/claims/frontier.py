@@ -12,11 +12,13 @@ import math
 import statistics
 from typing import Any
 
+from normlab.report.figure import Figure, Series
 from normlab.study.records import flatten
-from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, TRAINS, Claim, Contrast, Figure,
-                                       Group, Part, Series, alpha, beats, ci_text, claim, confidence,
-                                       describe, equivalence, fails_more, fmt, group, loss_interval, loss_test,
-                                       n_seeds, not_worse, pct, said, same, select, sign_test, t_interval)
+from normlab.study.claims.base import FAILS, HOLDS, INCONCLUSIVE, Claim, Part, claim
+from normlab.study.claims.decisions import Contrast, beats, fails_more, loss_interval, not_worse, same
+from normlab.study.claims.grouping import Group, describe, group, n_seeds, select
+from normlab.study.claims.prose import ci_text, fmt, loss_test, pct, said
+from normlab.study.claims.statistics import LOSS_MARGIN, TRAINS, Level, sign_test, t_interval
 from normlab.study.claims.stability import trains
 
 # the settings nGPT's paper fixes (the model's, as its config resolves them) and its training recipe: no weight decay,
@@ -68,13 +70,13 @@ def where(overrides: dict[str, Any]) -> dict[str, Any]:
     return {k.replace(".", "__"): v for k, v in flatten(overrides).items()}
 
 
-def contrast_part(name: str, c: Contrast, rule: str) -> Part:
-    """A sub-verdict from a paired loss-and-failure contrast (`beats`, `same`, `not_worse`)."""
+def contrast_part(name: str, c: Contrast, rule: str, level: Level) -> Part:
+    """A sub-verdict from a paired loss-and-failure contrast (`beats`, `same`, `not_worse`) decided at `level`."""
     info, failed, sides = c.info, c.failed, c.sides
     return Part(name, c.verdict, f"{sides[0]} − {sides[1]} val loss (nats)", info.get("diff"), loss_interval(info),
                 loss_test(info, failed), info.get("seeds", []),
-                f"{fmt(info.get('diff'), '+.4f')} nats, {pct(confidence())} interval {ci_text(info.get('ci95'))}, "
-                f"{pct(equivalence())} {ci_text(info.get('ci90'))} ({said(c.outcome)}); did not train: "
+                f"{fmt(info.get('diff'), '+.4f')} nats, {pct(level.two_sided)} interval {ci_text(info.get('ci95'))}, "
+                f"{pct(level.tost)} {ci_text(info.get('ci90'))} ({said(c.outcome, level)}); did not train: "
                 f"{failed['only_a_failed']} seeds {sides[0]} alone, {failed['only_b_failed']} {sides[1]} alone; {rule}")
 
 
@@ -169,28 +171,30 @@ class NGPTSpeedupF1(FrontierClaim):
         quarter = max(1, round(full / self.FACTOR))
         pre = group(records, **where(arm(preset, **NGPT_BASELINE)))
         short = self._ngpt(records, preset, quarter)
-        reach = not_worse(short, pre, sides=(f"nGPT at {quarter} steps", f"Pre-LN at {full} steps"))
+        reach = not_worse(short, pre, self.level, sides=(f"nGPT at {quarter} steps", f"Pre-LN at {full} steps"))
         if quarter not in self.budgets(preset):
             reach = Contrast(INCONCLUSIVE, "too-few-seeds", {}, {"only_a_failed": 0, "only_b_failed": 0,
                                                                   "test": "not run", "seeds": []}, reach.sides)
         factors = self.factors(records, preset)
         logs = [math.log(f) for f in factors.values() if f]
-        ci = t_interval(logs)
+        ci = t_interval(logs, self.level.two_sided)
         geo = math.exp(statistics.fmean(logs)) if logs else None
         factor_ci = [math.exp(ci[0]), math.exp(ci[1])] if ci else None
         parts = [contrast_part(f"nGPT at 1/{self.FACTOR:g} of the steps ({quarter}) is not worse than Pre-LN at "
                                f"{full} by more than the margin", reach,
-                               f"holds when the {pct(equivalence())} interval lies below +{LOSS_MARGIN:g}")]
+                               f"holds when the {pct(self.level.tost)} interval lies below +{LOSS_MARGIN:g}",
+                               self.level)]
         # the factor, as measured: its interval decides the headline too, where the fit has enough seeds
         fverdict = (INCONCLUSIVE if factor_ci is None else HOLDS if factor_ci[0] >= self.FACTOR else
                     FAILS if factor_ci[1] < self.FACTOR else INCONCLUSIVE)
         parts.append(Part(f"the measured step factor is at least {self.FACTOR:g}", fverdict,
                           "steps Pre-LN needs / steps nGPT needs for Pre-LN's final loss", geo, factor_ci,
-                          f"t interval of the per-seed log factor over {len(logs)} seeds, {pct(confidence())}; each "
+                          f"t interval of the per-seed log factor over {len(logs)} seeds, "
+                          f"{pct(self.level.two_sided)}; each "
                           f"seed's factor from nGPT's final losses at {self.budgets(preset)} steps, fitted as "
                           "a + b·log(steps)", sorted(s for s, f in factors.items() if f),
                           "per seed: " + ", ".join(f"{s}: {fmt(f, '.2f')}" for s, f in sorted(factors.items()))))
-        summary = (f"nGPT's step factor {fmt(geo, '.2f')}× ({pct(confidence())} interval "
+        summary = (f"nGPT's step factor {fmt(geo, '.2f')}× ({pct(self.level.two_sided)} interval "
                    f"{ci_text(factor_ci, '.2f')}; the paper: ≥ {self.FACTOR:g}×, a reproduction: 1.5–2×); "
                    f"nGPT at {quarter} steps − Pre-LN at {full}: {parts[0].summary}")
         return self.make(None, "step factor: Pre-LN's steps / nGPT's for Pre-LN's final loss", geo,
@@ -236,9 +240,10 @@ class DyTParityF2(FrontierClaim):
         parts = []
         for b in self.budgets(preset):
             dyt, ln = (group(records, **where(arm(preset, b, **NORM_ARMS[n]))) for n in ("dyt", "layernorm"))
-            parts.append(contrast_part(f"DyT matches LayerNorm at {b} steps", same(dyt, ln, (f"DyT {b}", f"LN {b}")),
-                                       f"holds when the {pct(equivalence())} interval lies inside ±{LOSS_MARGIN:g} "
-                                       "(TOST) and neither fails more often"))
+            parts.append(contrast_part(f"DyT matches LayerNorm at {b} steps",
+                                       same(dyt, ln, self.level, (f"DyT {b}", f"LN {b}")),
+                                       f"holds when the {pct(self.level.tost)} interval lies inside ±{LOSS_MARGIN:g} "
+                                       "(TOST) and neither fails more often", self.level))
         first, last = parts[0], parts[-1]
         summary = "; ".join(f"{p.name}: {p.summary}" for p in parts)
         return self.make(None, f"DyT − LayerNorm val loss at {self.budgets(preset)[-1]} steps (nats)", last.value,
@@ -274,7 +279,8 @@ class BeatsClaim(FrontierClaim):
         parts = []
         for label, o in self.others:
             b = group(records, **where(arm(preset, **o)))
-            parts.append(contrast_part(f"{name} beats {label}", beats(a, b, (name, label)), BEATS_RULE))
+            parts.append(contrast_part(f"{name} beats {label}", beats(a, b, self.level, (name, label)), BEATS_RULE,
+                                       self.level))
         first = parts[0]
         return self.make(None, f"{self.others[0][0]} − {name} val loss (nats)", first.value,
                          n_seeds(select(records, False, **where(mine))),
@@ -307,10 +313,10 @@ class DerfF3(FrontierClaim):
 
     def verdict(self, records, measurement, preset):
         derf, ln, dyt = (group(records, **where(arm(preset, **NORM_ARMS[n]))) for n in ("derf", "layernorm", "dyt"))
-        parts = [contrast_part("Derf matches LayerNorm", same(derf, ln, ("Derf", "LayerNorm")),
-                               f"holds when the {pct(equivalence())} interval lies inside ±{LOSS_MARGIN:g} (TOST) and "
-                               "neither fails more often"),
-                 contrast_part("Derf beats DyT", beats(derf, dyt, ("Derf", "DyT")), BEATS_RULE)]
+        parts = [contrast_part("Derf matches LayerNorm", same(derf, ln, self.level, ("Derf", "LayerNorm")),
+                               f"holds when the {pct(self.level.tost)} interval lies inside ±{LOSS_MARGIN:g} (TOST) "
+                               "and neither fails more often", self.level),
+                 contrast_part("Derf beats DyT", beats(derf, dyt, self.level, ("Derf", "DyT")), BEATS_RULE, self.level)]
         first = parts[0]
         return self.make(None, "Derf − LayerNorm val loss (nats)", first.value,
                          n_seeds(select(records, False, model__norm="derf")),
@@ -358,8 +364,8 @@ class LNSF5(FrontierClaim):
         parts = []
         for label, i in self.INITS.items():
             lns, pre = (group(records, **where(arm(preset, **{"model.scheme": s, **i}))) for s in ("lns", "pre"))
-            parts.append(contrast_part(f"LNS beats Pre-LN under {label}", beats(lns, pre, ("LNS", "Pre-LN")),
-                                       BEATS_RULE))
+            parts.append(contrast_part(f"LNS beats Pre-LN under {label}",
+                                       beats(lns, pre, self.level, ("LNS", "Pre-LN")), BEATS_RULE, self.level))
         first, scaled = parts
         return self.make(None, "Pre-LN − LNS val loss under the paper's init (nats)", first.value,
                          n_seeds(select(records, False, model__scheme="lns")),
@@ -407,7 +413,7 @@ class HybridReorderedF6(FrontierClaim):
     def verdict(self, records, measurement, preset):
         parts = [contrast_part(f"{label} beats Pre-LN", beats(group(records, **where(arm(preset, **mine))),
                                                                group(records, **where(arm(preset, **pre))),
-                                                               (label, "Pre-LN")), BEATS_RULE)
+                                                               self.level, (label, "Pre-LN")), BEATS_RULE, self.level)
                  for label, (mine, pre) in self.ARMS.items()]
         first = parts[0]
         return self.make(None, "Pre-LN − HybridNorm val loss (nats)", first.value,
@@ -471,8 +477,8 @@ class QKNormF7(FrontierClaim):
                 only_n += theirs[s].did_not_train and not mine[s].did_not_train
         n = only_q + only_n
         return {"only_qk_failed": only_q, "only_none_failed": only_n, "seeds": sorted(seeds),
-                "fewer": only_n > only_q and sign_test(only_n, n) < alpha(),
-                "more": only_q > only_n and sign_test(only_q, n) < alpha(),
+                "fewer": only_n > only_q and sign_test(only_n, n) < self.level.alpha,
+                "more": only_q > only_n and sign_test(only_q, n) < self.level.alpha,
                 "test": f"exact sign test over the (lr, seed) pairs where one side alone did not train ({n}), one-sided"}
 
     def verdict(self, records, measurement, preset):
@@ -569,7 +575,7 @@ class KeelF8(FrontierClaim):
         mine, theirs = self.limit(records, preset, "keel"), self.limit(records, preset, other)
         split = next((lr for lr in lrs if (mine or 0) >= lr > (theirs or 0) or (theirs or 0) >= lr > (mine or 0)),
                      None)
-        at = (fails_more(*(group(records, **where(self._arm(preset, s, split))) for s in ("keel", other)))
+        at = (fails_more(*(group(records, **where(self._arm(preset, s, split))) for s in ("keel", other)), self.level)
               if split is not None else None)
         ran = select(records, False, **where(self._arm(preset, "keel", lrs[0])))
         if not ran or (mine is None and theirs is None):

@@ -7,9 +7,12 @@ import math
 from normlab.config import set_value, validate_config
 from normlab.data import corpus_of
 from normlab.diagnostics.gradients import step0_block_gradients
-from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, Claim, claim, Figure, Part, Series, alpha,
-                                       band, ci_text, confidence, equivalence, fmt, group, loglog_slope, mean_over_seeds, n_seeds, pct,
-                                       select, sign, slope, spearman, t_interval)
+from normlab.report.figure import Figure, Series
+from normlab.study.claims.base import FAILS, HOLDS, INCONCLUSIVE, Claim, Part, claim
+from normlab.study.claims.decisions import band, sign
+from normlab.study.claims.grouping import group, n_seeds, select
+from normlab.study.claims.prose import ci_text, fmt, pct
+from normlab.study.claims.statistics import Level, loglog_slope, mean_over_seeds, slope, spearman, t_interval
 from normlab.study.claims.stability import at_depth, cell, cell_label, cell_runs, depth_sweep, trains
 
 SQRT_BAND = (-0.75, -0.25)  # fitted exponent of Pre-LN's gradient vs L that counts as "like 1/sqrt(L)"
@@ -41,13 +44,14 @@ def profiles_by_seed(records, scheme: str, depth: int, preset, key: str, when: s
             if (r.status == "completed" or when == "init") and getattr(r, source).get(key)}
 
 
-def seed_interval(values: dict[int, float | None]) -> tuple[float | None, list[float] | None, list[int], str]:
-    """Mean over seeds of a per-seed statistic, its t interval at the level of a decision now (95 % at one look),
-    the seeds, and the test in words."""
+def seed_interval(values: dict[int, float | None], level: Level
+                  ) -> tuple[float | None, list[float] | None, list[int], str]:
+    """Mean over seeds of a per-seed statistic, its two-sided t interval at `level` (95 % at a single look), the
+    seeds, and the test in words."""
     kept = {s: v for s, v in values.items() if v is not None}
     mean = sum(kept.values()) / len(kept) if kept else None
-    return (mean, t_interval(list(kept.values())), sorted(kept),
-            f"t interval over {len(kept)} seeds' own estimates, {pct(confidence())}")
+    return (mean, t_interval(list(kept.values()), level.two_sided), sorted(kept),
+            f"t interval over {len(kept)} seeds' own estimates, {pct(level.two_sided)}")
 
 
 def log_growth(values: list[float | None]) -> float | None:
@@ -144,7 +148,7 @@ class GradientsAtInitC2(Claim):
         per_seed = {s: self._last_ffn_by_seed(records, preset, s) for s in ("pre", "post")}
         pre_p, pre_ci, pre_seeds, pre_test = seed_interval(
             {seed: loglog_slope(list(by), list(by.values())) if len(by) >= 2 else None
-             for seed, by in per_seed["pre"].items()})
+             for seed, by in per_seed["pre"].items()}, self.level)
         # the step-0 profiles: many seeds at init where measured, else the sweep's own
         profiles = {}
         for scheme in ("pre", "post"):
@@ -153,31 +157,32 @@ class GradientsAtInitC2(Claim):
                 profiles_by_seed(records, scheme, deepest, preset, "grad_norm/block", **self.WHERE),
                 "the trained sweep's seeds at step 0")
         growth = {seed: log_growth(p) for seed, p in profiles["post"][0].items()}
-        post_g, post_ci, post_seeds, post_test = seed_interval(growth)
+        post_g, post_ci, post_seeds, post_test = seed_interval(growth, self.level)
         pre_growth = {seed: log_growth(p) for seed, p in profiles["pre"][0].items()}
         kept = [v for v in pre_growth.values() if v is not None]
         pre_g = sum(kept) / len(kept) if kept else None
-        pre_tost = t_interval(kept, equivalence())
+        pre_tost = t_interval(kept, self.level.tost)
         bound = math.log(UNIFORM)
         parts = [Part("Pre-LN's last-layer gradient shrinks like 1/√L", band(pre_ci, *SQRT_BAND),
                       "exponent p of ‖∂L/∂W²‖ of the last layer ∝ L^p", pre_p, pre_ci,
                       f"{pre_test}; holds when the interval lies inside {SQRT_BAND} (−½ ± ¼), does not hold when "
                       f"it lies outside", pre_seeds,
-                      f"L^{fmt(pre_p, '+.2f')}, {pct(confidence())} interval {ci_text(pre_ci, '+.2f')} over L = "
+                      f"L^{fmt(pre_p, '+.2f')}, {pct(self.level.two_sided)} interval {ci_text(pre_ci, '+.2f')} "
+                      "over L = "
                       f"{', '.join(map(str, sorted(last['pre'])))}"),
                  Part("Post-LN's gradients grow toward the output layers", sign(post_ci, +1),
                       f"fitted log(last / first block gradient) at L = {deepest}, step 0", post_g, post_ci,
                       f"{post_test} ({profiles['post'][1]}); holds when the interval is above 0, does not hold "
                       "when below", post_seeds,
-                      f"the last block's gradient is {_x(post_g)} the first's, {pct(confidence())} interval "
+                      f"the last block's gradient is {_x(post_g)} the first's, {pct(self.level.two_sided)} interval "
                       f"{ci_text(post_ci, '+.2f')} (log scale), {profiles['post'][1]}"),
                  Part(f"Pre-LN's gradients are nearly uniform across layers (within {UNIFORM:g}×)",
                       band(pre_tost, -bound, bound), f"fitted log(last / first block gradient) at L = {deepest}, "
                       "step 0", pre_g, pre_tost,
-                      f"equivalence (TOST) at α = {alpha():g}: the {pct(equivalence())} t interval over "
+                      f"equivalence (TOST) at α = {self.level.alpha:g}: the {pct(self.level.tost)} t interval over "
                       f"{len(kept)} seeds ({profiles['pre'][1]}) inside ±log {UNIFORM:g}; does not hold when it lies "
                       "outside", sorted(k for k, v in pre_growth.items() if v is not None),
-                      f"the last block's gradient is {_x(pre_g)} the first's, {pct(equivalence())} interval "
+                      f"the last block's gradient is {_x(pre_g)} the first's, {pct(self.level.tost)} interval "
                       f"{ci_text(pre_tost, '+.2f')} against ±{bound:.2f} (log scale), {profiles['pre'][1]}")]
         if not profiles["post"][0] or not profiles["pre"][0] or pre_p is None:
             return self.make(INCONCLUSIVE, "no step-0 gradients recorded", None, 0, settings,
@@ -188,7 +193,7 @@ class GradientsAtInitC2(Claim):
                    f"over L = "
                    f"{', '.join(map(str, sorted(last['pre'])))}; at L={deepest} ({profiles['post'][1]}), Post-LN's "
                    f"last block gets {_x(post_g)} the first block's gradient ({ci_text(post_ci, '+.2f')} on the log "
-                   f"scale) and Pre-LN's {_x(pre_g)} ({pct(equivalence())} {ci_text(pre_tost, '+.2f')} against "
+                   f"scale) and Pre-LN's {_x(pre_g)} ({pct(self.level.tost)} {ci_text(pre_tost, '+.2f')} against "
                    f"±{bound:.2f} for 'nearly uniform')")
         return self.make(None, "exponent p of Pre-LN's last-layer FFN gradient ∝ L^p", pre_p,
                          n_seeds(select(records, False, model__n_layer=deepest, **self.WHERE)), settings, summary,
@@ -245,14 +250,15 @@ class BottomGradientsC3(Claim):
         shrink = {seed: -g for seed, g in ((seed, log_growth(p)) for seed, p in
                                            profiles_by_seed(records, "pre", deepest, preset, "grad_norm/block").items())
                   if g is not None}
-        mean, ci, seeds, test = seed_interval(shrink)
+        mean, ci, seeds, test = seed_interval(shrink, self.level)
         ratio = math.exp(mean) if mean is not None else None
         interval = [math.exp(ci[0]), math.exp(ci[1])] if ci else None
         trend = spearman(*_clean(init))
         final_trend = spearman(*_clean(final)) if final else None
         verdict = sign(ci, +1)
         summary = (f"Pre-LN, L={deepest}, step 0: the first block's gradient is {fmt(ratio, '.2f')}× the last's "
-                   f"(fitted over the layers, per seed; {pct(confidence())} interval {ci_text(interval, '.2f')}); rank "
+                   f"(fitted over the layers, per seed; {pct(self.level.two_sided)} interval "
+                   f"{ci_text(interval, '.2f')}); rank "
                    "correlation "
                    f"with the layer {fmt(trend, '+.2f')} at init, {fmt(final_trend, '+.2f')} at the last measured step")
         settings = {"n_layer": deepest, "measured": "block weight-gradient norm at step 0, per layer and seed",
@@ -290,10 +296,10 @@ class ResidualGrowthC5(Claim):
         exponents = {seed: loglog_slope(*_from_layer_1(p)) for seed, p in
                      profiles_by_seed(records, "pre", deepest, preset, "residual_rms/block", when="final",
                                       **where).items()}
-        p, ci, seeds, test = seed_interval(exponents)
+        p, ci, seeds, test = seed_interval(exponents, self.level)
         p_init, ci_init, _, _ = seed_interval(
             {seed: loglog_slope(*_from_layer_1(v)) for seed, v in
-             profiles_by_seed(records, "pre", deepest, preset, "residual_rms/block", **where).items()})
+             profiles_by_seed(records, "pre", deepest, preset, "residual_rms/block", **where).items()}, self.level)
         if ci is None:
             verdict = INCONCLUSIVE
         elif not ci[0] <= LINEAR <= ci[1]:
@@ -303,12 +309,13 @@ class ResidualGrowthC5(Claim):
         else:
             verdict = INCONCLUSIVE  # contains both l and √l
         summary = (f"trained Pre-LN, {cell_label(deepest, where)}: RMS(x_l) grows like l^{fmt(p, '.2f')} for l ≥ 1, "
-                   f"{pct(confidence())} interval over "
+                   f"{pct(self.level.two_sided)} interval over "
                    f"seeds {ci_text(ci, '+.2f')}; at init like l^{fmt(p_init, '.2f')} ({ci_text(ci_init, '+.2f')}). "
                    f"O(l) is p = 1; Xiong et al.'s Lemma 1 (‖x_l‖² linear in l) is p = ½")
         settings = {"n_layer": deepest, **_budget(preset, where),
                     "measured": "RMS of the stream x_l entering block l, trained, per seed",
-                    "rule": f"holds when the exponent's {pct(confidence())} interval contains 1 and excludes ½; "
+                    "rule": f"holds when the exponent's {pct(self.level.two_sided)} interval contains 1 and "
+                            "excludes ½; "
                             "does not hold when it excludes 1; inconclusive when it contains both",
                     "fitted": "from l ≥ 1: x_0 is the embedding, whose small RMS alone pulls the slope to ≈ 1"}
         return self.make(verdict, "exponent p of RMS(x_l) ∝ l^p for l ≥ 1, trained", p,
@@ -347,7 +354,8 @@ class WateredDownDepthC6(Claim):
         settings = {"n_layer": deepest, **_budget(preset, where),
                     "measured": f"trained Pre-LN runs at {cell_label(deepest, where)}, per seed; the Post-LN contrast "
                                 "in the depth sweep, at the deepest depth where Post-LN trains",
-                    "rule": f"each part: the {pct(confidence())} interval over seeds of a fitted per-layer trend "
+                    "rule": f"each part: the {pct(self.level.two_sided)} interval over seeds of a fitted per-layer "
+                            "trend "
                             "excludes 0 on the claimed side (holds) or on the other side (does not hold)",
                     "trend": "least-squares slope of log(value) on the layer index, times L − 1 (the fitted log "
                              "change from the first layer to the last); for ΔL, of ΔL itself",
@@ -359,24 +367,27 @@ class WateredDownDepthC6(Claim):
                         profiles_by_seed(records, "pre", deepest, preset, key, when="final", **where).items()}
                   for key in ("contribution_ratio/block", "angular_distance/block")}
         skips = {seed: _skip_trend(r) for seed, r in _skip_records(records, "pre", deepest, preset, **where).items()}
-        contribution = seed_interval(trends["contribution_ratio/block"])
-        angular = seed_interval(trends["angular_distance/block"])
-        skip = seed_interval(skips)
+        contribution = seed_interval(trends["contribution_ratio/block"], self.level)
+        angular = seed_interval(trends["angular_distance/block"], self.level)
+        skip = seed_interval(skips, self.level)
         # Post-LN's contrast where it trains: an untrained net's layers say nothing about depth, and Post-LN often
         # does not train at the deepest L; the deepest depth where ≥ 80 % of its seeds trained, paired by seed
         contrast_depth = next((d for d in sorted(preset.depths, reverse=True)
                                if trains(group(records, **at_depth(preset, "post", d)))), None)
-        post_minus_pre = seed_interval(_paired_trend(records, preset, contrast_depth) if contrast_depth else {})
+        post_minus_pre = seed_interval(_paired_trend(records, preset, contrast_depth) if contrast_depth else {},
+                                       self.level)
         parts = [
             _trend_part("Pre-LN's contribution ratio ‖F_l‖/‖x_l‖ falls with l", contribution, -1,
-                        "fitted log change of the contribution ratio, first → last layer"),
+                        "fitted log change of the contribution ratio, first → last layer", self.level),
             _trend_part("consecutive inputs become nearly parallel: the angle between x_l and x_{l+1} falls with l "
-                        "(cos rises)", angular, -1, "fitted log change of the angular distance, first → last layer"),
+                        "(cos rises)", angular, -1, "fitted log change of the angular distance, first → last layer",
+                        self.level),
             _trend_part("skipping a deeper layer costs less: the layer-skip ΔL falls with l", skip, -1,
-                        "fitted change of ΔL from the first layer to the last (nats)"),
+                        "fitted change of ΔL from the first layer to the last (nats)", self.level),
             _trend_part("Post-LN layers stay full weight: its contribution ratio falls less than Pre-LN's (paired by "
                         f"seed, at L = {contrast_depth or 'n/a'}: the deepest depth where Post-LN trains)",
-                        post_minus_pre, +1, "Post-LN − Pre-LN fitted log change of the contribution ratio")]
+                        post_minus_pre, +1, "Post-LN − Pre-LN fitted log change of the contribution ratio",
+                        self.level)]
         summary = (f"trained, {cell_label(deepest, where)}: Pre-LN's contribution ratio changes {_x(contribution[0])} "
                    "from the first "
                    f"layer to the last ({ci_text(contribution[1], '+.2f')} log), the angle between consecutive inputs "
@@ -424,13 +435,13 @@ def _x(log_ratio: float | None) -> str:
     return "n/a" if log_ratio is None else f"{math.exp(log_ratio):.2f}×"
 
 
-def _trend_part(name: str, estimate, claimed: int, statistic: str) -> Part:
-    """A part judged by the sign of a per-seed trend's 95 % interval (`seed_interval`'s tuple)."""
+def _trend_part(name: str, estimate, claimed: int, statistic: str, level: Level) -> Part:
+    """A part judged by the sign of a per-seed trend's interval at `level` (`seed_interval`'s tuple)."""
     mean, ci, seeds, test = estimate
     side = "below" if claimed < 0 else "above"
     return Part(name, sign(ci, claimed), statistic, mean, ci,
                 f"{test}; holds when the interval is {side} 0", seeds,
-                f"{fmt(mean, '+.3f')}, {pct(confidence())} interval {ci_text(ci, '+.3f')}")
+                f"{fmt(mean, '+.3f')}, {pct(level.two_sided)} interval {ci_text(ci, '+.3f')}")
 
 
 def _paired_trend(records, preset, depth: int, key: str = "contribution_ratio/block") -> dict[int, float]:

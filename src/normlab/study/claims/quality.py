@@ -11,10 +11,12 @@ import torch
 from normlab.bench.norms import bench_norm_group
 from normlab.bench.steps import bench_steps
 from normlab.data import DEFAULT_CORPUS
-from normlab.study.claims.base import (FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, Claim, claim, Figure, Part, Series,
-                                       ci_text, compare, confidence, describe, equivalence, failures, fmt, group,
-                                       loss_interval, loss_test, n_seeds, noninferior, not_worse, pct, said, select,
-                                       sign_p, t_interval, tost_test, worse)
+from normlab.report.figure import Figure, Series
+from normlab.study.claims.base import FAILS, HOLDS, INCONCLUSIVE, Claim, Part, claim
+from normlab.study.claims.decisions import compare, loss_interval, noninferior, not_worse, worse
+from normlab.study.claims.grouping import describe, failures, group, n_seeds, select
+from normlab.study.claims.prose import ci_text, fmt, loss_test, pct, said, sign_p, tost_test
+from normlab.study.claims.statistics import LOSS_MARGIN, Level, t_interval
 from normlab.study.claims.stability import cell, in_cell, lr_sweep, sweep_figure, trains
 
 TIMING_SHAPES = [(4096, 768)]
@@ -29,12 +31,13 @@ STEP_ALGORITHMS = {"fused": "normlab-fastnorm"}  # a whole training step with bo
 DECIDING = "eager"  # the algorithm pair C10's cost part is decided on (see the verdict's settings for why)
 
 
-def paired_ratio(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """a's time / b's from interleaved rounds: the median ratio, and the 95 % t interval of the per-round log
-    ratio, exponentiated (round r of both was timed back to back, so a slow moment of the machine cancels)."""
+def paired_ratio(a: dict[str, Any], b: dict[str, Any], level: Level) -> dict[str, Any]:
+    """a's time / b's from interleaved rounds: the median ratio, and the two-sided t interval at `level` (95 % at a
+    single look) of the per-round log ratio, exponentiated (round r of both was timed back to back, so a slow
+    moment of the machine cancels)."""
     pairs = [(x, y) for x, y in zip(a.get("samples_s") or [], b.get("samples_s") or []) if x > 0 and y > 0]
     logs = [math.log(x / y) for x, y in pairs]
-    ci = t_interval(logs)
+    ci = t_interval(logs, level.two_sided)
     return {"ratio": a["median_s"] / b["median_s"], "ci95": [math.exp(ci[0]), math.exp(ci[1])] if ci else None,
             "rounds": len(pairs)}
 
@@ -110,9 +113,10 @@ class PostLNCeilingC7(Claim):
                     "steps": at.get("train__steps", preset.base["train.steps"]), "margin_nats": LOSS_MARGIN,
                     "selection": "per scheme, the lr with the lowest mean val loss among lrs where it trains (≥ "
                                  "80 % of seeds), same budget; a best lr at the grid's edge is not tuned",
-                    "rule": f"holds when Post-LN is better by more than the margin ({pct(confidence())} interval "
+                    "rule": f"holds when Post-LN is better by more than the margin ({pct(self.level.two_sided)} "
+                            "interval "
                             "below 0); does "
-                            f"not hold when the {pct(equivalence())} interval shows it cannot be better by more than "
+                            f"not hold when the {pct(self.level.tost)} interval shows it cannot be better by more than "
                             "the margin",
                     "fine_tune": {"corpus": FINETUNE_CORPUS, **preset.finetune}}
         if not best["pre"] or not best["post"]:
@@ -123,17 +127,18 @@ class PostLNCeilingC7(Claim):
         parts, infos = [], {}
         for name, post, pre in (("from scratch", best["post"][1], best["pre"][1]),
                                 (f"fine-tuned on {FINETUNE_CORPUS}", ft["post"], ft["pre"])):
-            cmp, info = compare(post, pre, sides=(f"best-tuned Post-LN, {name}", f"best-tuned Pre-LN, {name}"))
-            cannot, _ = noninferior(pre, post)  # Pre-LN not worse than Post-LN by more than the margin
+            cmp, info = compare(post, pre, self.level,
+                                sides=(f"best-tuned Post-LN, {name}", f"best-tuned Pre-LN, {name}"))
+            cannot, _ = noninferior(pre, post, self.level)  # Pre-LN not worse than Post-LN by more than the margin
             verdict = (INCONCLUSIVE if edge else HOLDS if cmp == "better" else
                        FAILS if cannot == "not worse" else INCONCLUSIVE)
             infos[name] = (cmp, info)
             parts.append(Part(f"best-tuned Post-LN ends better than Pre-LN, {name}", verdict,
                               f"Post-LN − Pre-LN val loss, {name} (nats)", info.get("diff"), loss_interval(info),
                               loss_test(info), info.get("seeds", []),
-                              f"{fmt(info.get('diff'))} nats, {pct(confidence())} interval "
+                              f"{fmt(info.get('diff'))} nats, {pct(self.level.two_sided)} interval "
                               f"{ci_text(info.get('ci95'))}, "
-                              f"{pct(equivalence())} {ci_text(info.get('ci90'))} ({said(cmp)})"
+                              f"{pct(self.level.tost)} {ci_text(info.get('ci90'))} ({said(cmp, self.level)})"
                               + (f"; best lr at the grid's edge for {', '.join(edge)}: not tuned" if edge else "")))
         fell = {s: self._last_quarter_drop(records, preset, s, best[s][0]) for s in ("pre", "post")}
         cmp, info = infos["from scratch"]
@@ -141,9 +146,9 @@ class PostLNCeilingC7(Claim):
         lrs = ", ".join(f"{lr:g}" for lr in preset.lrs)
         summary = (f"best-tuned over lr {lrs} with warmup {preset.warmup}: Post-LN {best['post'][1].mean:.4f} "
                    f"(lr {best['post'][0]:g}) vs Pre-LN {best['pre'][1].mean:.4f} (lr {best['pre'][0]:g}): Post-LN "
-                   f"against Pre-LN: {said(cmp)}; fine-tuned on {FINETUNE_CORPUS} "
+                   f"against Pre-LN: {said(cmp, self.level)}; fine-tuned on {FINETUNE_CORPUS} "
                    f"({preset.finetune.get('train.steps')} steps): Post-LN {_mean(ft['post'])} vs Pre-LN "
-                   f"{_mean(ft['pre'])}, Post-LN against Pre-LN: {said(ft_cmp)}; val loss still fell "
+                   f"{_mean(ft['pre'])}, Post-LN against Pre-LN: {said(ft_cmp, self.level)}; val loss still fell "
                    + ", ".join(f"{s} {fmt(fell[s])}" for s in ("pre", "post"))
                    + " nats over the last quarter (reported: the comparison is at a matched budget)"
                    + (f"; best lr at the grid's edge for {', '.join(edge)}: not tuned, a wider grid would decide"
@@ -222,13 +227,14 @@ class RMSNormC10(Claim):
 
     def verdict(self, records, measurement, preset):
         ln, rms = (group(records, model__scheme="pre", model__norm=n, **_at(preset)) for n in ("layernorm", "rmsnorm"))
-        ni, info = noninferior(rms, ln, sides=("RMSNorm", "LayerNorm"))
+        ni, info = noninferior(rms, ln, self.level, sides=("RMSNorm", "LayerNorm"))
         if not measurement:
             return self.make(INCONCLUSIVE, "not measured", None, 0, {"norm_shape": TIMING_SHAPES[0]},
                              "the norm and step timings were not measured")
         rows = {(r["norm"], r["impl"]): r for r in measurement["norm_timings"]}
         # RMSNorm's time / LayerNorm's, each pair one algorithm: what the claim is about, not whose kernel is better
-        ratios = {a: paired_ratio(rows["rmsnorm", impl], rows["layernorm", impl]) for a, impl in NORM_ALGORITHMS.items()
+        ratios = {a: paired_ratio(rows["rmsnorm", impl], rows["layernorm", impl], self.level)
+                  for a, impl in NORM_ALGORITHMS.items()
                   if ("rmsnorm", impl) in rows and ("layernorm", impl) in rows}
         speed = {(r["norm"], r["impl"]): r["tokens_per_s"] for r in measurement["steps"]}
         step_ratios = {a: speed["layernorm", impl] / speed["rmsnorm", impl] for a, impl in STEP_ALGORITHMS.items()
@@ -244,23 +250,24 @@ class RMSNormC10(Claim):
                     "RMSNorm / LayerNorm time of the norm's forward + backward",
                     decided and decided["ratio"], decided and decided["ci95"],
                     f"paired by interleaved round: t interval of the per-round log ratio over {preset.timing_repeats} "
-                    f"rounds, {pct(confidence())}; holds below {1 - SPEED_SAME:g}", [],
+                    f"rounds, {pct(self.level.two_sided)}; holds below {1 - SPEED_SAME:g}", [],
                     ", ".join(f"{a} {r['ratio']:.2f}× {ci_text(r['ci95'], '.2f')}" for a, r in ratios.items()))
         converge = Part(f"RMSNorm converges as well as LayerNorm (within {LOSS_MARGIN:g} nats)",
                         HOLDS if ni == "not worse" else FAILS if ni == "worse" else INCONCLUSIVE,
                         "RMSNorm − LayerNorm final val loss (nats)", info.get("diff"), info.get("ci90"),
-                        tost_test(info), info.get("seeds", []),
-                        f"{info.get('diff', float('nan')):+.4f} nats, {pct(equivalence())} interval "
+                        tost_test(info, self.level), info.get("seeds", []),
+                        f"{info.get('diff', float('nan')):+.4f} nats, {pct(self.level.tost)} interval "
                         f"{ci_text(info.get('ci90'))} "
-                        f"({said(ni)})")
+                        f"({said(ni, self.level)})")
         summary = (f"norm forward+backward at {TIMING_SHAPES[0]} fp32, RMSNorm/LayerNorm time as the same algorithm "
-                   f"(paired by round, {pct(confidence())}): "
+                   f"(paired by round, {pct(self.level.two_sided)}): "
                    + ", ".join(f"{a} {r['ratio']:.2f}× {ci_text(r['ci95'], '.2f')}" for a, r in ratios.items())
                    + "; a training step (reported, not judged: the norms are a small part of a step, which caps "
                      "what a step can show): "
                    + ", ".join(f"{a} norms {r:.2f}×" for a, r in step_ratios.items())
                    + (f" (torch.nn's two modules, which are different kernels: {torch_ratio:.2f}×)" if torch_ratio else "")
-                   + f"; final val loss RMSNorm − LayerNorm {info.get('diff', float('nan')):+.4f} ({said(ni)})")
+                   + f"; final val loss RMSNorm − LayerNorm {info.get('diff', float('nan')):+.4f} "
+                     f"({said(ni, self.level)})")
         settings = {"norm_shape": TIMING_SHAPES[0], "dtype": "fp32", "rounds": preset.timing_repeats,
                     "norm_algorithms": NORM_ALGORITHMS, "step_algorithms": STEP_ALGORITHMS, "deciding": DECIDING,
                     "deciding_why": "Zhang & Sennrich time each normalizer written in its framework's own ops; the "
@@ -302,17 +309,17 @@ class FinalNormC13(Claim):
         base = select(records, model__scheme="pre", **_at(preset)) + select(records, model__scheme="pre",
                                                                              model__final_norm=False, **_at(preset))
         # needed: without it the stack is worse; not needed: it is not worse by more than the margin
-        needed = worse(without, with_norm, sides=("without final norm", "with final norm"))
+        needed = worse(without, with_norm, self.level, sides=("without final norm", "with final norm"))
         cmp, info, failed = needed.outcome, needed.info, needed.failed
         summary = (f"Pre-LN without the final norm ends {info.get('diff', float('nan')):+.4f} nats from Pre-LN with it "
-                   f"({pct(confidence())} interval {ci_text(info.get('ci95'))}, {pct(equivalence())} "
-                   f"{ci_text(info.get('ci90'))}; {said(cmp)}; "
+                   f"({pct(self.level.two_sided)} interval {ci_text(info.get('ci95'))}, {pct(self.level.tost)} "
+                   f"{ci_text(info.get('ci90'))}; {said(cmp, self.level)}; "
                    f"{failures(without)}{sign_p(failed)})")
         settings = {"lr": preset.lr_fixed, "warmup_steps": preset.warmup, "n_layer": preset.depth,
                     "margin_nats": LOSS_MARGIN,
                     "rule": f"holds when the stack without it is worse by more than the margin "
-                            f"({pct(confidence())} interval above "
-                            f"0) or fails to train more often; does not hold when its {pct(equivalence())} interval "
+                            f"({pct(self.level.two_sided)} interval above "
+                            f"0) or fails to train more often; does not hold when its {pct(self.level.tost)} interval "
                             "lies below +margin (not needed)"}
         return self.make(needed.verdict, "val loss without − with final norm (nats)", info.get("diff"),
                          n_seeds(base), settings, summary, interval=loss_interval(info), test=loss_test(info, failed),
@@ -347,23 +354,23 @@ class LlamaRecipeC15(Claim):
 
     def verdict(self, records, measurement, preset):
         llama, classic = (group(records, **self._where(preset, r)) for r in ("llama", "classic"))
-        as_well = not_worse(llama, classic, sides=("LLaMA recipe", "classic"))
+        as_well = not_worse(llama, classic, self.level, sides=("LLaMA recipe", "classic"))
         cmp, info = as_well.outcome, as_well.info
         speeds = {r: [x.tokens_per_s for x in select(records, **self._where(preset, r)) if x.tokens_per_s]
                   for r in ("llama", "classic")}
         speed_ratio = (sum(speeds["llama"]) / len(speeds["llama"])) / (sum(speeds["classic"]) / len(speeds["classic"])) \
             if speeds["llama"] and speeds["classic"] else None
-        summary = (f"LLaMA recipe − classic val loss {info.get('diff', float('nan')):+.4f}, {pct(equivalence())} "
-                   f"interval {ci_text(info.get('ci90'))} ({said(cmp)}); "
+        summary = (f"LLaMA recipe − classic val loss {info.get('diff', float('nan')):+.4f}, {pct(self.level.tost)} "
+                   f"interval {ci_text(info.get('ci90'))} ({said(cmp, self.level)}); "
                    f"tokens/s ratio "
                    f"{'n/a' if speed_ratio is None else format(speed_ratio, '.2f')} (from the training runs, "
                    f"which shared the machine with other runs)")
         return self.make(as_well.verdict, "val loss LLaMA recipe − classic (nats)", info.get("diff"),
                          n_seeds(select(records, False, model__mlp="swiglu")),
                          {**self.RECIPES, "margin_nats": LOSS_MARGIN,
-                          "rule": f"at least as well: non-inferiority, the {pct(equivalence())} interval of LLaMA "
+                          "rule": f"at least as well: non-inferiority, the {pct(self.level.tost)} interval of LLaMA "
                                   "− classic below +margin; does not hold when it lies above +margin"},
-                         summary, interval=info.get("ci90"), test=tost_test(info), seeds=info.get("seeds"),
+                         summary, interval=info.get("ci90"), test=tost_test(info, self.level), seeds=info.get("seeds"),
                          comparison=info, tokens_per_s_ratio=speed_ratio)
 
     def figures(self, records, measurement, preset):

@@ -6,11 +6,14 @@ import math
 from typing import Any
 
 from normlab.nn.schemes import SCHEMES
-from normlab.study.claims.base import (DEPENDS, FAILS, HOLDS, INCONCLUSIVE, LOSS_MARGIN, MIN_SEEDS, TRAINS, Claim, claim,
-                                       Figure, Part, Series, alpha, by_failures, ci_text, compare, describe, equivalence,
-                                       failures, fails_more, fmt, from_runs, group, loss_interval, loss_test, n_seeds,
-                                       noninferior, not_worse, pct, said, select, sign_p, sign_test, spearman,
-                                       tost_test, worse)
+from normlab.report.figure import Figure, Series
+from normlab.report.format import DEPENDS
+from normlab.study.claims.base import FAILS, HOLDS, INCONCLUSIVE, Claim, Part, claim
+from normlab.study.claims.decisions import (by_failures, compare, fails_more, loss_interval, noninferior, not_worse,
+                                            worse)
+from normlab.study.claims.grouping import describe, failures, from_runs, group, n_seeds, select
+from normlab.study.claims.prose import ci_text, fmt, loss_test, pct, said, sign_p, tost_test
+from normlab.study.claims.statistics import LOSS_MARGIN, MIN_SEEDS, TRAINS, Level, sign_test, spearman
 
 SCHEME_NAMES = {name: scheme.label for name, scheme in SCHEMES.items()}  # in summaries (nn/schemes.py)
 
@@ -136,28 +139,31 @@ class WarmupC1(Claim):
             group(records, model__scheme="pre", train__warmup_steps=preset.warmup, **at)
         post0, postW = group(records, model__scheme="post", train__warmup_steps=0, **at), \
             group(records, model__scheme="post", train__warmup_steps=preset.warmup, **at)
-        post = worse(post0, postW, sides=("Post-LN without warmup", f"Post-LN, warmup {preset.warmup}"))
-        pre = not_worse(pre0, preW, sides=("Pre-LN without warmup", f"Pre-LN, warmup {preset.warmup}"))
+        post = worse(post0, postW, self.level, sides=("Post-LN without warmup", f"Post-LN, warmup {preset.warmup}"))
+        pre = not_worse(pre0, preW, self.level, sides=("Pre-LN without warmup", f"Pre-LN, warmup {preset.warmup}"))
         post_info, pre_info = post.info, pre.info
         post_part = Part(
             "Post-LN needs warmup: without it, it fails to train more often or ends clearly worse", post.verdict,
             "Post-LN val loss without − with warmup (nats)", post_info.get("diff"), loss_interval(post_info),
             loss_test(post_info, post.failed), post_info.get("seeds", []),
-            f"{fmt(post_info.get('diff'))} nats ({said(post.outcome)}); without warmup {failures(post0)}, with "
+            f"{fmt(post_info.get('diff'))} nats ({said(post.outcome, self.level)}); without warmup "
+            f"{failures(post0)}, with "
             f"{failures(postW)}" + sign_p(post.failed))
         pre_part = Part(
             f"Pre-LN is barely affected: without warmup it trains and ends within {LOSS_MARGIN:g} nats of warmup",
             pre.verdict, "Pre-LN val loss without − with warmup (nats)", pre_info.get("diff"), pre_info.get("ci90"),
-            tost_test(pre_info), pre_info.get("seeds", []),
-            f"{fmt(pre_info.get('diff'))} nats, {pct(equivalence())} interval {ci_text(pre_info.get('ci90'))} against "
-            f"+{LOSS_MARGIN:g} ({said(pre.outcome)}); without warmup {failures(pre0)}" + sign_p(pre.failed))
+            tost_test(pre_info, self.level), pre_info.get("seeds", []),
+            f"{fmt(pre_info.get('diff'))} nats, {pct(self.level.tost)} interval {ci_text(pre_info.get('ci90'))} "
+            "against "
+            f"+{LOSS_MARGIN:g} ({said(pre.outcome, self.level)}); without warmup {failures(pre0)}" + sign_p(pre.failed))
         settings = {"lr": lr, "warmup_steps": preset.warmup, "n_layer": preset.depth,
                     "steps": preset.base["train.steps"], "margin_nats": LOSS_MARGIN,
                     "margin_why": "under 1 % of the loss, about 4× the seed-to-seed sd (0.005 nats) of the "
                                   "4-layer Pre-LN run"}
         summary = (f"at lr {lr:g}: dropping warmup changes Post-LN's val loss by "
-                   f"{fmt(post_info.get('diff'))} ({failures(post0)}; {said(post.outcome)}) and Pre-LN's by "
-                   f"{fmt(pre_info.get('diff'))} ({failures(pre0)}; {said(pre.outcome)})")
+                   f"{fmt(post_info.get('diff'))} ({failures(post0)}; {said(post.outcome, self.level)}) and "
+                   "Pre-LN's by "
+                   f"{fmt(pre_info.get('diff'))} ({failures(pre0)}; {said(pre.outcome, self.level)})")
         return self.make(None, "Post-LN val-loss penalty without warmup (nats)", post_info.get("diff"),
                          n_seeds(select(records, False, **at)), settings, summary, parts=[post_part, pre_part],
                          interval=loss_interval(post_info), test=post_part.test, seeds=post_part.seeds,
@@ -189,7 +195,7 @@ class LearningRateC11(Claim):
         at = dict(warmup=preset.warmup, n_layer=preset.depth)
         # a limit is a threshold on a rate (≥ 80 % of seeds trained); it decides only where the seeds at the lr that
         # separates the two limits back it, by a paired exact sign test (`limit_split`)
-        split, at_split = limit_split(records, ("pre", "post"), (pre, post), lrs, **at)
+        split, at_split = limit_split(records, ("pre", "post"), (pre, post), lrs, self.level, **at)
         # equal limits below the top: "no larger lr" needs Pre-LN to fail in most seeds at the next lr up. Not where
         # neither trains at any lr: both limits lie below the grid, and nothing says which is higher
         above = next((lr for lr in lrs if lr > pre), None) if pre is not None and pre == post else None
@@ -200,7 +206,7 @@ class LearningRateC11(Claim):
             verdict = HOLDS  # Pre-LN trains at an lr where Post-LN does not, in significantly many seeds
         elif at_split is not None and (post or 0) > (pre or 0) and at_split["more"]:
             verdict = FAILS  # Post-LN's limit is the higher one
-        elif beyond is not None and beyond["p"] < alpha():
+        elif beyond is not None and beyond["p"] < self.level.alpha:
             verdict = FAILS  # the same limit, and at the next lr up Pre-LN fails in significantly many seeds
         else:
             verdict = INCONCLUSIVE
@@ -215,7 +221,7 @@ class LearningRateC11(Claim):
         elif at_split is not None:
             decide = (f"; the limits differ at lr {split:g}, where Pre-LN alone did not train in "
                       f"{at_split['only_a_failed']} seeds and Post-LN alone in {at_split['only_b_failed']} (sign test "
-                      f"p = {at_split['p_one_sided']:.3g}, level {alpha():g}): more seeds would decide")
+                      f"p = {at_split['p_one_sided']:.3g}, level {self.level.alpha:g}): more seeds would decide")
         elif beyond is not None:
             decide = (f"; the same limit, and at lr {above:g} Pre-LN failed in {beyond['failed']} of "
                       f"{beyond['n']} seeds (p = {beyond['p']:.3g}): more seeds would decide")
@@ -287,7 +293,7 @@ def max_stable_lr(records, preset, schemes, warmup, lrs=None) -> dict[str, float
 
 
 def limit_split(records, schemes: tuple[str, str], limits: tuple[float | None, float | None], lrs: list[float],
-                warmup: int, n_layer: int) -> tuple[float | None, dict[str, Any] | None]:
+                level: Level, warmup: int, n_layer: int) -> tuple[float | None, dict[str, Any] | None]:
     """The lr that separates two schemes' limits (the lowest lr of `lrs` at which one trains and the other does
     not), and the paired failures there (`matched_failures`: a = schemes[0]); (None, None) where the limits are
     equal. A limit is a threshold on a rate, so it counts only where these seeds back it."""
@@ -296,7 +302,7 @@ def limit_split(records, schemes: tuple[str, str], limits: tuple[float | None, f
     if split is None:
         return None, None
     cell = [{"model.scheme": schemes[0], "train.lr": split, "train.warmup_steps": warmup, "model.n_layer": n_layer}]
-    return split, matched_failures(records, cell, schemes[1])
+    return split, matched_failures(records, cell, schemes[1], level)
 
 
 def fail_count(records, scheme: str, lr: float, warmup: int, n_layer: int) -> dict[str, Any]:
@@ -324,24 +330,24 @@ def seed_limits(records, scheme: str, lrs: list[float], warmup: int, n_layer: in
     return out
 
 
-def paired_limits(a: dict[int, float | None], b: dict[int, float | None]) -> dict[str, Any]:
+def paired_limits(a: dict[int, float | None], b: dict[int, float | None], level: Level) -> dict[str, Any]:
     """Two schemes' per-seed limits (`seed_limits`), paired by seed: the seeds where a's limit is higher, lower
     or equal, and the one-sided exact sign tests over the seeds where they differ (`higher` / `lower`:
-    significant at the level now)."""
+    significant at `level`)."""
     common = sorted(s for s in set(a) & set(b) if a[s] is not None and b[s] is not None)
     up = sum(1 for s in common if a[s] > b[s])
     down = sum(1 for s in common if a[s] < b[s])
     p_up, p_down = sign_test(up, up + down), sign_test(down, up + down)
-    return {"higher": up > down and p_up < alpha(), "lower": down > up and p_down < alpha(), "a_higher": up,
+    return {"higher": up > down and p_up < level.alpha, "lower": down > up and p_down < level.alpha, "a_higher": up,
             "b_higher": down, "ties": len(common) - up - down, "p_higher": p_up, "p_lower": p_down,
             "censored_seeds": sorted(s for s in set(a) | set(b) if a.get(s) is None or b.get(s) is None),
             "seeds": common, "test": f"exact sign test over the {up + down} of {len(common)} seeds whose highest "
                                      "trainable lr differs between the schemes (one outcome per seed), one-sided"}
 
 
-def matched_failures(records, overrides: list[dict[str, Any]], other: str) -> dict[str, Any]:
+def matched_failures(records, overrides: list[dict[str, Any]], other: str, level: Level) -> dict[str, Any]:
     """Runs of `overrides` against the same configurations with `model.scheme` = other, paired by configuration
-    and seed: `fails_more` over the pairs where exactly one side did not train."""
+    and seed: `fails_more` over the pairs where exactly one side did not train, significant at `level`."""
     pairs = []
     for o in overrides:
         where = {k.replace(".", "__"): v for k, v in o.items()}
@@ -351,8 +357,8 @@ def matched_failures(records, overrides: list[dict[str, Any]], other: str) -> di
                   if not (mine[s].censored or theirs[s].censored)]  # a censored run decides no pair
     only_a = sum(1 for a, b in pairs if a.did_not_train and not b.did_not_train)
     only_b = sum(1 for a, b in pairs if b.did_not_train and not a.did_not_train)
-    return {"more": only_a > only_b and sign_test(only_a, only_a + only_b) < alpha(),
-            "fewer": only_b > only_a and sign_test(only_b, only_a + only_b) < alpha(),
+    return {"more": only_a > only_b and sign_test(only_a, only_a + only_b) < level.alpha,
+            "fewer": only_b > only_a and sign_test(only_b, only_a + only_b) < level.alpha,
             "only_a_failed": only_a, "only_b_failed": only_b,
             "p_one_sided": sign_test(max(only_a, only_b), only_a + only_b),
             "test": f"exact sign test over the {only_a + only_b} of {len(pairs)} (configuration, seed) pairs where "
@@ -379,15 +385,15 @@ class DepthC4(Claim):
         rows, gaps = depth_rows(records, preset, ("pre", "post"))
         deepest, shallowest = max(preset.depths), min(preset.depths)
         pre_d, post_d = (group(records, **at_depth(preset, s, deepest)) for s in ("pre", "post"))
-        cmp, info = compare(post_d, pre_d, sides=("Post-LN", "Pre-LN"))
-        post_fail, pre_fail = fails_more(post_d, pre_d), fails_more(pre_d, post_d)
+        cmp, info = compare(post_d, pre_d, self.level, sides=("Post-LN", "Pre-LN"))
+        post_fail, pre_fail = fails_more(post_d, pre_d, self.level), fails_more(pre_d, post_d, self.level)
         trend = spearman(list(preset.depths), gaps)  # descriptive only: 4 depths decide nothing by themselves
         # the test of "harder with depth": per seed, is Post-LN's deficit to Pre-LN at the deepest depth larger
         # than at the shallowest? (a failure where the other trained is an infinite deficit) — paired sign test
-        harder = deeper_deficit(records, preset, shallowest, deepest)
+        harder = deeper_deficit(records, preset, shallowest, deepest, self.level)
         seeds = n_seeds(select(records, False, train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup))
         # worse at the deepest depth: by the failures where they can decide, else by the losses (`by_failures`)
-        worse_deep = post_fail["more"] if by_failures(post_fail) else cmp == "worse"
+        worse_deep = post_fail["more"] if by_failures(post_fail, self.level) else cmp == "worse"
         if pre_fail["more"] or harder["easier"]:
             verdict = FAILS  # Pre-LN is the one that breaks at depth, or Post-LN's deficit shrinks with depth
         elif harder["n"] < MIN_SEEDS and not post_d.n_failed:
@@ -405,7 +411,7 @@ class DepthC4(Claim):
         summary = (f"Post-LN − Pre-LN val loss by depth: {by_depth}; "
                    f"Post-LN's deficit is larger at {deepest} than at {shallowest} layers in {harder['up']} seeds and "
                    f"smaller in {harder['down']} (sign test p = {harder['p_up']:.3g}); rank correlation with depth "
-                   f"{fmt(trend)} (descriptive); at {deepest} layers Post-LN against Pre-LN: {said(cmp)} "
+                   f"{fmt(trend)} (descriptive); at {deepest} layers Post-LN against Pre-LN: {said(cmp, self.level)} "
                    f"({failures(post_d)}). 100+ layers are not tested at this preset.")
         settings = {"depths": preset.depths, "lr": preset.lr_fixed, "warmup_steps": preset.warmup,
                     "steps": preset.base["train.steps"], "d_model": preset.base["model.d_model"],
@@ -429,10 +435,10 @@ class DepthC4(Claim):
         return [depth_figure(records, preset, ("pre", "post"))]
 
 
-def deeper_deficit(records, preset, shallow: int, deep: int) -> dict[str, Any]:
+def deeper_deficit(records, preset, shallow: int, deep: int, level: Level) -> dict[str, Any]:
     """Per seed, Post-LN's deficit to Pre-LN (val-loss difference; +inf where Post-LN alone did not train, −inf
     where Pre-LN alone did not) at two depths, and the one-sided exact sign tests over the seeds where it differs:
-    `harder` (larger at the deeper depth) / `easier`, significant at the level now. A seed with a censored or
+    `harder` (larger at the deeper depth) / `easier`, significant at `level`. A seed with a censored or
     missing run, or where both failed at a depth, is left out."""
     def deficit(depth: int) -> dict[int, float]:
         arms = {s: {r.seed: r for r in select(records, **at_depth(preset, s, depth))} for s in ("post", "pre")}
@@ -449,7 +455,7 @@ def deeper_deficit(records, preset, shallow: int, deep: int) -> dict[str, Any]:
     up = sum(1 for s in common if high[s] > low[s])
     down = sum(1 for s in common if high[s] < low[s])
     p_up, p_down = sign_test(up, up + down), sign_test(down, up + down)
-    return {"harder": up > down and p_up < alpha(), "easier": down > up and p_down < alpha(), "up": up,
+    return {"harder": up > down and p_up < level.alpha, "easier": down > up and p_down < level.alpha, "up": up,
             "down": down, "n": len(common), "p_up": p_up, "p_down": p_down, "seeds": common,
             "depths": [shallow, deep],
             "test": f"exact sign test over the seeds where Post-LN's deficit at {deep} layers differs from that at "
@@ -497,12 +503,13 @@ class DeepNormC8(Claim):
         deepest = max(preset.deep_depths)
         deep, post, pre = (group(records, **at_depth(preset, s, deepest, **_deep(preset)))
                            for s in ("deepnorm", "post", "pre"))
-        cmp, info = compare(deep, pre, sides=("DeepNorm", "Pre-LN"))
-        post_fail, post_cmp = fails_more(post, deep), compare(post, deep)[0]
-        post_fails = post_fail["more"] if by_failures(post_fail) else post_cmp == "worse"  # one test, by D
+        cmp, info = compare(deep, pre, self.level, sides=("DeepNorm", "Pre-LN"))
+        post_fail, post_cmp = fails_more(post, deep, self.level), compare(post, deep, self.level)[0]
+        post_fails = post_fail["more"] if by_failures(post_fail, self.level) else post_cmp == "worse"  # one test, by D
         # Post-LN trains as well as DeepNorm here: nothing for DeepNorm to rescue
         post_fine = post.n_failed <= deep.n_failed and post_cmp in ("same", "better")
-        cannot_beat = noninferior(pre, deep)[0] == "not worse"  # Pre-LN is not worse by more than the margin
+        # Pre-LN is not worse by more than the margin
+        cannot_beat = noninferior(pre, deep, self.level)[0] == "not worse"
         if not deep.n_runs:
             verdict = INCONCLUSIVE
         elif deep.n_diverged:
@@ -524,7 +531,7 @@ class DeepNormC8(Claim):
         summary = (f"at {deepest} layers: DeepNorm {failures(deep)}, val {fmt(deep.mean)}; "
                    f"Post-LN {failures(post)}, val {fmt(post.mean)}; Pre-LN val "
                    f"{fmt(pre.mean)} ({failures(pre)}); DeepNorm − Pre-LN {fmt(info.get('diff'))} "
-                   f"({said(cmp)}){why}. 1,000 layers are beyond this preset.")
+                   f"({said(cmp, self.level)}){why}. 1,000 layers are beyond this preset.")
         settings = {"depths": preset.deep_depths, **{k.split(".")[-1]: v for k, v in preset.deep_base.items()},
                     "lr": preset.lr_fixed, "warmup_steps": preset.warmup}
         rows = {str(d): {s: describe(group(records, **at_depth(preset, s, d, **_deep(preset))))
@@ -576,7 +583,7 @@ class PeriC14(Claim):
         # one outcome per seed: each seed's highest trainable lr per scheme, paired over seeds (the (lr, seed)
         # pairs share their seeds across the lrs, so they are not independent)
         limits = {s: seed_limits(records, s, lrs, 0, preset.depth) for s in self.SCHEMES}
-        paired = paired_limits(limits["peri"], limits["pre"])
+        paired = paired_limits(limits["peri"], limits["pre"], self.level)
         n_paired = len(paired["seeds"])
         if rates["peri"] is None or rates["pre"] is None or n_paired < MIN_SEEDS:
             verdict = INCONCLUSIVE
@@ -600,7 +607,7 @@ class PeriC14(Claim):
                      "lrs between the grid's, or more seeds, would decide")
             decide = f"; the same highest trainable lr in all {ties} seeds, as stable as Pre-LN on this grid: {where}"
         else:
-            decide = (f"; not significant at α = {alpha():g} (sign test p = "
+            decide = (f"; not significant at α = {self.level.alpha:g} (sign test p = "
                       f"{min(paired['p_higher'], paired['p_lower']):.3g}): more seeds would decide")
         per_seed = "; ".join(f"seed {k}: Peri-LN {_lr(limits['peri'].get(k))}, Pre-LN {_lr(limits['pre'].get(k))}"
                              for k in sorted(set(limits["peri"]) | set(limits["pre"])))

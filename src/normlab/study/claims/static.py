@@ -12,8 +12,9 @@ import normlab
 from normlab.config import format_validation_error
 from normlab.nn.schemes import Residual, deepnorm_constants
 from normlab.bench.steps import bench_steps
+from normlab.report.figure import Figure, Series
 from normlab.study import measure
-from normlab.study.claims.base import claim, FAILS, HOLDS, INCONCLUSIVE, Claim, Figure, Series
+from normlab.study.claims.base import FAILS, HOLDS, INCONCLUSIVE, Claim, claim
 from normlab.study.claims.quality import STEP_CONFIG
 
 # Seed 001's simplified table (fixed numbers, independent of depth)
