@@ -63,7 +63,9 @@ class ModelConfig(BaseModel):
     scheme: str = "pre"
     """Normalization placement: see `normlab schemes` (post, pre, sandwich, peri, deepnorm, mix, lns, subln)."""
     scheme_options: dict[str, float] = {}
-    """Options of the chosen scheme, e.g. {mix_ratio = 0.25} for `mix`; unknown keys are errors."""
+    """Options of the chosen scheme, e.g. {mix_ratio = 0.25} for `mix`, {shared_norm = false} for `parallel`;
+    unknown keys are errors. Kept as numbers, a switch's true and false as 1 and 0, as run ids have always hashed
+    them; the scheme reads each as its type (`Scheme.OPTIONS`) and refuses a switch that is neither."""
     norm: str = "layernorm"
     """Normalizer: layernorm, rmsnorm, scalenorm, dyt, derf, seednorm or none (`normlab schemes`)."""
     norm_options: dict[str, float] = {}
