@@ -9,6 +9,7 @@ Unknown keys are errors that name the closest valid keys.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import tomllib
@@ -171,13 +172,19 @@ class RunConfig(BaseModel):
         """A short stable id of the resolved config. A field added after runs were first hashed is left out
         while it holds the value every earlier run had (`HASH_NEUTRAL`), so their ids and directories stay
         valid; fields whose default is None are left out by `to_dict` already."""
-        data = self.to_dict()
-        for dotted, value in HASH_NEUTRAL.items():
-            section, key = dotted.split(".")
-            if data.get(section, {}).get(key) == value:
-                del data[section][key]
-        blob = json.dumps(data, sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:12]
+        return config_hash(self.to_dict())
+
+
+def config_hash(data: dict[str, Any]) -> str:
+    """`RunConfig.hash` of a config already resolved to its dict (`to_dict`, as a study's registry stores it), so
+    that an id is recomputed without validating the config again."""
+    data = {section: dict(values) if isinstance(values, dict) else values for section, values in data.items()}
+    for dotted, value in HASH_NEUTRAL.items():
+        section, key = dotted.split(".")
+        if data.get(section, {}).get(key) == value:
+            del data[section][key]
+    blob = json.dumps(data, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:12]
 
 
 # fields added after runs were first hashed, and the value all those runs had
@@ -213,6 +220,16 @@ def validate_config(raw: dict[str, Any]) -> RunConfig:
         return RunConfig.model_validate(raw)
     except ValidationError as e:
         raise ConfigError(format_validation_error(e)) from None
+
+
+def derive(config: RunConfig | dict[str, Any], overrides: dict[str, Any]) -> RunConfig:
+    """`config` (a RunConfig, or a nested dict of some of its keys) with `overrides` (dotted keys, typed values)
+    set, validated once: the one way a study makes a run's config from its base, a claim's overrides and a seed,
+    or a follow-up's from its source run."""
+    raw = config.to_dict() if isinstance(config, RunConfig) else copy.deepcopy(config)
+    for key, value in overrides.items():
+        set_value(raw, key, value)
+    return validate_config(raw)
 
 
 def apply_override(raw: dict[str, Any], item: str) -> None:

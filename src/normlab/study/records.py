@@ -8,6 +8,7 @@ can be unit-tested on synthetic records and the report re-rendered without the r
 from __future__ import annotations
 
 import statistics
+import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,11 +130,18 @@ class RunRecord:
 
 def with_defaults(config: dict[str, Any]) -> dict[str, Any]:
     """A stored config with the fields added since it was written filled in with their defaults, so a study
-    registry from an older normlab still matches the base config key for key (`normlab report` on it)."""
+    registry from an older normlab still matches the base config key for key (`normlab report` on it). A config
+    that already has every key the defaults have was written by this normlab's `to_dict` and is returned as it
+    is: records are read on every look at the registry, and each was validated when its run was registered."""
+    if _DEFAULT_KEYS <= set(flatten(config)):
+        return config
     try:
         return RunConfig.model_validate(config).to_dict()
     except ValidationError:  # not a RunConfig at all (synthetic records in tests): leave it as it is
         return config
+
+
+_DEFAULT_KEYS = set(flatten(RunConfig().to_dict()))  # the keys every resolved config has (None-valued ones aside)
 
 
 def record_from_run_dir(run_id: str, path: str | Path) -> RunRecord:
@@ -148,7 +156,7 @@ def record_from_run_dir(run_id: str, path: str | Path) -> RunRecord:
     if outcome == "completed" and status.get("outcome") == "failed_to_train":
         outcome = "failed_to_train"
     record = RunRecord(
-        id=run_id, config=run.read_config().to_dict(), status=outcome, step=status.get("step", 0),
+        id=run_id, config=config_of(run), status=outcome, step=status.get("step", 0),
         val_loss=status.get("val_loss"), reason=status.get("reason"),
         val_curve=[(r["step"], r["val_loss"]) for r in rows if "val_loss" in r],
         train_curve=[(r["step"], r["train_loss"]) for r in train_rows[::stride]],
@@ -166,6 +174,15 @@ def record_from_run_dir(run_id: str, path: str | Path) -> RunRecord:
     if (run.path / "layer_skip.json").is_file():
         record.layer_skip = run.read_json("layer_skip.json")
     return record
+
+
+def config_of(run: RunDir) -> dict[str, Any]:
+    """The run's config as its trainer wrote it (vocabulary filled in), as a dict: that file was written from a
+    validated config, so it is read, not validated again, unless it predates a field (`with_defaults`)."""
+    try:
+        return with_defaults(tomllib.loads(run.config_path.read_text("utf-8")))
+    except (OSError, tomllib.TOMLDecodeError):
+        return run.read_config().to_dict()  # its error says what is wrong with the file and what to do
 
 
 def numerics(run: RunDir) -> dict[str, Any]:

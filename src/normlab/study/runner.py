@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from normlab.bench.timing import steady_allocator
-from normlab.config import ConfigError
+from normlab.config import ConfigError, config_hash
 from normlab.study.claims import CLAIMS, INCONCLUSIVE, Claim, Figure, Verdict, claim_number
 from normlab.report.format import DEPENDS
 from normlab.study.claims.base import FAILS, HOLDS
 from normlab.study.claims.prose import init_text
 from normlab.study.claims.statistics import Level, look_alpha
 from normlab.study.family import holm
-from normlab.study.records import UNPINNED, flatten, unflatten
+from normlab.study.records import UNPINNED, flatten, with_defaults
 from normlab.study.jobs import (EXECUTORS, claim_jobs, done_cost, events_dir, is_stacked, record_results, run_cost,
                                 train_jobs)
 from normlab.study.registry import Registry
@@ -154,10 +154,10 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
     start = time.perf_counter()
     runs = spec.expand(CLAIMS)  # before the registry: an invalid study leaves nothing on disk
     registry = Registry(study_dir)
-    registry.add_runs([(r.id, r.config.to_dict()) for r in runs])
+    registry.add_runs([(r.id, r.data) for r in runs])
     registry.set_meta("study", describe(spec, [r.id for r in runs]))
     ids = [r.id for r in runs]
-    costs = {r.id: run_cost(r.config.to_dict()) for r in runs}
+    costs = {r.id: run_cost(r.data) for r in runs}
     workers = workers or default_workers()
     # a Ray task gets one CPU (what one small run trains fastest on, benchmarks/study_workers.py) unless pinned
     threads = 1 if executor == "ray" else max(1, (os.cpu_count() or 1) // workers)
@@ -179,8 +179,8 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
         more = [r for r in more if r.id not in known]
         if not more:
             return
-        registry.add_runs([(r.id, r.config.to_dict()) for r in more])
-        costs.update({r.id: run_cost(r.config.to_dict()) for r in more})
+        registry.add_runs([(r.id, r.data) for r in more])
+        costs.update({r.id: run_cost(r.data) for r in more})
         ids.extend(r.id for r in more)
         registry.set_meta("study", describe(spec, ids))
         train_phases(more)
@@ -237,9 +237,6 @@ def followup_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list:
     """The runs the claims start from trained runs (`Claim.followups`), once every run in `ids` is settled
     (chosen from partial results they could differ from the final ones). Each is its source's config with the
     claim's overrides and `train.init_from` = the source's run directory; the robustness pass's reruns get theirs."""
-    from normlab.config import validate_config
-    from normlab.study.spec import RunSpec
-
     done, total = registry.progress(set(ids))
     if done < total:
         return []
@@ -255,24 +252,21 @@ def followup_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list:
         for pass_base in claim_bases(spec, claim, base).values():
             judged = [dataclasses.replace(r, base=pass_base) for r in records if r.seed in seeds]
             for source, overrides in claim.followups(judged, spec.preset):
-                raw = unflatten({**flatten(source.config), **overrides,
-                                 "train.init_from": str(registry.run_dir(source.id).resolve())})
-                raw["model"].pop("vocab_size", None)  # filled from the corpus, as for every run
-                cfg = validate_config(raw)
-                rid = registered.get(_source_key(cfg.to_dict()), cfg.hash())
-                out.setdefault(rid, RunSpec(rid, cfg))
+                run = spec.followup(source.config, {**overrides,
+                                                    "train.init_from": str(registry.run_dir(source.id).resolve())})
+                rid = registered.get(_source_key(run.data), run.id)
+                out.setdefault(rid, run if rid == run.id else dataclasses.replace(run, id=rid))
     return list(out.values())
 
 
 def _source_key(config: dict[str, Any]) -> str:
     """A follow-up's identity wherever the study directory lies: the hash of its config with `train.init_from`
-    cut to the source run's id (its directory's name). The config is validated first, so one registered before
-    a field was added gets that field's default and still matches."""
-    from normlab.config import validate_config
-
-    flat = {**flatten(config), "train.init_from": Path(str(config["train"]["init_from"])).name}
-    flat.pop("model.vocab_size", None)
-    return validate_config(unflatten(flat)).hash()
+    cut to the source run's id (its directory's name). A config registered before a field was added gets that
+    field's default first (`with_defaults`), so it still matches."""
+    config = with_defaults(config)
+    train = {**config["train"], "init_from": Path(str(config["train"]["init_from"])).name}
+    model = {k: v for k, v in config["model"].items() if k != "vocab_size"}
+    return config_hash({**config, "train": train, "model": model})
 
 
 def study_ids(spec: StudySpec, registry: Registry, ids: list[str]) -> list[str]:

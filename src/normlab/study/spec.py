@@ -5,14 +5,16 @@ needed by two claims is trained once.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import tomllib
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from normlab.config import ConfigError, RunConfig, apply_override, set_value, validate_config
+from normlab.config import ConfigError, RunConfig, apply_override, derive
 from normlab.study.claims import CLAIMS, FRONTIER_CLAIMS, SEED_CLAIMS
 from normlab.study.records import flatten
 
@@ -282,16 +284,31 @@ def other_init(recipe: str) -> str:
 
 @dataclass
 class RunSpec:
+    """One run of a study as the study hands it on: its id (the config's hash), its validated config, and that
+    config as a dict, computed once, which the registry stores and the workers train from without validating the
+    config again."""
+
     id: str
     config: RunConfig
+
+    @classmethod
+    def of(cls, config: RunConfig, run_id: str | None = None) -> "RunSpec":
+        return cls(run_id or config.hash(), config)
+
+    @functools.cached_property
+    def data(self) -> dict[str, Any]:
+        """`config.to_dict()`: what the registry stores."""
+        return self.config.to_dict()
+
+    @functools.cached_property
+    def flat(self) -> dict[str, Any]:
+        """The config flattened (`model.n_layer` keys), as records compare themselves to a base."""
+        return flatten(self.data)
 
 
 def build_config(preset: Preset, overrides: dict[str, Any], seed: int) -> RunConfig:
     """The run of `preset`'s base with `overrides` (dotted keys, typed values) at `seed`, validated."""
-    raw: dict[str, Any] = {}
-    for key, value in {**preset.base, **overrides, "train.seed": seed}.items():
-        set_value(raw, key, value)
-    return validate_config(raw)
+    return derive({}, {**preset.base, **overrides, "train.seed": seed})
 
 
 @dataclass
@@ -307,19 +324,34 @@ class StudySpec:
     claim_seeds: dict[str, list[int]] = field(default_factory=dict)  # a claim's seeds after its rounds; else seeds
     # the nuisance factors re-measured beyond the init pass (`--vary context,width`; `init` is `init_pass`)
     vary: list[str] = field(default_factory=list)
-    _base: tuple = field(default=(None, None), init=False, repr=False, compare=False)  # (preset key, base config)
+    # every run this study has built, by (base, overrides, seed): each config is validated once per process however
+    # often the study expands (at load, at its start, at each seed round)
+    _built: dict[str, RunSpec] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def run(self, overrides: dict[str, Any], seed: int) -> RunSpec:
+        """The run of the preset's base with `overrides` at `seed` (`build_config`), built once per study."""
+        key = json.dumps([self.preset.base, overrides, seed], sort_keys=True, default=repr)
+        if key not in self._built:
+            self._built[key] = RunSpec.of(build_config(self.preset, overrides, seed))
+        return self._built[key]
+
+    def followup(self, source: dict[str, Any], overrides: dict[str, Any]) -> RunSpec:
+        """A run that starts from a trained one (`Claim.followups`): the source's config (a record's dict) with
+        `overrides`, its vocabulary left to the corpus as for every run; built once per study."""
+        key = json.dumps([source, overrides], sort_keys=True, default=repr)
+        if key not in self._built:
+            model = {k: v for k, v in source["model"].items() if k != "vocab_size"}
+            self._built[key] = RunSpec.of(derive({**source, "model": model}, overrides))
+        return self._built[key]
 
     def base_config(self) -> RunConfig:
         """The study's base run (the preset's base with the user's overrides, its first seed), validated: what
         every claim's groups are matched against on the axes they do not name."""
-        key = repr(sorted(self.preset.base.items())), self.preset.seeds[0]
-        if self._base[0] != key:  # built once per study (again only if the preset changed)
-            self._base = key, build_config(self.preset, {}, self.preset.seeds[0])
-        return self._base[1]
+        return self.run({}, self.preset.seeds[0]).config
 
     def base_flat(self) -> dict[str, Any]:
         """`base_config` flattened (`model.n_layer` keys), as records compare themselves to it."""
-        return flatten(self.base_config().to_dict())
+        return self.run({}, self.preset.seeds[0]).flat
 
     def seeds_of(self, claim_id: str) -> list[int]:
         """The seeds a claim's runs and verdict use: the preset's, or more after sequential rounds."""
@@ -397,17 +429,16 @@ class StudySpec:
         runs: dict[str, RunSpec] = {}
         for source, overrides, seeds in wanted:
             for seed in seeds:
-                cfg = _run_config(self.preset, overrides, seed, source)
-                runs.setdefault(cfg.hash(), RunSpec(cfg.hash(), cfg))
+                run = self._run(overrides, seed, source)
+                runs.setdefault(run.id, run)
         return list(runs.values())
 
-
-def _run_config(preset: Preset, overrides: dict[str, Any], seed: int, source: str) -> RunConfig:
-    try:
-        return build_config(preset, overrides, seed)
-    except ConfigError as e:  # a claim's overrides clash with the base (e.g. a --set): say whose run it is
-        raise ConfigError(f"{source} needs a run {overrides} (seed {seed}) that is not a valid config: "
-                          f"{one_line(e)}") from None
+    def _run(self, overrides: dict[str, Any], seed: int, source: str) -> RunSpec:
+        try:
+            return self.run(overrides, seed)
+        except ConfigError as e:  # a claim's overrides clash with the base (e.g. a --set): say whose run it is
+            raise ConfigError(f"{source} needs a run {overrides} (seed {seed}) that is not a valid config: "
+                              f"{one_line(e)}") from None
 
 
 def one_line(error: Exception) -> str:
@@ -524,30 +555,42 @@ def _parse_overrides(overrides: list[str]) -> dict[str, Any]:
 def _validate(spec: StudySpec, claim_registry) -> None:
     """The base, every value of every axis on its own (the clearest error), then every run."""
     try:
-        build_config(spec.preset, {}, spec.preset.seeds[0])
+        spec.run({}, spec.preset.seeds[0])
     except ConfigError as e:
         raise ConfigError(f"the study's base config (preset {spec.preset.name!r} with its [base] and --set "
                           f"overrides) is not valid: {one_line(e)}") from None
     for key, values in spec.axes.items():
         for value in values:
             try:
-                build_config(spec.preset, {key: value}, spec.preset.seeds[0])
+                spec.run({key: value}, spec.preset.seeds[0])
             except ConfigError as e:
                 raise ConfigError(f"study axis {key!r}: value {value!r} is not valid: {one_line(e)}") from None
     spec.expand(claim_registry)
 
 
 def spec_from_meta(meta: dict[str, Any]) -> StudySpec:
-    """Rebuild the spec a registry was run with (for `normlab report`)."""
+    """The spec a registry was run with, from what it stored (for `normlab report`): its preset's knobs as they
+    were when it ran, its base, claims, seeds and passes. Nothing is re-expanded or re-validated: its runs are
+    the registry's, and today's preset (which may have changed since) is not consulted where the study stored
+    its own."""
     study = meta["study"]
-    spec = load_study(study["preset"], claims=study["claims"], seeds=study["seeds"],
-                      robustness=study.get("robustness", False), init_pass=study.get("init_pass_flag"),
-                      vary=study.get("vary") or None)
-    base = dict(study["base"])
-    if "preset_settings" in study:  # the preset's knobs as they were when the study ran (a newer normlab may differ)
-        spec.preset = Preset(**study["preset_settings"])
-    spec.preset.base = base
-    spec.axes, spec.base_extra = study.get("axes", {}), study.get("base_extra", {})
+    if "preset_settings" in study:
+        known = {f.name for f in dataclasses.fields(Preset)}  # a newer normlab's knobs that this one lacks are dropped
+        preset = Preset(**{k: v for k, v in study["preset_settings"].items() if k in known})
+    else:  # a study registered before its preset was stored: the preset of that name as it is today
+        if study["preset"] not in PRESETS:
+            raise ConfigError(f"the study was run with preset {study['preset']!r}, which this normlab does not "
+                              f"know; valid: {', '.join(PRESETS)}")
+        preset = dataclasses.replace(PRESETS[study["preset"]])
+    preset.base = dict(study["base"])
+    preset.seeds = list(study["seeds"])
+    if preset.seed_rounds and len(preset.seeds) != preset.seed_rounds[0]:
+        preset.seed_rounds = []  # as `load_study`: a user's own seeds look once
+    for cid in study["claims"]:
+        CLAIMS.get(cid)  # a claim this normlab lacks: a clear error listing the valid ones
+    spec = StudySpec(preset, list(study["claims"]), study.get("axes", {}), study.get("base_extra", {}),
+                     study.get("robustness", False), study.get("init_pass_flag"),
+                     vary=_check_vary(study.get("vary") or []))
     spec.claim_seeds = {k: list(v) for k, v in study.get("claim_seeds", {}).items()}
     return spec
 
