@@ -59,8 +59,8 @@ def main() -> None:
         for name, every in (("off", 0), ("on", interval)):
             cfg = load_config(args.config, [*args.set, f"diagnostics.interval={every}", "train.device=cpu"])
             trainers[name] = Trainer(cfg, Path(tmp) / name)
-            trainers[name]._prepare_dir()
-            trainers[name]._build()
+            trainers[name].lifecycle.run_dir.create()  # as `normlab train` claims it, lock aside
+            trainers[name].start()
         chunk_time(trainers["off"], 20), chunk_time(trainers["on"], 20)  # warm up allocators
         for t in trainers.values():
             t.step = 0

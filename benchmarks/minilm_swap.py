@@ -28,7 +28,7 @@ from normlab.hf.run import import_run
 from normlab.nn import build_model
 from normlab.rundir import load_model
 from normlab.train import train
-from normlab.train.loop import _moved_norms
+from normlab.train.init_from import _moved_norms
 
 FINETUNE = ["train.steps=60", "train.batch_size=8", "train.lr=1e-4", "train.warmup_steps=6", "train.min_lr=1e-5",
             "train.eval_interval=10", "train.eval_batches=4", "train.ckpt_interval=60", "diagnostics.interval=0",

@@ -91,7 +91,8 @@ def train(
     only rank 0 writes OUT, and its checkpoints resume on any number of processes.
     """
     from normlab.train.distributed import SINGLE, close, from_env
-    from normlab.train.loop import RunError, Trainer
+    from normlab.train.lifecycle import RunError
+    from normlab.train.loop import Trainer
 
     dist = SINGLE
     try:
@@ -151,7 +152,7 @@ def _exit_quietly(code: int = 2) -> None:
 
 
 def _train_with_bar(trainer):
-    from normlab.train.loop import RunError
+    from normlab.train.lifecycle import RunError
 
     live, printed = console.is_terminal, [0.0]  # not a terminal: a line at each evaluation, and every 30 s
 
@@ -414,7 +415,7 @@ def _render(out: Path, judged: tuple[list, dict] | None = None):
     from normlab.study.sections import general_sections
     from normlab.study.design import design_beside, family_text
     from normlab.study.spec import spec_from_meta
-    from normlab.train.loop import environment
+    from normlab.train.lifecycle import environment
 
     registry = Registry(out)
     meta = registry.meta()

@@ -108,7 +108,7 @@ def test_a_swap_moves_each_norm_to_the_same_point_of_the_stream():
     """Post-LN → Pre-LN: the norm after sub-layer k becomes the norm before sub-layer k + 1, the last one the
     final norm; the first sub-layer's input norm is new (Post-LN has none before it)."""
     from normlab.nn import ModelConfig, build_model
-    from normlab.train.loop import _moved_norms
+    from normlab.train.init_from import _moved_norms
 
     tiny = dict(vocab_size=50, block_size=16, n_layer=2, n_head=2, d_model=16, arch="encoder", bias=True)
     post = build_model(ModelConfig(**tiny, scheme="post"))

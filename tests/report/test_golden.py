@@ -74,9 +74,9 @@ def build_registry(out: Path) -> None:
 def render(out: Path, monkeypatch) -> dict[str, str]:
     """report.html (PNG bytes left out), report.md and verdicts.json as written by `normlab report`."""
     from normlab import cli
-    from normlab.train import loop
+    from normlab.train import lifecycle
 
-    monkeypatch.setattr(loop, "environment", lambda device, *a: dict(ENVIRONMENT))
+    monkeypatch.setattr(lifecycle, "environment", lambda device, *a: dict(ENVIRONMENT))
     cli._render(out)
     html = (out / "report.html").read_text("utf-8")
     html = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "data:image/png;base64,<PNG>", html)

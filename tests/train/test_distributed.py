@@ -107,7 +107,7 @@ def test_masked_lm_weights_each_rank_by_its_masked_tokens(tmp_path):
     """An encoder's ranks score different numbers of masked tokens; the loss is still the global batch's mean."""
     sets = SETS + ['model.arch="encoder"', "train.steps=20", "train.eval_interval=10"]
     # the premise: the first global batch's halves (rank 0's and rank 1's slices) hold different masked counts
-    from normlab.train.loop import IGNORE
+    from normlab.nn.model import IGNORE
 
     cfg = load_config(None, sets)
     probe = Trainer(cfg, str(tmp_path / "probe"))  # its objective and corpus; the batch as train_step draws it

@@ -10,7 +10,8 @@ import torch
 from normlab.config import validate_config
 from normlab.data import PACKAGED, load_corpus
 from normlab.rundir import load_model
-from normlab.train.loop import RunError, train
+from normlab.train.lifecycle import RunError
+from normlab.train.loop import train
 
 BASE = {"model": {"n_layer": 1, "d_model": 16, "n_head": 2, "block_size": 16},
         "train": {"steps": 6, "eval_interval": 6, "eval_batches": 2, "batch_size": 2, "device": "cpu",

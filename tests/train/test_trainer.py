@@ -6,7 +6,7 @@ import json
 import pytest
 
 from normlab.train import RunDir, Trainer, resolve_device, train
-from normlab.train.loop import RunConflictError
+from normlab.train.lifecycle import RunConflictError
 from tests.conftest import tiny_config
 
 CURVE_KEYS = ("step", "lr", "train_loss", "grad_norm", "val_loss")

@@ -58,7 +58,8 @@ def claim_jobs(registry: Registry, owner: int, ids: list[str], batch: bool) -> l
 
 
 def train_alone(cfg, out: str, events: str | None = None):
-    from normlab.train.loop import RunError, RunResult, train
+    from normlab.train.lifecycle import RunError, RunResult
+    from normlab.train.loop import train
 
     try:
         return train(cfg, out, events=events)

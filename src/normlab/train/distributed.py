@@ -25,6 +25,9 @@ from typing import Any
 
 import torch
 
+from normlab.config import RunConfig
+from normlab.nn.model import IGNORE
+
 PARALLEL = ("ddp", "fsdp")
 
 
@@ -96,6 +99,31 @@ def from_env(device: str, parallel: str = "ddp") -> Dist:
     if not torch.distributed.is_initialized():
         torch.distributed.init_process_group(backend)
     return Dist(rank, world, dev, backend, parallel)
+
+
+def check_settings(cfg: RunConfig, dist: Dist, fresh: bool) -> None:
+    """Refuse, before anything is touched, what a group of processes cannot train."""
+    if dist.active and cfg.train.batch_size % dist.world:
+        raise ValueError(f"train.batch_size = {cfg.train.batch_size} does not split over {dist.world} processes; "
+                         f"valid: a multiple of {dist.world} (it is the global batch)")
+    if sharded(dist) and cfg.diagnostics.interval:
+        raise ValueError(f"diagnostics.interval = {cfg.diagnostics.interval} under --parallel fsdp: the probe "
+                         "reads whole weights and FSDP holds shards; valid: diagnostics.interval = 0, "
+                         "or --parallel ddp")
+    if dist.active and fresh:
+        raise ValueError("--fresh is refused under torchrun (one process would clear what the others read); "
+                         "run it once without torchrun, or choose another --out")
+
+
+def global_loss(loss: torch.Tensor, y: torch.Tensor, dist: Dist) -> tuple[torch.Tensor, float]:
+    """(the loss to differentiate, the global batch's mean loss). Alone: the loss itself. Under torchrun:
+    weighted by this rank's share of the target tokens, so the gradients DDP averages are the global
+    mean's; every rank gets the same logged value, so all agree on divergence."""
+    if not dist.active:
+        return loss, loss.item()
+    count = (y != IGNORE).sum().to(loss.dtype)
+    summed, total = dist.sum(torch.stack([loss.detach() * count, count]))  # one all-reduce a step
+    return loss * (count * dist.world / total), (summed / total).item()
 
 
 def wrap(model: torch.nn.Module, dist: Dist) -> torch.nn.Module:

@@ -26,7 +26,8 @@ from normlab.diagnostics.probe import NO_PROBE
 from normlab.nn.schemes import SCHEMES
 from normlab.nn.stacked import StackedGPT
 from normlab.train.cadence import run_cadence
-from normlab.train.loop import EVAL_SEED, Diverged, RunError, RunResult, Trainer, run_threads
+from normlab.train.lifecycle import Diverged, RunError, RunResult
+from normlab.train.loop import EVAL_SEED, Trainer, run_threads
 from normlab.train.optim import StackedAdamW, clip_stacked_grads, learning_rate
 
 # What members may differ in: everything else fixes a shape or the shared cadence of the loop.
@@ -103,11 +104,10 @@ class GroupTrainer:
             ready = []
             for i, t in enumerate(self.trainers):
                 try:
-                    locks.callback(t.acquire().release)
-                    locks.callback(t.close_events)  # a member that ended early (interrupted) still flushes
+                    locks.enter_context(t.lifecycle.claimed())  # a member that ended early still closes its events
                     done = t.guarded(t.start)
                 except RunError as e:
-                    self.results[i] = RunResult("failed", getattr(t, "step", 0), None, str(e))
+                    self.results[i] = RunResult("failed", t.step, None, str(e))
                     continue
                 if done is not None:
                     self.results[i] = done
@@ -133,8 +133,7 @@ class _Stack:
         self.optimizer = StackedAdamW(self.model.pairs(), self.tc.beta1, self.tc.beta2)
         self.optimizer.load_members([s.trainer.optimizer for s in slots])
         for s in slots:
-            s.trainer.run_dir.write_meta({**s.trainer._meta(s.trainer.run_dir.read_meta()["resumed_from_step"]),
-                                          "group": {"size": len(slots), "trainer": "stacked"}})
+            s.trainer.lifecycle.write_meta(s.trainer.model, group={"size": len(slots), "trainer": "stacked"})
 
     @property
     def step(self) -> int:
@@ -166,7 +165,7 @@ class _Stack:
         try:
             slot.trainer.guarded(raise_diverged)
         except Diverged as d:
-            self.results[slot.index] = slot.trainer.record_diverged(d)
+            self.results[slot.index] = slot.trainer.lifecycle.diverged(d)
         except RunError as e:
             self.results[slot.index] = RunResult("failed", slot.trainer.step, None, str(e))
 
@@ -229,13 +228,13 @@ class _Stack:
             s.trainer.elapsed = s.elapsed_from + now - s.clock_from
 
     def _log(self, row: Callable[[_Slot], dict]) -> None:
-        self._each(lambda s: s.trainer._log({**row(s), "elapsed_s": s.trainer.elapsed}))
+        self._each(lambda s: s.trainer.log({**row(s), "elapsed_s": s.trainer.elapsed}))
 
     def _checkpoint(self, slot: _Slot) -> None:
         for group in slot.trainer.optimizer.param_groups:  # as a single run's optimizer would hold it
             group["lr"] = slot.lr
         self.optimizer.store_member(self.slots.index(slot), slot.trainer.optimizer)
-        slot.trainer._checkpoint()
+        slot.trainer.checkpoint()
 
     # -- one step -------------------------------------------------------------------------
     def _train_step(self) -> None:
