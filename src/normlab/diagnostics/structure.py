@@ -11,9 +11,9 @@
   what its norms look like (`Scheme.layout`, a `BlockLayout` per block and what the stack adds: an
   embedding norm, a special first block, Mix-LN's lower blocks); a layer is named after the block
   layout it fits, the stack after the scheme whose layout it fits, and a layer none fits is
-  `unrecognised`, with what was seen. A norm after the last layer is the final norm. DeepNorm and
-  Admin read as post, LayerNorm Scaling as pre: residual multipliers and the 1/√ℓ are not visible in
-  the structure, so those schemes declare Post-LN's and Pre-LN's layout. HybridNorm is the one layout
+  `unrecognised`, with what was seen. A norm after the last layer is the final norm. DeepNorm, Admin
+  and ResiDual read as post, LayerNorm Scaling as pre: residual multipliers, the dual stream and the
+  1/√ℓ are not visible in the structure, so those schemes declare Post-LN's and Pre-LN's layout. HybridNorm is the one layout
   told by a value: its FFN residual carries Norm(Y), which the identity of tensors cannot show
   (x' = Norm(Y) + FFN(Norm(Y)) against a Pre-LN-like y + FFN(Norm(y))). No model_type is looked up:
   GPT-J, GPT-NeoX (use_parallel_residual), Falcon (parallel_attn), Phi and Cohere read as parallel
@@ -264,8 +264,8 @@ def _first_input(args, kwargs):
 
 
 def _seen(x_in, x_out, inside, sublayers, qkv: int = 0) -> LayerSeen:
-    """The facts a `BlockLayout` fixes, by tensor identity (which norm or sub-layer read or gave which tensor), and one
-    by value: whether the output is a norm's output plus the last sub-layer's."""
+    """The facts a `BlockLayout` fixes, by tensor identity (which norm or sub-layer read or gave which tensor),
+    and one by value: whether the output is a norm's output plus the last sub-layer's."""
     normed_input = [o for _, a, o in inside if a is x_in]
     produced = [o for _, _, o in inside] + [o for _, o in sublayers]
     # side by side: each sub-layer reads x, Norm(x), or another part's output; none reads a sum formed in between
