@@ -271,8 +271,9 @@ def study(
                                        help="Also judge each training claim under the other level of init, "
                                             "context (32/64 tokens) or width (64/128); a verdict that flips is "
                                             "`depends on <factor>`."),
-    batch: Optional[bool] = typer.Option(None, "--batch/--no-batch", help="Train runs of one shape as one stacked "
-                                         "model; default: on a GPU, not on a CPU (docs/performance.md)."),
+    stack_runs: Optional[bool] = typer.Option(None, "--stack-runs/--no-stack-runs",
+                                              help="Train runs of one shape as one stacked model; default: on a "
+                                                   "GPU, not on a CPU (docs/performance.md)."),
     executor: Executor = typer.Option("local", "--executor", help="local (worker processes) or ray (a Ray task "
                                  "per run; pip install -e '.[ray]')."),
     address: Optional[str] = typer.Option(None, "--address", metavar="HOST:PORT",
@@ -301,18 +302,20 @@ def study(
     console.print(f"normlab study: preset [bold]{spec.preset.name}[/], claims {', '.join(spec.claims)}, "
                   f"seeds {spec.preset.seeds} → {out}", highlight=False)
     try:
-        outcome = _run_with_bar(spec, out, workers, batch, executor.value, address, tensorboard)
+        outcome = _run_with_bar(spec, out, workers, stack_runs, executor.value, address, tensorboard)
     except KeyboardInterrupt:
         _study_interrupted(out)
     except ConfigError as e:  # OUT's study.sqlite is not a study registry; an executor that cannot start
         fail(str(e))
     try:
+        from normlab.study.publish import publish
+
         if tensorboard:  # runs trained before the flag was given (or shipped to Ray nodes) get theirs now
             from normlab.study.tensorboard import write_events
             write_events(out)
         # the state as the registry has it now, so the report and the terminal never disagree; verdicts the study
         # judged final are not judged again
-        paths, verdicts, status = _render(out, (outcome.verdicts, outcome.figures) if outcome.final else None)
+        paths, verdicts, status = publish(out, (outcome.verdicts, outcome.figures) if outcome.final else None, spec)
     except ConfigError as e:  # OUT's study.sqlite is not a study registry
         fail(str(e))
     _print_verdicts(verdicts, status.describe())
@@ -322,7 +325,7 @@ def study(
     raise typer.Exit(_study_exit_code(status))
 
 
-def _run_with_bar(spec, out: Path, workers: Optional[int], batch: Optional[bool], executor: str = "local",
+def _run_with_bar(spec, out: Path, workers: Optional[int], stack_runs: Optional[bool], executor: str = "local",
                   address: Optional[str] = None, tensorboard: bool = False):
     from normlab.study.registry import Registry
     from normlab.study.runner import active_runs, run_study
@@ -346,7 +349,7 @@ def _run_with_bar(spec, out: Path, workers: Optional[int], batch: Optional[bool]
                 console.print(f"study {100 * done / max(total, 1e-12):.0f}% ({status})"
                               + "".join(f"\n  {run.describe()}" for run in active), highlight=False)
 
-        return run_study(spec, out, workers, on_progress, batch=batch, executor=executor, address=address,
+        return run_study(spec, out, workers, on_progress, stack_runs=stack_runs, executor=executor, address=address,
                          say=lambda line: bar.console.print(line, highlight=False), tensorboard=tensorboard)
 
 
@@ -395,55 +398,14 @@ def report(out: Path = typer.Argument(Path("normlab-study"), metavar="OUT", help
     """
     if not (out / "study.sqlite").is_file():
         fail(f"{str(out)!r} has no study.sqlite: not a normlab study directory")
+    from normlab.study.publish import publish
+
     try:
-        paths, _, status = _render(out)
+        paths, _, status = publish(out)
     except ConfigError as e:  # study.sqlite is not a registry, or holds no study
         fail(str(e))
     _print_failed(status.failed)
     console.print(f"{status.describe()} → {paths['html']}, {paths['markdown']}, {paths['json']}", highlight=False)
-
-
-def _render(out: Path, judged: tuple[list, dict] | None = None):
-    """Write the report from the registry; returns (paths, verdicts, `Completion`). `judged`: (verdicts, figures)
-    the study computed, used when the registry is final (else, or without them, they are computed here)."""
-    from normlab.device import resolve_device
-    from normlab.report import render_report
-    from normlab.study.claims import CLAIMS
-    from normlab.study.claims import statistics as claim_base
-    from normlab.study.registry import Registry
-    from normlab.study.runner import completion, compute_verdicts, main_records, study_ids
-    from normlab.study.sections import general_sections
-    from normlab.study.design import design_beside, family_text
-    from normlab.study.spec import spec_from_meta
-    from normlab.train.lifecycle import environment
-
-    registry = Registry(out)
-    meta = registry.meta()
-    if "study" not in meta:  # killed before it registered its runs
-        raise ConfigError(f"{str(registry.path)!r} holds no study yet: run `normlab study --out {out}` first")
-    spec = spec_from_meta(meta)
-    ids = study_ids(spec, registry, meta["study"]["run_ids"])
-    status = completion(spec, registry, ids)  # before the verdicts: a run settling meanwhile is not called final
-    verdicts, figures = judged if judged is not None and status.final else compute_verdicts(spec, registry, ids)
-    design_beside(spec, verdicts)
-    info = {cid: {"title": CLAIMS.get(cid).title, "statement": CLAIMS.get(cid).statement,
-                  "sources": CLAIMS.get(cid).sources} for cid in spec.claims}
-    rows = [r for r in registry.rows() if r["id"] in set(ids)]
-    started, finished = [r["started"] for r in rows if r["started"]], [r["finished"] for r in rows if r["finished"]]
-    wall = max(finished) - min(started) if started and finished else 0.0  # pending runs have neither
-    hidden = ("run_ids", "preset_settings", "init_pass_flag")
-    study_info = {**{k: v for k, v in meta["study"].items() if k not in hidden},
-                  "counts": registry.counts(set(ids)), "train_wall_s": wall,
-                  "environment": environment(resolve_device("cpu")),
-                  "thresholds": {"loss_margin_nats": claim_base.LOSS_MARGIN, "confidence": claim_base.CONFIDENCE,
-                                 "equivalence_tost": claim_base.EQUIVALENCE, "sign_test_level": claim_base.SIGN_LEVEL,
-                                 "trains_if_seeds_at_least": claim_base.TRAINS, "min_seeds": claim_base.MIN_SEEDS,
-                                 "family_wise": family_text(verdicts)}}
-    sections = general_sections(main_records(spec, registry.records(set(ids))), registry.measurements())
-    paths = render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
-                          claim_figures=figures, sections=sections, study_info=study_info,
-                          completion=status.to_dict(), failed_runs=status.failed)
-    return paths, verdicts, status
 
 
 def _print_failed(failed: list[dict]) -> None:

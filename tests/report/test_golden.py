@@ -73,11 +73,10 @@ def build_registry(out: Path) -> None:
 
 def render(out: Path, monkeypatch) -> dict[str, str]:
     """report.html (PNG bytes left out), report.md and verdicts.json as written by `normlab report`."""
-    from normlab import cli
-    from normlab.train import lifecycle
+    from normlab.study import publish
 
-    monkeypatch.setattr(lifecycle, "environment", lambda device, *a: dict(ENVIRONMENT))
-    cli._render(out)
+    monkeypatch.setattr(publish, "environment", lambda device, *a: dict(ENVIRONMENT))
+    publish.publish(out)
     html = (out / "report.html").read_text("utf-8")
     html = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "data:image/png;base64,<PNG>", html)
     return {"report.html": html, "report.md": (out / "report.md").read_text("utf-8"),

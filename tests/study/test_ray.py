@@ -103,7 +103,7 @@ def local_study(tmp_path_factory):
     """The same study with the local executor: 2 worker processes × 1 thread, the reference."""
     out = tmp_path_factory.mktemp("local")
     spec = load_study("standard", claims=CLAIMS.split(","), seeds=[0, 1], overrides=TINY, init_pass=False)
-    outcome = run_study(spec, out, workers=2, batch=False)
+    outcome = run_study(spec, out, workers=2, stack_runs=False)
     assert outcome.final
     return _curves(out)
 
@@ -129,7 +129,7 @@ def _ray_trainers() -> list[int]:
 def test_a_study_on_ray_survives_a_killed_worker_and_matches_the_local_executor(cluster, local_study, tmp_path):
     out = tmp_path / "ray"
     cmd = [sys.executable, "-m", "normlab", "study", "--out", str(out), "--claims", CLAIMS, "--seeds", SEEDS,
-           "--executor", "ray", "--address", cluster, "--no-batch", "--no-init-pass"]
+           "--executor", "ray", "--address", cluster, "--no-stack-runs", "--no-init-pass"]
     for item in TINY:
         cmd += ["--set", item]
     study = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -169,7 +169,7 @@ def test_run_directories_are_shipped_when_a_node_does_not_see_the_study(cluster,
     said = []
     spec = load_study("standard", claims=CLAIMS.split(","), seeds=[0, 1], overrides=TINY, init_pass=False)
     try:
-        outcome = run_study(spec, out, batch=False, executor="ray", address=cluster, say=said.append)
+        outcome = run_study(spec, out, stack_runs=False, executor="ray", address=cluster, say=said.append)
     finally:
         ray.shutdown()
     assert outcome.final and sum(outcome.counts.values()) == 4 and not outcome.failed
@@ -254,7 +254,7 @@ def test_a_shipped_fine_tune_trains_in_place_on_the_drivers_node(cluster, tmp_pa
     ray_executor.connect(cluster)
     try:
         ray_executor.train_all_ray(registry, [tune.hash(), plain.hash()], {tune.hash(): 1.0, plain.hash(): 1.0},
-                                   threads=1, progress=None, batch=False, address=cluster, say=lambda line: None)
+                                   threads=1, progress=None, stack_runs=False, address=cluster, say=lambda line: None)
     finally:
         ray.shutdown()
     assert {r["status"] for r in registry.rows()} <= {"completed", "failed_to_train"}
@@ -279,7 +279,7 @@ def test_a_relative_data_path_means_what_it_meant_to_the_driver(cluster, tmp_pat
     ray_executor.connect(cluster)
     try:
         ray_executor.train_all_ray(registry, [config.hash()], {config.hash(): 1.0}, threads=1, progress=None,
-                                   batch=False, address=cluster, say=lambda line: None)
+                                   stack_runs=False, address=cluster, say=lambda line: None)
     finally:
         ray.shutdown()
     (row,) = registry.rows()

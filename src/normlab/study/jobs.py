@@ -4,10 +4,13 @@ processes (runner.py) and the Ray tasks (ray_executor.py) both take their jobs f
 other."""
 from __future__ import annotations
 
+import functools
+import json
 import traceback
 from pathlib import Path
 from typing import Any
 
+from normlab.config import config_hash
 from normlab.study.records import record_from_run_dir
 from normlab.study.registry import Registry, settled
 
@@ -34,26 +37,39 @@ def group_limit(config: dict[str, Any], budget_bytes: float = GROUP_MEMORY_BYTES
     return int(max(1, min(cap, budget_bytes // per_member)))
 
 
-def group_of(config: dict[str, Any], batch: bool) -> str:
-    """The key runs share when one worker may train them as one stack; a run's own hash (a group of one) else."""
+@functools.lru_cache(maxsize=4096)
+def _validated(config_json: str):
     from normlab.config import validate_config
+
+    return validate_config(json.loads(config_json))
+
+
+def validated(config: dict[str, Any]):
+    """A registered run's config as a RunConfig, validated once per process: a worker groups the pending runs it
+    scans by their configs, then trains the ones it claimed from the same configs."""
+    return _validated(json.dumps(config, sort_keys=True))
+
+
+def group_of(config: dict[str, Any]) -> str | None:
+    """The key runs share when one worker may train them as one stack, or None where a run trains alone."""
     from normlab.train.group import group_key, groupable
 
-    cfg = validate_config(config)
-    return group_key(cfg) if batch and groupable(cfg) else cfg.hash()
+    cfg = validated(config)
+    return group_key(cfg) if groupable(cfg) else None
 
 
-def is_stacked(jobs: list[tuple[str, dict[str, Any]]], batch: bool) -> bool:
-    from normlab.config import validate_config
-    from normlab.train.group import groupable
-
-    return batch and groupable(validate_config(jobs[0][1]))
+def is_stacked(jobs: list[tuple[str, dict[str, Any]]], stack_runs: bool) -> bool:
+    return stack_runs and group_of(jobs[0][1]) is not None
 
 
-def claim_jobs(registry: Registry, owner: int, ids: list[str], batch: bool) -> list[tuple[str, dict[str, Any]]]:
-    """The next runs to train together (up to `group_limit`), claimed for process `owner`; [] when none is left."""
-    claimed = registry.claim_group(owner, set(ids), lambda config: group_of(config, batch),
-                                   limit_of=lambda config: group_limit(config) if batch else 1)
+def claim_jobs(registry: Registry, owner: int, ids: list[str], stack_runs: bool) -> list[tuple[str, dict[str, Any]]]:
+    """The next runs to train together (up to `group_limit`), claimed for process `owner`; [] when none is left.
+    Without `stack_runs` each run is claimed alone, and no config is read to group it."""
+    if not stack_runs:
+        claimed = registry.claim_group(owner, set(ids))
+    else:  # a run that trains alone groups with nobody: its own id is its key
+        claimed = registry.claim_group(owner, set(ids), lambda config: group_of(config) or config_hash(config),
+                                       limit_of=group_limit)
     return [(rid, relocated(registry, config)) for rid, config in claimed]
 
 
@@ -78,13 +94,12 @@ def train_jobs(runs: list[tuple[dict[str, Any], str]], stacked: bool, events: li
     """Train (config, run directory) pairs as one stack, or the one run alone: a `RunResult` each. What the
     local workers and the Ray tasks both run; it touches the run directories (and `events`, each run's live
     TensorBoard directory), never the registry."""
-    from normlab.config import validate_config
     from normlab.train.group import GroupTrainer
     from normlab.train.loop import RunResult
 
     events = events or [None] * len(runs)
     try:
-        runs = [(validate_config(cfg), out) for cfg, out in runs]
+        runs = [(validated(cfg), out) for cfg, out in runs]
         return GroupTrainer(runs, events=events).run() if stacked else [train_alone(*runs[0], events[0])]
     except Exception as e:  # the group itself could not run: every member failed for that reason
         reason = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"

@@ -143,7 +143,7 @@ def ray_train(jobs: list[tuple[str, dict[str, Any]]], run_dirs: list[str], threa
         shutil.rmtree(scratch, ignore_errors=True)  # the task's own temporary directory
 
 
-def _submit(task, jobs, dirs, registry: Registry, threads: int, batch: bool, shipped: bool, tensorboard: bool,
+def _submit(task, jobs, dirs, registry: Registry, threads: int, stack_runs: bool, shipped: bool, tensorboard: bool,
             anywhere: dict, here: dict):
     """One Ray task for one claim: in place, or shipped (fine-tunes then pinned to the driver's node)."""
     from normlab.study.jobs import events_dir, is_stacked
@@ -154,7 +154,7 @@ def _submit(task, jobs, dirs, registry: Registry, threads: int, batch: bool, shi
     events = ([str(events_dir(registry.dir.resolve(), rid, cfg)) for rid, cfg in jobs]
               if tensorboard and packed is None else None)
     return task.options(**(here if local else anywhere)).remote(
-        jobs, [str(d.resolve()) for d in dirs], threads, is_stacked(jobs, batch), packed, events, os.getcwd())
+        jobs, [str(d.resolve()) for d in dirs], threads, is_stacked(jobs, stack_runs), packed, events, os.getcwd())
 
 
 def _collect(ray, ref, jobs, dirs, registry: Registry) -> None:
@@ -174,7 +174,7 @@ def _collect(ray, ref, jobs, dirs, registry: Registry) -> None:
 
 
 def train_all_ray(registry: Registry, ids: list[str], costs: dict[str, float], threads: int, progress,
-                  batch: bool, address: str | None, say=print, tensorboard: bool = False) -> None:
+                  stack_runs: bool, address: str | None, say=print, tensorboard: bool = False) -> None:
     """Train `ids` on the Ray cluster until each is settled or claimed by another process (see the module doc)."""
     from normlab.study.jobs import claim_jobs, done_cost
 
@@ -200,14 +200,14 @@ def train_all_ray(registry: Registry, ids: list[str], costs: dict[str, float], t
         try:
             while True:
                 while len(inflight) < capacity:
-                    jobs = claim_jobs(registry, owner, ids, batch)
+                    jobs = claim_jobs(registry, owner, ids, stack_runs)
                     if not jobs:
                         break
                     hold = ExitStack()  # the claim's lease, released on every path out (results, errors, Ctrl-C)
                     inflight_jobs = (jobs, [registry.run_dir(rid) for rid, _ in jobs], hold)
                     hold.enter_context(registry.holding([rid for rid, _ in jobs], owner))
                     try:
-                        ref = _submit(task, jobs, inflight_jobs[1], registry, threads, batch, shipped, tensorboard,
+                        ref = _submit(task, jobs, inflight_jobs[1], registry, threads, stack_runs, shipped, tensorboard,
                                       anywhere, here)
                     except BaseException:
                         hold.close()

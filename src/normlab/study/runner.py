@@ -54,7 +54,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def default_batch(spec: StudySpec) -> bool:
+def default_stack_runs(spec: StudySpec) -> bool:
     """Stack runs on a GPU, where one small model leaves the device mostly idle; not on a CPU, where the
     quick preset measured 250 s stacked vs 236 s alone end to end (2 workers × 1 thread; README)."""
     from normlab.device import resolve_device
@@ -62,8 +62,9 @@ def default_batch(spec: StudySpec) -> bool:
     return resolve_device(spec.base_config().train.device).type == "cuda"
 
 
-def worker_main(study_dir: str, ids: list[str], threads: int, batch: bool = True, tensorboard: bool = False) -> None:
-    """Claim runs until none is left. With `batch`, a claim takes runs of one shape together (up to
+def worker_main(study_dir: str, ids: list[str], threads: int, stack_runs: bool = True,
+                tensorboard: bool = False) -> None:
+    """Claim runs until none is left. With `stack_runs`, a claim takes runs of one shape together (up to
     `group_limit`) and trains them as one stack, even a stack of one: a run's numerics then never
     depend on which runs it happened to be claimed with. Without it, each run trains alone."""
     _die_with_parent()
@@ -79,11 +80,11 @@ def worker_main(study_dir: str, ids: list[str], threads: int, batch: bool = True
     jobs: list = []
     try:  # SIGTERM may land anywhere in the loop: the runs held then are handed back, quietly
         while os.getppid() == parent:
-            jobs = claim_jobs(registry, os.getpid(), ids, batch)
+            jobs = claim_jobs(registry, os.getpid(), ids, stack_runs)
             if not jobs:
                 return
             with registry.holding([rid for rid, _ in jobs], os.getpid()):  # a live worker's runs are never taken over
-                _train_group(registry, jobs, is_stacked(jobs, batch), tensorboard)
+                _train_group(registry, jobs, is_stacked(jobs, stack_runs), tensorboard)
             jobs = []
     except KeyboardInterrupt:
         registry.release([rid for rid, _ in jobs], os.getpid())
@@ -141,10 +142,10 @@ class StudyOutcome:
 
 
 def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None,
-              progress: ProgressCallback | None = None, batch: bool | None = None, executor: str = "local",
+              progress: ProgressCallback | None = None, stack_runs: bool | None = None, executor: str = "local",
               address: str | None = None, say: Callable[[str], None] = print, tensorboard: bool = False
               ) -> StudyOutcome:
-    """Train what the claims need, measure, judge. `batch`: stack runs of one shape (None: `default_batch`).
+    """Train what the claims need, measure, judge. `stack_runs`: stack runs of one shape (None: `default_stack_runs`).
     `executor`: `local` worker processes, or `ray` tasks on the cluster at `address` (ray_executor.py).
     `tensorboard`: each run writes live events to STUDY/tensorboard/<run name> as it trains."""
     if executor not in EXECUTORS:
@@ -161,16 +162,17 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
     workers = workers or default_workers()
     # a Ray task gets one CPU (what one small run trains fastest on, benchmarks/study_workers.py) unless pinned
     threads = 1 if executor == "ray" else max(1, (os.cpu_count() or 1) // workers)
-    batch = default_batch(spec) if batch is None else batch
+    stack_runs = default_stack_runs(spec) if stack_runs is None else stack_runs
 
     def train_phases(phase_runs: list) -> None:
         for phase_ids, phase_workers, phase_threads in phases(phase_runs, workers, threads):
             if executor == "ray":
                 from normlab.study.ray_executor import train_all_ray
 
-                train_all_ray(registry, phase_ids, costs, phase_threads, progress, batch, address, say, tensorboard)
+                train_all_ray(registry, phase_ids, costs, phase_threads, progress, stack_runs, address, say,
+                              tensorboard)
             else:
-                _train_all(registry, phase_ids, costs, phase_workers, threads, progress, batch, tensorboard)
+                _train_all(registry, phase_ids, costs, phase_workers, threads, progress, stack_runs, tensorboard)
 
     def train_more(more: list) -> None:
         """Register runs the study found it needs after the first ones (follow-ups, seed rounds) and train them;
@@ -311,9 +313,10 @@ def failed_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list[dic
 
 
 def _train_all(registry: Registry, ids: list[str], costs: dict[str, float], workers: int, threads: int,
-               progress: ProgressCallback | None, batch: bool = True, tensorboard: bool = False) -> None:
+               progress: ProgressCallback | None, stack_runs: bool = True, tensorboard: bool = False) -> None:
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=worker_main, args=(str(registry.dir), ids, threads, batch, tensorboard), daemon=True)
+    procs = [ctx.Process(target=worker_main, args=(str(registry.dir), ids, threads, stack_runs, tensorboard),
+                         daemon=True)
              for _ in range(workers)]
     for p in procs:
         p.start()

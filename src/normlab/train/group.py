@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from normlab.config import RunConfig
+from normlab.config import RunConfig, config_hash
 from normlab.data import corpus_of
 from normlab.diagnostics.probe import NO_PROBE
 from normlab.nn.schemes import SCHEMES
@@ -39,7 +39,7 @@ def group_key(cfg: RunConfig) -> str:
     """Runs with equal keys can be trained as one group (`normlab study` groups by it)."""
     shared = cfg.to_dict()
     shared["train"] = {k: v for k, v in shared["train"].items() if k not in MEMBER_KEYS}
-    return RunConfig.model_validate(shared).hash()
+    return config_hash(shared)  # a key, never a config: nothing to validate
 
 
 def groupable(cfg: RunConfig) -> bool:
