@@ -67,7 +67,7 @@ class ModelConfig(BaseModel):
     unknown keys are errors. Kept as numbers, a switch's true and false as 1 and 0, as run ids have always hashed
     them; the scheme reads each as its type (`Scheme.OPTIONS`) and refuses a switch that is neither."""
     norm: str = "layernorm"
-    """Normalizer: layernorm, rmsnorm, scalenorm, dyt, derf, seednorm or none (`normlab schemes`)."""
+    """Normalizer, by its name in `NORMS`, e.g. rmsnorm or dyt (`normlab schemes` lists them all)."""
     norm_options: dict[str, float] = {}
     """Options of the chosen normalizer, e.g. {alpha_init = 0.5} for `dyt`."""
     norm_eps: float = Field(default=1e-5, gt=0)

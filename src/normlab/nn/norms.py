@@ -49,6 +49,9 @@ class Norm(nn.Module):
     OPTIONS: dict[str, float] = {}
     has_bias: bool = True  # whether `bias=True` means anything for this normalizer
     reads_role: bool = False  # whether the init depends on where the norm sits (make_norm's `role`)
+    # how the report draws its runs' loss curves (a matplotlib linestyle; the colour is the scheme's): solid, as
+    # LayerNorm's, unless a normalizer declares its own
+    linestyle: str | tuple = "-"
 
     def __init__(self, d: int, eps: float = 1e-5, affine: bool = True, bias: bool = False):
         super().__init__()
@@ -111,6 +114,7 @@ class RMSNorm(Norm):
     """RMSNorm (Zhang & Sennrich 2019, arXiv 1910.07467): no mean subtraction, no bias by default."""
 
     name, formula, paper = "rmsnorm", "γ · x / sqrt(mean(x²) + ε)", "arXiv 1910.07467"
+    linestyle = "--"
 
     fused = staticmethod(kernels.fast_rms_norm)
 
@@ -127,6 +131,7 @@ class ScaleNorm(Norm):
     """
 
     name, formula, paper = "scalenorm", "g · x / sqrt(Σx² + ε),  g scalar, init √d", "arXiv 1910.05895"
+    linestyle = ":"
     has_bias = False
 
     def __init__(self, d: int, eps: float = 1e-5, affine: bool = True, bias: bool = False):
@@ -181,6 +186,7 @@ class DyT(Norm):
     """
 
     name, formula, paper = "dyt", "γ · tanh(α · x) + β,  α scalar, init 0.5", "arXiv 2503.10622"
+    linestyle = "-."
     OPTIONS = {"alpha_init": 0.5, "alpha_init_rule": 0.0}
     reads_role = True
 
@@ -216,6 +222,7 @@ class Derf(Norm):
     """
 
     name, formula, paper = "derf", "γ · erf(α · x + s) + β,  α, s scalars, init 0.5, 0", "arXiv 2512.10938"
+    linestyle = (0, (5, 1, 1, 1))
     OPTIONS = {"alpha_init": 0.5, "shift_init": 0.0}
 
     def __init__(self, d: int, eps: float = 1e-5, affine: bool = True, bias: bool = False,
@@ -251,6 +258,7 @@ class SeeDNorm(Norm):
 
     name, formula = "seednorm", "[tanh(x·βᵀ) · α + γ] ⊙ x / sqrt(mean(x²) + ε),  β init 0, α init 1"
     paper = "arXiv 2510.22777"
+    linestyle = (0, (3, 1, 1, 1, 1, 1))
     OPTIONS = {"alpha_init": 1.0, "heads": 1.0}
     has_bias = False
 
@@ -296,6 +304,7 @@ class NoNorm(Norm):
     """The control: identity, no parameters."""
 
     name, formula = "none", "x"
+    linestyle = (0, (1, 1))
     has_bias = False
 
     def __init__(self, d: int, eps: float = 1e-5, affine: bool = True, bias: bool = False):

@@ -27,6 +27,7 @@ from matplotlib.colors import LogNorm, Normalize, to_rgb
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
+from normlab.nn.norms import NORMS
 from normlab.nn.schemes import SCHEMES
 from normlab.report.format import fmt_value
 
@@ -42,8 +43,7 @@ LOG_COLOR_SPREAD = 100  # a heatmap whose positive values span more than this ra
 SCHEME_COLORS = {name: scheme.color for name, scheme in SCHEMES.items()}  # each scheme's own (nn/schemes.py)
 CYCLE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
          "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"]
-NORM_STYLES = {"layernorm": "-", "rmsnorm": "--", "scalenorm": ":", "dyt": "-.", "derf": (0, (5, 1, 1, 1)),
-               "seednorm": (0, (3, 1, 1, 1, 1, 1)), "none": (0, (1, 1))}
+NORM_STYLES = {name: norm.linestyle for name, norm in NORMS.items()}  # each normalizer's own (nn/norms.py)
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p"]  # one per series: overlaps stay visible
 WIDER = 0.55  # a covered series is drawn this much wider (and its markers larger) per series on top of it
 OVERLAP = 0.015  # two series closer than this fraction of the axis's range at every shared x count as on top
