@@ -1,6 +1,6 @@
 """At what budget or learning rate does the `deep` preset's 1,000-layer DeepNorm decoder leave the unigram plateau?
 
-Trains the `deep` preset's deepest C8 run (QUICK_BASE + PRESETS["deep"].deep_base: DeepNorm, 1,000 layers, 64 wide,
+Trains the `deep` preset's deepest C8 run (QUICK_BASE + C8's knob `base`: DeepNorm, 1,000 layers, 64 wide,
 2 heads, batch 8, Xiong et al.'s init, cosine to 0, the preset's warmup 50) over a grid of learning rates × step
 budgets, each run through normlab's own trainer (`normlab.train.train`, a run directory per run), and reports per
 run: lr, warmup, steps, the val-loss curve (metrics.jsonl), the final val loss, its gap to the corpus's unigram
@@ -37,10 +37,11 @@ PLATEAU = 3.3473  # tiny Shakespeare's unigram cross-entropy, char level; a run'
 def run_config(spec: dict[str, Any]):
     """The `deep` preset's C8 config for this grid point, built as the study builds it, then `--set` on top."""
     from normlab.config import apply_override, validate_config
+    from normlab.study.claims import CLAIMS
     from normlab.study.spec import PRESETS, build_config
 
     preset = PRESETS[spec["preset"]]
-    overrides = {**preset.deep_base, "model.scheme": spec["scheme"], "model.n_layer": spec["depth"],
+    overrides = {**CLAIMS.get("C8").knobs(preset).base, "model.scheme": spec["scheme"], "model.n_layer": spec["depth"],
                  "train.lr": spec["lr"], "train.warmup_steps": spec["warmup"], "train.steps": spec["steps"],
                  "train.ckpt_interval": spec["steps"], "train.device": spec["device"]}
     raw = build_config(preset, overrides, spec["seed"]).to_dict()

@@ -48,7 +48,7 @@ def test_another_seed_gives_other_gradients():
 
 def test_c2_measures_both_schemes_and_recipes_at_the_deepest_depth_without_training():
     preset = dataclasses.replace(
-        PRESETS["quick"], depths=[2, 3], seeds=[1000], init_seeds=2,
+        PRESETS["quick"], depths=[2, 3], seeds=[1000], knobs={"C2": {"init_seeds": 2}},
         base={**PRESETS["quick"].base, "model.block_size": 16, "model.d_model": 32, "model.n_head": 2,
               "train.batch_size": 4})
     m = CLAIMS.get("C2")().measure(preset)

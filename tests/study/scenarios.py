@@ -14,7 +14,7 @@ import pytest
 
 from normlab.study.claims import CLAIMS, Verdict
 from normlab.study.records import RunRecord, flatten
-from normlab.study.spec import PRESETS
+from normlab.study.spec import PRESETS, Preset
 
 NO_VALUE = object()
 
@@ -55,14 +55,18 @@ def check_verdict(v, claim: str, expected: str, value: Any, check: Callable | No
 
 
 # -- presets ------------------------------------------------------------------------------
-P = dataclasses.replace(
-    PRESETS["quick"], name="unit", lrs=[1e-3, 3e-3, 1e-2], warmup=50, lr_fixed=3e-3, depths=[2, 4, 8],
-    base={**PRESETS["quick"].base, "model.n_layer": 4, "train.steps": 300}, deep_depths=[], deep_base={},
-    timing_repeats=3, depth_cell={})
-# C5 and C6 measured in a depth cell deeper and longer than the sweep (the standard preset's shape)
-CELL = dataclasses.replace(P, name="unit-cell", depth_cell={"model.n_layer": 12, "train.steps": 1000},
-                           cell_claims=["C5", "C6"])
-DEEP = dataclasses.replace(P, name="unit-deep", deep_depths=[8, 16], deep_base={"model.d_model": 32})
+def with_knobs(preset: Preset, name: str, **knobs: dict[str, Any]) -> Preset:
+    """`preset` under another name with some claims' knobs changed: `with_knobs(P, "unit-deep", C8={...})`."""
+    return dataclasses.replace(preset, name=name, knobs={**preset.knobs, **knobs})
+
+
+P = with_knobs(dataclasses.replace(
+    PRESETS["quick"], lrs=[1e-3, 3e-3, 1e-2], warmup=50, lr_fixed=3e-3, depths=[2, 4, 8],
+    base={**PRESETS["quick"].base, "model.n_layer": 4, "train.steps": 300}, depth_cell={}), "unit",
+    C10={"repeats": 3})
+# C5 and C6 measured in a depth cell deeper and longer than the sweep (the standard preset's shape: C7 stays out)
+CELL = dataclasses.replace(P, name="unit-cell", depth_cell={"model.n_layer": 12, "train.steps": 1000})
+DEEP = with_knobs(P, "unit-deep", C8={"depths": [8, 16], "base": {"model.d_model": 32}})
 W = P.warmup  # the "with warmup" length
 LRS = P.lrs
 LR = P.lr_fixed

@@ -25,6 +25,7 @@ from scipy.stats import t as student_t
 
 from normlab.nn import build_model
 from normlab.study.claims import CLAIMS, FAILS, FRONTIER_CLAIMS, HOLDS, INCONCLUSIVE, Verdict
+from normlab.study.claims.grouping import config_keys
 from normlab.study.claims.statistics import LOSS_MARGIN, TRAINS
 from normlab.study.records import RunRecord, flatten
 from normlab.study.spec import HELD_OUT_SEEDS, INIT_KEY, PRESETS, build_config
@@ -55,8 +56,8 @@ def runs_of(cid: str) -> list[dict[str, Any]]:
 
 def run(cid: str, **want: Any) -> dict[str, Any]:
     """The one run of `cid`'s real run list whose effective settings (the preset's base, the claim's init, the
-    run's overrides) include `want` (`model__scheme="pre"`)."""
-    want = {k.replace("__", "."): v for k, v in want.items()}
+    run's overrides) include `want` (`scheme="pre"`: config keys as `group` takes them)."""
+    want = config_keys(want)
     init = CLAIMS.get(cid).init
     found = [o for o in runs_of(cid) if all({**P.base, INIT_KEY: init, **o}.get(k) == v for k, v in want.items())]
     assert len(found) == 1, f"{cid}: {len(found)} runs with {want} in {runs_of(cid)}"
@@ -147,10 +148,10 @@ def _f1(targets: list[Any], factors: list[float], at: dict[int, list[Any]] | Non
     """Pre-LN at the full budget ending at `targets`; nGPT at each budget on the exact line
     loss(b) = t_s − K·ln(b·F_s / FULL), which reaches t_s at FULL / F_s steps (so its fitted factor is F_s);
     `at`: another loss list for a budget (a failed or diverged nGPT)."""
-    out = arm_runs("F1", run("F1", model__scheme="pre"), targets)
+    out = arm_runs("F1", run("F1", scheme="pre"), targets)
     for b in F1_BUDGETS:
         losses = (at or {}).get(b) or [t - K * math.log(b * f / FULL) for t, f in zip(targets, factors)]
-        out += arm_runs("F1", run("F1", model__scheme="ngpt", train__steps=b), losses)
+        out += arm_runs("F1", run("F1", scheme="ngpt", steps=b), losses)
     return out
 
 
@@ -220,14 +221,14 @@ def f1_pre_ln_never_trains():
 # =========================================================================================
 # F2 — DyT matches LayerNorm at both budgets (value: DyT − LN at the long budget, paired over seeds)
 # =========================================================================================
-F2_LONG = P.frontier["long_steps"]
+F2_LONG = CLAIMS.get("F2").knobs(P).long_steps
 
 
 def _f2(dyt_short, ln_short, dyt_long, ln_long) -> list[RunRecord]:
-    return (arm_runs("F2", run("F2", model__norm="dyt", train__steps=FULL), dyt_short)
-            + arm_runs("F2", run("F2", model__norm="layernorm", train__steps=FULL), ln_short)
-            + arm_runs("F2", run("F2", model__norm="dyt", train__steps=F2_LONG), dyt_long)
-            + arm_runs("F2", run("F2", model__norm="layernorm", train__steps=F2_LONG), ln_long))
+    return (arm_runs("F2", run("F2", norm="dyt", steps=FULL), dyt_short)
+            + arm_runs("F2", run("F2", norm="layernorm", steps=FULL), ln_short)
+            + arm_runs("F2", run("F2", norm="dyt", steps=F2_LONG), dyt_long)
+            + arm_runs("F2", run("F2", norm="layernorm", steps=F2_LONG), ln_long))
 
 
 def _built(cid: str, **want: Any):
@@ -240,13 +241,12 @@ def test_dyt_and_derf_arms_train_as_their_language_model_code():
     """DyT and Derf: the learnable embedding scalar from √d (their `shared_scale`), DyT's α0 from its width table
     (1.0 / 1.0 at the preset's width 64, the table's narrowest row), Derf's α0 = 1.0; LayerNorm without the scalar."""
     d = P.base["model.d_model"]
-    for cid, want in (("F2", {"model__norm": "dyt", "train__steps": FULL}), ("F3", {"model__norm": "dyt"}),
-                      ("F3", {"model__norm": "derf"})):
+    for cid, want in (("F2", {"norm": "dyt", "steps": FULL}), ("F3", {"norm": "dyt"}), ("F3", {"norm": "derf"})):
         m = _built(cid, **want)
         assert isinstance(m.embed_scale, torch.nn.Parameter) and m.embed_scale.item() == pytest.approx(math.sqrt(d))
         alphas = {n: p.item() for n, p in m.named_parameters() if n.endswith(".alpha") or n == "final_norm.alpha"}
         assert alphas and set(alphas.values()) == {1.0}, alphas
-    assert _built("F2", model__norm="layernorm", train__steps=FULL).embed_scale == 1.0
+    assert _built("F2", norm="layernorm", steps=FULL).embed_scale == 1.0
 
 
 SMALL = [0.003, -0.002, 0.004, -0.001, 0.001]  # a paired difference well inside ±margin
@@ -303,7 +303,7 @@ def f2_dyt_fails_to_train_in_one_seed():
 # beats claims: F3 (Derf), F4 (Mix-LN), F6 (HybridNorm, reordered) (value: the first other arm − the winner)
 # =========================================================================================
 def _beats(cid: str, losses: dict[str, list[Any]], key: str) -> list[RunRecord]:
-    """`losses`: {a value of `key` (model.norm or model.scheme): its 5 seeds' losses}, one per run of the claim."""
+    """`losses`: {a value of `key` (norm or scheme): its 5 seeds' losses}, one per run of the claim."""
     assert len(losses) == len(runs_of(cid))
     return [r for v, ls in losses.items() for r in arm_runs(cid, run(cid, **{key: v}), ls)]
 
@@ -317,7 +317,7 @@ def _arms(v: Verdict) -> dict[str, tuple[int, int]]:
 
 # -- F3: Derf matches LayerNorm and beats DyT (value: Derf − LayerNorm) ---------------------
 def _f3(derf, dyt, ln):
-    return _beats("F3", {"derf": derf, "dyt": dyt, "layernorm": ln}, "model__norm")
+    return _beats("F3", {"derf": derf, "dyt": dyt, "layernorm": ln}, "norm")
 
 
 LN3 = five(2.0, 0.001)
@@ -353,7 +353,7 @@ def f3_layernorm_gap_unclear():
 
 # -- F4: Mix-LN beats Pre-LN and Post-LN --------------------------------------------------
 def _f4(mix, pre, post):
-    return _beats("F4", {"mix": mix, "pre": pre, "post": post}, "model__scheme")
+    return _beats("F4", {"mix": mix, "pre": pre, "post": post}, "scheme")
 
 
 @scenario("F4", HOLDS, 0.03)
@@ -387,18 +387,17 @@ PAPER_INIT, SCALED_INIT = "normal", "gpt2"  # N(0, 0.02) without residual scalin
 def _f6(pre, hybrid, reordered, pre_olmo=None):
     """Pre-LN and HybridNorm under GPT-2's init (HybridNorm's code scales like it); OLMo 2's arm and its Pre-LN
     under OLMo 2's own init (`pre_olmo`: default, the same losses as `pre`)."""
-    return (arm_runs("F6", run("F6", model__scheme="pre", model__init=SCALED_INIT), pre)
-            + arm_runs("F6", run("F6", model__scheme="hybrid"), hybrid)
-            + arm_runs("F6", run("F6", model__scheme="reordered"), reordered)
-            + arm_runs("F6", run("F6", model__scheme="pre", model__init=PAPER_INIT), pre_olmo or pre))
+    return (arm_runs("F6", run("F6", scheme="pre", init=SCALED_INIT), pre)
+            + arm_runs("F6", run("F6", scheme="hybrid"), hybrid)
+            + arm_runs("F6", run("F6", scheme="reordered"), reordered)
+            + arm_runs("F6", run("F6", scheme="pre", init=PAPER_INIT), pre_olmo or pre))
 
 
 def test_f6_olmo2_arm_is_trained_under_olmo2s_init():
-    cfg = _config(json.dumps({INIT_KEY: "gpt2", **run("F6", model__scheme="reordered")}, sort_keys=True), 0)
+    cfg = _config(json.dumps({INIT_KEY: "gpt2", **run("F6", scheme="reordered")}, sort_keys=True), 0)
     assert (cfg["model"]["init"], cfg["model"]["init_residual_scaling"], cfg["model"]["qk_norm"]) == \
         ("normal", False, "full_width")
-    assert run("F6", model__scheme="pre", model__init=PAPER_INIT) == run("F5", model__scheme="pre",
-                                                                           model__init=PAPER_INIT)  # shared runs
+    assert run("F6", scheme="pre", init=PAPER_INIT) == run("F5", scheme="pre", init=PAPER_INIT)  # shared runs
 
 
 @scenario("F6", HOLDS, 0.03)
@@ -445,15 +444,15 @@ def f6_pre_fails_to_train():
 def _f5(lns_paper, pre_paper, lns_scaled, pre_scaled):
     out = []
     for init, lns, pre in ((PAPER_INIT, lns_paper, pre_paper), (SCALED_INIT, lns_scaled, pre_scaled)):
-        out += arm_runs("F5", run("F5", model__scheme="lns", model__init=init), lns)
-        out += arm_runs("F5", run("F5", model__scheme="pre", model__init=init), pre)
+        out += arm_runs("F5", run("F5", scheme="lns", init=init), lns)
+        out += arm_runs("F5", run("F5", scheme="pre", init=init), pre)
     return out
 
 
 def test_f5_inits_are_the_papers_and_gpt2s():
-    paper = _config(json.dumps({INIT_KEY: "gpt2", **run("F5", model__scheme="lns", model__init=PAPER_INIT)},
+    paper = _config(json.dumps({INIT_KEY: "gpt2", **run("F5", scheme="lns", init=PAPER_INIT)},
                                sort_keys=True), 0)["model"]
-    scaled = _config(json.dumps({INIT_KEY: "gpt2", **run("F5", model__scheme="lns", model__init=SCALED_INIT)},
+    scaled = _config(json.dumps({INIT_KEY: "gpt2", **run("F5", scheme="lns", init=SCALED_INIT)},
                                 sort_keys=True), 0)["model"]
     assert (paper["init"], paper["init_residual_scaling"]) == ("normal", False)
     assert (scaled["init"], scaled["init_residual_scaling"]) == ("gpt2", True)
@@ -503,7 +502,7 @@ def f5_pre_fails_to_train_under_the_paper_init():
 # =========================================================================================
 # F7 — QK-norm raises the highest trainable lr without warmup (value: per head's highest trainable lr)
 # =========================================================================================
-QK_LRS = list(P.frontier["qk_lrs"])
+QK_LRS = list(CLAIMS.get("F7").knobs(P).lrs)
 LOW, MID, TOP = QK_LRS  # the grid's three lrs, whatever the preset sets
 OK, DIV = [2.0] * 5, [None] * 5
 ONE_DIVERGED = [None, 2.0, 2.0, 2.0, 2.0]  # 4 of 5 trained: still "trains" (≥ TRAINS)
@@ -519,7 +518,7 @@ def _f7(none: list[list[Any]], per_head: list[list[Any]], full_width: list[list[
     out = []
     for mode, by_lr in (("none", none), ("per_head", per_head), ("full_width", full_width)):
         for lr, losses in zip(QK_LRS, by_lr, strict=True):
-            out += arm_runs("F7", run("F7", model__qk_norm=mode, train__lr=lr), losses)
+            out += arm_runs("F7", run("F7", qk_norm=mode, lr=lr), losses)
     return out
 
 
@@ -595,8 +594,8 @@ def f7_everything_trains_for_the_right_reason():
 # =========================================================================================
 # F8 — Keel's highest trainable lr at depth, with warmup, is above Post-LN's and Pre-LN's (value: Keel's limit)
 # =========================================================================================
-DEPTH = P.frontier["keel_depth"]
-KEEL_LRS = sorted(P.frontier["keel_lrs"])
+DEPTH = CLAIMS.get("F8").knobs(P).depth
+KEEL_LRS = sorted(CLAIMS.get("F8").knobs(P).lrs)
 K1, K2, K3, K4, K5 = KEEL_LRS  # the grid's five lrs, low to high, whatever the preset sets
 
 
@@ -615,7 +614,7 @@ def _f8(keel: list[list[Any]], post: list[list[Any]], pre: list[list[Any]]) -> l
     out = []
     for scheme, by_lr in (("keel", keel), ("post", post), ("pre", pre)):
         for lr, losses in zip(KEEL_LRS, by_lr, strict=True):
-            out += arm_runs("F8", run("F8", model__scheme=scheme, train__lr=lr), losses)
+            out += arm_runs("F8", run("F8", scheme=scheme, lr=lr), losses)
     return out
 
 
@@ -721,8 +720,8 @@ def test_every_record_is_one_of_its_claims_runs_on_the_study_base():
     for cid in FRONTIER_CLAIMS:
         init = CLAIMS.get(cid).init
         for o in runs_of(cid):
-            where = {k.replace(".", "__"): v for k, v in flatten({INIT_KEY: init, **o}).items()}
-            chosen = [r for r in records if r.matches(**where)]
+            where = flatten({INIT_KEY: init, **o})
+            chosen = [r for r in records if r.matches(where)]
             assert {r.seed for r in chosen} == set(SEEDS) and len({json.dumps(r.config, sort_keys=True) for r in chosen}) == 5, (cid, o)
 
 

@@ -1,13 +1,18 @@
-"""A new claim is one module: registered from where it is written, it is a valid study claim, judged, listed in
-order and rendered in the report with no edit anywhere else (the README's developer section shows the module)."""
+"""A new claim is one module: registered from where it is written, it is a valid study claim with its own typed
+knob, judged, listed in order and rendered in the report with no edit anywhere else (CONTRIBUTING.md shows the
+module)."""
 from __future__ import annotations
 
+import dataclasses
 import json
+from dataclasses import dataclass
 
 import pytest
 
+from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS, HOLDS, Claim, Figure, Series, claim_number
 from normlab.study.claims.base import Part, claim
+from normlab.study.spec import PRESETS, spec_from_meta
 
 
 # A claim as a contributor writes it (CONTRIBUTING.md), less the `@`: each test applies it on a copy of the
@@ -19,14 +24,19 @@ as_c99 = claim("C99", "A claim added in its own module", sources="none (a test)"
 class CausalMaskSizeC99(Claim):
     """Adding a claim needs one module: the study, the CLI and the report find it in the registry."""
 
+    @dataclass(frozen=True)
+    class Knobs(Claim.Knobs):
+        value: float = 1.0  # what it measures; a preset changes it in `Preset.knobs["C99"]`
+
     def measure(self, preset):
-        return {"value": 1.0, "interval": [0.5, 1.5]}
+        value = self.knobs(preset).value
+        return {"value": value, "interval": [value - 0.5, value + 0.5]}
 
     def verdict(self, records, measurement, preset):
         part = Part("the measurement is positive", HOLDS, "measured value", measurement["value"],
                     measurement["interval"], "fixed", [])
         return self.make(HOLDS, "measured value", measurement["value"], 0, {"rule": "holds when positive"},
-                         "measured 1.0", parts=[part], interval=measurement["interval"])
+                         f"measured {measurement['value']}", parts=[part], interval=measurement["interval"])
 
     def figures(self, records, measurement, preset):
         return [Figure("C99's measurement", "x", "value", [Series("measured", [0, 1], [0.5, 1.0])])]
@@ -88,3 +98,27 @@ def test_a_claim_states_itself_through_its_decorator_and_docstring(monkeypatch):
     with pytest.raises(ValueError, match="C98 states nothing"):
         claim("C98", "no statement", sources="none", paper="none")(Silent)
     assert "C98" not in CLAIMS
+
+
+def test_a_claims_own_knob_has_its_default_a_presets_value_and_a_stored_studys(monkeypatch):
+    """The claim's knob is typed where the claim is written: a preset changes it by claim id, a study stores it
+    and reads it back, and a name the claim has no knob of is refused with the names it has."""
+    monkeypatch.setattr(CLAIMS, "_entries", {**CLAIMS._entries})
+    as_c99(CausalMaskSizeC99)
+    assert CausalMaskSizeC99().measure(PRESETS["quick"]) == {"value": 1.0, "interval": [0.5, 1.5]}
+    preset = dataclasses.replace(PRESETS["quick"], knobs={"C99": {"value": 2.0}})
+    assert CausalMaskSizeC99().measure(preset)["value"] == 2.0
+    stored = {"preset": "quick", "preset_settings": json.loads(json.dumps(dataclasses.asdict(preset))),
+              "base": preset.base, "seeds": preset.seeds, "claims": ["C99"]}
+    assert CausalMaskSizeC99.knobs(spec_from_meta({"study": stored}).preset).value == 2.0
+    with pytest.raises(ConfigError, match="claim C99 has no knob 'valu'; its knobs: rounds, init_pass, value"):
+        dataclasses.replace(PRESETS["quick"], knobs={"C99": {"valu": 2.0}})
+
+    class Undeclared(Claim):
+        """Knobs without @dataclass: its fields would not be knobs."""
+
+        class Knobs(Claim.Knobs):
+            value: float = 1.0
+
+    with pytest.raises(ValueError, match="C98's Knobs is not a dataclass"):
+        claim("C98", "no knobs", sources="none", paper="none")(Undeclared)

@@ -78,9 +78,9 @@ def test_only_an_inconclusive_verdict_with_an_interval_gets_more_seeds():
 
 def test_the_standard_preset_states_its_schedule_and_a_users_own_seeds_look_once():
     spec = load_study("standard")
-    assert spec.preset.seed_rounds == [5, 10] and "C1" in spec.preset.round_claims
+    assert spec.preset.seed_rounds == [5, 10] and CLAIMS.get("C1").knobs(spec.preset).rounds
     # the depth sweep's second round (C2–C4) and 15 runs of 32 layers (C8): no second round in 30 minutes
-    assert not {"C2", "C8"} & set(spec.preset.round_claims)
+    assert not any(CLAIMS.get(c).knobs(spec.preset).rounds for c in ("C2", "C8"))
     assert spec.look("C1") == (1, 2) and spec.look("C8") is None and spec.look("C16") is None
     assert spec.next_seeds("C1") == list(range(1000, 1010))  # held-out seeds, numbered on
     spec.claim_seeds["C1"] = spec.next_seeds("C1")
@@ -120,8 +120,9 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
         spec = load_study("quick", claims=["C13", "C1"], seeds=[0, 1],
                           overrides=[f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in TINY.items()])
         # one init for every claim (paper_inits off), so that C1's Pre-LN run with warmup is C13's baseline
-        spec.preset = dataclasses.replace(spec.preset, seed_rounds=[2, 3], round_claims=["C13"], warmup=2,
-                                          paper_inits=False, init_pass=[], lrs=[spec.preset.lr_fixed])
+        spec.preset = dataclasses.replace(spec.preset, seed_rounds=[2, 3], warmup=2, paper_inits=False,
+                                          init_pass="none", lrs=[spec.preset.lr_fixed],
+                                          knobs={**spec.preset.knobs, "C1": {"rounds": False}})  # C13's alone
         return spec
 
     looked, seen = [], {}

@@ -92,7 +92,7 @@ def test_levels_compose_a_holm_step_with_a_looks_share():
 
 def _arm(losses, warmup: int):
     """A Post-LN arm at one warmup, one run per seed, as its group."""
-    return group(runs(losses, scheme="post", warmup=warmup), model__scheme="post", train__warmup_steps=warmup)
+    return group(runs(losses, scheme="post", warmup=warmup), scheme="post", warmup_steps=warmup)
 
 
 def test_worse_decided_by_failures_where_d_is_large_whatever_the_losses_say():
@@ -316,8 +316,8 @@ def test_censored_runs_never_lift_a_configuration_to_trains():
 
     lr = LRS[2]
     censored = [_run(0, lr, "ok")] + [_run(s, lr, "plateau") for s in range(1, 5)]
-    g = group(censored, model__scheme="pre", train__lr=lr, train__warmup_steps=0)
+    g = group(censored, scheme="pre", lr=lr, warmup_steps=0)
     assert (g.n_runs, g.n_censored, g.n_failed) == (1, 4, 0)
     assert not trains(g)
     known = [_run(s, lr, "ok") for s in range(4)] + [_run(4, lr, "plateau")]
-    assert trains(group(known, model__scheme="pre", train__lr=lr, train__warmup_steps=0))  # 4 of 5 known: 80 %
+    assert trains(group(known, scheme="pre", lr=lr, warmup_steps=0))  # 4 of 5 known: 80 %

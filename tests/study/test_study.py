@@ -1,19 +1,21 @@
 """Studies end to end: expansion, the registry, SIGKILL and resume, two processes on one directory."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS
 from normlab.study.registry import Registry, pid_alive
-from normlab.study.spec import PRESETS, build_config, load_study
+from normlab.study.spec import PRESETS, build_config, load_study, spec_from_meta, stored_preset
 from normlab.train import RunDir
 
 TINY = ["model.d_model=16", "model.n_head=2", "model.block_size=16", "train.batch_size=4",
@@ -259,17 +261,50 @@ def test_records_from_an_older_registry_get_new_config_fields_by_default():
 # slow
 # (the default suite stays under 10 min on 2 cores; `make test-slow` runs it)
 @pytest.mark.slow
+def test_every_presets_stored_form_reads_back_as_the_preset():
+    """A study stores its preset (`dataclasses.asdict`, JSON in the registry); `normlab report` reads it back as it
+    was, the claims' knobs included."""
+    for preset in PRESETS.values():
+        assert stored_preset(json.loads(json.dumps(dataclasses.asdict(preset)))) == preset
+
+
+def test_a_registry_from_before_the_claims_had_knobs_is_read_with_its_stored_settings():
+    """presets_before_knobs.json: every preset as the normlab before `Claim.Knobs` stored it, with one Preset field
+    per claim setting (stress_lrs, deep_depths, ..., the `frontier` dict) and lists of claims (round_claims,
+    init_pass, cell_claims). Read back, each value is the claim's knob, and each list the claims' membership."""
+    stored = json.loads((Path(__file__).parent / "presets_before_knobs.json").read_text("utf-8"))
+    for name, old in stored.items():
+        spec = spec_from_meta({"study": {"preset": name, "preset_settings": old, "base": old["base"],
+                                         "seeds": old["seeds"], "claims": old["claims"]}})
+        knobs = {cid: CLAIMS.get(cid).knobs(spec.preset) for cid in ("C2", "C7", "C8", "C10", "C14", "F1", "F2",
+                                                                      "F7", "F8")}
+        assert (knobs["C14"].stress_lrs, knobs["C8"].depths, knobs["C8"].base, knobs["C7"].finetune,
+                knobs["C2"].init_seeds, knobs["C10"].repeats) == (old["stress_lrs"], old["deep_depths"],
+                                                                   old["deep_base"], old["finetune"], old["init_seeds"],
+                                                                   old["timing_repeats"]), name
+        frontier = {"ngpt_fractions": knobs["F1"].fractions, "long_steps": knobs["F2"].long_steps,
+                    "qk_lrs": knobs["F7"].lrs, "keel_depth": knobs["F8"].depth, "keel_lrs": knobs["F8"].lrs,
+                    "keel_cell": knobs["F8"].cell}
+        assert old["frontier"].items() <= frontier.items(), name
+        rounds = old["round_claims"] if len(old["seed_rounds"]) > 1 else []
+        assert [c for c in old["claims"] if spec.look(c)] == [c for c in old["claims"] if c in rounds], name
+        both = [c for c in old["claims"] if old["init_pass"] == "all" or c in old["init_pass"]]
+        assert [c for c in old["claims"] if spec.judges_both_inits(c)] == both, name
+        in_cell = {c for c in ("C5", "C6", "C7") if old["depth_cell"] and c in old["cell_claims"]}
+        assert {c for c in ("C5", "C6", "C7") if CLAIMS.get(c)().cell_overrides(spec.preset)} == in_cell, name
+
+
 def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
     """C7's transfer half: after the lr sweep, every seed of each scheme's best lr is fine-tuned on Paradise
     Lost (a follow-up run with train.init_from = the source's directory); `normlab report` finds the same runs."""
     from normlab.study.runner import completion, run_study, study_ids
-    from normlab.study.spec import spec_from_meta
 
     spec = load_study("quick", claims=["C7"], seeds=[0, 1], overrides=TINY + [
         "train.steps=8", "model.n_layer=1", "train.eval_interval=4", "diagnostics.interval=0",
         "diagnostics.layer_skip=false", "train.untrained_margin=0"])
     spec.preset.lrs, spec.preset.warmup = [1e-3, 1e-2], 2
-    spec.preset.finetune = {"train.steps": 4, "train.lr": 3e-4, "train.warmup_steps": 1}
+    spec.preset.knobs = {**spec.preset.knobs, "C7": {"finetune": {"train.steps": 4, "train.lr": 3e-4,
+                                                                   "train.warmup_steps": 1}}}
     out = run_study(spec, tmp_path / "s", workers=1, batch=False)
     assert out.final and out.counts == {"completed": 2 * 2 * 2 + 2 * 2}  # 8 sweep runs, 2 schemes × 2 seeds tuned
     registry = Registry(tmp_path / "s")

@@ -13,7 +13,7 @@ import pytest
 from normlab.study.claims import CLAIMS, FAILS, HOLDS, INCONCLUSIVE
 from normlab.study.claims.quality import NORM_ALGORITHMS, STEP_ALGORITHMS
 from normlab.study.records import RunRecord
-from tests.study.scenarios import (BASE, LR, LRS, Case, P, Scenarios, W, approx, five, mean, rec, runs,
+from tests.study.scenarios import (BASE, LR, LRS, Case, P, Scenarios, W, approx, five, mean, rec, runs, with_knobs,
                                    table_tests)
 
 scenario = Scenarios()  # @scenario(claim, expected, value): a synthetic situation that must give `expected`
@@ -28,6 +28,7 @@ scenario = Scenarios()  # @scenario(claim, expected, value): a synthetic situati
 # from scratch, and then the fine-tune on Paradise Lost decides.
 # =========================================================================================
 FT_CORPUS = "paradise_lost"
+FINETUNE = CLAIMS.get("C7").knobs(P).finetune  # its fine-tuning budget (the knob's default)
 
 
 def _curve(final: float, drop: float = 0.005, steps: int = 300) -> list[tuple[int, float]]:
@@ -61,8 +62,8 @@ def _finetunes(records: list[RunRecord], scheme: str, lr: float, losses: list[fl
                and r.get("train.warmup_steps") == W and r.status == "completed"]
     out = []
     for src, loss in zip(sources, losses):
-        r = rec(scheme=scheme, lr=P.finetune["train.lr"], warmup=P.finetune["train.warmup_steps"],
-                steps=P.finetune["train.steps"], seed=src.seed, val_loss=loss,
+        r = rec(scheme=scheme, lr=FINETUNE["train.lr"], warmup=FINETUNE["train.warmup_steps"],
+                steps=FINETUNE["train.steps"], seed=src.seed, val_loss=loss,
                 status="completed" if loss is not None else "diverged")
         r.config["train"]["init_from"] = f"/some/dir/runs/{src.id}"
         r.config["data"] = {"path": corpus, "vocab_from": "tinyshakespeare"}
@@ -97,7 +98,7 @@ def tuned_post_better_and_finetunes_better():
         assert v.details["finetune_cmp"] == "better" and v.details["finetune"]["diff"] == approx(1.705 - 1.805)
         assert v.details["finetune_pre"]["n_trained"] == 2 and v.details["finetune_post"]["n_trained"] == 2
         assert v.n_seeds == 2  # the fine-tunes (warmup 15) and the no-warmup runs are not counted
-        assert v.settings["fine_tune"] == {"corpus": FT_CORPUS, **P.finetune}
+        assert v.settings["fine_tune"] == {"corpus": FT_CORPUS, **FINETUNE}
     return Case(_c7_with_finetunes(), check=check)
 
 
@@ -128,8 +129,8 @@ def converged_on_the_mean_drop_over_seeds():
     return Case(records, check=check)
 
 
-CELL7 = dataclasses.replace(P, name="unit-cell-c7", depth_cell={"model.n_layer": 12, "train.steps": 1000},
-                            cell_claims=["C7"])
+CELL7 = with_knobs(dataclasses.replace(P, depth_cell={"model.n_layer": 12, "train.steps": 1000}), "unit-cell-c7",
+                   C7={"in_cell": True})
 
 
 @scenario("C7", HOLDS, 1.845 - 1.905)
@@ -288,7 +289,7 @@ def test_c7_followups_fine_tune_every_completed_seed_of_each_best_lr():
     assert len({src.id for src, _ in out}) == 4
     for src, overrides in out:
         assert overrides == {"data.path": FT_CORPUS, "data.vocab_from": "tinyshakespeare",
-                             "diagnostics.layer_skip": False, **P.finetune}
+                             "diagnostics.layer_skip": False, **FINETUNE}
 
 
 def test_c7_followups_skip_a_scheme_with_no_lr_where_every_seed_trained():

@@ -6,7 +6,6 @@ diverging without warmup, DeepNorm diverging everywhere).
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from normlab.report.format import failure_groups
@@ -14,7 +13,7 @@ from normlab.study.claims import FAILS, HOLDS, INCONCLUSIVE
 from normlab.study.claims.statistics import LOSS_MARGIN, wilson_interval
 from normlab.study.records import RunRecord
 from tests.study.scenarios import (DEEP, LR, LRS, PLATEAU, PLATEAU_REASON, STUCK, STUCK_LOSS, Case, P, Scenarios, W,
-                                   approx, five, mean, rec, runs, table_tests)
+                                   approx, five, mean, rec, runs, table_tests, with_knobs)
 
 scenario = Scenarios()  # @scenario(claim, expected, value): a synthetic situation that must give `expected`
 
@@ -518,7 +517,7 @@ def c8_no_deepnorm_runs():
 #       runs, here at every cell, are other claims' and never enter
 # =========================================================================================
 # C14's own lrs (stress lrs), as the standard preset's: 3e-3 and 1e-2 inside the unit grid, two beyond it
-P14 = dataclasses.replace(P, name="unit-stress", stress_lrs=[3e-3, 1e-2, 3e-2, 0.1])
+P14 = with_knobs(P, "unit-stress", C14={"stress_lrs": [3e-3, 1e-2, 3e-2, 0.1]})
 C14_LRS = [3e-3, 1e-2, 3e-2, 0.1]  # C14's lrs under P14 (1e-3 is not one)
 C14_CELLS = [(lr, 0, 4) for lr in C14_LRS]  # (lr, warmup, depth): 4 per scheme, 8 with 2 seeds, 20 with 5
 # other claims' runs, never C14's: the with-warmup lr sweep (C1/C7/C11), the grid lr below lr_fixed without warmup,

@@ -154,7 +154,7 @@ def test_band_and_sign_reach_every_outcome():
 def test_group_counts_diverged_apart_and_drops_non_finite():
     records = (runs([1.9, None, 2.1], scheme="pre") + [rec(scheme="pre", seed=7, val_loss=float("nan"))]
                + [rec(scheme="pre", seed=8, status="failed", val_loss=None)] + runs([5.0], scheme="post"))
-    g = group(records, model__scheme="pre", train__lr=LR)
+    g = group(records, scheme="pre", lr=LR)
     assert g.losses == [1.9, 2.1]
     assert (g.n_runs, g.n_diverged, g.n) == (5, 1, 2)
     assert g.mean == approx(2.0) and g.sd == approx(math.sqrt(0.02))
@@ -166,7 +166,7 @@ def test_group_counts_diverged_apart_and_drops_non_finite():
 def test_failure_to_train_is_a_rate_with_an_interval_never_a_loss():
     records = runs([1.9, 2.1], scheme="pre") + [rec(scheme="pre", seed=5, val_loss=3.34, status="failed_to_train"),
                                                  rec(scheme="pre", seed=6, status="diverged", val_loss=None)]
-    g = group(records, model__scheme="pre", train__lr=LR)
+    g = group(records, scheme="pre", lr=LR)
     assert g.losses == [1.9, 2.1] and (g.n_failed_to_train, g.n_diverged, g.n_failed) == (1, 1, 2)
     assert g.failure_rate == approx(0.5) and g.two_mode
     low, high = g.failure_interval
@@ -174,13 +174,13 @@ def test_failure_to_train_is_a_rate_with_an_interval_never_a_loss():
     assert failures(g) == "1 diverged + 1 failed to train of 4"
     assert wilson_interval(0, 5)[0] == 0.0 and wilson_interval(0, 5)[1] == pytest.approx(0.4345, abs=1e-4)
     assert wilson_interval(0, 0) is None
-    assert not group(runs([1.9, 2.1], scheme="pre"), model__scheme="pre", train__lr=LR).two_mode
+    assert not group(runs([1.9, 2.1], scheme="pre"), scheme="pre", lr=LR).two_mode
 
 
 def test_record_config_access():
     r = rec(scheme="post", lr=1e-2, warmup=0, n_layer=8, seed=3)
     assert r.get("model.scheme") == "post" and r.get("model.final_norm") is None and r.get("nope.x") is None
-    assert r.matches(model__scheme="post", train__lr=1e-2, train__warmup_steps=0, model__n_layer=8)
+    assert r.matches({"model.scheme": "post", "train.lr": 1e-2, "train.warmup_steps": 0, "model.n_layer": 8})
     assert r.seed == 3 and not r.diverged and rec(status="diverged").diverged
     back = RunRecord.from_dict(json.loads(json.dumps(r.to_dict())))
     # a stored config comes back with every RunConfig default filled in (older registries lack new fields)

@@ -81,17 +81,16 @@ class RunRecord:
             node = node.get(part) if isinstance(node, dict) else None
         return node
 
-    def matches(self, strict: bool = True, **where: Any) -> bool:
-        """`record.matches(model__scheme="pre", train__lr=1e-3)`: every named key equal, and (strict, once
+    def matches(self, where: dict[str, Any], strict: bool = True) -> bool:
+        """`record.matches({"model.scheme": "pre", "train.lr": 1e-3})`: every named key equal, and (strict, once
         `base` is set) every other key equal to the study's base config, so that a run another claim
         varied on a further axis (say norm = rmsnorm) never joins a group by accident."""
-        wanted = {k.replace("__", "."): v for k, v in where.items()}
-        if any(self.get(k) != v for k, v in wanted.items()):
+        if any(self.get(k) != v for k, v in where.items()):
             return False
         if not strict or self.base is None:
             return True
         mine = flatten(self.config)
-        return all(mine.get(k) == self.base.get(k) for k in (set(mine) | set(self.base)) - set(wanted) - UNPINNED)
+        return all(mine.get(k) == self.base.get(k) for k in (set(mine) | set(self.base)) - set(where) - UNPINNED)
 
     @property
     def seed(self) -> int:

@@ -21,7 +21,8 @@ from normlab.study.records import flatten
 
 @dataclass
 class Preset:
-    """The settings a study runs at. Every claim reads its knobs from here, never from its own constants."""
+    """The settings a study runs at: what its claims share here, and what it changes of each claim's own knobs
+    (`knobs`). A claim reads both from here, never from its own constants."""
 
     name: str
     description: str
@@ -34,48 +35,50 @@ class Preset:
     depths: list[int]  # the depth sweep (C2–C6)
     # one line for `normlab study --help`: what it runs and where (its cost is the description's, measured)
     summary: str = ""
-    # the lrs C14 trains without warmup, beyond the grid: where Pre-LN trains at every lr of the grid, only an lr
-    # beyond it can show whether Peri-LN is *more* stable (the standard run of 2026-11-24: both trained everywhere);
-    # none: C14 at the grid's top lr alone
-    stress_lrs: list[float] = field(default_factory=list)
     # the lr sweep's arm without warmup starts at this lr (C1's figure, C11's limit without warmup): below it every
     # scheme trained without warmup in the standard run of 2026-11-25 (Post-LN's limit was 3e-3); the arm with
     # warmup keeps the whole grid, where C7 tunes (under GPT-2's init Post-LN's best lr was 1e-3)
     no_warmup_from: float = 0.0
-    deep_depths: list[int] = field(default_factory=list)  # very deep narrow models (C8)
-    deep_base: dict[str, Any] = field(default_factory=dict)
-    timing_repeats: int = 15  # interleaved repeats of each timed norm / step
     robust_threads: int = 2  # the robustness pass reruns a claim's runs at this thread count (base: 1)
-    # C7's transfer half: each best-tuned run fine-tuned on the packaged Paradise Lost with these overrides
-    finetune: dict[str, Any] = field(default_factory=lambda: dict(FINETUNE))
     # judge each claim under its paper's init recipe (`Claim.init`, set per run as model.init); False: every claim
     # under the base's init (studies registered before recipes existed are re-rendered that way)
     paper_inits: bool = False
-    # the claims the study also judges under the other init recipe (`init-dependent` marks); "all": every
-    # training claim. A pass doubles a claim's training, so a CPU preset names the claims where the init is the
-    # question (C7, C13: their verdicts flipped with the init in an audit) and the cheap ones
-    init_pass: list[str] | str = field(default_factory=list)
-    # the depth cell: overrides on the base where the depth claims (`cell_claims`) are measured, deeper and longer
-    # than the base, because at 4 layers × 300 steps the effects C5–C7 name are too small to see; empty: C5 and C6
-    # at the deepest depth of the sweep, C7 at the base depth, each at the base budget
+    # which claims the study also judges under the other init recipe (`init-dependent` marks): "none"; "chosen":
+    # those whose knob `init_pass` is on (a CPU preset's choice: a pass doubles a claim's training, so only the
+    # claims where the init is the question, and the cheap ones); "all": every training claim
+    init_pass: str = "none"
+    # the depth cell: overrides on the base where the depth claims (C5–C7, their knob `in_cell`) are measured,
+    # deeper and longer than the base, because at 4 layers × 300 steps the effects C5–C7 name are too small to see;
+    # empty: C5 and C6 at the deepest depth of the sweep, C7 at the base depth, each at the base budget
     depth_cell: dict[str, Any] = field(default_factory=dict)
-    cell_claims: list[str] = field(default_factory=lambda: ["C5", "C6", "C7"])
     # sequential seed rounds: the seeds a claim has at each look, cumulative, the first = len(seeds); [] or one
-    # entry: every claim looks once. A claim of `round_claims` whose verdict is inconclusive with an interval that
-    # straddles its boundary gets the next round's seeds (its runs already trained are reused), and every look of
-    # such a claim decides at its share of α (claims.base.SPENDING), whether or not it goes on
+    # entry: every claim looks once. A claim whose knob `rounds` is on and whose verdict is inconclusive with an
+    # interval that straddles its boundary gets the next round's seeds (its runs already trained are reused), and
+    # every look of such a claim decides at its share of α (claims.base.SPENDING), whether or not it goes on
     seed_rounds: list[int] = field(default_factory=list)
-    round_claims: list[str] = field(default_factory=list)
-    # C2's step-0 parts (Post-LN's growth, Pre-LN's uniformity) are measured at init, without training, over this
-    # many seeds from the preset's first: a step-0 quantity costs one forward and backward pass per seed
-    init_seeds: int = 100
-    # the frontier claims' knobs (F1–F8, claims/frontier.py): `ngpt_fractions` (the shares of the base budget nGPT
-    # also trains at, F1), `long_steps` (F2's second budget), `qk_lrs` (F7's lr grid, no warmup), `keel_depth` (F8)
-    frontier: dict[str, Any] = field(default_factory=dict)
+    # what the preset changes of its claims' own knobs, by claim: {"C14": {"stress_lrs": [0.3, 0.5]}}; each claim
+    # declares its knobs and their defaults beside it (`Claim.Knobs`) and reads them with `claim.knobs(preset)`
+    knobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.init_pass not in INIT_PASSES:
+            raise ConfigError(f"preset {self.name!r}: init_pass {self.init_pass!r} is not one of "
+                              f"{', '.join(INIT_PASSES)}")
+        for cid, values in self.knobs.items():
+            CLAIMS.get(cid).knobs_from(values)  # an unknown claim or knob: an error naming the valid ones
 
     @property
     def depth(self) -> int:
         return self.base["model.n_layer"]
+
+
+INIT_PASSES = ("none", "chosen", "all")  # `Preset.init_pass`
+
+
+def claims_choosing(knob: str) -> list[str]:
+    """The seed claims whose own `Knobs` turn a membership knob on by default (`rounds`, `init_pass`): what a
+    preset that keeps the claims' choice runs, as its description names them."""
+    return [c for c in SEED_CLAIMS if getattr(CLAIMS.get(c).Knobs(), knob)]
 
 
 # Seeds 0–999 are the design seeds: rules, grids and presets are built and debugged on them (`--seeds 0,1,2,3,4`).
@@ -103,7 +106,6 @@ QUICK_BASE = {
 }
 # a grid that reaches down to 3e-4 with 5 points, so that no scheme's best or limit sits at an edge by construction
 LRS = [3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
-FINETUNE = {"train.steps": 150, "train.lr": 3e-4, "train.warmup_steps": 15}
 # C8 on a CPU: 32 narrow layers for 600 steps, where Pre-LN trains in most seeds, so DeepNorm's slow start can be
 # told from failure (at 100 layers × 200 steps, 4 of 5 DeepNorm and 1 of 5 Pre-LN runs were still on the unigram
 # plateau: the budget, not the scheme, decided). 32, not the 48 tried before: the bottom of the
@@ -125,13 +127,6 @@ DEPTH_CELL = {"model.n_layer": 12, "train.steps": 1000, "train.eval_interval": 2
 # minutes on 2 cores without dropping a claim, a seed or a depth. No claim of the study is about context (they are
 # about depth, placement, lr and warmup), and the batch keeps its 12 sequences. deep, full and frontier keep 64
 CPU_CONTEXT = {"model.block_size": 32, "train.eval_batches": 20}
-ALL_CLAIMS = list(SEED_CLAIMS)  # every claim of the seed articles (C1–C16); the frontier's are its own preset
-# the claims on the standard preset's two looks (5, then 10 seeds): those with the cheapest second round (C1, C10,
-# C13, C15: 4–8 small runs each). Not C2–C4: they share the depth sweep, whose second round (40 runs, 670 s of
-# training, 12 % of the standard run of 2026-11-25) does not fit the preset's 30 minutes; nor C5/C6 (the depth
-# cell), C7, C11, C14 (lr sweeps, with C7's fine-tunes) or C8 (15 runs of 32 layers): they look once, at 5 seeds,
-# at the full α
-ROUND_CLAIMS = ["C1", "C10", "C13", "C15"]
 MEASURED = Path(__file__).with_name("measured_cost.json")  # written by benchmarks/study_cost.py --record
 
 
@@ -149,24 +144,30 @@ def measured_cost(preset: str) -> str:
 PRESETS: dict[str, Preset] = {
     "standard": Preset(
         name="standard", summary="every claim on a 2-core CPU (`make run`)",
-        description="all 16 claims on a 2-core CPU: 4-layer, 64-wide char models, 32 tokens of context, 300 "
-                    "steps, 5 held-out seeds (1000–1004), depths 2–16, C5 and C6 at 12 layers × 1,000 steps, "
-                    "a second round to 10 seeds "
-                    "where an interval straddles (C1, C10, C13, C15), 5 learning rates 3e-4–3e-2 with warmup, 4 from "
-                    "1e-3 without (C14: Peri-LN and Pre-LN at 0.3–1 without warmup), DeepNorm vs Post-/Pre-LN at 32 "
+        description=f"all {len(SEED_CLAIMS)} claims on a 2-core CPU: 4-layer, 64-wide char models, 32 tokens of "
+                    "context, 300 steps, 5 held-out seeds (1000–1004), depths 2–16, C5 and C6 at 12 layers × 1,000 "
+                    "steps, a second round to 10 seeds where an interval straddles "
+                    f"({', '.join(claims_choosing('rounds'))}), 5 learning rates 3e-4–3e-2 with warmup, 4 from 1e-3 "
+                    "without (C14: Peri-LN and Pre-LN at 0.3–1 without warmup), DeepNorm vs Post-/Pre-LN at 32 "
                     "narrow layers × 600 steps, runs still on the plateau at half their budget stopped, each claim "
-                    "under its paper's init and C7, C10, C13, C15 also under the other; "
+                    f"under its paper's init and {', '.join(claims_choosing('init_pass'))} also under the other; "
                     + measured_cost("standard"),
         # no layer-skip ablation outside the depth cell: only C6 reads it (one evaluation per layer per run)
         base={**QUICK_BASE, **CPU_CONTEXT, "diagnostics.layer_skip": False}, seeds=HELD_OUT_SEEDS,
-        claims=ALL_CLAIMS,
-        lrs=LRS, no_warmup_from=1e-3, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
-        deep_depths=[32], deep_base=DEEP_CPU, paper_inits=True, init_pass=["C7", "C10", "C13", "C15"],
-        # C14's lrs: in the standard runs of 2026-11-25 at 64 tokens Pre-LN and Peri-LN both trained at 0.03, 0.1
-        # and 0.3 and both failed at 1 in every seed, so a limit that tells them apart lies between 0.3 and 1 (at 32
-        # tokens too: Peri-LN's limit was 0.5, Pre-LN's 0.3)
-        stress_lrs=[0.3, 0.5, 0.7, 1.0], depth_cell=DEPTH_CELL, cell_claims=["C5", "C6"], seed_rounds=[5, 10],
-        round_claims=ROUND_CLAIMS,
+        claims=list(SEED_CLAIMS),
+        lrs=LRS, no_warmup_from=1e-3, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], paper_inits=True,
+        init_pass="chosen", depth_cell=DEPTH_CELL,
+        # two looks (5, then 10 seeds) for the claims whose knob `rounds` is on: those with the cheapest second
+        # round (C1, C10, C13, C15: 4–8 small runs each). Not C2–C4: they share the depth sweep, whose second round
+        # (40 runs, 670 s of training, 12 % of the standard run of 2026-11-25) does not fit the preset's 30 minutes;
+        # nor C5/C6 (the depth cell), C7, C11, C14 (lr sweeps, with C7's fine-tunes) or C8 (15 runs of 32 layers):
+        # they look once, at 5 seeds, at the full α
+        seed_rounds=[5, 10],
+        knobs={"C7": {"in_cell": False}, "C8": {"depths": [32], "base": DEEP_CPU}, "C10": {"repeats": 9},
+               # C14's lrs: in the standard runs of 2026-11-25 at 64 tokens Pre-LN and Peri-LN both trained at 0.03,
+               # 0.1 and 0.3 and both failed at 1 in every seed, so a limit that tells them apart lies between 0.3
+               # and 1 (at 32 tokens too: Peri-LN's limit was 0.5, Pre-LN's 0.3)
+               "C14": {"stress_lrs": [0.3, 0.5, 0.7, 1.0]}},
     ),
     "quick": Preset(
         name="quick", summary="the standard preset without C8, C14, the init pass and the seed rounds",
@@ -176,10 +177,9 @@ PRESETS: dict[str, Preset] = {
         # stuck or not) needs a rate, which 2 seeds cannot give
         base={**QUICK_BASE, **CPU_CONTEXT}, seeds=HELD_OUT_SEEDS,
         # C8 (very deep models) and C14 (Peri-LN in both sweeps) are the standard preset's
-        claims=[c for c in ALL_CLAIMS if c not in ("C8", "C14")],
-        lrs=LRS, no_warmup_from=1e-3, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], timing_repeats=9,
-        paper_inits=True,
-        depth_cell=DEPTH_CELL, cell_claims=["C5", "C6"],
+        claims=[c for c in SEED_CLAIMS if c not in ("C8", "C14")],
+        lrs=LRS, no_warmup_from=1e-3, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], paper_inits=True,
+        depth_cell=DEPTH_CELL, knobs={"C7": {"in_cell": False}, "C10": {"repeats": 9}},
     ),
     "deep": Preset(
         name="deep", summary="C8 alone at 100, 300 and 1,000 layers, for a GPU",
@@ -188,25 +188,26 @@ PRESETS: dict[str, Preset] = {
                     "at 100 / 300 / 1,000 layers on 2 CPU cores (benchmarks/deep_checkpointing.py; 300 "
                     "interpolated), so about 8 hours of training on this machine by extrapolation: for a GPU",
         base=QUICK_BASE, seeds=HELD_OUT_SEEDS, claims=["C8"],
-        lrs=LRS, warmup=50, lr_fixed=1e-3, depths=[2, 4, 8, 16],
-        deep_depths=[100, 300, 1000], paper_inits=True,
-        deep_base={"model.d_model": 64, "model.n_head": 2, "train.batch_size": 8, "train.steps": 300,
-                   "train.activation_checkpointing": True, "diagnostics.layer_skip": False,
-                   "diagnostics.interval": 300},
+        lrs=LRS, warmup=50, lr_fixed=1e-3, depths=[2, 4, 8, 16], paper_inits=True,
+        knobs={"C8": {"depths": [100, 300, 1000],
+                      "base": {"model.d_model": 64, "model.n_head": 2, "train.batch_size": 8, "train.steps": 300,
+                               "train.activation_checkpointing": True, "diagnostics.layer_skip": False,
+                               "diagnostics.interval": 300}}},
     ),
     "full": Preset(
         name="full", summary="every claim, deeper and longer, both init recipes, for a GPU",
-        description="all 16 claims for a GPU: 6-layer, 128-wide models, 2,000 steps, 5 seeds, depths to 32, "
-                    "C5–C7 at 12 layers, DeepNorm to 200 layers; 230× the standard preset's compute in run_cost "
-                    "units (days on 2 CPU cores by extrapolation; not measured on a GPU)",
+        description=f"all {len(SEED_CLAIMS)} claims for a GPU: 6-layer, 128-wide models, 2,000 steps, 5 seeds, "
+                    "depths to 32, C5–C7 at 12 layers, DeepNorm to 200 layers; 230× the standard preset's compute "
+                    "in run_cost units (days on 2 CPU cores by extrapolation; not measured on a GPU)",
         base={**QUICK_BASE, "model.n_layer": 6, "model.d_model": 128, "train.steps": 2000,
               "train.eval_interval": 250, "train.eval_batches": 20, "train.ckpt_interval": 250,
               "diagnostics.interval": 250, "train.device": "auto"},
-        seeds=HELD_OUT_SEEDS, claims=ALL_CLAIMS,
-        lrs=LRS, warmup=200, lr_fixed=3e-3, depths=[2, 6, 12, 24, 32],
-        deep_depths=[50, 100, 200], deep_base={"model.d_model": 64, "model.n_head": 4, "diagnostics.layer_skip": False},
-        finetune={"train.steps": 1000, "train.lr": 3e-4, "train.warmup_steps": 100}, paper_inits=True, init_pass="all",
+        seeds=HELD_OUT_SEEDS, claims=list(SEED_CLAIMS),
+        lrs=LRS, warmup=200, lr_fixed=3e-3, depths=[2, 6, 12, 24, 32], paper_inits=True, init_pass="all",
         depth_cell={"model.n_layer": 12},  # 12 × 128 at the base's 2,000 steps, for C5, C6 and C7
+        knobs={"C7": {"finetune": {"train.steps": 1000, "train.lr": 3e-4, "train.warmup_steps": 100}},
+               "C8": {"depths": [50, 100, 200],
+                      "base": {"model.d_model": 64, "model.n_head": 4, "diagnostics.layer_skip": False}}},
     ),
 }
 
@@ -229,17 +230,8 @@ PRESETS["frontier"] = Preset(
                 + measured_cost("frontier"),
     base=FRONTIER_BASE, seeds=HELD_OUT_SEEDS, claims=list(FRONTIER_CLAIMS),
     lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[4], paper_inits=True,
-    # QK-norm's lrs: from where Pre-LN began to strain without warmup up to past where all trained (0.1 in the first
-    # frontier run, on a grid 0.01–0.1 that could not decide). Keel's claim is the highest lr that trains with
-    # warmup at depth (arXiv 2601.19895: 64 layers, Keel 1.01e-2, Post-LN 3.0e-4): 16 layers, the preset's warmup,
-    # a grid a factor ~3 apart from 1e-3 (below where Post-LN is expected to stop training at 16 layers; no
-    # frontier run has measured it yet) to 1e-1 (where Pre-LN still trained without warmup at 4 layers in the
-    # first frontier run). Its cell (`keel_cell`), forced by the cost of 75 runs of 16 layers on 2 cores: 32 tokens
-    # of context (a deep step at 32 tokens takes 0.68x the time of one at 64, benchmarks/cpu_step_costs.py); no
-    # plateau stop (a run it stops is censored, not a failure, and F8 counts failures); not yet timed as a whole
-    frontier={"ngpt_fractions": [0.25, 0.5], "long_steps": 600, "qk_lrs": [3e-2, 1e-1, 3e-1], "keel_depth": 16,
-              "keel_lrs": [1e-3, 3e-3, 1e-2, 3e-2, 1e-1],
-              "keel_cell": {"model.block_size": 32, "train.eval_batches": 20}},
+    # F1–F8's own knobs (nGPT's budgets, DyT's long budget, QK-norm's and Keel's lrs, Keel's depth and cell) are
+    # their defaults, beside each claim in claims/frontier.py
 )
 
 
@@ -358,9 +350,10 @@ class StudySpec:
         return list(self.claim_seeds.get(claim_id, self.preset.seeds))
 
     def look(self, claim_id: str) -> tuple[int, int] | None:
-        """(this look, of how many) for a claim on the preset's sequential schedule; None: it looks once."""
+        """(this look, of how many) for a claim on the preset's sequential schedule (its knob `rounds`); None: it
+        looks once."""
         rounds = self.preset.seed_rounds
-        if len(rounds) < 2 or claim_id not in self.preset.round_claims:
+        if len(rounds) < 2 or not CLAIMS.get(claim_id).knobs(self.preset).rounds:
             return None
         n = len(self.seeds_of(claim_id))
         return next((i + 1 for i, r in enumerate(rounds) if r >= n), len(rounds)), len(rounds)
@@ -380,10 +373,12 @@ class StudySpec:
         return {"train.threads": self.preset.robust_threads}
 
     def judges_both_inits(self, claim_id: str) -> bool:
-        """Is this claim also judged under the other init? --init-pass / --no-init-pass, else the preset's list."""
+        """Is this claim also judged under the other init? --init-pass / --no-init-pass, else the preset's choice
+        (`Preset.init_pass`: none, the claims' own knob `init_pass`, or all)."""
         if self.init_pass is not None:
             return self.init_pass
-        return self.preset.init_pass == "all" or claim_id in self.preset.init_pass
+        mode = self.preset.init_pass
+        return mode == "all" or (mode == "chosen" and CLAIMS.get(claim_id).knobs(self.preset).init_pass)
 
     def inits(self, claim) -> list[str]:
         """The init recipes a claim is judged under: its paper's (or the base's), then (init pass) the other."""
@@ -575,8 +570,7 @@ def spec_from_meta(meta: dict[str, Any]) -> StudySpec:
     its own."""
     study = meta["study"]
     if "preset_settings" in study:
-        known = {f.name for f in dataclasses.fields(Preset)}  # a newer normlab's knobs that this one lacks are dropped
-        preset = Preset(**{k: v for k, v in study["preset_settings"].items() if k in known})
+        preset = stored_preset(study["preset_settings"])
     else:  # a study registered before its preset was stored: the preset of that name as it is today
         if study["preset"] not in PRESETS:
             raise ConfigError(f"the study was run with preset {study['preset']!r}, which this normlab does not "
@@ -593,6 +587,57 @@ def spec_from_meta(meta: dict[str, Any]) -> StudySpec:
                      vary=_check_vary(study.get("vary") or []))
     spec.claim_seeds = {k: list(v) for k, v in study.get("claim_seeds", {}).items()}
     return spec
+
+
+# Where the Preset fields of a normlab before claims declared their own knobs (`Claim.Knobs`) went, for a registry
+# such a normlab wrote (`preset_settings`): each field's (claim, knob); the frontier's dict's keys likewise; each
+# list of claims, the knob it set on each claim (only where it chose anything: a schedule of looks, a depth cell)
+MOVED_FIELDS = {"stress_lrs": ("C14", "stress_lrs"), "deep_depths": ("C8", "depths"), "deep_base": ("C8", "base"),
+                "finetune": ("C7", "finetune"), "init_seeds": ("C2", "init_seeds"),
+                "timing_repeats": ("C10", "repeats")}
+MOVED_FRONTIER = {"ngpt_fractions": ("F1", "fractions"), "long_steps": ("F2", "long_steps"), "qk_lrs": ("F7", "lrs"),
+                  "keel_depth": ("F8", "depth"), "keel_lrs": ("F8", "lrs"), "keel_cell": ("F8", "cell")}
+
+
+def stored_preset(settings: dict[str, Any]) -> Preset:
+    """The preset a registry stored (`dataclasses.asdict`), in this normlab's fields: the fields of an older
+    normlab that became claims' knobs are moved there, and a newer normlab's fields or knobs that this one lacks
+    are dropped, as is a knob at its claim's default."""
+    settings = dict(settings)
+    knobs = {cid: dict(values) for cid, values in settings.get("knobs", {}).items()}
+    for cid, knob, value in _moved_knobs(settings):
+        knobs.setdefault(cid, {})[knob] = value
+    if isinstance(settings.get("init_pass"), list):  # an older normlab's list: now the claims' own choice, or none
+        settings["init_pass"] = "chosen" if settings["init_pass"] else "none"
+    settings["knobs"] = {}
+    for cid, values in knobs.items():
+        defaults = _knobs_of(cid) if cid in CLAIMS else {}
+        changed = {k: v for k, v in values.items() if k in defaults and v != defaults[k]}
+        if changed:
+            settings["knobs"][cid] = changed
+    known = {f.name for f in dataclasses.fields(Preset)}
+    return Preset(**{k: v for k, v in settings.items() if k in known})
+
+
+def _moved_knobs(settings: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """(claim, knob, value) of each setting an older normlab stored as a Preset field (`MOVED_FIELDS`, the
+    `frontier` dict) or as a list of claims: each registered claim with that knob is in the list or not."""
+    moved = [(*MOVED_FIELDS[k], v) for k, v in settings.items() if k in MOVED_FIELDS]
+    moved += [(*MOVED_FRONTIER[k], v) for k, v in (settings.get("frontier") or {}).items() if k in MOVED_FRONTIER]
+    members = {}  # knob: the claims the list put in, where the list chose anything
+    if len(settings.get("seed_rounds") or []) > 1 and "round_claims" in settings:
+        members["rounds"] = settings["round_claims"]
+    if settings.get("depth_cell") and "cell_claims" in settings:
+        members["in_cell"] = settings["cell_claims"]
+    if isinstance(settings.get("init_pass"), list) and settings["init_pass"]:
+        members["init_pass"] = settings["init_pass"]
+    return moved + [(cid, knob, cid in claims) for knob, claims in members.items() for cid in CLAIMS
+                    if knob in _knobs_of(cid)]
+
+
+def _knobs_of(claim_id: str) -> dict[str, Any]:
+    """A claim's knobs at their defaults, by name."""
+    return dataclasses.asdict(CLAIMS.get(claim_id).Knobs())
 
 
 def _read_toml(path: str | Path) -> dict[str, Any]:

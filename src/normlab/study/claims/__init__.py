@@ -1,5 +1,5 @@
-"""The claims as code: C1–C16, the seed articles' (stated in docs/claims.md), and F1–F8, the frontier
-placements' papers of 2024–2026 (the `frontier` preset). Importing this package registers them all: every
+"""The claims as code: the C claims, the seed articles' (stated in docs/claims.md), and the F claims, the
+frontier placements' papers of 2024–2026 (the `frontier` preset). Importing this package registers them all: every
 module of this package is imported, and each registers its claims (`@claim("C17")`), so a new claim is
 a new module here and nothing else. What the claims share registers nothing: the claim API (`base`), the
 statistics (`statistics`), the grouping of runs (`grouping`), the decision rules (`decisions`) and the words of

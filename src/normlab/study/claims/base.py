@@ -4,15 +4,18 @@ its figures.
 A verdict is `holds`, `does not hold` or `inconclusive` (too few seeds, too much
 spread, too small a budget), always with the statistic, its value, the number of
 seeds and the settings. A claim is made with the `Level` its decisions are made at (the family's α, a look's share
-of it: `statistics.Level`) and hands it to each of them (`decisions.py`).
+of it: `statistics.Level`) and hands it to each of them (`decisions.py`). What a preset may change about a claim is
+the claim's own `Knobs`, with the claim's defaults, beside it.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
+from normlab.config import ConfigError
 from normlab.jsonsafe import json_safe
 from normlab.registry import Registry
 from normlab.report.figure import Figure
@@ -36,6 +39,9 @@ def claim(cid: str, title: str, *, sources: str, paper: str):
         doc = cls.__dict__.get("__doc__")
         if doc is None and sys.flags.optimize < 2:  # python -OO strips every docstring: the statement is then empty
             raise ValueError(f"claim {cid} states nothing: a claim's statement is its class docstring")
+        if "__dataclass_fields__" not in vars(cls.Knobs):
+            raise ValueError(f"claim {cid}'s Knobs is not a dataclass of its own: decorate it @dataclass(frozen=True)")
+        cls.Knobs()  # every knob has its default: a preset sets only what it changes
         cls.id, cls.title, cls.sources, cls.paper = cid, title, sources, paper
         cls.statement = " ".join((doc or "").split())
         return CLAIMS.register(cid)(cls)
@@ -91,6 +97,21 @@ class Verdict:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Knobs:
+    """A claim's settings that a preset may change, each with the claim's default. Every claim has these two; a
+    claim with settings of its own declares them in a subclass beside it (`class Knobs(Claim.Knobs)`, C14's stress
+    lrs), where it also changes these two defaults if its own differ. A preset changes them per claim
+    (`Preset.knobs`), and the claim reads them with `self.knobs(preset)`."""
+
+    # on the preset's schedule of sequential seed rounds (`Preset.seed_rounds`): a claim whose next round is cheap
+    # takes it where its first look is undecided; the others look once, at the full α
+    rounds: bool = False
+    # judged under the other init recipe too, where the preset's init pass is the claims' own choice
+    # (`Preset.init_pass = "chosen"`): a claim whose verdict turned on the init, or whose runs are cheap
+    init_pass: bool = False
+
+
 class Claim:
     """Base class; one subclass per claim, registered in CLAIMS under its id by `@claim`, which sets the id and
     the four texts below (the statement from the subclass's docstring)."""
@@ -105,11 +126,26 @@ class Claim:
     # a loss gap's reading, for claims whose key number is "A's loss − B's": (A, " than B"), said as
     # "A ends 0.123 nats worse than B" (a positive gap is worse: lower loss is better)
     gap: ClassVar[tuple[str, str] | None] = None
+    Knobs: ClassVar[type[Knobs]] = Knobs  # what a preset may change, with defaults (a claim's own: a subclass)
 
     def __init__(self, level: Level = Level()):
         """`level`: what every decision of this claim is made at, handed to each (`compare(a, b, self.level)`):
         α = 0.05 alone at a single look, unless the study judges it at a Holm step's level or a look's share."""
         self.level = level
+
+    @classmethod
+    def knobs(cls, preset) -> Knobs:
+        """This claim's knobs at `preset`: its defaults, changed where the preset says (`Preset.knobs[id]`)."""
+        return cls.knobs_from(preset.knobs.get(cls.id, {}))
+
+    @classmethod
+    def knobs_from(cls, values: dict[str, Any]) -> Knobs:
+        """This claim's knobs with `values` changed; a name it has no knob of is an error naming the ones it has."""
+        names = [f.name for f in dataclasses.fields(cls.Knobs)]
+        unknown = [k for k in values if k not in names]
+        if unknown:
+            raise ConfigError(f"claim {cls.id} has no knob {unknown[0]!r}; its knobs: {', '.join(names)}")
+        return cls.Knobs(**values)
 
     def runs(self, preset) -> list[dict[str, Any]]:
         """Config overrides (dotted keys) this claim needs, one dict per run; the study adds the seeds."""

@@ -3,17 +3,17 @@ paper states it and the published contradiction where one exists (the `frontier`
 
 Every arm shares the preset's base (a modern decoder: rotary positions, SwiGLU, no biases, GPT-2's init) and
 changes only what its paper is about; runs that share a seed share their data order and the init of their
-shared parameters, so every loss comparison is paired by seed. The preset's `frontier` knobs (budgets, the
-QK-norm lr grid, Keel's depth) are read here, never typed in.
+shared parameters, so every loss comparison is paired by seed. Each claim's knobs (budgets, the QK-norm lr grid,
+Keel's depth) sit beside it, their defaults the frontier preset's.
 """
 from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass, field
 from typing import Any
 
 from normlab.report.figure import Figure, Series
-from normlab.study.records import flatten
 from normlab.study.claims.base import FAILS, HOLDS, INCONCLUSIVE, Claim, Part, claim
 from normlab.study.claims.decisions import Contrast, beats, fails_more, loss_interval, not_worse, same
 from normlab.study.claims.grouping import Group, describe, group, n_seeds, select
@@ -45,15 +45,6 @@ NGPT_BASELINE = {"model.scheme": "pre", "train.beta2": 0.95}  # the GPT of nGPT'
 
 PAPERS = "the frontier papers (docs/frontier.md)"  # what makes an F claim: its paper, not a seed article
 
-def knob(preset, name: str) -> Any:
-    """One of the preset's frontier knobs; a preset without them cannot run a frontier claim."""
-    try:
-        return preset.frontier[name]
-    except (AttributeError, KeyError):
-        raise ValueError(f"preset {preset.name!r} has no frontier knob {name!r}; the frontier claims run in the "
-                         "'frontier' preset") from None
-
-
 def arm(preset, steps: int | None = None, **overrides: Any) -> dict[str, Any]:
     """One arm's run overrides at the preset's fixed lr and warmup; at another budget (`steps`) the warmup keeps
     its share of the schedule (each budget is its own cosine schedule, as when a paper trains at that budget)."""
@@ -62,12 +53,6 @@ def arm(preset, steps: int | None = None, **overrides: Any) -> dict[str, Any]:
     if steps is not None and steps != full:
         out.update({"train.steps": steps, "train.warmup_steps": round(out["train.warmup_steps"] * steps / full)})
     return out
-
-
-def where(overrides: dict[str, Any]) -> dict[str, Any]:
-    """Run overrides (dotted keys) as `group`/`select` keywords; a table value (`model.norm_options`) by its keys,
-    as a record's flattened config holds it."""
-    return {k.replace(".", "__"): v for k, v in flatten(overrides).items()}
 
 
 def contrast_part(name: str, c: Contrast, rule: str, level: Level) -> Part:
@@ -107,7 +92,7 @@ class FrontierClaim(Claim):
                 "contradiction": self.contradiction, **extra}
 
     def bars(self, records, title: str, arms: dict[str, dict[str, Any]]) -> Figure:
-        gs = [group(records, **where(o)) for o in arms.values()]
+        gs = [group(records, **o) for o in arms.values()]
         return Figure(title, "", "final val loss (nats)", kind="dot",
                       caption="Mean over seeds ± one standard deviation, of the runs that trained.",
                       series=[Series("mean over seeds", list(arms), [g.mean for g in gs], [g.sd for g in gs])])
@@ -127,9 +112,13 @@ class NGPTSpeedupF1(FrontierClaim):
              "for shorter runs)")
     FACTOR = 4.0  # the paper's smallest headline factor (1k context)
 
+    @dataclass(frozen=True)
+    class Knobs(FrontierClaim.Knobs):
+        fractions: list[float] = field(default_factory=lambda: [0.25, 0.5])  # the base budget's shares nGPT trains at
+
     def budgets(self, preset) -> list[int]:
         full = preset.base["train.steps"]
-        return sorted({max(1, round(full * f)) for f in knob(preset, "ngpt_fractions")} | {full})
+        return sorted({max(1, round(full * f)) for f in self.knobs(preset).fractions} | {full})
 
     def runs(self, preset):
         """Pre-LN at the base budget with its recipe in nGPT's code (warmup, weight decay 0.1, β2 = 0.95), nGPT at
@@ -143,13 +132,13 @@ class NGPTSpeedupF1(FrontierClaim):
                 "geometric mean over seeds)")
 
     def _ngpt(self, records, preset, steps) -> Group:
-        return group(records, **where(arm(preset, steps, **NGPT)))
+        return group(records, **arm(preset, steps, **NGPT))
 
     def factors(self, records, preset) -> dict[int, float | None]:
         """Per seed: S / the steps at which nGPT's final loss would equal Pre-LN's at S, from nGPT's final losses
         at its budgets, fitted as loss = a + b·log(steps) (None: fewer than 2 budgets trained, or no fall)."""
         full = preset.base["train.steps"]
-        pre = group(records, **where(arm(preset, **NGPT_BASELINE))).by_seed
+        pre = group(records, **arm(preset, **NGPT_BASELINE)).by_seed
         curves: dict[int, list[tuple[float, float]]] = {}
         for b in self.budgets(preset):
             for seed, loss in self._ngpt(records, preset, b).by_seed.items():
@@ -169,7 +158,7 @@ class NGPTSpeedupF1(FrontierClaim):
     def verdict(self, records, measurement, preset):
         full = preset.base["train.steps"]
         quarter = max(1, round(full / self.FACTOR))
-        pre = group(records, **where(arm(preset, **NGPT_BASELINE)))
+        pre = group(records, **arm(preset, **NGPT_BASELINE))
         short = self._ngpt(records, preset, quarter)
         reach = not_worse(short, pre, self.level, sides=(f"nGPT at {quarter} steps", f"Pre-LN at {full} steps"))
         if quarter not in self.budgets(preset):
@@ -198,7 +187,7 @@ class NGPTSpeedupF1(FrontierClaim):
                    f"{ci_text(factor_ci, '.2f')}; the paper: ≥ {self.FACTOR:g}×, a reproduction: 1.5–2×); "
                    f"nGPT at {quarter} steps − Pre-LN at {full}: {parts[0].summary}")
         return self.make(None, "step factor: Pre-LN's steps / nGPT's for Pre-LN's final loss", geo,
-                         n_seeds(select(records, False, model__scheme="ngpt")),
+                         n_seeds(select(records, False, scheme="ngpt")),
                          self.settings(preset, budgets=self.budgets(preset),
                                        schedule="each budget its own cosine schedule; nGPT without warmup or weight decay "
                                                 "(its paper's recipe), Pre-LN with the preset's warmup and weight "
@@ -212,7 +201,7 @@ class NGPTSpeedupF1(FrontierClaim):
     def figures(self, records, measurement, preset):
         budgets = self.budgets(preset)
         gs = [self._ngpt(records, preset, b) for b in budgets]
-        pre = group(records, **where(arm(preset, **NGPT_BASELINE)))
+        pre = group(records, **arm(preset, **NGPT_BASELINE))
         labels = [str(b) for b in budgets]
         return [Figure("nGPT's final loss at each budget against Pre-LN's at the full budget", "steps",
                        "final val loss (nats)", kind="dot",
@@ -230,8 +219,12 @@ class DyTParityF2(FrontierClaim):
     contradiction = "arXiv 2604.23434: DyT's parity with LayerNorm reverses as the token budget grows"
     scale = "LLaMA 7B–70B on 200B tokens (its Table of language models), ViT, DiT, wav2vec 2.0 and DNA models"
 
+    @dataclass(frozen=True)
+    class Knobs(FrontierClaim.Knobs):
+        long_steps: int = 600  # the second, longer budget
+
     def budgets(self, preset) -> list[int]:
-        return [preset.base["train.steps"], knob(preset, "long_steps")]
+        return [preset.base["train.steps"], self.knobs(preset).long_steps]
 
     def runs(self, preset):
         return [arm(preset, b, **NORM_ARMS[n]) for b in self.budgets(preset) for n in ("layernorm", "dyt")]
@@ -239,7 +232,7 @@ class DyTParityF2(FrontierClaim):
     def verdict(self, records, measurement, preset):
         parts = []
         for b in self.budgets(preset):
-            dyt, ln = (group(records, **where(arm(preset, b, **NORM_ARMS[n]))) for n in ("dyt", "layernorm"))
+            dyt, ln = (group(records, **arm(preset, b, **NORM_ARMS[n])) for n in ("dyt", "layernorm"))
             parts.append(contrast_part(f"DyT matches LayerNorm at {b} steps",
                                        same(dyt, ln, self.level, (f"DyT {b}", f"LN {b}")),
                                        f"holds when the {pct(self.level.tost)} interval lies inside ±{LOSS_MARGIN:g} "
@@ -247,7 +240,7 @@ class DyTParityF2(FrontierClaim):
         first, last = parts[0], parts[-1]
         summary = "; ".join(f"{p.name}: {p.summary}" for p in parts)
         return self.make(None, f"DyT − LayerNorm val loss at {self.budgets(preset)[-1]} steps (nats)", last.value,
-                         n_seeds(select(records, False, model__norm="dyt")),
+                         n_seeds(select(records, False, norm="dyt")),
                          self.settings(preset, budgets=self.budgets(preset),
                                        rule="holds when DyT matches LayerNorm (TOST) at both budgets; does not hold "
                                             "when they differ by more than the margin at either"),
@@ -275,20 +268,20 @@ class BeatsClaim(FrontierClaim):
 
     def verdict(self, records, measurement, preset):
         name, mine = self.winner
-        a = group(records, **where(arm(preset, **mine)))
+        a = group(records, **arm(preset, **mine))
         parts = []
         for label, o in self.others:
-            b = group(records, **where(arm(preset, **o)))
+            b = group(records, **arm(preset, **o))
             parts.append(contrast_part(f"{name} beats {label}", beats(a, b, self.level, (name, label)), BEATS_RULE,
                                        self.level))
         first = parts[0]
         return self.make(None, f"{self.others[0][0]} − {name} val loss (nats)", first.value,
-                         n_seeds(select(records, False, **where(mine))),
+                         n_seeds(select(records, False, **mine)),
                          self.settings(preset, rule=f"holds when {name} beats every other arm; does not hold when "
                                                     "it does not beat one of them"),
                          "; ".join(f"{p.name}: {p.summary}" for p in parts), parts=parts, interval=first.interval,
                          test=first.test, seeds=first.seeds,
-                         arms={label: describe(group(records, **where(arm(preset, **o))))
+                         arms={label: describe(group(records, **arm(preset, **o)))
                                for label, o in [self.winner, *self.others]})
 
     def figures(self, records, measurement, preset):
@@ -312,14 +305,14 @@ class DerfF3(FrontierClaim):
         return f"Derf ends {abs(value):.3f} nats {'below' if value < 0 else 'above'} LayerNorm"
 
     def verdict(self, records, measurement, preset):
-        derf, ln, dyt = (group(records, **where(arm(preset, **NORM_ARMS[n]))) for n in ("derf", "layernorm", "dyt"))
+        derf, ln, dyt = (group(records, **arm(preset, **NORM_ARMS[n])) for n in ("derf", "layernorm", "dyt"))
         parts = [contrast_part("Derf matches LayerNorm", same(derf, ln, self.level, ("Derf", "LayerNorm")),
                                f"holds when the {pct(self.level.tost)} interval lies inside ±{LOSS_MARGIN:g} (TOST) "
                                "and neither fails more often", self.level),
                  contrast_part("Derf beats DyT", beats(derf, dyt, self.level, ("Derf", "DyT")), BEATS_RULE, self.level)]
         first = parts[0]
         return self.make(None, "Derf − LayerNorm val loss (nats)", first.value,
-                         n_seeds(select(records, False, model__norm="derf")),
+                         n_seeds(select(records, False, norm="derf")),
                          self.settings(preset, rule="holds when Derf matches LayerNorm (TOST) and beats DyT; does "
                                                     "not hold when either does not"),
                          "; ".join(f"{p.name}: {p.summary}" for p in parts), parts=parts, interval=first.interval,
@@ -363,12 +356,12 @@ class LNSF5(FrontierClaim):
     def verdict(self, records, measurement, preset):
         parts = []
         for label, i in self.INITS.items():
-            lns, pre = (group(records, **where(arm(preset, **{"model.scheme": s, **i}))) for s in ("lns", "pre"))
+            lns, pre = (group(records, **arm(preset, **{"model.scheme": s, **i})) for s in ("lns", "pre"))
             parts.append(contrast_part(f"LNS beats Pre-LN under {label}",
                                        beats(lns, pre, self.level, ("LNS", "Pre-LN")), BEATS_RULE, self.level))
         first, scaled = parts
         return self.make(None, "Pre-LN − LNS val loss under the paper's init (nats)", first.value,
-                         n_seeds(select(records, False, model__scheme="lns")),
+                         n_seeds(select(records, False, scheme="lns")),
                          self.settings(preset, inits=list(self.INITS),
                                        rule="holds when LNS beats Pre-LN under the paper's init; under scaled init "
                                             "the comparison is reported beside it, not required (its authors "
@@ -411,13 +404,13 @@ class HybridReorderedF6(FrontierClaim):
         return [arm(preset, **o) for pair in self.ARMS.values() for o in pair]
 
     def verdict(self, records, measurement, preset):
-        parts = [contrast_part(f"{label} beats Pre-LN", beats(group(records, **where(arm(preset, **mine))),
-                                                               group(records, **where(arm(preset, **pre))),
+        parts = [contrast_part(f"{label} beats Pre-LN", beats(group(records, **arm(preset, **mine)),
+                                                               group(records, **arm(preset, **pre)),
                                                                self.level, (label, "Pre-LN")), BEATS_RULE, self.level)
                  for label, (mine, pre) in self.ARMS.items()]
         first = parts[0]
         return self.make(None, "Pre-LN − HybridNorm val loss (nats)", first.value,
-                         n_seeds(select(records, False, model__scheme="hybrid")),
+                         n_seeds(select(records, False, scheme="hybrid")),
                          self.settings(preset, rule="holds when both beat Pre-LN; does not hold when either does not"),
                          "; ".join(f"{p.name}: {p.summary}" for p in parts), parts=parts, interval=first.interval,
                          test=first.test, seeds=first.seeds)
@@ -435,7 +428,7 @@ class HybridReorderedF6(FrontierClaim):
 def highest_trainable(records, lrs, **fixed) -> float | None:
     """The highest lr of `lrs` at which the configuration `fixed` (run overrides, warmup included) trains (≥ TRAINS
     of its seeds)."""
-    ok = [lr for lr in lrs if trains(group(records, **where({**fixed, "train.lr": lr})))]
+    ok = [lr for lr in lrs if trains(group(records, **fixed, lr=lr))]
     return max(ok) if ok else None
 
 
@@ -453,8 +446,14 @@ class QKNormF7(FrontierClaim):
     MODES = {"per head": "per_head", "full width": "full_width"}
     scale = "ViT-22B (Dehghani et al.) and transformers of 10M–1.2B parameters (Wortsman et al.)"
 
+    @dataclass(frozen=True)
+    class Knobs(FrontierClaim.Knobs):
+        # the lrs, without warmup: from where Pre-LN began to strain without warmup up to past where all trained (0.1
+        # in the first frontier run, on a grid 0.01–0.1 that could not decide)
+        lrs: list[float] = field(default_factory=lambda: [3e-2, 1e-1, 3e-1])
+
     def lrs(self, preset) -> list[float]:
-        return list(knob(preset, "qk_lrs"))
+        return list(self.knobs(preset).lrs)
 
     def runs(self, preset):
         return [{"model.qk_norm": m, "train.lr": lr, "train.warmup_steps": 0}
@@ -468,9 +467,8 @@ class QKNormF7(FrontierClaim):
         only_q = only_n = 0
         seeds: set[int] = set()
         for lr in self.lrs(preset):
-            w = {"train__lr": lr, "train__warmup_steps": 0}
-            mine = {r.seed: r for r in select(records, **w, model__qk_norm=mode)}
-            theirs = {r.seed: r for r in select(records, **w, model__qk_norm="none")}
+            mine = {r.seed: r for r in select(records, lr=lr, warmup_steps=0, qk_norm=mode)}
+            theirs = {r.seed: r for r in select(records, lr=lr, warmup_steps=0, qk_norm="none")}
             for s in set(mine) & set(theirs):
                 seeds.add(s)
                 only_q += mine[s].did_not_train and not theirs[s].did_not_train
@@ -490,7 +488,7 @@ class QKNormF7(FrontierClaim):
         for label, mode in self.MODES.items():
             q, n = limit[mode] or 0.0, limit["none"] or 0.0
             paired = self.paired(records, preset, mode)
-            if not select(records, False, model__qk_norm=mode) or limit[mode] is None and limit["none"] is None:
+            if not select(records, False, qk_norm=mode) or limit[mode] is None and limit["none"] is None:
                 verdict, why = INCONCLUSIVE, "neither trains at any lr of the grid: a lower grid would decide"
             elif q > n:
                 verdict, why = HOLDS, "higher highest trainable lr"
@@ -515,7 +513,7 @@ class QKNormF7(FrontierClaim):
                       f"{'per head' if (limit['per_head'] or 0) > (limit['full_width'] or 0) else 'full width'} "
                       "trains at a higher lr"))
         return self.make(None, "highest trainable lr with QK-norm per head", limit["per_head"],
-                         n_seeds(select(records, False, model__qk_norm="per_head")),
+                         n_seeds(select(records, False, qk_norm="per_head")),
                          self.settings(preset, lrs=lrs, warmup_steps=0,
                                        trainable=f"at least {TRAINS:.0%} of the seeds trained",
                                        rule="holds when each QK-norm trains at a higher lr of the grid than none (or at "
@@ -529,7 +527,7 @@ class QKNormF7(FrontierClaim):
         fig = Figure("Runs that trained without warmup, by lr and QK-norm", "learning rate", "share of seeds trained",
                      kind="line")
         for m in ("none", *self.MODES.values()):
-            gs = [group(records, **where({"model.qk_norm": m, "train.lr": lr, "train.warmup_steps": 0})) for lr in lrs]
+            gs = [group(records, qk_norm=m, lr=lr, warmup_steps=0) for lr in lrs]
             fig.series.append(Series(m, labels, [g.n / g.n_runs if g.n_runs else None for g in gs]))
         return [fig]
 
@@ -546,15 +544,29 @@ class KeelF8(FrontierClaim):
     OTHERS = {"Post-LN": "post", "Pre-LN": "pre"}
     scale = "64 layers (Keel 1.01e-2, Post-LN 3.0e-4) in LLaMA-style models with 2,500–5,000 warmup steps"
 
+    @dataclass(frozen=True)
+    class Knobs(FrontierClaim.Knobs):
+        """The paper's claim is the highest lr that trains with warmup at depth (64 layers, Keel 1.01e-2, Post-LN
+        3.0e-4): here 16 layers, the preset's warmup, and a grid a factor ~3 apart from 1e-3 (below where Post-LN
+        is expected to stop training at 16 layers; no frontier run has measured it yet) to 1e-1 (where Pre-LN
+        still trained without warmup at 4 layers in the first frontier run). Its cell, forced by the cost of 75
+        runs of 16 layers on 2 cores: 32 tokens of context (a deep step at 32 tokens takes 0.68x the time of one
+        at 64, benchmarks/cpu_step_costs.py); no plateau stop (a run it stops is censored, not a failure, and F8
+        counts failures); not yet timed as a whole."""
+
+        depth: int = 16
+        lrs: list[float] = field(default_factory=lambda: [1e-3, 3e-3, 1e-2, 3e-2, 1e-1])
+        cell: dict[str, Any] = field(default_factory=lambda: {"model.block_size": 32, "train.eval_batches": 20})
+
     def depth(self, preset) -> int:
-        return int(knob(preset, "keel_depth"))
+        return self.knobs(preset).depth
 
     def lrs(self, preset) -> list[float]:
-        return sorted(knob(preset, "keel_lrs"))
+        return sorted(self.knobs(preset).lrs)
 
     def _arm(self, preset, scheme, lr) -> dict[str, Any]:
-        """At the preset's warmup, in the preset's Keel cell (its `keel_cell`: what the depth costs on a CPU)."""
-        return arm(preset, **{**knob(preset, "keel_cell"), "model.scheme": scheme,
+        """At the preset's warmup, in Keel's cell (its knob `cell`: what the depth costs on a CPU)."""
+        return arm(preset, **{**self.knobs(preset).cell, "model.scheme": scheme,
                               "model.n_layer": self.depth(preset), "train.lr": lr})
 
     def runs(self, preset):
@@ -575,9 +587,9 @@ class KeelF8(FrontierClaim):
         mine, theirs = self.limit(records, preset, "keel"), self.limit(records, preset, other)
         split = next((lr for lr in lrs if (mine or 0) >= lr > (theirs or 0) or (theirs or 0) >= lr > (mine or 0)),
                      None)
-        at = (fails_more(*(group(records, **where(self._arm(preset, s, split))) for s in ("keel", other)), self.level)
+        at = (fails_more(*(group(records, **self._arm(preset, s, split)) for s in ("keel", other)), self.level)
               if split is not None else None)
-        ran = select(records, False, **where(self._arm(preset, "keel", lrs[0])))
+        ran = select(records, False, **self._arm(preset, "keel", lrs[0]))
         if not ran or (mine is None and theirs is None):
             verdict, why = INCONCLUSIVE, "neither trains at any lr of the grid: lower lrs would decide"
         elif (mine or 0) > (theirs or 0):
@@ -613,8 +625,8 @@ class KeelF8(FrontierClaim):
                    "steps: " + ", ".join(f"{k} {fmt(v, 'g')}" for k, v in limits.items())
                    + f" (grid {', '.join(f'{lr:g}' for lr in lrs)}); " + "; ".join(p.summary for p in parts))
         return self.make(None, "Keel's highest trainable lr at depth, with warmup", limits["Keel"],
-                         n_seeds(select(records, False, model__scheme="keel")),
-                         self.settings(preset, n_layer=depth, lrs=lrs, cell=knob(preset, "keel_cell"),
+                         n_seeds(select(records, False, scheme="keel")),
+                         self.settings(preset, n_layer=depth, lrs=lrs, cell=self.knobs(preset).cell,
                                        trainable=f"at least {TRAINS:.0%} of the seeds trained",
                                        rule="holds when Keel's highest trainable lr of the grid is above Post-LN's "
                                             "and above Pre-LN's, each backed by the paired exact sign test at the lr "
@@ -628,7 +640,7 @@ class KeelF8(FrontierClaim):
         fig = Figure(f"Runs that trained at {self.depth(preset)} layers with warmup, by lr", "learning rate",
                      "share of seeds trained", kind="line")
         for label, s in {"Keel": "keel", **self.OTHERS}.items():
-            gs = [group(records, **where(self._arm(preset, s, lr))) for lr in lrs]
+            gs = [group(records, **self._arm(preset, s, lr)) for lr in lrs]
             fig.series.append(Series(label, [f"{lr:g}" for lr in lrs], [g.n / g.n_runs if g.n_runs else None
                                                                          for g in gs]))
         return [fig]

@@ -1,6 +1,9 @@
 """The runs of one configuration over seeds, as a claim reads them: which records it selects (`select`, `group`,
 `from_runs`), what they say (`Group`: the losses of the runs that trained, the runs that did not, counted apart,
-the runs censored by the plateau stop, apart again) and how that reads in a verdict (`describe`, `failures`)."""
+the runs censored by the plateau stop, apart again) and how that reads in a verdict (`describe`, `failures`).
+
+A configuration is named by config keys: the dotted ones a claim's `runs()` gives (`**{"model.bias": False}`), or
+the short names of the keys claims group by most (`SHORT_KEYS`): `group(records, scheme="pre", lr=1e-3)`."""
 from __future__ import annotations
 
 import math
@@ -10,7 +13,13 @@ from typing import Any, Iterable
 
 from normlab.study.claims.prose import setting_text
 from normlab.study.claims.statistics import CONFIDENCE, t_interval, wilson_interval
-from normlab.study.records import RunRecord
+from normlab.study.records import RunRecord, flatten
+
+# the config keys claims group runs by, by their last part: `group(records, scheme="pre", warmup_steps=0)`; any
+# other key is given dotted
+SHORT_KEYS = {key.split(".")[-1]: key for key in (
+    "model.scheme", "model.norm", "model.mlp", "model.n_layer", "model.d_model", "model.final_norm", "model.qk_norm",
+    "model.init", "train.lr", "train.warmup_steps", "train.steps")}
 
 
 @dataclass
@@ -22,7 +31,7 @@ class Group:
     n_runs: int
     n_diverged: int
     n_failed_to_train: int = 0
-    where: dict[str, Any] = field(default_factory=dict)  # the configuration, as `group` selected it
+    where: dict[str, Any] = field(default_factory=dict)  # the configuration, as `group` selected it (dotted keys)
     seeds: list[int] = field(default_factory=list)  # the seed of each loss in `losses` (empty: not paired)
     outcomes: dict[int, bool] = field(default_factory=dict)  # seed -> trained, over all its runs
     # runs `train.plateau_stop` stopped on the plateau before their budget: censored, not failures (whether they
@@ -76,26 +85,43 @@ class Group:
         return self.n_diverged / self.n_runs if self.n_runs else None
 
 
+def config_keys(where: dict[str, Any]) -> dict[str, Any]:
+    """A configuration as a record matches it: short names (`SHORT_KEYS`) as the dotted keys they stand for, and a
+    table value (`model.norm_options`) by its keys, as a flattened config holds it."""
+    out: dict[str, Any] = {}
+    for key, value in where.items():
+        dotted = SHORT_KEYS.get(key, key)
+        if "." not in dotted:
+            raise ValueError(f"{key!r} is not a config key: give it dotted (model.n_layer) or as one of "
+                             f"{', '.join(SHORT_KEYS)}")
+        if dotted in out:
+            raise ValueError(f"{dotted!r} is given twice ({key!r} and the other spelling)")
+        out[dotted] = value
+    return flatten(out)
+
+
 def select(records: Iterable[RunRecord], strict: bool = True, **where: Any) -> list[RunRecord]:
     """Records with these config values (and, strict, the base config everywhere else)."""
-    return [r for r in records if r.matches(strict, **where)]
+    wanted = config_keys(where)
+    return [r for r in records if r.matches(wanted, strict)]
 
 
 def from_runs(records: Iterable[RunRecord], overrides: list[dict[str, Any]]) -> list[RunRecord]:
     """Records of exactly these runs (a claim's `runs()` overrides, any seed)."""
-    wheres = [{k.replace(".", "__"): v for k, v in o.items()} for o in overrides]
-    return [r for r in records if any(r.matches(**w) for w in wheres)]
+    wheres = [config_keys(o) for o in overrides]
+    return [r for r in records if any(r.matches(w) for w in wheres)]
 
 
 def group(records: Iterable[RunRecord], strict: bool = True, **where: Any) -> Group:
     """The runs of one configuration; a run stopped on the plateau before its budget is censored: counted apart
     (`n_censored`), neither a failure nor a loss."""
-    selected = select(records, strict, **where)
+    where = config_keys(where)
+    selected = [r for r in records if r.matches(where, strict)]
     chosen = [r for r in selected if not r.censored]
     trained = [r for r in chosen if r.status == "completed" and r.val_loss is not None and math.isfinite(r.val_loss)]
     ids = {r.id for r in trained}
     return Group([r.val_loss for r in trained], len(chosen), sum(r.diverged for r in chosen),
-                 sum(r.failed_to_train for r in chosen), dict(where), seeds=[r.seed for r in trained],
+                 sum(r.failed_to_train for r in chosen), where, seeds=[r.seed for r in trained],
                  outcomes={r.seed: r.id in ids for r in chosen if r.id in ids or r.did_not_train},
                  n_censored=len(selected) - len(chosen))
 

@@ -3,6 +3,7 @@ watered-down depth (C6). They read the per-layer diagnostics of the depth sweep.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from normlab.config import set_value, validate_config
 from normlab.data import corpus_of
@@ -13,7 +14,7 @@ from normlab.study.claims.decisions import band, sign
 from normlab.study.claims.grouping import group, n_seeds, select
 from normlab.study.claims.prose import ci_text, fmt, pct
 from normlab.study.claims.statistics import Level, loglog_slope, mean_over_seeds, slope, spearman, t_interval
-from normlab.study.claims.stability import at_depth, cell, cell_label, cell_runs, depth_sweep, trains
+from normlab.study.claims.stability import CellClaim, at_depth, cell_label, depth_sweep, trains
 
 SQRT_BAND = (-0.75, -0.25)  # fitted exponent of Pre-LN's gradient vs L that counts as "like 1/sqrt(L)"
 # C2's "nearly uniform across layers": the fitted last/first block-gradient ratio within this factor either way.
@@ -63,14 +64,14 @@ def log_growth(values: list[float | None]) -> float | None:
     return None if s is None else s * (len(values) - 1)
 
 
-def profiles_figure(records, preset, schemes, key, title, ylabel, when="init", logy=False, claim_id: str = "",
-                    **where) -> Figure:
-    """One series per scheme and depth of the sweep, and the claim's depth cell (`cell`) where it has one."""
+def profiles_figure(records, preset, schemes, key, title, ylabel, when="init", logy=False,
+                    cell: tuple[int, dict] | None = None, **where) -> Figure:
+    """One series per scheme and depth of the sweep, and the claim's depth cell (`CellClaim.cell`) where it has
+    one."""
     fig = Figure(title, "layer", ylabel, logy=logy)
-    depth, extra = cell(preset, claim_id)
     cells = [(d, {}, f"L={d}") for d in preset.depths]
-    if extra:
-        cells.append((depth, extra, cell_label(depth, extra)))
+    if cell and cell[1]:
+        cells.append((cell[0], cell[1], cell_label(*cell)))
     for s in schemes:
         for d, cell_where, label in cells:
             y = profile(records, s, d, preset, key, when, **cell_where, **where)
@@ -94,16 +95,22 @@ class GradientsAtInitC2(Claim):
     WHERE: dict = {}  # the runs of the depth sweep: Xiong et al.'s init is the claim's recipe (`init`)
     RECIPES = ("xiong", "gpt2")  # measured at init under both, so the init pass judges its own recipe's models
 
+    @dataclass(frozen=True)
+    class Knobs(Claim.Knobs):
+        # the step-0 parts (Post-LN's growth, Pre-LN's uniformity) are measured at init, without training, over this
+        # many seeds from the preset's first: a step-0 quantity costs one forward and backward pass per seed
+        init_seeds: int = 100
+
     def runs(self, preset):
         return depth_sweep(preset, ("pre", "post"))
 
     def measure(self, preset):
-        """Step-0 per-block gradient norms of Pre-LN and Post-LN at the deepest depth, over `Preset.init_seeds`
+        """Step-0 per-block gradient norms of Pre-LN and Post-LN at the deepest depth, over the knob `init_seeds`
         seeds from the preset's first (no training: a model at init and its first batch), under both init
         recipes: the Post-LN-growth and Pre-LN-uniform parts are step-0 quantities, so they are judged on a
         hundred seeds, not on the 5 of the trained sweep."""
         deepest, first = max(preset.depths), min(preset.seeds)
-        seeds = list(range(first, first + preset.init_seeds))
+        seeds = list(range(first, first + self.knobs(preset).init_seeds))
         out: dict = {"depth": deepest, "seeds": seeds, "profiles": {},
                      "at": {k: preset.base.get(k) for k in ("model.block_size", "model.d_model")}}
         corpus = None
@@ -142,7 +149,7 @@ class GradientsAtInitC2(Claim):
                              "Pre-LN O(d√(ln d / L))) and Fig. 3 (per-layer gradient norms at init)",
                     "measured": "step-0 gradient (before clipping) of the last layer's FFN output weight W² vs L, "
                                 "fitted per seed over the trained sweep; per-block gradient norms at the deepest L "
-                                f"at init over {preset.init_seeds} seeds (no training)",
+                                f"at init over {self.knobs(preset).init_seeds} seeds (no training)",
                     "inv_sqrt_band": SQRT_BAND, "uniform_within": f"a factor of {UNIFORM:g} from the first block to "
                                                                   "the last (fitted), by equivalence (TOST)"}
         per_seed = {s: self._last_ffn_by_seed(records, preset, s) for s in ("pre", "post")}
@@ -196,7 +203,7 @@ class GradientsAtInitC2(Claim):
                    f"scale) and Pre-LN's {_x(pre_g)} ({pct(self.level.tost)} {ci_text(pre_tost, '+.2f')} against "
                    f"±{bound:.2f} for 'nearly uniform')")
         return self.make(None, "exponent p of Pre-LN's last-layer FFN gradient ∝ L^p", pre_p,
-                         n_seeds(select(records, False, model__n_layer=deepest, **self.WHERE)), settings, summary,
+                         n_seeds(select(records, False, n_layer=deepest, **self.WHERE)), settings, summary,
                          parts=parts, interval=pre_ci, test=parts[0].test, seeds=pre_seeds,
                          exponents=slopes, post_log_growth=post_g, pre_log_growth=pre_g, pre_max_min_ratio=pre_ratio,
                          last_ffn_grad_by_depth={s: {str(d): g for d, g in v.items()} for s, v in last.items()},
@@ -265,7 +272,7 @@ class BottomGradientsC3(Claim):
                     "rule": "holds when the interval of the fitted first/last ratio lies above 1, does not hold "
                             "when it lies below 1"}
         return self.make(verdict, "fitted first/last block gradient norm at step 0", ratio,
-                         n_seeds(select(records, False, model__scheme="pre", model__n_layer=deepest)), settings, summary,
+                         n_seeds(select(records, False, scheme="pre", n_layer=deepest)), settings, summary,
                          interval=interval, test=f"{test} (of the log ratio)", seeds=seeds,
                          trend_init=trend, trend_final=final_trend, profile_init=init, profile_final=final)
 
@@ -280,14 +287,14 @@ class BottomGradientsC3(Claim):
        paper="the claim as three source articles make it (a Q&A on norm placement; \"Is Pre-Norm perfect?\"; Su "
              "Jianlin, spaces.ac.cn/archives/9009); Xiong et al. 2020 (arXiv 2002.04745) Lemma 1 gives E‖x_l‖² ∝ l at "
              "init, i.e. ‖x_l‖ ∝ √l, so O(l) is the stronger claim")
-class ResidualGrowthC5(Claim):
+class ResidualGrowthC5(CellClaim):
     """In Pre-LN the residual stream grows with depth: ‖x_l‖ grows like O(l)."""
 
     def runs(self, preset):
-        return depth_sweep(preset, ("pre",)) + cell_runs(preset, self.id, ("pre",))
+        return depth_sweep(preset, ("pre",)) + self.cell_runs(preset, ("pre",))
 
     def verdict(self, records, measurement, preset):
-        deepest, where = cell(preset, self.id)
+        deepest, where = self.cell(preset, max(preset.depths))
         final = profile(records, "pre", deepest, preset, "residual_rms/block", when="final", **where)
         init = profile(records, "pre", deepest, preset, "residual_rms/block", **where)
         if not final:
@@ -319,32 +326,33 @@ class ResidualGrowthC5(Claim):
                             "does not hold when it excludes 1; inconclusive when it contains both",
                     "fitted": "from l ≥ 1: x_0 is the embedding, whose small RMS alone pulls the slope to ≈ 1"}
         return self.make(verdict, "exponent p of RMS(x_l) ∝ l^p for l ≥ 1, trained", p,
-                         n_seeds(select(records, False, model__scheme="pre", model__n_layer=deepest, **where)),
+                         n_seeds(select(records, False, scheme="pre", n_layer=deepest, **where)),
                          settings, summary,
                          interval=ci, test=test, seeds=seeds, exponent_init=p_init, exponent_init_ci95=ci_init,
                          exponent_by_seed={str(k): v for k, v in exponents.items()},
                          trend=spearman(*_from_layer_1(final)), profile_final=final, profile_init=init)
 
     def figures(self, records, measurement, preset):
+        at = self.cell(preset, max(preset.depths))
         return [profiles_figure(records, preset, ("pre", "post"), "residual_rms/block", "Residual-stream RMS, trained",
-                                "RMS(x_l)", when="final", logy=True, claim_id=self.id),
+                                "RMS(x_l)", when="final", logy=True, cell=at),
                 profiles_figure(records, preset, ("pre", "post"), "residual_rms/block", "Residual-stream RMS at init",
-                                "RMS(x_l)", logy=True, claim_id=self.id)]
+                                "RMS(x_l)", logy=True, cell=at)]
 
 
 @claim("C6", "Pre-LN's depth is watered down", sources="003, 004",
        paper="Su Jianlin's analysis of Pre-LN's effective depth (spaces.ac.cn/archives/9009, and the article \"Is "
              "Pre-Norm perfect?\"); Liu et al. 2020 (Admin, arXiv 2004.08249) §4.2 on Pre-LN's shallower dependency")
-class WateredDownDepthC6(Claim):
+class WateredDownDepthC6(CellClaim):
     """In Pre-LN deep layers contribute little: ‖F_l‖/‖x_l‖ falls with l, consecutive layers' inputs become nearly
     parallel, so an L-layer Pre-LN net behaves like a shallower one; Post-LN layers stay full weight.
     """
 
     def runs(self, preset):
-        return depth_sweep(preset, ("pre", "post")) + cell_runs(preset, self.id, ("pre",))
+        return depth_sweep(preset, ("pre", "post")) + self.cell_runs(preset, ("pre",))
 
     def verdict(self, records, measurement, preset):
-        deepest, where = cell(preset, self.id)
+        deepest, where = self.cell(preset, max(preset.depths))
         sweep_deepest = max(preset.depths)
         pre = profile(records, "pre", deepest, preset, "contribution_ratio/block", when="final", **where)
         post = profile(records, "post", sweep_deepest, preset, "contribution_ratio/block", when="final")
@@ -399,7 +407,7 @@ class WateredDownDepthC6(Claim):
                    + f"; effective depth (reported) Pre-LN {fmt(eff['pre'], '.2f')}·L at L={deepest}, "
                      f"Post-LN {fmt(eff['post'], '.2f')}·L at L={sweep_deepest}")
         return self.make(None, "Pre-LN fitted log change of the contribution ratio, first → last layer",
-                         contribution[0], n_seeds(select(records, False, model__n_layer=deepest, **where)),
+                         contribution[0], n_seeds(select(records, False, n_layer=deepest, **where)),
                          settings, summary,
                          parts=parts, interval=contribution[1], test=contribution[3], seeds=contribution[2],
                          effective_depth_fraction=eff, pre_contribution=pre, post_contribution=post,
@@ -407,7 +415,7 @@ class WateredDownDepthC6(Claim):
 
     def figures(self, records, measurement, preset):
         skip = Figure("Layer-skip ΔL (trained)", "layer", "ΔL when skipped (nats)", logy=False)
-        depth, where = cell(preset, self.id)
+        depth, where = self.cell(preset, max(preset.depths))
         cells = [(s, max(preset.depths), {}) for s in ("pre", "post")] + ([("pre", depth, where)] if where else [])
         for s, d, cell_where in cells:
             chosen = _skip_records(records, s, d, preset, **cell_where).values()
@@ -416,10 +424,10 @@ class WateredDownDepthC6(Claim):
                 skip.series.append(Series(f"{s}, {cell_label(d, cell_where)}", list(range(len(deltas))), deltas))
         return [profiles_figure(records, preset, ("pre", "post"), "contribution_ratio/block",
                                 "Contribution ratio ‖x_{l+1} − x_l‖/‖x_l‖, trained", "ratio", when="final", logy=True,
-                                claim_id=self.id),
+                                cell=(depth, where)),
                 profiles_figure(records, preset, ("pre", "post"), "angular_distance/block",
                                 "Angular distance between x_l and x_{l+1}, trained", "arccos(cos)/π", when="final",
-                                claim_id=self.id),
+                                cell=(depth, where)),
                 skip]
 
 
@@ -455,8 +463,8 @@ def _paired_trend(records, preset, depth: int, key: str = "contribution_ratio/bl
 
 def _budget(preset, where: dict) -> dict:
     """A depth cell's budget for a verdict's settings (the steps; the base's when the cell keeps them)."""
-    return {"steps": where.get("train__steps", preset.base["train.steps"]),
-            "depth_cell": {k.replace("__", "."): v for k, v in where.items()} if where else "the depth sweep's deepest"}
+    return {"steps": where.get("train.steps", preset.base["train.steps"]),
+            "depth_cell": dict(where) if where else "the depth sweep's deepest"}
 
 
 def _skip_records(records, scheme, depth, preset, **where) -> dict[int, object]:

@@ -56,18 +56,18 @@ def said(comparison: str, level: Level) -> str:
 
 
 # how a configuration's settings read: the scheme and norm by name, the rest as `L 4`, `lr 0.01`, `warmup 0`
-SETTING_NAMES = {"model__scheme": "", "model__norm": "", "model__n_layer": "L", "model__d_model": "d",
-                 "train__lr": "lr", "train__warmup_steps": "warmup", "train__steps": "steps"}
+SETTING_NAMES = {"model.scheme": "", "model.norm": "", "model.n_layer": "L", "model.d_model": "d",
+                 "train.lr": "lr", "train.warmup_steps": "warmup", "train.steps": "steps"}
 
 
 def setting_text(where: dict[str, Any]) -> str:
-    """`post · lr 0.01 · warmup 0 · L 4`: a group's configuration as a reader names it."""
+    """`post · lr 0.01 · warmup 0 · L 4`: a group's configuration (dotted keys) as a reader names it."""
     known = [k for k in SETTING_NAMES if k in where]
     parts = []
     for key in known + sorted(k for k in where if k not in SETTING_NAMES):
         value = where[key]
         text = f"{value:g}".replace("e-0", "e-").replace("e+0", "e") if isinstance(value, float) else str(value)
-        name = SETTING_NAMES.get(key, key.split("__")[-1].replace("_", " "))
+        name = SETTING_NAMES.get(key, key.split(".")[-1].replace("_", " "))
         parts.append(f"{name} {text}" if name else text)
     return " · ".join(parts)
 

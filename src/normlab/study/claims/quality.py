@@ -3,6 +3,7 @@ the final norm (C13), the LLaMA recipe (C15)."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from normlab.study.claims.decisions import compare, loss_interval, noninferior, 
 from normlab.study.claims.grouping import describe, failures, group, n_seeds, select
 from normlab.study.claims.prose import ci_text, fmt, loss_test, pct, said, sign_p, tost_test
 from normlab.study.claims.statistics import LOSS_MARGIN, Level, t_interval
-from normlab.study.claims.stability import cell, in_cell, lr_sweep, sweep_figure, trains
+from normlab.study.claims.stability import CellClaim, lr_sweep, sweep_figure, trains
 
 TIMING_SHAPES = [(4096, 768)]
 STEP_CONFIG = "nanogpt-cpu"  # the training step timed for C10 and C12 (normlab bench's config)
@@ -47,7 +48,7 @@ def _fixed(preset, **extra):
 
 
 def _at(preset):
-    return dict(train__lr=preset.lr_fixed, train__warmup_steps=preset.warmup, model__n_layer=preset.depth)
+    return {"train.lr": preset.lr_fixed, "train.warmup_steps": preset.warmup, "model.n_layer": preset.depth}
 
 
 SPREAD = "Mean over seeds ± one standard deviation, of the runs that trained; the axis fits the values."
@@ -68,23 +69,30 @@ FINETUNE_CORPUS = "paradise_lost"  # Milton, packaged: the transfer half of C7
 @claim("C7", "Tuned Post-LN ends better than Pre-LN", sources="000, 004",
        paper="Liu et al. 2020 (Admin, arXiv 2004.08249) §1 and Fig. 1: Post-LN, when it trains, ends better than "
              "Pre-LN; Su Jianlin (spaces.ac.cn/archives/9009) adds that it transfers and fine-tunes better")
-class PostLNCeilingC7(Claim):
+class PostLNCeilingC7(CellClaim):
     """Post-LN, once it trains (with warmup and tuning), reaches a better final result than Pre-LN of the same depth
     (and transfers/fine-tunes better).
     """
 
     gap = ("best-tuned Post-LN", " than Pre-LN")
 
+    @dataclass(frozen=True)
+    class Knobs(CellClaim.Knobs):
+        init_pass: bool = True  # its verdict flipped with the init in an audit
+        # the transfer half: each best-tuned run fine-tuned on the packaged Paradise Lost with these overrides
+        finetune: dict[str, Any] = field(default_factory=lambda: {"train.steps": 150, "train.lr": 3e-4,
+                                                                  "train.warmup_steps": 15})
+
     def runs(self, preset):
-        extra = preset.depth_cell if in_cell(preset, self.id) else {}
+        extra = self.cell_overrides(preset)
         return [{**r, **extra} for r in lr_sweep(preset, ("pre", "post")) if r["train.warmup_steps"]]
 
     def _at(self, preset, scheme, lr) -> dict[str, Any]:
-        """`select` keywords of one point of C7's sweep: a scheme at an lr, with warmup, at the base depth or in
-        the preset's depth cell (`Preset.depth_cell`, where C7 is among its `cell_claims`)."""
-        depth, where = cell(preset, self.id) if in_cell(preset, self.id) else (preset.depth, {})
-        return dict(model__scheme=scheme, train__lr=lr, train__warmup_steps=preset.warmup, model__n_layer=depth,
-                    **where)
+        """One point of C7's sweep (its run's keys): a scheme at an lr, with warmup, at the base depth or in the
+        preset's depth cell (`Preset.depth_cell`, where its knob `in_cell` puts C7)."""
+        depth, where = self.cell(preset, preset.depth)
+        return {"model.scheme": scheme, "train.lr": lr, "train.warmup_steps": preset.warmup, "model.n_layer": depth,
+                **where}
 
     def _best(self, records, preset) -> dict[str, tuple[float, Any] | None]:
         """Per scheme, the lr (with warmup) of the lowest mean val loss among lrs where it trains (`trains`)."""
@@ -103,14 +111,15 @@ class PostLNCeilingC7(Claim):
                 continue
             for r in select(records, **self._at(preset, s, chosen[0])):
                 if r.status == "completed":
-                    out.append((r, finetune_overrides(r, preset)))
+                    out.append((r, finetune_overrides(r, self.knobs(preset).finetune)))
         return out
 
     def verdict(self, records, measurement, preset):
         best = self._best(records, preset)
         at = self._at(preset, "pre", preset.lr_fixed)
-        settings = {"lrs": preset.lrs, "warmup_steps": preset.warmup, "n_layer": at["model__n_layer"],
-                    "steps": at.get("train__steps", preset.base["train.steps"]), "margin_nats": LOSS_MARGIN,
+        finetune = self.knobs(preset).finetune
+        settings = {"lrs": preset.lrs, "warmup_steps": preset.warmup, "n_layer": at["model.n_layer"],
+                    "steps": at.get("train.steps", preset.base["train.steps"]), "margin_nats": LOSS_MARGIN,
                     "selection": "per scheme, the lr with the lowest mean val loss among lrs where it trains (≥ "
                                  "80 % of seeds), same budget; a best lr at the grid's edge is not tuned",
                     "rule": f"holds when Post-LN is better by more than the margin ({pct(self.level.two_sided)} "
@@ -118,7 +127,7 @@ class PostLNCeilingC7(Claim):
                             "below 0); does "
                             f"not hold when the {pct(self.level.tost)} interval shows it cannot be better by more than "
                             "the margin",
-                    "fine_tune": {"corpus": FINETUNE_CORPUS, **preset.finetune}}
+                    "fine_tune": {"corpus": FINETUNE_CORPUS, **finetune}}
         if not best["pre"] or not best["post"]:
             return self.make(INCONCLUSIVE, "no converged runs", None, 0, settings,
                              "one scheme has no lr where it trains: nothing to compare")
@@ -147,14 +156,14 @@ class PostLNCeilingC7(Claim):
         summary = (f"best-tuned over lr {lrs} with warmup {preset.warmup}: Post-LN {best['post'][1].mean:.4f} "
                    f"(lr {best['post'][0]:g}) vs Pre-LN {best['pre'][1].mean:.4f} (lr {best['pre'][0]:g}): Post-LN "
                    f"against Pre-LN: {said(cmp, self.level)}; fine-tuned on {FINETUNE_CORPUS} "
-                   f"({preset.finetune.get('train.steps')} steps): Post-LN {_mean(ft['post'])} vs Pre-LN "
+                   f"({finetune.get('train.steps')} steps): Post-LN {_mean(ft['post'])} vs Pre-LN "
                    f"{_mean(ft['pre'])}, Post-LN against Pre-LN: {said(ft_cmp, self.level)}; val loss still fell "
                    + ", ".join(f"{s} {fmt(fell[s])}" for s in ("pre", "post"))
                    + " nats over the last quarter (reported: the comparison is at a matched budget)"
                    + (f"; best lr at the grid's edge for {', '.join(edge)}: not tuned, a wider grid would decide"
                       if edge else ""))
         return self.make(None, "best-tuned Post-LN − Pre-LN val loss (nats)", info.get("diff"),
-                         n_seeds(select(records, False, train__warmup_steps=preset.warmup)), settings, summary,
+                         n_seeds(select(records, False, warmup_steps=preset.warmup)), settings, summary,
                          parts=parts, interval=loss_interval(info), test=loss_test(info), seeds=info.get("seeds"),
                          comparison=info, best_lr={s: b[0] for s, b in best.items()},
                          last_quarter_drop=fell, lr_at_grid_edge=edge, finetune=ft_info, finetune_cmp=ft_cmp,
@@ -191,15 +200,15 @@ class PostLNCeilingC7(Claim):
                 fig.series.append(Series(f"{s} (lr {best[s][0]:g})", stages, [g.mean for g in gs],
                                          [g.sd for g in gs]))
         where = {k: v for k, v in self._at(preset, "pre", preset.lr_fixed).items()
-                 if k not in ("model__scheme", "train__lr", "train__warmup_steps")}
+                 if k not in ("model.scheme", "train.lr", "train.warmup_steps")}
         return [fig, sweep_figure(records, preset, ("pre", "post"), "Final val loss vs lr (C7 uses warmup)", **where)]
 
 
-def finetune_overrides(source, preset) -> dict[str, Any]:
-    """The fine-tune of a trained run: the packaged second corpus in the source's vocabulary, the preset's
-    fine-tuning budget, and no layer-skip ablation (the run's val loss is what C7 reads)."""
+def finetune_overrides(source, finetune: dict[str, Any]) -> dict[str, Any]:
+    """The fine-tune of a trained run: the packaged second corpus in the source's vocabulary, C7's fine-tuning
+    budget (its knob `finetune`), and no layer-skip ablation (the run's val loss is what C7 reads)."""
     return {"data.path": FINETUNE_CORPUS, "data.vocab_from": source.get("data.path") or DEFAULT_CORPUS,
-            "diagnostics.layer_skip": False, **preset.finetune}
+            "diagnostics.layer_skip": False, **finetune}
 
 
 def _mean(g) -> str:
@@ -213,6 +222,12 @@ class RMSNormC10(Claim):
     training are the figures quoted) and converges as well as LayerNorm.
     """
 
+    @dataclass(frozen=True)
+    class Knobs(Claim.Knobs):
+        rounds: bool = True  # a next round is 2 small runs a seed
+        init_pass: bool = True  # cheap: its 2 small runs again under the other init
+        repeats: int = 15  # interleaved repeats of each timed norm and step
+
     def reading(self, value):
         return f"RMSNorm's norm takes {value:.2f}× LayerNorm's time, forward + backward as the same formula"
 
@@ -220,13 +235,15 @@ class RMSNormC10(Claim):
         return [_fixed(preset, **{"model.scheme": "pre", "model.norm": n}) for n in ("layernorm", "rmsnorm")]
 
     def measure(self, preset):
-        norms = bench_norm_group(TIMING_SHAPES[0], "fp32", preset.timing_repeats, compile=True)
-        steps = bench_steps(rounds=preset.timing_repeats, configs=(STEP_CONFIG,), schemes=("pre",),
+        repeats = self.knobs(preset).repeats
+        norms = bench_norm_group(TIMING_SHAPES[0], "fp32", repeats, compile=True)
+        steps = bench_steps(rounds=repeats, configs=(STEP_CONFIG,), schemes=("pre",),
                             norms=("layernorm", "rmsnorm"), precisions=("fp32",), impls=tuple(STEP_ALGORITHMS.values()))
         return {"norm_timings": norms, "steps": steps}
 
     def verdict(self, records, measurement, preset):
-        ln, rms = (group(records, model__scheme="pre", model__norm=n, **_at(preset)) for n in ("layernorm", "rmsnorm"))
+        repeats = self.knobs(preset).repeats
+        ln, rms = (group(records, scheme="pre", norm=n, **_at(preset)) for n in ("layernorm", "rmsnorm"))
         ni, info = noninferior(rms, ln, self.level, sides=("RMSNorm", "LayerNorm"))
         if not measurement:
             return self.make(INCONCLUSIVE, "not measured", None, 0, {"norm_shape": TIMING_SHAPES[0]},
@@ -249,7 +266,7 @@ class RMSNormC10(Claim):
                     FAILS if decided["ci95"] and decided["ci95"][0] > 1 - SPEED_SAME else INCONCLUSIVE,
                     "RMSNorm / LayerNorm time of the norm's forward + backward",
                     decided and decided["ratio"], decided and decided["ci95"],
-                    f"paired by interleaved round: t interval of the per-round log ratio over {preset.timing_repeats} "
+                    f"paired by interleaved round: t interval of the per-round log ratio over {repeats} "
                     f"rounds, {pct(self.level.two_sided)}; holds below {1 - SPEED_SAME:g}", [],
                     ", ".join(f"{a} {r['ratio']:.2f}× {ci_text(r['ci95'], '.2f')}" for a, r in ratios.items()))
         converge = Part(f"RMSNorm converges as well as LayerNorm (within {LOSS_MARGIN:g} nats)",
@@ -268,14 +285,14 @@ class RMSNormC10(Claim):
                    + (f" (torch.nn's two modules, which are different kernels: {torch_ratio:.2f}×)" if torch_ratio else "")
                    + f"; final val loss RMSNorm − LayerNorm {info.get('diff', float('nan')):+.4f} "
                      f"({said(ni, self.level)})")
-        settings = {"norm_shape": TIMING_SHAPES[0], "dtype": "fp32", "rounds": preset.timing_repeats,
+        settings = {"norm_shape": TIMING_SHAPES[0], "dtype": "fp32", "rounds": repeats,
                     "norm_algorithms": NORM_ALGORITHMS, "step_algorithms": STEP_ALGORITHMS, "deciding": DECIDING,
                     "deciding_why": "Zhang & Sennrich time each normalizer written in its framework's own ops; the "
                                     "eager formulas are that comparison here, the others are reported beside it",
                     "step_config": f"normlab bench's {STEP_CONFIG}", "device": "cpu",
                     "threads": torch.get_num_threads(), "margin_nats": LOSS_MARGIN, "speed_same_band": SPEED_SAME}
         return self.make(None, f"RMSNorm / LayerNorm norm time ({DECIDING})", decided and decided["ratio"],
-                         n_seeds(select(records, False, model__norm="rmsnorm")), settings, summary,
+                         n_seeds(select(records, False, norm="rmsnorm")), settings, summary,
                          parts=[cost, converge], interval=decided and decided["ci95"], test=cost.test,
                          seeds=info.get("seeds"), norm_time_ratio=ratios, step_time_ratio=step_ratios,
                          torch_nn_ratio=torch_ratio, val_loss=info,
@@ -287,7 +304,7 @@ class RMSNormC10(Claim):
         timing = Figure(f"Norm forward+backward time, {TIMING_SHAPES[0]} fp32", "", "median time (ms)", kind="bar",
                         series=[Series("median", labels, [1000 * r["median_s"] for r in rows])])
         return [timing, loss_bars(records, preset, "Final val loss (Pre-LN)", {
-            n: dict(model__scheme="pre", model__norm=n, **_at(preset)) for n in ("layernorm", "rmsnorm")})]
+            n: {"model.scheme": "pre", "model.norm": n, **_at(preset)} for n in ("layernorm", "rmsnorm")})]
 
 
 @claim("C13", "A Pre-LN stack needs a final norm", sources="000, 002",
@@ -299,15 +316,20 @@ class FinalNormC13(Claim):
 
     gap = ("without its final norm the stack", "")
 
+    @dataclass(frozen=True)
+    class Knobs(Claim.Knobs):
+        rounds: bool = True  # a next round is 2 small runs a seed
+        init_pass: bool = True  # its verdict flipped with the init in an audit
+
     def runs(self, preset):
         # "with" is the default (final_norm unset), so it is the same run as C1's and C10's Pre-LN
         return [_fixed(preset, **{"model.scheme": "pre"}), _fixed(preset, **{"model.scheme": "pre", "model.final_norm": False})]
 
     def verdict(self, records, measurement, preset):
-        with_norm = group(records, model__scheme="pre", **_at(preset))
-        without = group(records, model__scheme="pre", model__final_norm=False, **_at(preset))
-        base = select(records, model__scheme="pre", **_at(preset)) + select(records, model__scheme="pre",
-                                                                             model__final_norm=False, **_at(preset))
+        with_norm = group(records, scheme="pre", **_at(preset))
+        without = group(records, scheme="pre", final_norm=False, **_at(preset))
+        base = select(records, scheme="pre", **_at(preset)) + select(records, scheme="pre", final_norm=False,
+                                                                      **_at(preset))
         # needed: without it the stack is worse; not needed: it is not worse by more than the margin
         needed = worse(without, with_norm, self.level, sides=("without final norm", "with final norm"))
         cmp, info, failed = needed.outcome, needed.info, needed.failed
@@ -327,9 +349,9 @@ class FinalNormC13(Claim):
                          without_final_norm=describe(without))
 
     def figures(self, records, measurement, preset):
-        at = dict(model__scheme="pre", **_at(preset))
+        at = {"model.scheme": "pre", **_at(preset)}
         return [loss_bars(records, preset, "Pre-LN with and without the final norm",
-                          {"final norm": at, "no final norm": dict(at, model__final_norm=False)})]
+                          {"final norm": at, "no final norm": {**at, "model.final_norm": False}})]
 
 
 @claim("C15", "The LLaMA recipe does at least as well as the classic one", sources="003",
@@ -345,12 +367,16 @@ class LlamaRecipeC15(Claim):
 
     gap = ("the LLaMA recipe", " than the classic one")
 
+    @dataclass(frozen=True)
+    class Knobs(Claim.Knobs):
+        rounds: bool = True  # a next round is 2 small runs a seed
+        init_pass: bool = True  # cheap: its 2 small runs again under the other init
+
     def runs(self, preset):
         return [_fixed(preset, **{"model.scheme": "pre", **r}) for r in self.RECIPES.values()]
 
     def _where(self, preset, recipe):
-        return {k.replace(".", "__"): v for k, v in self.RECIPES[recipe].items()} | dict(model__scheme="pre",
-                                                                                         **_at(preset))
+        return {**self.RECIPES[recipe], "model.scheme": "pre", **_at(preset)}
 
     def verdict(self, records, measurement, preset):
         llama, classic = (group(records, **self._where(preset, r)) for r in ("llama", "classic"))
@@ -366,7 +392,7 @@ class LlamaRecipeC15(Claim):
                    f"{'n/a' if speed_ratio is None else format(speed_ratio, '.2f')} (from the training runs, "
                    f"which shared the machine with other runs)")
         return self.make(as_well.verdict, "val loss LLaMA recipe − classic (nats)", info.get("diff"),
-                         n_seeds(select(records, False, model__mlp="swiglu")),
+                         n_seeds(select(records, False, mlp="swiglu")),
                          {**self.RECIPES, "margin_nats": LOSS_MARGIN,
                           "rule": f"at least as well: non-inferiority, the {pct(self.level.tost)} interval of LLaMA "
                                   "− classic below +margin; does not hold when it lies above +margin"},
