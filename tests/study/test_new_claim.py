@@ -49,12 +49,12 @@ def test_a_claim_registered_in_its_own_module_runs_in_a_study_and_its_report(tmp
     monkeypatch.setattr(CLAIMS, "_entries", {**CLAIMS._entries})  # the registry as it was, after the test
     as_c99(CausalMaskSizeC99)
     spec = load_study("quick", claims=["C99"], seeds=[0])
-    out = run_study(spec, tmp_path / "s", workers=1, batch=False)
+    out = run_study(spec, tmp_path / "s", workers=1, stack_runs=False)
     assert out.final and [v.id for v in out.verdicts] == ["C99"]
     assert sorted(["C99", "C16", "C9"], key=claim_number) == ["C9", "C16", "C99"]  # listed by number
-    from normlab import cli
+    from normlab.study.publish import publish
 
-    cli._render(tmp_path / "s")
+    publish(tmp_path / "s")
     doc = json.loads((tmp_path / "s" / "verdicts.json").read_text())
     c99 = next(v for v in doc["verdicts"] if v["id"] == "C99")
     assert c99["verdict"] == HOLDS and c99["parts"][0]["name"] == "the measurement is positive"

@@ -134,7 +134,7 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
     verdict = c1.verdict
     monkeypatch.setattr(c1, "verdict", lambda self, records, *a: seen.update(C1={r.seed for r in records})
                         or verdict(self, records, *a))
-    out = runner.run_study(make(), tmp_path / "s", workers=1, batch=False)
+    out = runner.run_study(make(), tmp_path / "s", workers=1, stack_runs=False)
     assert looked[:2] == ["measured", ("C13", 1)]  # one round: the second look is C13's last
     assert ("C13", 2) not in looked
     verdicts = {v.id: v for v in out.verdicts}
@@ -152,14 +152,14 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
     assert sorted(r.seed for r in shared) == [0, 1, 2]  # C1 judges this run at seeds 0 and 1 only
     assert registry.meta()["study"]["claim_seeds"] == {"C13": [0, 1, 2]}
     # the report rebuilds the same looks from the registry, and verdicts.json carries them
-    from normlab import cli
+    from normlab.study.publish import publish
 
-    cli._render(tmp_path / "s")
+    publish(tmp_path / "s")
     doc = {v["id"]: v for v in json.loads((tmp_path / "s" / "verdicts.json").read_text())["verdicts"]}
     assert doc["C13"]["look"]["look"] == 2 and doc["C13"]["look"]["n_seeds"] == 3 and doc["C1"]["look"] == {}
     again = spec_from_meta(registry.meta())
     assert again.seeds_of("C13") == [0, 1, 2] and again.look("C13") == (2, 2)
     # a rerun on the finished directory decides the same round and trains nothing
     looked.clear()
-    rerun = runner.run_study(make(), tmp_path / "s", workers=1, batch=False)
+    rerun = runner.run_study(make(), tmp_path / "s", workers=1, stack_runs=False)
     assert rerun.counts == out.counts and rerun.final and ("C13", 1) in looked and ("C13", 2) not in looked

@@ -202,19 +202,19 @@ def test_claim_group_takes_runs_of_one_shape_together(tmp_path):
 # (the default suite stays under 10 min on 2 cores; `make test-slow` runs it)
 @pytest.mark.slow
 def test_study_stacks_runs_of_one_shape_unless_told_not_to(tmp_path):
-    """C13's 4 runs are 2 shapes × 2 seeds: by default each shape trains as one stack of 2; --no-batch trains
+    """C13's 4 runs are 2 shapes × 2 seeds: by default each shape trains as one stack of 2; --no-stack-runs trains
     each alone; the verdict inputs agree to fp32 rounding."""
     finals = {}
-    for mode in ("--batch", "--no-batch"):
+    for mode in ("--stack-runs", "--no-stack-runs"):
         out = tmp_path / mode.strip("-")
         proc = subprocess.run(study_cmd(out, "--set", "train.steps=20", "--workers", "1", mode),
                               capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
         reg = Registry(out)
         sizes = [RunDir(reg.run_dir(r["id"])).read_meta().get("group", {}).get("size") for r in reg.rows()]
-        assert sizes == ([2, 2, 2, 2] if mode == "--batch" else [None] * 4)
+        assert sizes == ([2, 2, 2, 2] if mode == "--stack-runs" else [None] * 4)
         finals[mode] = [r.val_loss for r in reg.records()]
-    assert finals["--batch"] == pytest.approx(finals["--no-batch"], rel=1e-5)
+    assert finals["--stack-runs"] == pytest.approx(finals["--no-stack-runs"], rel=1e-5)
 
 
 # slow: the fragile mark is unit-tested in tests/study/test_verdicts.py
@@ -305,7 +305,7 @@ def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
     spec.preset.lrs, spec.preset.warmup = [1e-3, 1e-2], 2
     spec.preset.knobs = {**spec.preset.knobs, "C7": {"finetune": {"train.steps": 4, "train.lr": 3e-4,
                                                                    "train.warmup_steps": 1}}}
-    out = run_study(spec, tmp_path / "s", workers=1, batch=False)
+    out = run_study(spec, tmp_path / "s", workers=1, stack_runs=False)
     assert out.final and out.counts == {"completed": 2 * 2 * 2 + 2 * 2}  # 8 sweep runs, 2 schemes × 2 seeds tuned
     registry = Registry(tmp_path / "s")
     records = {r.id: r for r in registry.records()}
@@ -337,7 +337,7 @@ def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
     shutil.rmtree(registry.run_dir(redo))  # the test's own run: trained again from scratch below
     with sqlite3.connect(moved / "study.sqlite") as db:
         db.execute("UPDATE runs SET status = 'pending', result = NULL, attempts = 0 WHERE id = ?", (redo,))
-    again_out = run_study(again, moved, workers=1, batch=False)
+    again_out = run_study(again, moved, workers=1, stack_runs=False)
     assert again_out.final and again_out.counts == out.counts and not again_out.failed
     meta = json.loads((registry.run_dir(redo) / "run.json").read_text())
     assert meta["init_from"] == str(registry.run_dir(os.path.basename(tuned[0].get("train.init_from"))).resolve())
