@@ -1,5 +1,5 @@
 """Would stopping a run that is still on the unigram plateau part-way through lose runs that go on to train?
-Read from a finished study's registry (nothing is re-run): for each fraction of the budget, the runs whose first
+Read from a finished study's ledger (nothing is re-run): for each fraction of the budget, the runs whose first
 val eval at or after it was still within `train.untrained_margin` of the plateau, and how many of those ended
 trained.
 
@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from normlab.study.registry import Registry
+from normlab.study.ledger import Ledger
 
 FRACTIONS = (1 / 3, 1 / 2, 2 / 3)
 
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plateau", type=float, default=3.3473)
     ap.add_argument("--margin", type=float, default=0.1)
     args = ap.parse_args(argv)
-    records = [r for r in Registry(args.study).records() if r.status in ("completed", "failed_to_train")]
+    records = [r for r in Ledger(args.study).records() if r.status in ("completed", "failed_to_train")]
     stopped = [r for r in records if r.val_curve and r.val_curve[-1][0] < r.get("train.steps")]
     records = [r for r in records if r not in stopped]
     print(f"{args.study}: {len(records)} runs trained to the end, {sum(r.failed_to_train for r in records)} of them "

@@ -7,7 +7,7 @@ failure nor a loss in any verdict, since whether it would have trained is unknow
 such run's directory is copied to STUDY/plateau_validation/<id> (the study's own run is left as it is), its
 config's `train.plateau_stop` set to 0, and the run resumed from the checkpoint the stop wrote, to its full
 budget, bit for bit as the uninterrupted run would have gone on. STUDY/plateau_validation.json then holds each
-run's outcome at its budget, and the study's registry reads it (`study/validation.py`): a run that stayed on the
+run's outcome at its budget, and the study's ledger reads it (`study/validation.py`): a run that stayed on the
 plateau failed to train, one that left it trained, with the val loss it reached (`normlab report STUDY` judges
 again with them). Copy the JSON beside the study's committed verdicts.json: the README's tables rest on it.
 """
@@ -53,17 +53,17 @@ def continue_run(source: str, target: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from normlab.study.registry import Registry
+    from normlab.study.ledger import Ledger
     from normlab.study.validation import VALIDATION
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("study", type=Path)
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args(argv)
-    registry = Registry(args.study)
-    stopped = [r for r in registry.records() if r.censored]
+    ledger = Ledger(args.study)
+    stopped = [r for r in ledger.records() if r.censored]
     out = args.study / "plateau_validation"
-    jobs = {r.id: (str(registry.run_dir(r.id)), str(out / r.id)) for r in stopped}
+    jobs = {r.id: (str(ledger.run_dir(r.id)), str(out / r.id)) for r in stopped}
     print(f"{len(jobs)} runs the plateau stop ended: continuing each to its budget")
     with ProcessPoolExecutor(args.workers) as pool:
         futures = {rid: pool.submit(continue_run, *paths) for rid, paths in jobs.items()}

@@ -1,5 +1,5 @@
 """What a study's verdicts cost: wall time per claim, per cell and per decisive verdict, read from a study's
-registry (the runs' own measured training times; nothing is re-run).
+ledger (the runs' own measured training times; nothing is re-run).
 
     python benchmarks/study_cost.py normlab-study [--json out.json]
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from normlab.study.claims import CLAIMS, FAILS, HOLDS
 from normlab.study.records import flatten
-from normlab.study.registry import Registry
+from normlab.study.ledger import Ledger
 from normlab.study.runner import compute_verdicts, study_ids
 from normlab.study.design import outcome_counts
 from normlab.study.spec import FACTORS, INIT_KEY, factor_overrides, spec_from_meta
@@ -74,13 +74,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--record", action="store_true", help="write the study's wall time into the preset's measured "
                     "cost (src/normlab/study/measured_cost.json), which its description quotes")
     args = ap.parse_args(argv)
-    registry = Registry(args.study)
-    meta = registry.meta()
+    ledger = Ledger(args.study)
+    meta = ledger.meta()
     spec = spec_from_meta(meta)
-    ids = study_ids(spec, registry, meta["study"]["run_ids"])
-    records = {r.id: r for r in registry.records(set(ids))}
-    configs = dict(registry.configs())
-    rows = [r for r in registry.rows() if r["id"] in set(ids)]
+    ids = study_ids(spec, ledger, meta["study"]["run_ids"])
+    records = {r.id: r for r in ledger.records(set(ids))}
+    configs = dict(ledger.configs())
+    rows = [r for r in ledger.rows() if r["id"] in set(ids)]
     started, finished = [r["started"] for r in rows if r["started"]], [r["finished"] for r in rows if r["finished"]]
     wall = max(finished) - min(started) if started and finished else 0.0
     by_claim = claim_runs(spec, set(records), configs)
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             owners[rid] += 1
     elapsed = {rid: r.elapsed_s or 0.0 for rid, r in records.items()}
     train_s = sum(elapsed.values())
-    verdicts = {v.id: v for v in compute_verdicts(spec, registry, ids)[0]}
+    verdicts = {v.id: v for v in compute_verdicts(spec, ledger, ids)[0]}
     claims = []
     for claim_id, mine in by_claim.items():
         alone = sum(elapsed[r] for r in mine)

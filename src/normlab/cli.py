@@ -285,7 +285,7 @@ def study(
     \b
     Exit codes:
     0 final report: every run completed or diverged;
-    2 bad input: the study, or an OUT/study.sqlite that is not a study registry;
+    2 bad input: the study, or an OUT/study.sqlite that is not a study ledger;
     4 final report, but runs failed (listed, with their reasons);
     5 partial report (wins over 4): runs left to train or retry; run again.
     """
@@ -305,7 +305,7 @@ def study(
         outcome = _run_with_bar(spec, out, workers, stack_runs, executor.value, address, tensorboard)
     except KeyboardInterrupt:
         _study_interrupted(out)
-    except ConfigError as e:  # OUT's study.sqlite is not a study registry; an executor that cannot start
+    except ConfigError as e:  # OUT's study.sqlite is not a study ledger; an executor that cannot start
         fail(str(e))
     try:
         from normlab.study.publish import publish
@@ -313,10 +313,10 @@ def study(
         if tensorboard:  # runs trained before the flag was given (or shipped to Ray nodes) get theirs now
             from normlab.study.tensorboard import write_events
             write_events(out)
-        # the state as the registry has it now, so the report and the terminal never disagree; verdicts the study
+        # the state as the ledger has it now, so the report and the terminal never disagree; verdicts the study
         # judged final are not judged again
         paths, verdicts, status = publish(out, (outcome.verdicts, outcome.figures) if outcome.final else None, spec)
-    except ConfigError as e:  # OUT's study.sqlite is not a study registry
+    except ConfigError as e:  # OUT's study.sqlite is not a study ledger
         fail(str(e))
     _print_verdicts(verdicts, status.describe())
     _print_failed(status.failed)
@@ -327,7 +327,7 @@ def study(
 
 def _run_with_bar(spec, out: Path, workers: Optional[int], stack_runs: Optional[bool], executor: str = "local",
                   address: Optional[str] = None, tensorboard: bool = False):
-    from normlab.study.registry import Registry
+    from normlab.study.ledger import Ledger
     from normlab.study.runner import active_runs, run_study
 
     live = console.is_terminal  # a terminal: a bar, and a line per active run; a log file: a line now and then
@@ -342,10 +342,10 @@ def _run_with_bar(spec, out: Path, workers: Optional[int], stack_runs: Optional[
             status = "  ".join(f"{k} {v}" for k, v in sorted(counts.items()))
             bar.update(task, total=total, completed=done, status=status)
             if live:
-                _sync_run_lines(bar, lines, active_runs(Registry(out)))
+                _sync_run_lines(bar, lines, active_runs(Ledger(out)))
             elif time.monotonic() - printed[0] >= PRINT_EVERY_S or (done >= total and done != printed[1]):
                 printed[0], printed[1] = time.monotonic(), done
-                active = active_runs(Registry(out))  # read only when a line is printed
+                active = active_runs(Ledger(out))  # read only when a line is printed
                 console.print(f"study {100 * done / max(total, 1e-12):.0f}% ({status})"
                               + "".join(f"\n  {run.describe()}" for run in active), highlight=False)
 
@@ -370,10 +370,10 @@ def _sync_run_lines(bar: Progress, lines: dict, active: list) -> None:
 
 def _study_interrupted(out: Path) -> None:
     """Ctrl-C: the workers have stopped and handed their runs back; one line, no traceback, exit 130."""
-    from normlab.study.registry import Registry
+    from normlab.study.ledger import Ledger
 
     try:
-        done, total = Registry(out).progress()
+        done, total = Ledger(out).progress()
         where = f": {done} of {total} runs settled"
     except ConfigError:
         where = ""
@@ -391,7 +391,7 @@ def _study_exit_code(status) -> int:
 
 @app.command()
 def report(out: Path = typer.Argument(Path("normlab-study"), metavar="OUT", help="A study directory.")) -> None:
-    """Re-render a study's report from its registry, without re-running anything.
+    """Re-render a study's report from its ledger, without re-running anything.
 
     A study not yet finished gets a report that says "partial" (exit 0: it was written).
     Exit 2 if OUT is not a study directory.
@@ -402,7 +402,7 @@ def report(out: Path = typer.Argument(Path("normlab-study"), metavar="OUT", help
 
     try:
         paths, _, status = publish(out)
-    except ConfigError as e:  # study.sqlite is not a registry, or holds no study
+    except ConfigError as e:  # study.sqlite is not a ledger, or holds no study
         fail(str(e))
     _print_failed(status.failed)
     console.print(f"{status.describe()} → {paths['html']}, {paths['markdown']}, {paths['json']}", highlight=False)

@@ -176,7 +176,7 @@ class RunConfig(BaseModel):
 
 
 def config_hash(data: dict[str, Any]) -> str:
-    """`RunConfig.hash` of a config already resolved to its dict (`to_dict`, as a study's registry stores it), so
+    """`RunConfig.hash` of a config already resolved to its dict (`to_dict`, as a study's ledger stores it), so
     that an id is recomputed without validating the config again."""
     data = {section: dict(values) if isinstance(values, dict) else values for section, values in data.items()}
     for dotted, value in HASH_NEUTRAL.items():

@@ -1,5 +1,5 @@
-"""A study's report, pinned: `normlab report` on a fixed registry must write the same report.html, report.md and
-verdicts.json as when the golden files were made. The registry is synthetic (every run's record is a function of
+"""A study's report, pinned: `normlab report` on a fixed ledger must write the same report.html, report.md and
+verdicts.json as when the golden files were made. The ledger is synthetic (every run's record is a function of
 its config and seed, the timestamps fixed), so the report is a pure function of it; the embedded PNGs are left
 out of the comparison (matplotlib versions differ in their bytes), the figures' data are not.
 
@@ -56,17 +56,17 @@ def _record(rid: str, config: dict, seed: int):
 def build_registry(out: Path) -> None:
     """The study of `CLAIMS` at the quick preset with 3 seeds, each run finished with `_record`."""
     from normlab.study.claims import CLAIMS as REGISTRY
-    from normlab.study.registry import Registry
+    from normlab.study.ledger import Ledger
     from normlab.study.runner import describe
     from normlab.study.spec import load_study
 
     spec = load_study("quick", claims=CLAIMS, seeds=[0, 1, 2], init_pass=True)
     runs = spec.expand(REGISTRY)
-    registry = Registry(out)
-    registry.add_runs([(r.id, r.config.to_dict()) for r in runs])
-    registry.set_meta("study", describe(spec, [r.id for r in runs]))
+    ledger = Ledger(out)
+    ledger.add_runs([(r.id, r.config.to_dict()) for r in runs])
+    ledger.set_meta("study", describe(spec, [r.id for r in runs]))
     for r in runs:
-        registry.finish(r.id, _record(r.id, r.config.to_dict(), r.config.train.seed))
+        ledger.finish(r.id, _record(r.id, r.config.to_dict(), r.config.train.seed))
     with sqlite3.connect(out / "study.sqlite") as db:  # fixed times: the report's wall time is part of the page
         db.execute("UPDATE runs SET started = 1000.0, finished = 1600.0")
 

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from normlab.study.registry import Registry, pid_alive
+from normlab.study.ledger import Ledger, pid_alive
 from normlab.train import RunDir
 from tests.study.test_study import study_cmd, wait_until
 
@@ -18,7 +18,7 @@ STEPS = ("--set", "train.steps=300", "--workers", "1")
 
 def _evaluations(out) -> dict[str, list]:
     """Each run's (step, val loss) at every evaluation, and its final status."""
-    reg = Registry(out)
+    reg = Ledger(out)
     return {r["id"]: ([(m["step"], m["val_loss"]) for m in RunDir(reg.run_dir(r["id"])).metrics() if "val_loss" in m],
                       r["status"]) for r in reg.rows()}
 
@@ -28,11 +28,11 @@ def _verdicts(out) -> list[tuple]:
 
 
 def _logged(out) -> int:
-    """Metric rows written so far over every run (0 before the registry exists)."""
+    """Metric rows written so far over every run (0 before the ledger exists)."""
     try:
-        reg = Registry(out)
+        reg = Ledger(out)
         return sum(len(RunDir(reg.run_dir(r["id"])).metrics()) for r in reg.rows())
-    except Exception:  # the study is still creating its registry or a run directory
+    except Exception:  # the study is still creating its ledger or a run directory
         return 0
 
 
@@ -43,10 +43,10 @@ def _kill_while_training(out, past: int) -> int:
 
     def training():
         assert proc.poll() is None, proc.stderr.read().decode()
-        return _logged(out) > past and any(r["status"] == "running" for r in Registry(out).rows())
+        return _logged(out) > past and any(r["status"] == "running" for r in Ledger(out).rows())
 
     wait_until(training)
-    owners = [r["owner_pid"] for r in Registry(out).rows() if r["status"] == "running"]
+    owners = [r["owner_pid"] for r in Ledger(out).rows() if r["status"] == "running"]
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     wait_until(lambda: not any(pid_alive(p) for p in owners), timeout=30)  # its workers died with it
@@ -62,10 +62,10 @@ def test_a_study_killed_twice_and_resumed_matches_one_never_interrupted(tmp_path
     first = _kill_while_training(out, 0)
     second = _kill_while_training(out, first + 5)  # later: its first run resumed, or further runs begun
     assert second > first
-    assert Registry(out).counts().get("completed", 0) < 4  # the kills left work to do
+    assert Ledger(out).counts().get("completed", 0) < 4  # the kills left work to do
     resumed = subprocess.run(study_cmd(out, *STEPS), capture_output=True, text=True, timeout=900)
     assert resumed.returncode == 0, resumed.stderr
 
     assert _evaluations(out) == _evaluations(tmp_path / "clean")
     assert _verdicts(out) == _verdicts(tmp_path / "clean")
-    assert max(r["attempts"] for r in Registry(out).rows()) >= 2  # a run was killed and taken up again
+    assert max(r["attempts"] for r in Ledger(out).rows()) >= 2  # a run was killed and taken up again

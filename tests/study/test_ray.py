@@ -24,7 +24,7 @@ ray = pytest.importorskip("ray")
 
 from normlab.rundir.checkpoint import NEWEST  # noqa: E402
 from normlab.study import ray_executor  # noqa: E402
-from normlab.study.registry import Registry  # noqa: E402
+from normlab.study.ledger import Ledger  # noqa: E402
 from normlab.study.runner import run_study  # noqa: E402
 from normlab.study.spec import load_study  # noqa: E402
 from normlab.train import RunDir  # noqa: E402
@@ -89,10 +89,10 @@ def _wait_for(ready, what: str, timeout: float = 90) -> None:
 
 def _curves(study_dir: Path) -> dict[str, tuple]:
     """Per run: status, final val loss, and every logged loss (train and val) by step."""
-    registry = Registry(study_dir)
+    ledger = Ledger(study_dir)
     out = {}
-    for record in registry.records():
-        rows = RunDir(registry.run_dir(record.id)).metrics()
+    for record in ledger.records():
+        rows = RunDir(ledger.run_dir(record.id)).metrics()
         out[record.id] = (record.status, record.val_loss,
                           [(r["step"], r.get("train_loss"), r.get("val_loss")) for r in rows])
     return out
@@ -148,11 +148,11 @@ def test_a_study_on_ray_survives_a_killed_worker_and_matches_the_local_executor(
     assert killed, f"no Ray training worker was found to kill; the study said:\n{output}"
     assert study.returncode == 0, output
     assert "every node sees the study directory: runs train in place" in output
-    registry = Registry(out)
-    rows = registry.rows()
+    ledger = Ledger(out)
+    rows = ledger.rows()
     assert {r["status"] for r in rows} <= {"completed", "failed_to_train"} and len(rows) == 4  # all trained to the end
-    assert all(r["attempts"] == 1 for r in rows)  # Ray retried the task; the registry claimed each run once
-    resumed = [json.loads((registry.run_dir(r["id"]) / "run.json").read_text())["resumed_from_step"] for r in rows]
+    assert all(r["attempts"] == 1 for r in rows)  # Ray retried the task; the ledger claimed each run once
+    resumed = [json.loads((ledger.run_dir(r["id"]) / "run.json").read_text())["resumed_from_step"] for r in rows]
     assert any(step for step in resumed), "no run resumed from a checkpoint after its worker was killed"
     # the resumed curves are the uninterrupted ones (1 thread in both executors): nothing lost, nothing twice
     assert _curves(out) == local_study
@@ -175,7 +175,7 @@ def test_run_directories_are_shipped_when_a_node_does_not_see_the_study(cluster,
     assert outcome.final and sum(outcome.counts.values()) == 4 and not outcome.failed
     assert "run directories are shipped to and from the tasks" in said[0]
     assert _curves(out) == local_study
-    run = Registry(out).run_dir(next(iter(local_study)))
+    run = Ledger(out).run_dir(next(iter(local_study)))
     assert (run / "config.toml").is_file() and list(run.glob("checkpoint*"))
     assert not (run / ".lock").exists()  # the task's lock stayed in its temporary directory
 
@@ -242,25 +242,25 @@ def test_a_shipped_fine_tune_trains_in_place_on_the_drivers_node(cluster, tmp_pa
     from normlab.config import load_config
     from normlab.train.loop import train
 
-    registry = Registry(tmp_path / "study")
+    ledger = Ledger(tmp_path / "study")
     short = [item for item in TINY if not item.startswith("train.steps")] + ["train.steps=20"]
     source = tmp_path / "source"
     train(load_config(None, short), str(source))
     tune = load_config(None, short + [f'train.init_from="{source}"', 'data.path="paradise_lost"',
                                       'data.vocab_from="tinyshakespeare"'])
     plain = load_config(None, short + ["train.seed=7"])
-    registry.add_runs([(tune.hash(), tune.to_dict()), (plain.hash(), plain.to_dict())])
+    ledger.add_runs([(tune.hash(), tune.to_dict()), (plain.hash(), plain.to_dict())])
     monkeypatch.setattr(ray_executor, "nodes_seeing", lambda ray_, study_dir: ([], ["a", "b"]))
     ray_executor.connect(cluster)
     try:
-        ray_executor.train_all_ray(registry, [tune.hash(), plain.hash()], {tune.hash(): 1.0, plain.hash(): 1.0},
+        ray_executor.train_all_ray(ledger, [tune.hash(), plain.hash()], {tune.hash(): 1.0, plain.hash(): 1.0},
                                    threads=1, progress=None, stack_runs=False, address=cluster, say=lambda line: None)
     finally:
         ray.shutdown()
-    assert {r["status"] for r in registry.rows()} <= {"completed", "failed_to_train"}
-    assert (registry.run_dir(tune.hash()) / ".lock").exists()  # trained in place, on the driver's node
-    assert not (registry.run_dir(plain.hash()) / ".lock").exists()  # shipped out and back
-    assert json.loads((registry.run_dir(tune.hash()) / "run.json").read_text())["init_from"] == str(source)
+    assert {r["status"] for r in ledger.rows()} <= {"completed", "failed_to_train"}
+    assert (ledger.run_dir(tune.hash()) / ".lock").exists()  # trained in place, on the driver's node
+    assert not (ledger.run_dir(plain.hash()) / ".lock").exists()  # shipped out and back
+    assert json.loads((ledger.run_dir(tune.hash()) / "run.json").read_text())["init_from"] == str(source)
 
 
 # slow: a two-node Ray cluster (~110 s with its start)
@@ -274,13 +274,13 @@ def test_a_relative_data_path_means_what_it_meant_to_the_driver(cluster, tmp_pat
     (tmp_path / "corpus.txt").write_text("to be or not to be, that is the question. " * 400)
     short = [item for item in TINY if not item.startswith("train.steps")] + ["train.steps=20"]
     config = load_config(None, short + ['data.path="corpus.txt"'])
-    registry = Registry(tmp_path / "study")
-    registry.add_runs([(config.hash(), config.to_dict())])
+    ledger = Ledger(tmp_path / "study")
+    ledger.add_runs([(config.hash(), config.to_dict())])
     ray_executor.connect(cluster)
     try:
-        ray_executor.train_all_ray(registry, [config.hash()], {config.hash(): 1.0}, threads=1, progress=None,
+        ray_executor.train_all_ray(ledger, [config.hash()], {config.hash(): 1.0}, threads=1, progress=None,
                                    stack_runs=False, address=cluster, say=lambda line: None)
     finally:
         ray.shutdown()
-    (row,) = registry.rows()
+    (row,) = ledger.rows()
     assert row["status"] in ("completed", "failed_to_train"), row

@@ -113,7 +113,7 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
     """C13 on a schedule of looks at 2 and 3 seeds, made undecided at its first look; C1 (one look) shares
     C13's baseline run (Pre-LN with the final norm at the fixed lr with warmup)."""
     from normlab.study import runner
-    from normlab.study.registry import Registry
+    from normlab.study.ledger import Ledger
     from normlab.study.spec import spec_from_meta
 
     def make():
@@ -143,21 +143,21 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
     assert verdicts["C13"].seeds == [0, 1, 2] or verdicts["C13"].verdict == INCONCLUSIVE
     assert verdicts["C1"].look == {} and set(verdicts["C1"].seeds) <= {0, 1}
     assert seen["C1"] == {0, 1}  # C1 is never shown the seed C13's round added to the run they share
-    registry = Registry(tmp_path / "s")
-    records = registry.records()
+    ledger = Ledger(tmp_path / "s")
+    records = ledger.records()
     at_seed_2 = [r.get("model.final_norm") for r in records if r.seed == 2]
     assert len(at_seed_2) == 2 and set(at_seed_2) == {None, False}  # C13's two runs, nothing of C1's
     shared = [r for r in records if r.get("model.scheme") == "pre" and r.get("train.warmup_steps") == 2
               and r.get("model.final_norm") is None and r.get("train.lr") == PRESETS["quick"].lr_fixed]
     assert sorted(r.seed for r in shared) == [0, 1, 2]  # C1 judges this run at seeds 0 and 1 only
-    assert registry.meta()["study"]["claim_seeds"] == {"C13": [0, 1, 2]}
-    # the report rebuilds the same looks from the registry, and verdicts.json carries them
+    assert ledger.meta()["study"]["claim_seeds"] == {"C13": [0, 1, 2]}
+    # the report rebuilds the same looks from the ledger, and verdicts.json carries them
     from normlab.study.publish import publish
 
     publish(tmp_path / "s")
     doc = {v["id"]: v for v in json.loads((tmp_path / "s" / "verdicts.json").read_text())["verdicts"]}
     assert doc["C13"]["look"]["look"] == 2 and doc["C13"]["look"]["n_seeds"] == 3 and doc["C1"]["look"] == {}
-    again = spec_from_meta(registry.meta())
+    again = spec_from_meta(ledger.meta())
     assert again.seeds_of("C13") == [0, 1, 2] and again.look("C13") == (2, 2)
     # a rerun on the finished directory decides the same round and trains nothing
     looked.clear()

@@ -1,4 +1,4 @@
-"""Studies end to end: expansion, the registry, SIGKILL and resume, two processes on one directory."""
+"""Studies end to end: expansion, the ledger, SIGKILL and resume, two processes on one directory."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,7 +14,7 @@ import pytest
 
 from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS
-from normlab.study.registry import Registry, pid_alive
+from normlab.study.ledger import Ledger, pid_alive
 from normlab.study.spec import PRESETS, build_config, load_study, spec_from_meta, stored_preset
 from normlab.train import RunDir
 
@@ -73,12 +73,12 @@ def test_user_study_file_adds_axes(tmp_path):
 
 
 def test_registry_claims_each_run_once(tmp_path):
-    reg = Registry(tmp_path)
+    reg = Ledger(tmp_path)
     assert reg.add_runs([("a", {"x": 1}), ("b", {"x": 2})]) == 2
     assert reg.add_runs([("a", {"x": 1})]) == 0
     first, second = reg.claim_next(os.getpid()), reg.claim_next(os.getpid())
     assert {first[0], second[0]} == {"a", "b"} and reg.claim_next(os.getpid()) is None
-    reg2 = Registry(tmp_path)
+    reg2 = Ledger(tmp_path)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     with reg2._tx() as db:  # a run whose owner died is taken over
@@ -97,7 +97,7 @@ def wait_until(predicate, timeout=240.0):
 
 
 def assert_complete_and_unduplicated(out, n_runs):
-    reg = Registry(out)
+    reg = Ledger(out)
     rows = reg.rows()
     assert len(rows) == n_runs and all(r["status"] in ("completed", "failed_to_train") for r in rows), rows
     for row in rows:
@@ -122,29 +122,29 @@ def test_sigkill_study_then_resume_loses_and_duplicates_nothing(tmp_path):
         if not reg_path.is_file():
             return False
         try:
-            counts = Registry(out).counts()
+            counts = Ledger(out).counts()
         except Exception:
             return False
         return counts.get("completed", 0) >= 1 and counts.get("running", 0) >= 1
 
     wait_until(one_done_one_running)
-    owners = [r["owner_pid"] for r in Registry(out).rows() if r["status"] == "running"]
+    owners = [r["owner_pid"] for r in Ledger(out).rows() if r["status"] == "running"]
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     wait_until(lambda: not any(pid_alive(p) for p in owners), timeout=30)  # the workers died with it
-    before = Registry(out).counts()
+    before = Ledger(out).counts()
     assert before.get("completed", 0) < 4
-    interrupted = [r["id"] for r in Registry(out).rows() if r["status"] == "running"]
+    interrupted = [r["id"] for r in Ledger(out).rows() if r["status"] == "running"]
     # runs killed mid-training (a run that had finished training but was not yet recorded is only recorded)
-    with_checkpoint = [i for i in interrupted if (Registry(out).run_dir(i) / "checkpoint.pt").is_file()
-                       and RunDir(Registry(out).run_dir(i)).read_status()["status"] == "running"]
+    with_checkpoint = [i for i in interrupted if (Ledger(out).run_dir(i) / "checkpoint.pt").is_file()
+                       and RunDir(Ledger(out).run_dir(i)).read_status()["status"] == "running"]
 
     resumed = subprocess.run(study_cmd(out, "--set", "train.steps=300"), capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
     rows = assert_complete_and_unduplicated(out, 4)
     assert interrupted and all(r["attempts"] == 2 for r in rows if r["id"] in interrupted)
     for run_id in with_checkpoint:  # continued from their checkpoints, not from scratch
-        assert RunDir(Registry(out).run_dir(run_id)).read_meta()["resumed_from_step"] is not None
+        assert RunDir(Ledger(out).run_dir(run_id)).read_meta()["resumed_from_step"] is not None
 
 
 @pytest.mark.usefixtures("ctrl_c_reaches_children")
@@ -156,23 +156,23 @@ def test_ctrl_c_stops_a_study_without_a_traceback_and_hands_its_runs_back(tmp_pa
     def training():
         assert proc.poll() is None, proc.stderr.read()
         try:
-            return any(RunDir(Registry(out).run_dir(r["id"])).metrics() for r in Registry(out).rows()
+            return any(RunDir(Ledger(out).run_dir(r["id"])).metrics() for r in Ledger(out).rows()
                        if r["status"] == "running")
         except Exception:
             return False
 
     wait_until(training)
-    owners = [r["owner_pid"] for r in Registry(out).rows() if r["status"] == "running"]
+    owners = [r["owner_pid"] for r in Ledger(out).rows() if r["status"] == "running"]
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole process group
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stdout + stderr and "KeyboardInterrupt" not in stdout + stderr
     assert "interrupted: 0 of 4 runs settled; run the same command again to resume" in stderr
     wait_until(lambda: not any(pid_alive(p) for p in owners), timeout=30)
-    rows = Registry(out).rows()
+    rows = Ledger(out).rows()
     assert {r["status"] for r in rows} == {"pending"} and all(r["attempts"] == 0 for r in rows)  # handed back
-    statuses = {RunDir(Registry(out).run_dir(r["id"])).read_status()["status"] for r in rows
-                if (Registry(out).run_dir(r["id"]) / "status.json").is_file()}
+    statuses = {RunDir(Ledger(out).run_dir(r["id"])).read_status()["status"] for r in rows
+                if (Ledger(out).run_dir(r["id"]) / "status.json").is_file()}
     assert statuses == {"interrupted"}
 
 
@@ -188,7 +188,7 @@ def test_two_study_processes_on_one_directory(tmp_path):
 
 
 def test_claim_group_takes_runs_of_one_shape_together(tmp_path):
-    reg = Registry(tmp_path)
+    reg = Ledger(tmp_path)
     reg.add_runs([("a1", {"k": "a"}), ("b1", {"k": "b"}), ("a2", {"k": "a"}), ("a3", {"k": "a"})])
     first = reg.claim_group(os.getpid(), group_of=lambda c: c["k"], limit_of=lambda c: 2)
     assert [rid for rid, _ in first] == ["a1", "a2"]
@@ -210,7 +210,7 @@ def test_study_stacks_runs_of_one_shape_unless_told_not_to(tmp_path):
         proc = subprocess.run(study_cmd(out, "--set", "train.steps=20", "--workers", "1", mode),
                               capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
-        reg = Registry(out)
+        reg = Ledger(out)
         sizes = [RunDir(reg.run_dir(r["id"])).read_meta().get("group", {}).get("size") for r in reg.rows()]
         assert sizes == ([2, 2, 2, 2] if mode == "--stack-runs" else [None] * 4)
         finals[mode] = [r.val_loss for r in reg.records()]
@@ -225,7 +225,7 @@ def test_robustness_reruns_each_claim_run_at_another_thread_count(tmp_path):
     proc = subprocess.run(study_cmd(out, "--set", "train.steps=20", "--claims", "C13", "--robustness"),
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    reg = Registry(out)
+    reg = Ledger(out)
     threads = sorted(json.loads((reg.run_dir(r["id"]) / "run.json").read_text())["environment"]["torch_threads"]
                      for r in reg.rows())
     assert threads == [1, 1, 1, 1, 2, 2, 2, 2]  # C13's 4 runs, then again at 2 threads
@@ -262,7 +262,7 @@ def test_records_from_an_older_registry_get_new_config_fields_by_default():
 # (the default suite stays under 10 min on 2 cores; `make test-slow` runs it)
 @pytest.mark.slow
 def test_every_presets_stored_form_reads_back_as_the_preset():
-    """A study stores its preset (`dataclasses.asdict`, JSON in the registry); `normlab report` reads it back as it
+    """A study stores its preset (`dataclasses.asdict`, JSON in the ledger); `normlab report` reads it back as it
     was, the claims' knobs included."""
     for preset in PRESETS.values():
         assert stored_preset(json.loads(json.dumps(dataclasses.asdict(preset)))) == preset
@@ -307,8 +307,8 @@ def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
                                                                    "train.warmup_steps": 1}}}
     out = run_study(spec, tmp_path / "s", workers=1, stack_runs=False)
     assert out.final and out.counts == {"completed": 2 * 2 * 2 + 2 * 2}  # 8 sweep runs, 2 schemes × 2 seeds tuned
-    registry = Registry(tmp_path / "s")
-    records = {r.id: r for r in registry.records()}
+    ledger = Ledger(tmp_path / "s")
+    records = {r.id: r for r in ledger.records()}
     tuned = [r for r in records.values() if r.get("train.init_from")]
     v = out.verdicts[0]
     for r in tuned:
@@ -318,10 +318,10 @@ def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
         assert source.get("train.lr") == v.details["best_lr"][source.get("model.scheme")]
     assert sorted(r.get("model.scheme") for r in tuned) == ["post", "post", "pre", "pre"]
     assert v.details["finetune_pre"]["n_runs"] == 2 and v.details["finetune_post"]["n_runs"] == 2
-    # the report rebuilds the study from the registry: the same run ids, nothing missing, final
-    again = spec_from_meta(registry.meta())  # with the preset as it ran (lrs, warmup, fine-tune budget)
-    ids = study_ids(again, registry, registry.meta()["study"]["run_ids"])
-    assert sorted(ids) == sorted(records) and completion(again, registry, ids).final
+    # the report rebuilds the study from the ledger: the same run ids, nothing missing, final
+    again = spec_from_meta(ledger.meta())  # with the preset as it ran (lrs, warmup, fine-tune budget)
+    ids = study_ids(again, ledger, ledger.meta()["study"]["run_ids"])
+    assert sorted(ids) == sorted(records) and completion(again, ledger, ids).final
 
     # the study moved elsewhere (copied off a cluster, say), its runs with it: the fine-tunes' init_from names the
     # old place, yet they are the same runs, and one still to train starts from its source in the new place
@@ -330,17 +330,17 @@ def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
 
     moved = tmp_path / "moved"
     shutil.move(tmp_path / "s", moved)
-    registry = Registry(moved)
-    ids = study_ids(again, registry, registry.meta()["study"]["run_ids"])
-    assert sorted(ids) == sorted(records) and completion(again, registry, ids).final
+    ledger = Ledger(moved)
+    ids = study_ids(again, ledger, ledger.meta()["study"]["run_ids"])
+    assert sorted(ids) == sorted(records) and completion(again, ledger, ids).final
     redo = tuned[0].id
-    shutil.rmtree(registry.run_dir(redo))  # the test's own run: trained again from scratch below
+    shutil.rmtree(ledger.run_dir(redo))  # the test's own run: trained again from scratch below
     with sqlite3.connect(moved / "study.sqlite") as db:
         db.execute("UPDATE runs SET status = 'pending', result = NULL, attempts = 0 WHERE id = ?", (redo,))
     again_out = run_study(again, moved, workers=1, stack_runs=False)
     assert again_out.final and again_out.counts == out.counts and not again_out.failed
-    meta = json.loads((registry.run_dir(redo) / "run.json").read_text())
-    assert meta["init_from"] == str(registry.run_dir(os.path.basename(tuned[0].get("train.init_from"))).resolve())
+    meta = json.loads((ledger.run_dir(redo) / "run.json").read_text())
+    assert meta["init_from"] == str(ledger.run_dir(os.path.basename(tuned[0].get("train.init_from"))).resolve())
 
 
 def test_claims_run_on_the_encoder_decoder_through_the_study_base():

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from normlab.cli import app
 from normlab.study.claims import CLAIMS
-from normlab.study.registry import MAX_ATTEMPTS, Registry
+from normlab.study.ledger import MAX_ATTEMPTS, Ledger
 from normlab.study.runner import run_study
 from normlab.study.spec import load_study
 from tests.study.test_study import TINY
@@ -39,7 +39,7 @@ def test_partial_until_every_run_settles_then_failed_runs_are_listed(tmp_path):
     out = tmp_path / "study"
     spec = load_study("quick", claims=["C13"], seeds=[0, 1], overrides=SETTINGS)
     ids = [r.id for r in spec.expand(CLAIMS)]
-    reg = Registry(out)
+    reg = Ledger(out)
     reg.add_runs([(r.id, r.config.to_dict()) for r in spec.expand(CLAIMS)])
     held, _ = reg.claim_next(os.getpid(), {ids[0]})  # as another `normlab study` training it would
     with reg.holding(held, os.getpid()):
@@ -90,7 +90,7 @@ def test_a_corrupt_study_sqlite_is_a_one_line_error(tmp_path, content):
         result = runner.invoke(app, args)
         assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
         error = [line for line in result.stderr.splitlines() if line.strip()]
-        assert len(error) == 1 and "study.sqlite' is not a normlab study registry" in error[0]
+        assert len(error) == 1 and "study.sqlite' is not a normlab study ledger" in error[0]
         assert "file is not a database" in error[0]
     assert (out / "study.sqlite").read_bytes() == content
 

@@ -1,5 +1,5 @@
 """The plateau stop's validation: a stopped run continued to its budget (benchmarks/plateau_validation.py), and
-the registry counting one that stayed on the plateau as failed to train, one that left it as still censored."""
+the ledger counting one that stayed on the plateau as failed to train, one that left it as still censored."""
 from __future__ import annotations
 
 import importlib.util

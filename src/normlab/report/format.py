@@ -138,7 +138,7 @@ def fmt_settings(settings: dict) -> str:
 
 
 def first_line(text: Any) -> str:
-    """A failure reason's first line (the exception); the traceback stays in the registry."""
+    """A failure reason's first line (the exception); the traceback stays in the ledger."""
     lines = str(text or "").strip().splitlines()
     return lines[0] if lines else "—"
 

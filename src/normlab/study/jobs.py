@@ -1,5 +1,5 @@
 """A study's jobs, as every executor runs them: which runs train together (a stack of one shape, up to a memory
-budget), training them into their run directories, and writing their outcomes to the registry. The local worker
+budget), training them into their run directories, and writing their outcomes to the ledger. The local worker
 processes (runner.py) and the Ray tasks (ray_executor.py) both take their jobs from here, so neither imports the
 other."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from normlab.config import config_hash
 from normlab.study.records import record_from_run_dir
-from normlab.study.registry import Registry, settled
+from normlab.study.ledger import Ledger, settled
 
 EXECUTORS = ("local", "ray")  # where a study's jobs run: worker processes here (runner.py), or Ray tasks
 MAX_GROUP = 16  # runs one worker stacks at most (benchmarks/multirun.py: the gain is flat from K = 8 on)
@@ -62,15 +62,15 @@ def is_stacked(jobs: list[tuple[str, dict[str, Any]]], stack_runs: bool) -> bool
     return stack_runs and group_of(jobs[0][1]) is not None
 
 
-def claim_jobs(registry: Registry, owner: int, ids: list[str], stack_runs: bool) -> list[tuple[str, dict[str, Any]]]:
+def claim_jobs(ledger: Ledger, owner: int, ids: list[str], stack_runs: bool) -> list[tuple[str, dict[str, Any]]]:
     """The next runs to train together (up to `group_limit`), claimed for process `owner`; [] when none is left.
     Without `stack_runs` each run is claimed alone, and no config is read to group it."""
     if not stack_runs:
-        claimed = registry.claim_group(owner, set(ids))
+        claimed = ledger.claim_group(owner, set(ids))
     else:  # a run that trains alone groups with nobody: its own id is its key
-        claimed = registry.claim_group(owner, set(ids), lambda config: group_of(config) or config_hash(config),
+        claimed = ledger.claim_group(owner, set(ids), lambda config: group_of(config) or config_hash(config),
                                        limit_of=group_limit)
-    return [(rid, relocated(registry, config)) for rid, config in claimed]
+    return [(rid, relocated(ledger, config)) for rid, config in claimed]
 
 
 def train_alone(cfg, out: str, events: str | None = None):
@@ -93,7 +93,7 @@ def events_dir(study_dir: Path, run_id: str, config: dict[str, Any]) -> Path:
 def train_jobs(runs: list[tuple[dict[str, Any], str]], stacked: bool, events: list[str | None] | None = None) -> list:
     """Train (config, run directory) pairs as one stack, or the one run alone: a `RunResult` each. What the
     local workers and the Ray tasks both run; it touches the run directories (and `events`, each run's live
-    TensorBoard directory), never the registry."""
+    TensorBoard directory), never the ledger."""
     from normlab.train.group import GroupTrainer
     from normlab.train.loop import RunResult
 
@@ -106,30 +106,30 @@ def train_jobs(runs: list[tuple[dict[str, Any], str]], stacked: bool, events: li
         return [RunResult("failed", 0, None, reason) for _ in runs]
 
 
-def record_results(registry: Registry, jobs: list[tuple[str, dict[str, Any]]], results: list) -> None:
+def record_results(ledger: Ledger, jobs: list[tuple[str, dict[str, Any]]], results: list) -> None:
     """Each run finished (its record summarized from its run directory) or failed, with its reason."""
     for (rid, _), result in zip(jobs, results):
         try:
             if result.status == "failed":
-                registry.fail(rid, result.reason or "failed")
+                ledger.fail(rid, result.reason or "failed")
             else:
-                registry.finish(rid, record_from_run_dir(rid, registry.run_dir(rid)))
+                ledger.finish(rid, record_from_run_dir(rid, ledger.run_dir(rid)))
         except Exception as e:  # a run directory that cannot be summarized: that run failed
-            registry.fail(rid, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
+            ledger.fail(rid, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
 
 
-def relocated(registry: Registry, config: dict[str, Any]) -> dict[str, Any]:
+def relocated(ledger: Ledger, config: dict[str, Any]) -> dict[str, Any]:
     """A claimed run's config with `train.init_from` pointing into this study's directory where it named a run
     of this study that has moved with it (a study copied or moved elsewhere: its run directories came along)."""
     source = config["train"].get("init_from")
     if not source or Path(source).exists():
         return config
-    here = registry.run_dir(Path(source).name)
+    here = ledger.run_dir(Path(source).name)
     if not (here / "config.toml").is_file():
         return config  # not one of this study's runs: the trainer says what is missing
     return {**config, "train": {**config["train"], "init_from": str(here.resolve())}}
 
 
-def done_cost(registry: Registry, costs: dict[str, float]) -> float:
-    return sum(costs[row["id"]] for row in registry.rows()
+def done_cost(ledger: Ledger, costs: dict[str, float]) -> float:
+    return sum(costs[row["id"]] for row in ledger.rows()
                if row["id"] in costs and settled(row["status"], row["attempts"]))

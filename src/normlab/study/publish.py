@@ -1,4 +1,4 @@
-"""What a study publishes: its report (HTML, Markdown, verdicts.json), from its registry alone.
+"""What a study publishes: its report (HTML, Markdown, verdicts.json), from its ledger alone.
 
 `normlab study` calls this when its runs are done, `normlab report` on a study directory at any time. The
 report states the rules it judged by (thresholds and the family-wise level), the machine it ran on and its
@@ -15,7 +15,7 @@ from normlab.report import render_report
 from normlab.study.claims import CLAIMS, Figure, Verdict
 from normlab.study.claims import statistics
 from normlab.study.design import design_beside, family_text
-from normlab.study.registry import Registry
+from normlab.study.ledger import Ledger
 from normlab.study.runner import Completion, completion, compute_verdicts, main_records, study_ids
 from normlab.study.sections import general_sections
 from normlab.study.spec import StudySpec, spec_from_meta
@@ -26,24 +26,24 @@ HIDDEN = ("run_ids", "preset_settings", "init_pass_flag")  # stored for `normlab
 
 def publish(out: str | Path, judged: tuple[list[Verdict], dict[str, list[Figure]]] | None = None,
             spec: StudySpec | None = None) -> tuple[dict[str, Path], list[Verdict], Completion]:
-    """Write the report from the registry in `out`; returns (paths, verdicts, `Completion`). `judged`: (verdicts,
-    figures) the study computed, used when the registry is final (else, or without them, they are computed here).
-    `spec`: the study this process ran (else the one the registry stored)."""
-    registry = Registry(out)
-    meta = registry.meta()
+    """Write the report from the ledger in `out`; returns (paths, verdicts, `Completion`). `judged`: (verdicts,
+    figures) the study computed, used when the ledger is final (else, or without them, they are computed here).
+    `spec`: the study this process ran (else the one the ledger stored)."""
+    ledger = Ledger(out)
+    meta = ledger.meta()
     if "study" not in meta:  # killed before it registered its runs
-        raise ConfigError(f"{str(registry.path)!r} holds no study yet: run `normlab study --out {out}` first")
+        raise ConfigError(f"{str(ledger.path)!r} holds no study yet: run `normlab study --out {out}` first")
     spec = spec or spec_from_meta(meta)
-    ids = study_ids(spec, registry, meta["study"]["run_ids"])
-    status = completion(spec, registry, ids)  # before the verdicts: a run settling meanwhile is not called final
-    verdicts, figures = judged if judged is not None and status.final else compute_verdicts(spec, registry, ids)
+    ids = study_ids(spec, ledger, meta["study"]["run_ids"])
+    status = completion(spec, ledger, ids)  # before the verdicts: a run settling meanwhile is not called final
+    verdicts, figures = judged if judged is not None and status.final else compute_verdicts(spec, ledger, ids)
     design_beside(spec, verdicts)
     info = {cid: {"title": CLAIMS.get(cid).title, "statement": CLAIMS.get(cid).statement,
                   "sources": CLAIMS.get(cid).sources} for cid in spec.claims}
     study_info = {**{k: v for k, v in meta["study"].items() if k not in HIDDEN},
-                  "counts": registry.counts(set(ids)), "train_wall_s": train_wall_s(registry, ids),
+                  "counts": ledger.counts(set(ids)), "train_wall_s": train_wall_s(ledger, ids),
                   "environment": environment(resolve_device("cpu")), "thresholds": thresholds(verdicts)}
-    sections = general_sections(main_records(spec, registry.records(set(ids))), registry.measurements())
+    sections = general_sections(main_records(spec, ledger.records(set(ids))), ledger.measurements())
     paths = render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
                           claim_figures=figures, sections=sections, study_info=study_info,
                           completion=status.to_dict(), failed_runs=status.failed)
@@ -58,8 +58,8 @@ def thresholds(verdicts: list[Verdict]) -> dict[str, Any]:
             "family_wise": family_text(verdicts)}
 
 
-def train_wall_s(registry: Registry, ids: list[str]) -> float:
+def train_wall_s(ledger: Ledger, ids: list[str]) -> float:
     """From the first run's start to the last run's end (pending runs have neither)."""
-    rows = [r for r in registry.rows() if r["id"] in set(ids)]
+    rows = [r for r in ledger.rows() if r["id"] in set(ids)]
     started, finished = [r["started"] for r in rows if r["started"]], [r["finished"] for r in rows if r["finished"]]
     return max(finished) - min(started) if started and finished else 0.0

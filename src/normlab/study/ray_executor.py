@@ -1,6 +1,6 @@
 """Train a study's runs on a Ray cluster: `normlab study --executor ray [--address ADDR]`.
 
-The SQLite registry stays on the driver, the single source of truth: the driver claims runs
+The SQLite ledger stays on the driver, the single source of truth: the driver claims runs
 (a group of one shape, or one run) under its own leases, as a local worker would, submits each
 claim as one Ray task with its resource request (`threads` CPUs; a GPU when the cluster has
 one), and records each task's results. Resume, no duplicates, `failed` with retries and the
@@ -32,10 +32,10 @@ from typing import Any
 
 from normlab.config import ConfigError
 from normlab.rundir.lock import LOCK_NAME
-from normlab.study.registry import Registry
+from normlab.study.ledger import Ledger
 
 TOKEN = ".normlab-ray-token"  # normlab's own file in the study directory: which nodes see the directory
-MAX_RETRIES = 2  # Ray re-runs a task whose worker or node died this many times; the registry's retries follow
+MAX_RETRIES = 2  # Ray re-runs a task whose worker or node died this many times; the ledger's retries follow
 
 
 def import_ray():
@@ -143,7 +143,7 @@ def ray_train(jobs: list[tuple[str, dict[str, Any]]], run_dirs: list[str], threa
         shutil.rmtree(scratch, ignore_errors=True)  # the task's own temporary directory
 
 
-def _submit(task, jobs, dirs, registry: Registry, threads: int, stack_runs: bool, shipped: bool, tensorboard: bool,
+def _submit(task, jobs, dirs, ledger: Ledger, threads: int, stack_runs: bool, shipped: bool, tensorboard: bool,
             anywhere: dict, here: dict):
     """One Ray task for one claim: in place, or shipped (fine-tunes then pinned to the driver's node)."""
     from normlab.study.jobs import events_dir, is_stacked
@@ -151,14 +151,14 @@ def _submit(task, jobs, dirs, registry: Registry, threads: int, stack_runs: bool
     local = shipped and any(cfg["train"].get("init_from") for _, cfg in jobs)
     packed = [pack(d) for d in dirs] if shipped and not local else None
     # live TensorBoard events where the run trains in place; shipped runs get theirs afterwards
-    events = ([str(events_dir(registry.dir.resolve(), rid, cfg)) for rid, cfg in jobs]
+    events = ([str(events_dir(ledger.dir.resolve(), rid, cfg)) for rid, cfg in jobs]
               if tensorboard and packed is None else None)
     return task.options(**(here if local else anywhere)).remote(
         jobs, [str(d.resolve()) for d in dirs], threads, is_stacked(jobs, stack_runs), packed, events, os.getcwd())
 
 
-def _collect(ray, ref, jobs, dirs, registry: Registry) -> None:
-    """A finished task's results into the registry (and a shipped task's directories into the study)."""
+def _collect(ray, ref, jobs, dirs, ledger: Ledger) -> None:
+    """A finished task's results into the ledger (and a shipped task's directories into the study)."""
     from normlab.study.jobs import record_results
     from normlab.train.loop import RunResult
 
@@ -170,10 +170,10 @@ def _collect(ray, ref, jobs, dirs, registry: Registry) -> None:
     except Exception as e:  # the task's worker or node died more than MAX_RETRIES times, or its tar did not unpack
         reason = f"Ray task lost: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         results = [RunResult("failed", 0, None, reason) for _ in jobs]
-    record_results(registry, jobs, results)
+    record_results(ledger, jobs, results)
 
 
-def train_all_ray(registry: Registry, ids: list[str], costs: dict[str, float], threads: int, progress,
+def train_all_ray(ledger: Ledger, ids: list[str], costs: dict[str, float], threads: int, progress,
                   stack_runs: bool, address: str | None, say=print, tensorboard: bool = False) -> None:
     """Train `ids` on the Ray cluster until each is settled or claimed by another process (see the module doc)."""
     from normlab.study.jobs import claim_jobs, done_cost
@@ -182,14 +182,14 @@ def train_all_ray(registry: Registry, ids: list[str], costs: dict[str, float], t
     try:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        seeing, blind = nodes_seeing(ray, registry.dir)
+        seeing, blind = nodes_seeing(ray, ledger.dir)
         shipped = bool(blind)
         resources = ray.cluster_resources()
         gpus = 1 if resources.get("GPU", 0) >= 1 else 0
         capacity = max(1, int(resources.get("GPU", 0) if gpus else resources.get("CPU", 1) // threads))
         say(f"Ray: {len(seeing) + len(blind)} nodes, {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} "
             f"GPUs; {threads} CPU{'s' * (threads > 1)}{' + 1 GPU' if gpus else ''} a task; " +
-            (f"{len(blind)} nodes do not see {registry.dir}: run directories are shipped to and from the tasks"
+            (f"{len(blind)} nodes do not see {ledger.dir}: run directories are shipped to and from the tasks"
              if shipped else "every node sees the study directory: runs train in place"))
         task = ray.remote(ray_train)
         anywhere = {"num_cpus": threads, "num_gpus": gpus, "max_retries": MAX_RETRIES}
@@ -200,34 +200,34 @@ def train_all_ray(registry: Registry, ids: list[str], costs: dict[str, float], t
         try:
             while True:
                 while len(inflight) < capacity:
-                    jobs = claim_jobs(registry, owner, ids, stack_runs)
+                    jobs = claim_jobs(ledger, owner, ids, stack_runs)
                     if not jobs:
                         break
                     hold = ExitStack()  # the claim's lease, released on every path out (results, errors, Ctrl-C)
-                    inflight_jobs = (jobs, [registry.run_dir(rid) for rid, _ in jobs], hold)
-                    hold.enter_context(registry.holding([rid for rid, _ in jobs], owner))
+                    inflight_jobs = (jobs, [ledger.run_dir(rid) for rid, _ in jobs], hold)
+                    hold.enter_context(ledger.holding([rid for rid, _ in jobs], owner))
                     try:
-                        ref = _submit(task, jobs, inflight_jobs[1], registry, threads, stack_runs, shipped, tensorboard,
+                        ref = _submit(task, jobs, inflight_jobs[1], ledger, threads, stack_runs, shipped, tensorboard,
                                       anywhere, here)
                     except BaseException:
                         hold.close()
-                        registry.release([rid for rid, _ in jobs], owner)
+                        ledger.release([rid for rid, _ in jobs], owner)
                         raise
                     inflight[ref] = inflight_jobs
                 if progress is not None:
-                    progress(done_cost(registry, costs), total, registry.counts(set(costs)))
+                    progress(done_cost(ledger, costs), total, ledger.counts(set(costs)))
                 if not inflight:
                     return
                 ready, _ = ray.wait(list(inflight), num_returns=1, timeout=0.5)
                 for ref in ready:
                     jobs, dirs, hold = inflight.pop(ref)
                     with hold:
-                        _collect(ray, ref, jobs, dirs, registry)
+                        _collect(ray, ref, jobs, dirs, ledger)
         finally:  # interrupted: the tasks are cancelled and their runs handed back (pending, attempt not counted)
             for ref, (jobs, _, hold) in inflight.items():
                 ray.cancel(ref, force=True)
                 hold.close()
-                registry.release([rid for rid, _ in jobs], owner)
+                ledger.release([rid for rid, _ in jobs], owner)
     finally:
         if started:
             ray.shutdown()

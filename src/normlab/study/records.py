@@ -1,4 +1,4 @@
-"""What a finished run contributes to a study: one `RunRecord`, small enough to live in the registry.
+"""What a finished run contributes to a study: one `RunRecord`, small enough to live in the ledger.
 
 A record is a plain summary of a run directory (final losses, the val curve, a
 subsampled train curve, the per-layer metrics at init and at the last measured step,
@@ -129,9 +129,9 @@ class RunRecord:
 
 def with_defaults(config: dict[str, Any]) -> dict[str, Any]:
     """A stored config with the fields added since it was written filled in with their defaults, so a study
-    registry from an older normlab still matches the base config key for key (`normlab report` on it). A config
+    ledger from an older normlab still matches the base config key for key (`normlab report` on it). A config
     that already has every key the defaults have was written by this normlab's `to_dict` and is returned as it
-    is: records are read on every look at the registry, and each was validated when its run was registered."""
+    is: records are read on every look at the ledger, and each was validated when its run was registered."""
     if _DEFAULT_KEYS <= set(flatten(config)):
         return config
     try:

@@ -1,6 +1,6 @@
 """Run a study: register its runs, train them in worker processes, measure, compute verdicts.
 
-Workers are separate processes (spawned) that each take runs from the registry until
+Workers are separate processes (spawned) that each take runs from the ledger until
 none is left; each uses `threads` intra-op threads. A worker dies with the study process
 (Linux parent-death signal), so a killed study leaves no orphan training on; the next
 `normlab study` on the directory takes over the interrupted runs, which resume from
@@ -33,7 +33,7 @@ from normlab.study.family import holm
 from normlab.study.records import UNPINNED, flatten, with_defaults
 from normlab.study.jobs import (EXECUTORS, claim_jobs, done_cost, events_dir, is_stacked, record_results, run_cost,
                                 train_jobs)
-from normlab.study.registry import Registry
+from normlab.study.ledger import Ledger
 from normlab.study.spec import INIT_KEY, StudySpec, level_name
 
 ProgressCallback = Callable[[float, float, dict[str, int]], None]  # (done cost, total cost, status counts)
@@ -76,30 +76,30 @@ def worker_main(study_dir: str, ids: list[str], threads: int, stack_runs: bool =
 
     torch.set_num_threads(threads)
     parent = os.getppid()
-    registry = Registry(study_dir)
+    ledger = Ledger(study_dir)
     jobs: list = []
     try:  # SIGTERM may land anywhere in the loop: the runs held then are handed back, quietly
         while os.getppid() == parent:
-            jobs = claim_jobs(registry, os.getpid(), ids, stack_runs)
+            jobs = claim_jobs(ledger, os.getpid(), ids, stack_runs)
             if not jobs:
                 return
-            with registry.holding([rid for rid, _ in jobs], os.getpid()):  # a live worker's runs are never taken over
-                _train_group(registry, jobs, is_stacked(jobs, stack_runs), tensorboard)
+            with ledger.holding([rid for rid, _ in jobs], os.getpid()):  # a live worker's runs are never taken over
+                _train_group(ledger, jobs, is_stacked(jobs, stack_runs), tensorboard)
             jobs = []
     except KeyboardInterrupt:
-        registry.release([rid for rid, _ in jobs], os.getpid())
+        ledger.release([rid for rid, _ in jobs], os.getpid())
 
 
 def _raise_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def _train_group(registry: Registry, jobs: list[tuple[str, dict[str, Any]]], stacked: bool,
+def _train_group(ledger: Ledger, jobs: list[tuple[str, dict[str, Any]]], stacked: bool,
                  tensorboard: bool = False) -> None:
     """Train the claimed runs (as one stack, or the one run alone); each is finished or failed on its own."""
-    runs = [(cfg, str(registry.run_dir(rid))) for rid, cfg in jobs]
-    events = [str(events_dir(registry.dir, rid, cfg)) for rid, cfg in jobs] if tensorboard else None
-    record_results(registry, jobs, train_jobs(runs, stacked, events))
+    runs = [(cfg, str(ledger.run_dir(rid))) for rid, cfg in jobs]
+    events = [str(events_dir(ledger.dir, rid, cfg)) for rid, cfg in jobs] if tensorboard else None
+    record_results(ledger, jobs, train_jobs(runs, stacked, events))
 
 
 @dataclass
@@ -153,10 +153,10 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
     if executor == "local" and address is not None:
         raise ConfigError(f"--address {address!r} is for --executor ray; valid with local: no --address")
     start = time.perf_counter()
-    runs = spec.expand(CLAIMS)  # before the registry: an invalid study leaves nothing on disk
-    registry = Registry(study_dir)
-    registry.add_runs([(r.id, r.data) for r in runs])
-    registry.set_meta("study", describe(spec, [r.id for r in runs]))
+    runs = spec.expand(CLAIMS)  # before the ledger: an invalid study leaves nothing on disk
+    ledger = Ledger(study_dir)
+    ledger.add_runs([(r.id, r.data) for r in runs])
+    ledger.set_meta("study", describe(spec, [r.id for r in runs]))
     ids = [r.id for r in runs]
     costs = {r.id: run_cost(r.data) for r in runs}
     workers = workers or default_workers()
@@ -169,10 +169,10 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
             if executor == "ray":
                 from normlab.study.ray_executor import train_all_ray
 
-                train_all_ray(registry, phase_ids, costs, phase_threads, progress, stack_runs, address, say,
+                train_all_ray(ledger, phase_ids, costs, phase_threads, progress, stack_runs, address, say,
                               tensorboard)
             else:
-                _train_all(registry, phase_ids, costs, phase_workers, threads, progress, stack_runs, tensorboard)
+                _train_all(ledger, phase_ids, costs, phase_workers, threads, progress, stack_runs, tensorboard)
 
     def train_more(more: list) -> None:
         """Register runs the study found it needs after the first ones (follow-ups, seed rounds) and train them;
@@ -181,41 +181,41 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
         more = [r for r in more if r.id not in known]
         if not more:
             return
-        registry.add_runs([(r.id, r.data) for r in more])
+        ledger.add_runs([(r.id, r.data) for r in more])
         costs.update({r.id: run_cost(r.data) for r in more})
         ids.extend(r.id for r in more)
-        registry.set_meta("study", describe(spec, ids))
+        ledger.set_meta("study", describe(spec, ids))
         train_phases(more)
 
     train_phases(runs)
     # runs that start from trained ones (C7's fine-tunes), once those are settled
-    follow = followup_runs(spec, registry, ids)
+    follow = followup_runs(spec, ledger, ids)
     if follow:
         train_more(follow)
-    while more := seed_round(spec, registry, ids, say):  # sequential seed rounds, while a look leaves one undecided
+    while more := seed_round(spec, ledger, ids, say):  # sequential seed rounds, while a look leaves one undecided
         train_more(more)
-        train_more(followup_runs(spec, registry, ids))
-    done, total = registry.progress(set(ids))
+        train_more(followup_runs(spec, ledger, ids))
+    done, total = ledger.progress(set(ids))
     if done == total:  # not while another process still trains here: timings want a quiet machine
-        measure_claims(spec, registry)
-    status = completion(spec, registry, ids)
-    verdicts, figures = compute_verdicts(spec, registry, ids)
-    return StudyOutcome(verdicts, figures, registry.counts(set(ids)), time.perf_counter() - start,
+        measure_claims(spec, ledger)
+    status = completion(spec, ledger, ids)
+    verdicts, figures = compute_verdicts(spec, ledger, ids)
+    return StudyOutcome(verdicts, figures, ledger.counts(set(ids)), time.perf_counter() - start,
                         status.final, status.done, status.total, status.failed)
 
 
-def seed_round(spec: StudySpec, registry: Registry, ids: list[str], say: Callable[[str], None] = print) -> list:
+def seed_round(spec: StudySpec, ledger: Ledger, ids: list[str], say: Callable[[str], None] = print) -> list:
     """The runs of the next seed round: once every run in `ids` is settled, each claim on the preset's schedule
     (`Preset.seed_rounds`) whose verdict at its look is undecided (`undecided`) gets its next look's seeds; the
     runs those seeds add and that `ids` lacks ([] when none: every claim decided or at its last look). Runs
     already trained are the same configs, so they are reused, never retrained."""
-    done, total = registry.progress(set(ids))
+    done, total = ledger.progress(set(ids))
     if done < total:
         return []
-    measure_claims(spec, registry)  # a quiet machine now too; C10's verdict needs its timings to be judged at all
+    measure_claims(spec, ledger)  # a quiet machine now too; C10's verdict needs its timings to be judged at all
     known, grown = set(ids), []
     round_claims = [c for c in spec.claims if spec.look(c) is not None]
-    for verdict in compute_verdicts(spec, registry, ids, round_claims)[0]:
+    for verdict in compute_verdicts(spec, ledger, ids, round_claims)[0]:
         seeds = spec.next_seeds(verdict.id)
         if seeds is not None and undecided(verdict):
             spec.claim_seeds[verdict.id] = seeds
@@ -235,18 +235,18 @@ def undecided(verdict: Verdict) -> bool:
     return any(p.get("interval") for p in open_parts) if open_parts else bool(verdict.interval)
 
 
-def followup_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list:
+def followup_runs(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list:
     """The runs the claims start from trained runs (`Claim.followups`), once every run in `ids` is settled
     (chosen from partial results they could differ from the final ones). Each is its source's config with the
     claim's overrides and `train.init_from` = the source's run directory; the robustness pass's reruns get theirs."""
-    done, total = registry.progress(set(ids))
+    done, total = ledger.progress(set(ids))
     if done < total:
         return []
-    records = registry.records(set(ids))
+    records = ledger.records(set(ids))
     base = spec.base_flat()
     # a follow-up registered earlier is the same run even if the study directory has moved since (its
     # init_from then names the old place): it is found by its config with init_from cut to the source's id
-    registered = {_source_key(config): rid for rid, config in registry.configs() if config["train"].get("init_from")}
+    registered = {_source_key(config): rid for rid, config in ledger.configs() if config["train"].get("init_from")}
     out: dict[str, Any] = {}
     for claim_id in spec.claims:
         claim = CLAIMS.get(claim_id)()
@@ -255,7 +255,7 @@ def followup_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list:
             judged = [dataclasses.replace(r, base=pass_base) for r in records if r.seed in seeds]
             for source, overrides in claim.followups(judged, spec.preset):
                 run = spec.followup(source.config, {**overrides,
-                                                    "train.init_from": str(registry.run_dir(source.id).resolve())})
+                                                    "train.init_from": str(ledger.run_dir(source.id).resolve())})
                 rid = registered.get(_source_key(run.data), run.id)
                 out.setdefault(rid, run if rid == run.id else dataclasses.replace(run, id=rid))
     return list(out.values())
@@ -271,10 +271,10 @@ def _source_key(config: dict[str, Any]) -> str:
     return config_hash({**config, "train": train, "model": model})
 
 
-def study_ids(spec: StudySpec, registry: Registry, ids: list[str]) -> list[str]:
+def study_ids(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list[str]:
     """A study's runs: those its claims and axes expand to (`ids`), then the follow-ups chosen from them."""
     known = set(ids)
-    return list(ids) + [r.id for r in followup_runs(spec, registry, ids) if r.id not in known]
+    return list(ids) + [r.id for r in followup_runs(spec, ledger, ids) if r.id not in known]
 
 
 def phases(runs: list, workers: int, threads: int) -> list[tuple[list[str], int, int]]:
@@ -288,10 +288,10 @@ def phases(runs: list, workers: int, threads: int) -> list[tuple[list[str], int,
     return [(ids, max(1, min(workers, cores // t)), t) for t, ids in sorted(by_threads.items())]
 
 
-def completion(spec: StudySpec, registry: Registry, ids: list[str]) -> Completion:
-    done, total = registry.progress(set(ids))
-    measured = {c for c in spec.claims if _measures(c)} <= registry.measured()
-    return Completion(done, total, measured, failed_runs(spec, registry, ids))
+def completion(spec: StudySpec, ledger: Ledger, ids: list[str]) -> Completion:
+    done, total = ledger.progress(set(ids))
+    measured = {c for c in spec.claims if _measures(c)} <= ledger.measured()
+    return Completion(done, total, measured, failed_runs(spec, ledger, ids))
 
 
 def _measures(claim_id: str) -> bool:
@@ -299,12 +299,12 @@ def _measures(claim_id: str) -> bool:
     return CLAIMS.get(claim_id).measure is not Claim.measure
 
 
-def failed_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list[dict[str, Any]]:
+def failed_runs(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list[dict[str, Any]]:
     """The failed runs: id, attempts, reason, and settings (the config keys that set the run apart from the
-    study's base, and its seed), so a reader can tell which run it was without opening the registry."""
+    study's base, and its seed), so a reader can tell which run it was without opening the ledger."""
     base = spec.base_flat()
     out = []
-    for run in registry.failed(set(ids)):
+    for run in ledger.failed(set(ids)):
         config = flatten(run["config"])
         settings = {k: v for k, v in config.items() if base.get(k) != v and k not in UNPINNED}
         settings["train.seed"] = config.get("train.seed")
@@ -312,10 +312,10 @@ def failed_runs(spec: StudySpec, registry: Registry, ids: list[str]) -> list[dic
     return out
 
 
-def _train_all(registry: Registry, ids: list[str], costs: dict[str, float], workers: int, threads: int,
+def _train_all(ledger: Ledger, ids: list[str], costs: dict[str, float], workers: int, threads: int,
                progress: ProgressCallback | None, stack_runs: bool = True, tensorboard: bool = False) -> None:
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=worker_main, args=(str(registry.dir), ids, threads, stack_runs, tensorboard),
+    procs = [ctx.Process(target=worker_main, args=(str(ledger.dir), ids, threads, stack_runs, tensorboard),
                          daemon=True)
              for _ in range(workers)]
     for p in procs:
@@ -325,7 +325,7 @@ def _train_all(registry: Registry, ids: list[str], costs: dict[str, float], work
         while True:
             alive = any(p.is_alive() for p in procs)
             if progress is not None:
-                progress(done_cost(registry, costs), total, registry.counts(set(costs)))  # the whole study
+                progress(done_cost(ledger, costs), total, ledger.counts(set(costs)))  # the whole study
             if not alive:
                 break
             time.sleep(0.5)
@@ -356,24 +356,24 @@ class ActiveRun:
         return f"{self.name} step {self.step}/{self.steps}{loss}" + (f", {self.phase}" if self.phase else "")
 
 
-def active_runs(registry: Registry, ids: set[str] | None = None) -> list[ActiveRun]:
+def active_runs(ledger: Ledger, ids: set[str] | None = None) -> list[ActiveRun]:
     """The runs training now, each with its newest logged step and train loss (read from its metrics' tail) and
     the phase after its last step, if in one."""
     from normlab.rundir import RunDir
     from normlab.rundir.events import run_name
 
     out = []
-    for rid, config in registry.running():
+    for rid, config in ledger.running():
         if ids is not None and rid not in ids:
             continue
-        run = RunDir(registry.run_dir(rid))
+        run = RunDir(ledger.run_dir(rid))
         row = run.last_metrics() or {}
         out.append(ActiveRun(rid, run_name(config, rid), row.get("step", 0), config["train"]["steps"],
                              row.get("train_loss"), (run.read_status() or {}).get("phase")))
     return out
 
 
-def measure_claims(spec: StudySpec, registry: Registry) -> None:
+def measure_claims(spec: StudySpec, ledger: Ledger) -> None:
     """Timings, memory, constants, causality: once per study, after the training runs (a quiet machine).
 
     One process measures at a time: a second `normlab study` on the directory waits on a lock, then finds the
@@ -383,26 +383,26 @@ def measure_claims(spec: StudySpec, registry: Registry) -> None:
     import fcntl
 
     steady_allocator()  # as `normlab bench`: freed memory stays warm, so no candidate pays another's page faults
-    with open(registry.dir / MEASURE_LOCK, "a") as lock:
+    with open(ledger.dir / MEASURE_LOCK, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when the process dies
-        have = registry.measured()
+        have = ledger.measured()
         for claim_id in spec.claims:
             if claim_id not in have:  # None is stored too: it marks the claim measured (for `completion`)
-                registry.set_measurement(claim_id, CLAIMS.get(claim_id)().measure(spec.preset))
+                ledger.set_measurement(claim_id, CLAIMS.get(claim_id)().measure(spec.preset))
 
 
 MEASURE_LOCK = ".measuring.lock"  # in the study directory: held by the one process measuring
 
 
-def compute_verdicts(spec: StudySpec, registry: Registry, ids: list[str] | None = None,
+def compute_verdicts(spec: StudySpec, ledger: Ledger, ids: list[str] | None = None,
                      claims: list[str] | None = None) -> tuple[list[Verdict], dict[str, list[Figure]]]:
-    """Every claim's verdict and figures from the registry alone (no training); `claims`: only these are returned,
+    """Every claim's verdict and figures from the ledger alone (no training); `claims`: only these are returned,
     but the family-wise control (`family.holm`) always runs over every claim of the study."""
     if claims is not None and not claims:  # nothing asked for (a study with no claim on a schedule of looks)
         return [], {}
-    records = registry.records(set(ids) if ids is not None else None)
+    records = ledger.records(set(ids) if ids is not None else None)
     base = spec.base_flat()
-    measurements = registry.measurements()
+    measurements = ledger.measurements()
     figures: dict[str, list[Figure]] = {}
 
     def judge_at(claim_id: str, level: float) -> Verdict:

@@ -277,7 +277,7 @@ def other_init(recipe: str) -> str:
 @dataclass
 class RunSpec:
     """One run of a study as the study hands it on: its id (the config's hash), its validated config, and that
-    config as a dict, computed once, which the registry stores and the workers train from without validating the
+    config as a dict, computed once, which the ledger stores and the workers train from without validating the
     config again."""
 
     id: str
@@ -289,7 +289,7 @@ class RunSpec:
 
     @functools.cached_property
     def data(self) -> dict[str, Any]:
-        """`config.to_dict()`: what the registry stores."""
+        """`config.to_dict()`: what the ledger stores."""
         return self.config.to_dict()
 
     @functools.cached_property
@@ -564,9 +564,9 @@ def _validate(spec: StudySpec, claim_registry) -> None:
 
 
 def spec_from_meta(meta: dict[str, Any]) -> StudySpec:
-    """The spec a registry was run with, from what it stored (for `normlab report`): its preset's knobs as they
+    """The spec a ledger was run with, from what it stored (for `normlab report`): its preset's knobs as they
     were when it ran, its base, claims, seeds and passes. Nothing is re-expanded or re-validated: its runs are
-    the registry's, and today's preset (which may have changed since) is not consulted where the study stored
+    the ledger's, and today's preset (which may have changed since) is not consulted where the study stored
     its own."""
     study = meta["study"]
     if "preset_settings" in study:
@@ -589,7 +589,7 @@ def spec_from_meta(meta: dict[str, Any]) -> StudySpec:
     return spec
 
 
-# Where the Preset fields of a normlab before claims declared their own knobs (`Claim.Knobs`) went, for a registry
+# Where the Preset fields of a normlab before claims declared their own knobs (`Claim.Knobs`) went, for a ledger
 # such a normlab wrote (`preset_settings`): each field's (claim, knob); the frontier's dict's keys likewise; each
 # list of claims, the knob it set on each claim (only where it chose anything: a schedule of looks, a depth cell)
 MOVED_FIELDS = {"stress_lrs": ("C14", "stress_lrs"), "deep_depths": ("C8", "depths"), "deep_base": ("C8", "base"),
@@ -600,7 +600,7 @@ MOVED_FRONTIER = {"ngpt_fractions": ("F1", "fractions"), "long_steps": ("F2", "l
 
 
 def stored_preset(settings: dict[str, Any]) -> Preset:
-    """The preset a registry stored (`dataclasses.asdict`), in this normlab's fields: the fields of an older
+    """The preset a ledger stored (`dataclasses.asdict`), in this normlab's fields: the fields of an older
     normlab that became claims' knobs are moved there, and a newer normlab's fields or knobs that this one lacks
     are dropped, as is a knob at its claim's default."""
     settings = dict(settings)

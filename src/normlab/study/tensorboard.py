@@ -7,18 +7,18 @@ from pathlib import Path
 
 from normlab.rundir import RunDir
 from normlab.rundir.events import EVENT_GLOB, EventLog
-from normlab.study.registry import Registry
+from normlab.study.ledger import Ledger
 
 
 def write_events(study_dir: str | Path) -> int:
     """Write STUDY/tensorboard/<run name>/ for each finished run that has none; returns how many were written."""
     from normlab.study.runner import events_dir
 
-    registry = Registry(study_dir)
+    ledger = Ledger(study_dir)
     written = 0
-    for record in registry.records():
-        logdir = events_dir(registry.dir, record.id, record.config)
-        run = RunDir(registry.run_dir(record.id))
+    for record in ledger.records():
+        logdir = events_dir(ledger.dir, record.id, record.config)
+        run = RunDir(ledger.run_dir(record.id))
         if any(logdir.glob(EVENT_GLOB)) or not run.metrics_path.is_file():
             continue
         events = EventLog(logdir, run, record.config)

@@ -1,4 +1,4 @@
-"""The study registry: a SQLite database in the study directory, `DIR/study.sqlite`.
+"""The study ledger: a SQLite database in the study directory, `DIR/study.sqlite`.
 
     runs(id, config, status, owner_pid, owner_host, owner_start, heartbeat, attempts, started, finished, result)
     measurements(claim, value)          non-training measurements (timings, constants, causality)
@@ -40,7 +40,7 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS measurements (claim TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
-LEASE_COLUMNS = {"owner_host": "TEXT", "owner_start": "INTEGER", "heartbeat": "REAL"}  # older registries lack them
+LEASE_COLUMNS = {"owner_host": "TEXT", "owner_start": "INTEGER", "heartbeat": "REAL"}  # older ledgers lack them
 DONE = ("completed", "failed_to_train", "diverged")  # trained to the end: a result, never retried
 MAX_ATTEMPTS = 3  # a run that failed (raised) this many times is left as failed
 OPEN_TRIES = 100  # × 50 ms: switching a new database to WAL fails at once (no busy wait) while another opens it
@@ -90,7 +90,7 @@ def owner_gone(owner_pid: int | None, owner_host: str | None, owner_start: int |
     return owner_start is not None and start is not None and start != owner_start
 
 
-class Registry:
+class Ledger:
     FILENAME = "study.sqlite"
 
     def __init__(self, study_dir: str | Path, lease_s: float | None = None):
@@ -106,7 +106,7 @@ class Registry:
     def _open_error(self, error: sqlite3.DatabaseError) -> str:
         if "locked" in str(error):
             return f"{str(self.path)!r} stayed locked by another process (SQLite: {error}); run again once it is done"
-        return (f"{str(self.path)!r} is not a normlab study registry (SQLite: {error}); valid: the study.sqlite "
+        return (f"{str(self.path)!r} is not a normlab study ledger (SQLite: {error}); valid: the study.sqlite "
                 "that `normlab study` writes. Move it away or choose another study directory")
 
     def _open(self) -> None:
@@ -123,11 +123,11 @@ class Registry:
         try:
             if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":  # set once; later opens need no lock
                 db.execute("PRAGMA journal_mode=WAL")  # readers do not block the writer
-            db.execute("BEGIN IMMEDIATE")  # two processes opening an old registry: one migrates, one waits
+            db.execute("BEGIN IMMEDIATE")  # two processes opening an old ledger: one migrates, one waits
             for statement in filter(str.strip, SCHEMA.split(";")):
                 db.execute(statement)
             have = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
-            for column, kind in LEASE_COLUMNS.items():  # a registry written before leases: add their columns
+            for column, kind in LEASE_COLUMNS.items():  # a ledger written before leases: add their columns
                 if column not in have:
                     db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
             db.execute("COMMIT")
@@ -194,7 +194,7 @@ class Registry:
                     group_of: Callable[[dict[str, Any]], str] | None = None,
                     limit_of: Callable[[dict[str, Any]], int] = lambda config: 1) -> list[tuple[str, dict[str, Any]]]:
         """Atomically take the next runnable run and up to `limit_of(its config) − 1` more runnable runs
-        whose `group_of(config)` equals its own (runs a worker can train as one stack), in registry order."""
+        whose `group_of(config)` equals its own (runs a worker can train as one stack), in ledger order."""
         now, claimed, key, limit = time.time(), [], None, 1
         with self._tx() as db:
             rows = db.execute("SELECT id, config, status, attempts, owner_pid, owner_host, owner_start, "

@@ -1,4 +1,4 @@
-"""The study registry on its own: leases (PID reuse, live owners, expired heartbeats), migration, failures."""
+"""The study ledger on its own: leases (PID reuse, live owners, expired heartbeats), migration, failures."""
 from __future__ import annotations
 
 import os
@@ -11,8 +11,8 @@ import time
 import pytest
 
 from normlab.config import ConfigError
-from normlab.study import registry as registry_module
-from normlab.study.registry import MAX_ATTEMPTS, Registry, process_start
+from normlab.study import ledger as ledger_module
+from normlab.study.ledger import MAX_ATTEMPTS, Ledger, process_start
 
 
 @pytest.fixture
@@ -24,14 +24,14 @@ def sleeper():
     proc.wait()
 
 
-def held_by(reg: Registry, run_id: str, pid: int, host: str, start: int | None, heartbeat: float) -> None:
+def held_by(reg: Ledger, run_id: str, pid: int, host: str, start: int | None, heartbeat: float) -> None:
     with reg._tx() as db:
         db.execute("UPDATE runs SET status = 'running', owner_pid = ?, owner_host = ?, owner_start = ?, heartbeat = ?, "
                    "attempts = 1 WHERE id = ?", (pid, host, start, heartbeat, run_id))
 
 
-def one_run(tmp_path) -> Registry:
-    reg = Registry(tmp_path)
+def one_run(tmp_path) -> Ledger:
+    reg = Ledger(tmp_path)
     reg.add_runs([("a", {"x": 1})])
     return reg
 
@@ -56,14 +56,14 @@ def test_an_expired_lease_on_another_host_is_taken_over(tmp_path):
     # another host's PID means nothing here (1 is alive on every Linux): only the heartbeat tells
     held_by(reg, "a", 1, "elsewhere", 123, time.time())
     assert reg.claim_next(os.getpid()) is None
-    held_by(reg, "a", 1, "elsewhere", 123, time.time() - registry_module.LEASE_S - 1)
+    held_by(reg, "a", 1, "elsewhere", 123, time.time() - ledger_module.LEASE_S - 1)
     assert reg.claim_next(os.getpid())[0] == "a"
 
 
 def test_a_worker_heartbeat_keeps_its_lease(tmp_path, monkeypatch):
-    monkeypatch.setattr(registry_module, "LEASE_S", 0.4)  # beats every 0.1 s
+    monkeypatch.setattr(ledger_module, "LEASE_S", 0.4)  # beats every 0.1 s
     reg = one_run(tmp_path)
-    other = Registry(tmp_path)
+    other = Ledger(tmp_path)
     run_id, _ = reg.claim_next(os.getpid())
     with reg.holding(run_id, os.getpid()):
         time.sleep(1.0)  # 2.5 leases: only the heartbeat keeps the run
@@ -79,12 +79,12 @@ def test_a_registry_without_lease_columns_is_migrated(tmp_path):
                      "result TEXT); INSERT INTO runs (id, config) VALUES ('a', '{}');")
     db.commit()
     db.close()
-    reg = Registry(tmp_path)
+    reg = Ledger(tmp_path)
     with reg._tx() as db:
         columns = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
     assert {"owner_host", "owner_start", "heartbeat"} <= columns
     assert reg.claim_next(os.getpid())[0] == "a" and reg.rows()[0]["owner_host"] == socket.gethostname()
-    Registry(tmp_path)  # opening it again: nothing left to migrate
+    Ledger(tmp_path)  # opening it again: nothing left to migrate
 
 
 def test_failed_runs_come_with_their_reasons(tmp_path):
@@ -102,6 +102,6 @@ def test_failed_runs_come_with_their_reasons(tmp_path):
 @pytest.mark.parametrize("content", [os.urandom(4096), b"not a database, just some text\n" * 50])
 def test_a_corrupt_registry_is_a_clear_error(tmp_path, content):
     (tmp_path / "study.sqlite").write_bytes(content)
-    with pytest.raises(ConfigError, match=r"study\.sqlite' is not a normlab study registry.*not a database"):
-        Registry(tmp_path)
+    with pytest.raises(ConfigError, match=r"study\.sqlite' is not a normlab study ledger.*not a database"):
+        Ledger(tmp_path)
     assert (tmp_path / "study.sqlite").read_bytes() == content  # left as it was
