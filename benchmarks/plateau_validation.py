@@ -52,6 +52,21 @@ def continue_run(source: str, target: str) -> dict:
             "val_loss": status.get("val_loss"), "step": status.get("step")}
 
 
+def write_outcomes(study: Path, results: dict[str, dict]) -> dict:
+    """Add these runs' outcomes to STUDY/plateau_validation.json beside those an earlier validation wrote. The
+    ledger applies the file, so the runs in it are no longer censored and are not continued again: a study that
+    grew (a new pass, a seed round) is validated for its new stopped runs only, and the earlier ones must stay."""
+    from normlab.study.validation import VALIDATION
+
+    path = study / VALIDATION
+    runs = {**(json.loads(path.read_text("utf-8"))["runs"] if path.is_file() else {}), **results}
+    data = {"runs": runs, "continued": len(runs), "recovered": sorted(rid for rid, r in runs.items() if r["trained"]),
+            "rule": "a run the plateau stop ended, continued from its stop's checkpoint to its full budget with "
+                    "train.plateau_stop = 0; trained: it ended completed and off the unigram plateau"}
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", "utf-8")
+    return data
+
+
 def main(argv: list[str] | None = None) -> int:
     from normlab.study.ledger import Ledger
     from normlab.study.validation import VALIDATION
@@ -64,17 +79,15 @@ def main(argv: list[str] | None = None) -> int:
     stopped = [r for r in ledger.records() if r.censored]
     out = args.study / "plateau_validation"
     jobs = {r.id: (str(ledger.run_dir(r.id)), str(out / r.id)) for r in stopped}
-    print(f"{len(jobs)} runs the plateau stop ended: continuing each to its budget")
+    print(f"{len(jobs)} runs the plateau stop ended that no earlier validation continued: continuing each to its "
+          "budget")
     with ProcessPoolExecutor(args.workers) as pool:
         futures = {rid: pool.submit(continue_run, *paths) for rid, paths in jobs.items()}
         results = {rid: f.result() for rid, f in futures.items()}
-    recovered = sorted(rid for rid, r in results.items() if r["trained"])
-    data = {"runs": results, "continued": len(results), "recovered": recovered,
-            "rule": "a run the plateau stop ended, continued from its stop's checkpoint to its full budget with "
-                    "train.plateau_stop = 0; trained: it ended completed and off the unigram plateau"}
-    (args.study / VALIDATION).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", "utf-8")
-    print(f"{len(recovered)} of {len(results)} would have trained by their budget: {', '.join(recovered) or 'none'}"
-          f" → {args.study / VALIDATION}")
+    data = write_outcomes(args.study, results)
+    new = sorted(rid for rid, r in results.items() if r["trained"])
+    print(f"{len(new)} of {len(results)} would have trained by their budget: {', '.join(new) or 'none'}; "
+          f"{len(data['recovered'])} of {data['continued']} in all → {args.study / VALIDATION}")
     return 0
 
 

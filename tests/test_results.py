@@ -63,3 +63,21 @@ def test_the_held_out_table_runs_on_held_out_seeds_and_its_design_column_on_desi
 def test_the_packaged_design_record_is_the_committed_design_study():
     packaged = json.loads(DESIGN_FILE.read_text("utf-8"))["standard"]
     assert packaged == design_verdicts.entry(verdict_table.load(ROOT / "benchmarks/results/standard-design"))
+
+
+def test_the_cost_page_quotes_the_held_out_studys_cost_file():
+    """docs/cost.md's held-out paragraph and pass table: every figure is benchmarks/results/standard/cost.json's."""
+    cost = json.loads((ROOT / "benchmarks/results/standard/cost.json").read_text("utf-8"))
+    page = (ROOT / "docs/cost.md").read_text("utf-8")
+    section = page[page.index("## The held-out study"):page.index("## Measuring a study")]
+    passes = cost["passes"]
+    main_runs = cost["runs"] - sum(p["runs"] for p in passes.values())
+    said = [f"{cost['runs']} runs ({main_runs} of the preset", f"{cost['train_s'] / 60:.1f} min of training",
+            f"({cost['wall_s'] / 60:.1f} min)", f"{cost['replicated']} of\nthe study's {cost['claims']} verdicts replicate"]
+    for name, p in passes.items():
+        said.append(f"| {name} |")
+        said.append(f"| {p['runs']} | {p['train_s'] / 60:.1f} min | {p['train_s'] / 120:.1f} min |")
+    width = passes["width"]["train_s"] / 120
+    said.append(f"{width:.1f} min is over the 45 minutes" if width > 45 else f"{width:.1f} min is within the 45 minutes")
+    for text in said:
+        assert text in section, f"docs/cost.md should say {text!r} (benchmarks/results/standard/cost.json)"

@@ -45,3 +45,14 @@ def test_the_registry_gives_a_continued_run_its_outcome_at_its_budget(tmp_path):
     assert (recovered.censored, recovered.status, recovered.val_loss, recovered.did_not_train) == (
         False, "completed", 3.13, False)
     assert other.censored  # never continued: still unknown
+
+
+def test_a_second_validation_keeps_the_outcomes_of_the_first(tmp_path):
+    """The ledger applies the file, so the runs an earlier validation continued are no longer censored and a later
+    one (after a new pass added stopped runs) continues only the new ones: it must add to the file, not replace it
+    (it once did, and the held-out study's first 97 outcomes, 6 of them recovered, were lost)."""
+    write = _benchmark().write_outcomes
+    write(tmp_path, {"a": {"trained": True, "val_loss": 2.9, "step": 300}, "b": {"trained": False}})
+    data = write(tmp_path, {"c": {"trained": False}})
+    assert sorted(data["runs"]) == ["a", "b", "c"] and data["continued"] == 3 and data["recovered"] == ["a"]
+    assert json.loads((tmp_path / VALIDATION).read_text()) == data

@@ -7,6 +7,7 @@ can be unit-tested on synthetic records and the report re-rendered without the r
 """
 from __future__ import annotations
 
+import functools
 import statistics
 import tomllib
 from dataclasses import asdict, dataclass, field
@@ -36,18 +37,6 @@ def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
             out.update(flatten(value, f"{prefix}{key}."))
         else:
             out[f"{prefix}{key}"] = value
-    return out
-
-
-def unflatten(flat: dict[str, Any]) -> dict[str, Any]:
-    """{"model.n_layer": 4} -> {"model": {"n_layer": 4}} (the inverse of `flatten`)."""
-    out: dict[str, Any] = {}
-    for key, value in flat.items():
-        *parents, leaf = key.split(".")
-        node = out
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
     return out
 
 
@@ -89,8 +78,13 @@ class RunRecord:
             return False
         if not strict or self.base is None:
             return True
-        mine = flatten(self.config)
+        mine = self.flat
         return all(mine.get(k) == self.base.get(k) for k in (set(mine) | set(self.base)) - set(where) - UNPINNED)
+
+    @functools.cached_property
+    def flat(self) -> dict[str, Any]:
+        """The config flattened (`model.n_layer` keys), once per record: every group a claim forms compares it."""
+        return flatten(self.config)
 
     @property
     def seed(self) -> int:
