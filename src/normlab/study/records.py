@@ -7,7 +7,9 @@ can be unit-tested on synthetic records and the report re-rendered without the r
 """
 from __future__ import annotations
 
+import copy
 import functools
+import json
 import statistics
 import tomllib
 from dataclasses import asdict, dataclass, field
@@ -128,10 +130,16 @@ def with_defaults(config: dict[str, Any]) -> dict[str, Any]:
     is: records are read on every look at the ledger, and each was validated when its run was registered."""
     if _DEFAULT_KEYS <= set(flatten(config)):
         return config
+    upgraded = _upgraded(json.dumps(config, sort_keys=True))  # an older ledger's configs: each upgraded once
+    return config if upgraded is None else copy.deepcopy(upgraded)
+
+
+@functools.lru_cache(maxsize=None)
+def _upgraded(config_json: str) -> dict[str, Any] | None:
     try:
-        return RunConfig.model_validate(config).to_dict()
-    except ValidationError:  # not a RunConfig at all (synthetic records in tests): leave it as it is
-        return config
+        return RunConfig.model_validate(json.loads(config_json)).to_dict()
+    except ValidationError:  # not a RunConfig at all (synthetic records in tests): left as it is
+        return None
 
 
 _DEFAULT_KEYS = set(flatten(RunConfig().to_dict()))  # the keys every resolved config has (None-valued ones aside)
