@@ -15,6 +15,7 @@ import tempfile
 import time
 
 from normlab.study import runner
+from normlab.study.ledger import Ledger
 from normlab.study.spec import load_study
 
 
@@ -28,12 +29,12 @@ def main() -> None:
         workers, threads = (int(v) for v in layout.split("x"))
         spec = load_study("quick", claims=args.claims.split(","))
         with tempfile.TemporaryDirectory() as tmp:
-            registry = runner.Registry(tmp)
+            ledger = Ledger(tmp)
             runs = spec.expand(runner.CLAIMS)
-            registry.add_runs([(r.id, r.config.to_dict()) for r in runs])
+            ledger.add_runs([(r.id, r.config.to_dict()) for r in runs])
             costs = {r.id: runner.run_cost(r.config.to_dict()) for r in runs}
             start = time.perf_counter()
-            runner._train_all(registry, [r.id for r in runs], costs, workers, threads, None)
+            runner._train_all(ledger, [r.id for r in runs], costs, workers, threads, None)
             results[layout] = time.perf_counter() - start
     base = results[args.layouts.split(",")[0]]
     print(json.dumps({"cpu_count": os.cpu_count(), "wall_s": results,

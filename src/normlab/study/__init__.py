@@ -1,1 +1,1 @@
-"""Studies: claims as code, their runs, the SQLite registry, parallel workers, verdicts."""
+"""Studies: claims as code, their runs, the SQLite ledger, parallel workers, verdicts."""

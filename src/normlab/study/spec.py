@@ -54,7 +54,7 @@ class Preset:
     # sequential seed rounds: the seeds a claim has at each look, cumulative, the first = len(seeds); [] or one
     # entry: every claim looks once. A claim whose knob `rounds` is on and whose verdict is inconclusive with an
     # interval that straddles its boundary gets the next round's seeds (its runs already trained are reused), and
-    # every look of such a claim decides at its share of α (claims.base.SPENDING), whether or not it goes on
+    # every look of such a claim decides at its share of α (claims.statistics.SPENDING), whether or not it goes on
     seed_rounds: list[int] = field(default_factory=list)
     # what the preset changes of its claims' own knobs, by claim: {"C14": {"stress_lrs": [0.3, 0.5]}}; each claim
     # declares its knobs and their defaults beside it (`Claim.Knobs`) and reads them with `claim.knobs(preset)`

@@ -255,7 +255,7 @@ class CausalityC16(Claim):
 def plain_reason(error: Any) -> str:
     """A config error as its message alone: pydantic's "1 validation error for ModelConfig / Value error, …
     [type=value_error, input_value=…]" wrapping, and its documentation link, dropped. Takes the error itself
-    (a pydantic ValidationError reads as `normlab train` words it) or the text a registry stored."""
+    (a pydantic ValidationError reads as `normlab train` words it) or the text a ledger stored."""
     if isinstance(error, ValidationError):  # as `normlab train` words it, less its "invalid config:" heading
         return format_validation_error(error).split("\n", 1)[-1].strip()
     lines = [line.strip() for line in str(error or "").splitlines()]
