@@ -143,7 +143,7 @@ def test_a_config_error_from_pydantic_itself_reads_as_its_message():
         M(n="x")
     reason = plain_reason(caught.value)
     assert "pydantic.dev" not in reason and "validation error" not in reason and "integer" in reason
-    stored = str(caught.value)  # as a registry keeps it: the text only
+    stored = str(caught.value)  # as a ledger keeps it: the text only
     assert "pydantic.dev" not in plain_reason(stored) and "integer" in plain_reason(stored)
 
 

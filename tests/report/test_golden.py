@@ -53,7 +53,7 @@ def _record(rid: str, config: dict, seed: int):
                      layer_skip=None if stuck else skip, tokens_per_s=1000.0, elapsed_s=10.0)
 
 
-def build_registry(out: Path) -> None:
+def build_ledger(out: Path) -> None:
     """The study of `CLAIMS` at the quick preset with 3 seeds, each run finished with `_record`."""
     from normlab.study.claims import CLAIMS as REGISTRY
     from normlab.study.ledger import Ledger
@@ -85,7 +85,7 @@ def render(out: Path, monkeypatch) -> dict[str, str]:
 
 def test_the_report_of_a_fixed_study_is_unchanged(tmp_path, monkeypatch):
     out = tmp_path / "study"
-    build_registry(out)
+    build_ledger(out)
     written = render(out, monkeypatch)
     assert json.loads(written["verdicts.json"])["final"] is True
     if os.environ.get("NORMLAB_GOLDEN") == "write":

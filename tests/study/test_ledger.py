@@ -72,7 +72,7 @@ def test_a_worker_heartbeat_keeps_its_lease(tmp_path, monkeypatch):
     assert other.claim_next(os.getpid())[0] == "a"
 
 
-def test_a_registry_without_lease_columns_is_migrated(tmp_path):
+def test_a_ledger_without_lease_columns_is_migrated(tmp_path):
     db = sqlite3.connect(tmp_path / "study.sqlite")
     db.executescript("CREATE TABLE runs (id TEXT PRIMARY KEY, config TEXT NOT NULL, status TEXT NOT NULL DEFAULT "
                      "'pending', owner_pid INTEGER, attempts INTEGER NOT NULL DEFAULT 0, started REAL, finished REAL, "
@@ -100,7 +100,7 @@ def test_failed_runs_come_with_their_reasons(tmp_path):
 
 
 @pytest.mark.parametrize("content", [os.urandom(4096), b"not a database, just some text\n" * 50])
-def test_a_corrupt_registry_is_a_clear_error(tmp_path, content):
+def test_a_corrupt_ledger_is_a_clear_error(tmp_path, content):
     (tmp_path / "study.sqlite").write_bytes(content)
     with pytest.raises(ConfigError, match=r"study\.sqlite' is not a normlab study ledger.*not a database"):
         Ledger(tmp_path)

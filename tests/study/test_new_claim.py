@@ -78,7 +78,7 @@ def test_normlab_study_judges_each_claim_once_and_the_cli_shows_those_verdicts(t
     assert result.exit_code == 0, result.output
     assert judged == [1]  # the study's verdict, shown and rendered as it is (not judged again for the report)
     assert "C99" in result.output and json.loads((tmp_path / "s" / "verdicts.json").read_text())["final"]
-    report = CliRunner().invoke(app, ["report", str(tmp_path / "s")])  # judges from the registry alone
+    report = CliRunner().invoke(app, ["report", str(tmp_path / "s")])  # judges from the ledger alone
     assert report.exit_code == 0 and judged == [1, 1]
 
 

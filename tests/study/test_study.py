@@ -72,7 +72,7 @@ def test_user_study_file_adds_axes(tmp_path):
     assert {r.config.train.steps for r in runs} == {7} and {r.config.train.seed for r in runs} == {3}
 
 
-def test_registry_claims_each_run_once(tmp_path):
+def test_ledger_claims_each_run_once(tmp_path):
     reg = Ledger(tmp_path)
     assert reg.add_runs([("a", {"x": 1}), ("b", {"x": 2})]) == 2
     assert reg.add_runs([("a", {"x": 1})]) == 0
@@ -248,7 +248,7 @@ def test_runs_that_pin_more_threads_get_fewer_workers(monkeypatch):
     assert [w for _, w, _ in runner.phases(runs, workers=8, threads=2)] == [8, 8]
 
 
-def test_records_from_an_older_registry_get_new_config_fields_by_default():
+def test_records_from_an_older_ledger_get_new_config_fields_by_default():
     """A field added since a study was run (train.threads) must not make its runs match no group."""
     from normlab.study.records import RunRecord
 
@@ -268,7 +268,7 @@ def test_every_presets_stored_form_reads_back_as_the_preset():
         assert stored_preset(json.loads(json.dumps(dataclasses.asdict(preset)))) == preset
 
 
-def test_a_registry_from_before_the_claims_had_knobs_is_read_with_its_stored_settings():
+def test_a_ledger_from_before_the_claims_had_knobs_is_read_with_its_stored_settings():
     """presets_before_knobs.json: every preset as the normlab before `Claim.Knobs` stored it, with one Preset field
     per claim setting (stress_lrs, deep_depths, ..., the `frontier` dict) and lists of claims (round_claims,
     init_pass, cell_claims). Read back, each value is the claim's knob, and each list the claims' membership."""

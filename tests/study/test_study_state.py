@@ -129,7 +129,7 @@ def test_non_integer_seeds_on_the_command_line(tmp_path):
     assert not out.exists()
 
 
-def test_an_existing_directory_keeps_no_registry_after_bad_input(tmp_path):
+def test_an_existing_directory_keeps_no_ledger_after_bad_input(tmp_path):
     out = tmp_path / "study"
     out.mkdir()  # the user's directory stays; no study.sqlite appears in it
     result = runner.invoke(app, ["study", "--out", str(out), "--claims", "C13", "--set", "model.norm=bogus"])

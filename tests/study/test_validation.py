@@ -34,7 +34,7 @@ def test_a_continued_run_goes_on_from_its_stop_as_the_uninterrupted_run_did(tmp_
     assert RunDir(stopped).read_status()["step"] == 40  # the study's own run is left as it was
 
 
-def test_the_registry_gives_a_continued_run_its_outcome_at_its_budget(tmp_path):
+def test_the_ledger_gives_a_continued_run_its_outcome_at_its_budget(tmp_path):
     stuck, recovered, other = (rec(status="failed_to_train", reason=PLATEAU_REASON, seed=s) for s in range(3))
     assert stuck.censored and recovered.censored and other.censored
     (tmp_path / VALIDATION).write_text(json.dumps({"runs": {

@@ -228,7 +228,7 @@ def last_quarter_drop_is_read_from_the_last_eval_at_75_percent():
 
 @scenario("C7", HOLDS, 1.845 - 1.905)
 def no_val_curves():
-    # records without val curves (a registry from before C7 read them): nothing to report, nothing lost
+    # records without val curves (a ledger from before C7 read them): nothing to report, nothing lost
     records = _c7_with_finetunes()
     for r in records:
         r.val_curve = []

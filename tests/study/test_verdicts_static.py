@@ -107,7 +107,7 @@ def c9_not_measured():
 
 @scenario("C9", INCONCLUSIVE)
 def c9_measured_by_an_older_normlab():
-    """A registry from before encoders existed holds only the decoder-only `used` constants: not this check."""
+    """A ledger from before encoders existed holds only the decoder-only `used` constants: not this check."""
     rows = [{"depth": 12, "paper": paper_constants(12, 12), "used": {"alpha": 24 ** 0.25, "beta_measured": 0.5}}]
     return Case([], {"rows": rows, "seed_001": {}})
 
@@ -251,7 +251,7 @@ def test_c9_real_measurement_holds_and_matches_paper_formulas(one_torch_thread):
             for part, used in parts.items():
                 assert used["alpha"] == pytest.approx(expected[arch][part]["alpha"], rel=1e-12)
                 assert used["beta_measured"] == pytest.approx(expected[arch][part]["beta"], rel=0.1)
-    v = claim.verdict([], json.loads(json.dumps(m)), P)  # as stored in the registry
+    v = claim.verdict([], json.loads(json.dumps(m)), P)  # as stored in the ledger
     assert v.verdict == HOLDS, v.summary
     assert v.value is not None and v.value <= TABLE_ROUNDING  # the typed table's own rounding
     assert v.details["consistency_check_formula_vs_built"] < 1e-9

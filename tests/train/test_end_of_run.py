@@ -234,14 +234,14 @@ def test_a_studys_progress_line_shows_the_phase_a_run_is_in(tmp_path):
     run.append_metrics({"step": 4, "train_loss": 3.5})
     run.write_status("completed", step=4, phase="layer-skip ablation 3/8 val batches, ~2 s left")
 
-    class Registry:  # the one study run being trained now
+    class Ledger:  # the one study run being trained now
         def running(self):
             return [("abc", cfg.to_dict())]
 
         def run_dir(self, rid):
             return run.path
 
-    [active] = active_runs(Registry())
+    [active] = active_runs(Ledger())
     assert active.phase == "layer-skip ablation 3/8 val batches, ~2 s left"
     assert active.describe().endswith("step 4/4 loss 3.5000, layer-skip ablation 3/8 val batches, ~2 s left")
     bar, lines = Progress(disable=True), {}
