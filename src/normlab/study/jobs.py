@@ -38,23 +38,23 @@ def group_limit(config: dict[str, Any], budget_bytes: float = GROUP_MEMORY_BYTES
 
 
 @functools.lru_cache(maxsize=4096)
-def _validated(config_json: str):
+def _config_of_json(config_json: str):
     from normlab.config import validate_config
 
     return validate_config(json.loads(config_json))
 
 
-def validated(config: dict[str, Any]):
+def run_config(config: dict[str, Any]):
     """A registered run's config as a RunConfig, validated once per process: a worker groups the pending runs it
     scans by their configs, then trains the ones it claimed from the same configs."""
-    return _validated(json.dumps(config, sort_keys=True))
+    return _config_of_json(json.dumps(config, sort_keys=True))
 
 
 def group_of(config: dict[str, Any]) -> str | None:
     """The key runs share when one worker may train them as one stack, or None where a run trains alone."""
     from normlab.train.group import group_key, groupable
 
-    cfg = validated(config)
+    cfg = run_config(config)
     return group_key(cfg) if groupable(cfg) else None
 
 
@@ -95,11 +95,11 @@ def train_jobs(runs: list[tuple[dict[str, Any], str]], stacked: bool, events: li
     local workers and the Ray tasks both run; it touches the run directories (and `events`, each run's live
     TensorBoard directory), never the ledger."""
     from normlab.train.group import GroupTrainer
-    from normlab.train.loop import RunResult
+    from normlab.train.lifecycle import RunResult
 
     events = events or [None] * len(runs)
     try:
-        runs = [(validated(cfg), out) for cfg, out in runs]
+        runs = [(run_config(cfg), out) for cfg, out in runs]
         return GroupTrainer(runs, events=events).run() if stacked else [train_alone(*runs[0], events[0])]
     except Exception as e:  # the group itself could not run: every member failed for that reason
         reason = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"

@@ -160,7 +160,7 @@ def _submit(task, jobs, dirs, ledger: Ledger, threads: int, stack_runs: bool, sh
 def _collect(ray, ref, jobs, dirs, ledger: Ledger) -> None:
     """A finished task's results into the ledger (and a shipped task's directories into the study)."""
     from normlab.study.jobs import record_results
-    from normlab.train.loop import RunResult
+    from normlab.train.lifecycle import RunResult
 
     try:
         results, trained = ray.get(ref)

@@ -47,6 +47,9 @@ PLATEAU_STOPPED = "stopped at step"  # how the trainer's reason starts for a run
 
 @dataclass
 class RunRecord:
+    """One run's summary. Its `config` is read-only once the record exists: `flat`, the view every group compares,
+    is computed from it once."""
+
     id: str
     config: dict[str, Any]  # the resolved RunConfig as a dict
     status: str  # completed | failed_to_train (completed, but never left the unigram plateau) | diverged | failed

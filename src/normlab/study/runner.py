@@ -172,7 +172,7 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
                 train_all_ray(ledger, phase_ids, costs, phase_threads, progress, stack_runs, address, say,
                               tensorboard)
             else:
-                _train_all(ledger, phase_ids, costs, phase_workers, threads, progress, stack_runs, tensorboard)
+                _train_all(ledger, phase_ids, costs, phase_workers, phase_threads, progress, stack_runs, tensorboard)
 
     def train_more(more: list) -> None:
         """Register runs the study found it needs after the first ones (follow-ups, seed rounds) and train them;
