@@ -11,6 +11,7 @@ last finish; with W workers it is about the training time / W, plus measurements
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections import defaultdict
@@ -118,6 +119,12 @@ def main(argv: list[str] | None = None) -> int:
         mine = [rid for rid in records if all(flatten(configs[rid]).get(k) == v for k, v in other.items())]
         passes[factor] = {"runs": len(mine), "train_s": sum(elapsed[r] for r in mine), "overrides": other}
         print(f"{factor} pass: {len(mine)} runs, {passes[factor]['train_s'] / 60:.1f} min of training")
+    if spec.init_pass:  # `--vary init`: every training claim also under the other recipe, beyond the preset's own
+        chosen = dataclasses.replace(spec, init_pass=None, claim_seeds=dict(spec.claim_seeds))
+        mine = sorted({r.id for r in spec.expand(CLAIMS)} - {r.id for r in chosen.expand(CLAIMS)} & set(records))
+        passes["init"] = {"runs": len(mine), "train_s": sum(elapsed[r] for r in mine),
+                          "overrides": {INIT_KEY: "the other recipe"}}
+        print(f"init pass: {len(mine)} runs, {passes['init']['train_s'] / 60:.1f} min of training")
     summary["passes"] = passes
     if args.design:
         path = args.design / "verdicts.json" if args.design.is_dir() else args.design
