@@ -73,7 +73,10 @@ def test_the_cost_page_quotes_the_held_out_studys_cost_file():
     passes = cost["passes"]
     main_runs = cost["runs"] - sum(p["runs"] for p in passes.values())
     said = [f"{cost['runs']} runs ({main_runs} of the preset", f"{cost['train_s'] / 60:.1f} min of training",
-            f"({cost['wall_s'] / 60:.1f} min)", f"{cost['replicated']} of the study's {cost['claims']} verdicts replicate"]
+            f"({cost['wall_s'] / 60:.1f} min)", f"{cost['replicated']} of the study's {cost['claims']} verdicts replicate",
+            f"{cost['decisive']} are decisive: from its training on 2 workers, "
+            f"{cost['train_s'] / 2 / cost['replicated']:.0f} s per replicated verdict, against "
+            f"{cost['train_s'] / 2 / cost['decisive']:.0f} s per decisive verdict"]
     for name, p in passes.items():
         said.append(f"| {name} |")
         said.append(f"| {p['runs']} | {p['train_s'] / 60:.1f} min | {p['train_s'] / 120:.1f} min |")
