@@ -188,3 +188,15 @@ def test_a_heatmap_spanning_decades_is_coloured_on_a_log_scale_and_one_with_zero
                           ([[0.1, 0.2], [0.3, 0.4]], {}), ([[None, 2e-3], [0.05, None]], {})):
         cells, _ = heatmap(matrix, **style)
         assert not isinstance(cells.norm, LogNorm), (matrix, style)
+
+
+def test_the_caption_names_every_normalizers_line_style_as_drawn():
+    """A normalizer's own dash pattern (Derf's, SeeDNorm's) is named by its lengths, never called "solid" as
+    LayerNorm's line is; every style a normalizer declares reads differently from the others but l2's."""
+    from normlab.report.plots import NORM_STYLES
+    from normlab.study.sections import style_name
+
+    assert style_name(NORM_STYLES["derf"]) == "dashes 5-1-1-1" and style_name(NORM_STYLES["rmsnorm"]) == "dashed"
+    names = {n: style_name(s) for n, s in NORM_STYLES.items()}
+    drawn_solid = {n for n, s in NORM_STYLES.items() if s == "-"}
+    assert {n for n, name in names.items() if name == "solid"} == drawn_solid

@@ -94,10 +94,19 @@ STYLE_NAMES = {"--": "dashed", ":": "dotted", "-.": "dash-dot", (0, (1, 1)): "de
 END_MARKERS = {"diverged": "x", "did not train": "o"}  # at a curve's last point: how the run ended
 
 
+def style_name(style: str | tuple) -> str:
+    """A matplotlib linestyle in words; a dash pattern of its own (Derf's, SeeDNorm's) by its on/off lengths."""
+    if style in STYLE_NAMES:
+        return STYLE_NAMES[style]
+    if isinstance(style, tuple):
+        return "dashes " + "-".join(f"{n:g}" for n in style[1])
+    return "solid"
+
+
 def _norm_style_note(runs: list) -> str:
     """` (dashed: rmsnorm)`: what the line styles of the normalizers other than LayerNorm mean."""
     norms = sorted({str(r.get("model.norm")) for r in runs} - {"layernorm", "None"})
-    parts = [f"{STYLE_NAMES.get(NORM_STYLES.get(n, '-'), 'solid')}: {n}" for n in norms]
+    parts = [f"{style_name(NORM_STYLES.get(n, '-'))}: {n}" for n in norms]
     return f" ({'; '.join(parts)})" if parts else ""
 
 
