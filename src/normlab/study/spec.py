@@ -284,8 +284,8 @@ class RunSpec:
     config: RunConfig
 
     @classmethod
-    def of(cls, config: RunConfig, run_id: str | None = None) -> "RunSpec":
-        return cls(run_id or config.hash(), config)
+    def of(cls, config: RunConfig) -> "RunSpec":
+        return cls(config.hash(), config)
 
     @functools.cached_property
     def data(self) -> dict[str, Any]:
