@@ -736,3 +736,14 @@ def test_every_frontier_claim_has_holds_fails_and_inconclusive_scenarios():
     assert {c: m for c, m in missing.items() if m} == UNREACHABLE
     bugged = {(p.values[0], p.values[2]) for p in SCENARIOS if p.marks}
     assert all((c, o) in bugged for c, m in UNREACHABLE.items() for o in m)
+
+
+def test_a_frontier_claim_is_refused_outside_the_frontier_preset():
+    """F claims are judged in their papers' setup, which is the frontier preset's base: on another preset's base
+    (learned positions, GELU, Xiong's init) they would give verdicts about a setup no paper trained."""
+    from normlab.config import ConfigError
+    from normlab.study.spec import load_study
+
+    with pytest.raises(ConfigError, match=r"claims F1, F8 are judged in their papers' setup.*--preset frontier"):
+        load_study("standard", claims=["C1", "F1", "F8"])
+    assert load_study("frontier", claims=["F1"]).claims == ["F1"]

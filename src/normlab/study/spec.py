@@ -475,6 +475,10 @@ def load_study(preset: str = "standard", study_file: str | Path | None = None, c
     claim_ids = list(claims) if claims else list(chosen.claims)
     for cid in claim_ids:
         CLAIMS.get(cid)  # unknown ids: a clear error listing the valid ones
+    stray = [c for c in claim_ids if c in FRONTIER_CLAIMS and chosen.name != "frontier"]
+    if stray:  # their knobs' defaults and their arms assume the frontier base; another base is not their setup
+        raise ConfigError(f"claims {', '.join(stray)} are judged in their papers' setup, the 'frontier' preset's base "
+                          f"(RoPE, SwiGLU, GPT-2's init); run them with --preset frontier, not {chosen.name!r}")
     factors = _check_vary(vary or [])
     if "init" in factors:
         init_pass = True  # --vary init is the init pass: every training claim also under the other recipe
