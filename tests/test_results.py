@@ -128,3 +128,5 @@ def test_the_readmes_findings_quote_the_committed_files():
     assert {level("C10", f, n) for f in ("init", "context", "width") for n in held["C10"]["scope"][f]} == {"holds"}
     assert held["C13"]["verdict"] == "depends on init"
     assert (level("C15", "init", "xiong"), level("C15", "width", "d 128")) == ("holds", "holds")
+    assert held["C7"]["verdict"] == "inconclusive"
+    assert (level("C7", "init", "gpt2"), level("C7", "context", "64 tokens")) == ("does not hold", "does not hold")
