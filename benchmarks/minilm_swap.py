@@ -31,8 +31,8 @@ from normlab.train import train
 from normlab.train.init_from import _moved_norms
 
 FINETUNE = ["train.steps=60", "train.batch_size=8", "train.lr=1e-4", "train.warmup_steps=6", "train.min_lr=1e-5",
-            "train.eval_interval=10", "train.eval_batches=4", "train.ckpt_interval=60", "diagnostics.interval=0",
-            "diagnostics.layer_skip=false", "train.untrained_margin=0", "train.device=cpu"]
+            "train.eval_interval=10", "train.eval_batches=4", "train.ckpt_interval=60", "diagnostics.interval=off",
+            "diagnostics.layer_skip=false", "train.untrained_margin=off", "train.device=cpu"]
 
 
 def swapped(post, relocate: bool):

@@ -7,7 +7,7 @@ trained.
 
 3.3473 nats is tiny Shakespeare's unigram cross-entropy at char level (the default corpus). Runs that
 `train.plateau_stop` finished early cannot show whether they would have recovered: they are counted apart, and
-only runs trained to the end are read (run a study with --set train.plateau_stop=0 to measure the cut-off).
+only runs trained to the end are read (run a study with --set train.plateau_stop=off to measure the cut-off).
 """
 from __future__ import annotations
 

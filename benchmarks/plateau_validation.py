@@ -5,7 +5,7 @@
 A study censors every run `train.plateau_stop` ended while still on the unigram plateau: it is neither a
 failure nor a loss in any verdict, since whether it would have trained is unknown. This makes it known. Each
 such run's directory is copied to STUDY/plateau_validation/<id> (the study's own run is left as it is), its
-config's `train.plateau_stop` set to 0, and the run resumed from the checkpoint the stop wrote, to its full
+config's `train.plateau_stop` set to 'off', and the run resumed from the checkpoint the stop wrote, to its full
 budget, bit for bit as the uninterrupted run would have gone on. STUDY/plateau_validation.json then holds each
 run's outcome at its budget, and the study's ledger reads it (`study/validation.py`): a run that stayed on the
 plateau failed to train, one that left it trained, with the val loss it reached (`normlab report STUDY` judges
@@ -37,7 +37,7 @@ def continue_run(source: str, target: str) -> dict:
     if not (dst / "config.toml").is_file():
         shutil.copytree(src, dst / ".partial", dirs_exist_ok=True)
         config = tomllib.loads((dst / ".partial" / "config.toml").read_text("utf-8"))
-        config["train"]["plateau_stop"] = 0.0
+        config["train"]["plateau_stop"] = "off"
         (dst / ".partial" / "config.toml").write_text(tomli_w.dumps(config), "utf-8")
         (dst / ".partial" / "status.json").unlink(missing_ok=True)  # completed at the stop: resume from there
         for item in (dst / ".partial").iterdir():
@@ -62,7 +62,7 @@ def write_outcomes(study: Path, results: dict[str, dict]) -> dict:
     runs = {**(json.loads(path.read_text("utf-8"))["runs"] if path.is_file() else {}), **results}
     data = {"runs": runs, "continued": len(runs), "recovered": sorted(rid for rid, r in runs.items() if r["trained"]),
             "rule": "a run the plateau stop ended, continued from its stop's checkpoint to its full budget with "
-                    "train.plateau_stop = 0; trained: it ended completed and off the unigram plateau"}
+                    "train.plateau_stop = 'off'; trained: it ended completed and off the unigram plateau"}
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", "utf-8")
     return data
 

@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from normlab.config import ConfigError, RunConfig, apply_override, load_config
+import tomli_w
+
+from normlab.config import ConfigError, RunConfig, apply_override, load_config, validate_config
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -85,3 +87,67 @@ def test_run_ids_of_decoder_runs_survive_the_arch_field():
     assert validate_config({"model": {"scheme": "post", "n_layer": 3}}).hash() == "3cfc109dfeef"
     assert validate_config({"model": {"arch": "decoder"}}).hash() == RunConfig().hash()
     assert validate_config({"model": {"arch": "encoder"}}).hash() != RunConfig().hash()
+
+
+# -- fields whose "nothing" is a word, not 0 ------------------------------------------------------------------
+NAMED_CASES = [("train", "grad_clip", "off"), ("train", "threads", "process"), ("train", "untrained_margin", "off"),
+               ("train", "plateau_stop", "off"), ("diagnostics", "interval", "off"),
+               ("diagnostics", "layer_skip_most", "all")]
+
+
+@pytest.mark.parametrize("section, key, word", NAMED_CASES)
+def test_zero_is_refused_where_it_meant_a_word_and_the_error_names_the_word(section, key, word):
+    from normlab.config import NAMED
+
+    assert NAMED[f"{section}.{key}"][0] == word
+    with pytest.raises(ConfigError, match=rf"{section}\.{key}: 0 is not a value here; write '{word}'"):
+        validate_config({section: {key: 0}})
+    assert getattr(validate_config({section: {key: word}}), section).model_dump()[key] == word
+
+
+@pytest.mark.parametrize("section, key, word", NAMED_CASES)
+def test_a_config_an_older_normlab_wrote_with_0_reads_as_the_word_and_keeps_its_id(section, key, word, tmp_path):
+    """Run directories and study ledgers hold configs written with 0 for these words: they are read with the
+    word, and hash to the id they were registered under (the hash of the 0)."""
+    import hashlib
+    import json
+
+    from normlab.config import NAMED, HASH_NEUTRAL
+    from normlab.rundir import RunDir
+
+    cfg = validate_config({section: {key: word}})
+    old = cfg.to_dict()
+    for dotted, (name, number) in NAMED.items():  # as that normlab wrote it: 0 for every word
+        s, k = dotted.split(".")
+        if old[s][k] == name:
+            old[s][k] = number
+    # the id an older normlab gave it: the plain hash of its dict, neutral fields at their value left out
+    legacy = json.loads(json.dumps(old))
+    for dotted, value in HASH_NEUTRAL.items():
+        s, k = dotted.split(".")
+        if legacy.get(s, {}).get(k) == value:
+            del legacy[s][k]
+    assert cfg.hash() == hashlib.sha256(json.dumps(legacy, sort_keys=True).encode()).hexdigest()[:12]
+
+    run = RunDir(tmp_path / "old")
+    run.path.mkdir()
+    run.config_path.write_text(tomli_w.dumps(old), "utf-8")
+    assert run.read_config() == cfg
+    from normlab.study.jobs import run_config
+    from normlab.study.records import with_defaults
+
+    assert run_config(old) == cfg and with_defaults(old) == cfg.to_dict()
+
+
+def test_the_named_fields_mean_what_their_words_say():
+    import math
+
+    t = validate_config({"train": {"grad_clip": "off", "threads": "process", "plateau_stop": "off",
+                                   "untrained_margin": "off"}}).train
+    assert (t.clip_norm, t.intra_op_threads, t.plateau_stop_from, t.plateau_margin) == (math.inf, None, None, None)
+    t = validate_config({"train": {"grad_clip": 0.5, "threads": 2, "plateau_stop": 0.5}}).train
+    assert (t.clip_norm, t.intra_op_threads, t.plateau_stop_from, t.plateau_margin) == (0.5, 2, 0.5, 0.1)
+    d = validate_config({"diagnostics": {"interval": "off", "layer_skip_most": "all"}}).diagnostics
+    assert (d.probe_interval, d.skip_at_most) == (None, None)
+    with pytest.raises(ConfigError, match=r"train.grad_clip: should be .*, or 'off' for no clipping \(got 'of'\)"):
+        validate_config({"train": {"grad_clip": "of"}})

@@ -14,10 +14,11 @@ import hashlib
 import json
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+import math
+from typing import Annotated, Any, Literal
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from normlab.nn.config import ModelConfig
 from normlab.registry import closest
@@ -39,6 +40,29 @@ class DataConfig(BaseModel):
     vocab_from: str | None = None
     """Tokenize with this corpus's vocabulary instead of the text's own (fine-tuning keeps the pretrained
     model's tokens); characters outside it are dropped and counted in run.json."""
+
+
+# A field whose "nothing" is not the number 0 says so by name: `off` (no clipping, no probe, no plateau stop, never
+# judged), `process` (the process's thread count), `all` (every block). normlab before 0.9 wrote 0 for each of
+# these; a config it wrote is read with the name (`upgrade_stored`) and hashes as before (`config_hash`), and a 0
+# typed today is refused with the name to write instead
+NAMED = {"train.grad_clip": ("off", 0.0), "train.threads": ("process", 0), "train.untrained_margin": ("off", 0.0),
+         "train.plateau_stop": ("off", 0.0), "diagnostics.interval": ("off", 0),
+         "diagnostics.layer_skip_most": ("all", 0)}
+NAMED_MEANING = {"train.grad_clip": "no clipping", "train.threads": "the process's thread count",
+                 "train.untrained_margin": "never judged", "train.plateau_stop": "every run trains to the end",
+                 "diagnostics.interval": "no per-layer metrics", "diagnostics.layer_skip_most": "every block"}
+
+
+def _refuse_zero(section: str):
+    """A `mode="before"` validator for the NAMED fields of a section: 0 is refused, naming the word that means
+    what 0 used to."""
+    def check(cls, value, info):
+        dotted = f"{section}.{info.field_name}"
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
+            raise ValueError(f"0 is not a value here; write {NAMED[dotted][0]!r} for {NAMED_MEANING[dotted]}")
+        return value
+    return field_validator(*[k.split(".")[1] for k in NAMED if k.startswith(section + ".")], mode="before")(check)
 
 
 class TrainConfig(BaseModel):
@@ -64,8 +88,8 @@ class TrainConfig(BaseModel):
     beta2: float = Field(default=0.99, ge=0, lt=1)
     weight_decay: float = Field(default=0.1, ge=0)
     """AdamW decoupled weight decay, on matrices (dim >= 2) only."""
-    grad_clip: float = Field(default=1.0, ge=0)
-    """Clip the global gradient norm to this (0: no clipping)."""
+    grad_clip: Annotated[float, Field(gt=0)] | Literal["off"] = 1.0
+    """Clip the global gradient norm to this; `off`: no clipping."""
     eval_interval: int = Field(default=250, ge=1)
     """Estimate val loss every this many steps (and at the last step)."""
     eval_batches: int = Field(default=20, ge=1)
@@ -82,8 +106,8 @@ class TrainConfig(BaseModel):
     """bf16: autocast the forward pass (CPU and CUDA); weights, optimizer and norm statistics stay fp32."""
     compile: bool = False
     """Run the model through torch.compile."""
-    threads: int = Field(default=0, ge=0)
-    """torch intra-op threads for this run (0: the process's setting). Part of the run's numerics: a matmul
+    threads: Annotated[int, Field(ge=1)] | Literal["process"] = "process"
+    """torch intra-op threads for this run; `process`: the process's setting. Part of the run's numerics: a matmul
     split over 2 threads rounds differently from 1 (a study's robustness pass reruns runs with another count)."""
     diverge_loss: float = Field(default=20.0, gt=0)
     """A train loss above this (or non-finite) ends the run as `diverged`."""
@@ -99,15 +123,37 @@ class TrainConfig(BaseModel):
     (a swap): every tensor of the source with this model's name and shape is kept, the rest start at their
     init. by_stream: as by_name, and a norm the placement moved takes the gains of the source's norm at the
     same point of the residual stream. run.json's "swap" lists what was kept, moved, new and left behind."""
-    untrained_margin: float = Field(default=0.1, ge=0)
+    untrained_margin: Annotated[float, Field(gt=0)] | Literal["off"] = 0.1
     """A completed run whose final val loss is within this many nats of the corpus's unigram cross-entropy
-    (or above it) failed to train: it never left the plateau of token frequencies (0: never judged)."""
-    plateau_stop: float = Field(default=0.0, ge=0, lt=1)
+    (or above it) failed to train: it never left the plateau of token frequencies; `off`: never judged."""
+    plateau_stop: Annotated[float, Field(gt=0, lt=1)] | Literal["off"] = "off"
     """From this fraction of the steps on, a run whose val loss at an evaluation is still within
     `untrained_margin` of the unigram plateau is finished there, as failed to train, instead of spending the rest
-    of its budget (0: every run trains to the end). The study presets use ½: in the standard study of 2026-11-24
+    of its budget; `off`: every run trains to the end. The study presets use ½: in the standard study of 2026-11-24
     none of the 43 runs still on the plateau at half their budget trained by the end, where 7 of the 50 still on
     it at a third did (benchmarks/plateau_recovery.py)."""
+
+    named_zero = _refuse_zero("train")
+
+    @property
+    def clip_norm(self) -> float:
+        """The gradient norm to clip to (inf: `off`)."""
+        return math.inf if self.grad_clip == "off" else self.grad_clip
+
+    @property
+    def intra_op_threads(self) -> int | None:
+        """torch's intra-op threads to set for the run, or None to leave the process's."""
+        return None if self.threads == "process" else self.threads
+
+    @property
+    def plateau_stop_from(self) -> float | None:
+        """The fraction of the steps from which a run still on the plateau stops, or None (`off`)."""
+        return None if self.plateau_stop == "off" else self.plateau_stop
+
+    @property
+    def plateau_margin(self) -> float | None:
+        """`untrained_margin` in nats, or None (`off`: never judged)."""
+        return None if self.untrained_margin == "off" else self.untrained_margin
 
     @model_validator(mode="after")
     def _check(self) -> "TrainConfig":
@@ -124,13 +170,13 @@ class DiagnosticsConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    interval: int = Field(default=100, ge=0)
-    """Per-layer metrics at step 0 and every this many steps, into DIR/diagnostics.sqlite (0: off)."""
+    interval: Annotated[int, Field(ge=1)] | Literal["off"] = 100
+    """Per-layer metrics at step 0 and every this many steps, into DIR/diagnostics.sqlite; `off`: none."""
     layer_skip: bool = True
     """At the end, the val loss with each block skipped, into DIR/layer_skip.json."""
-    layer_skip_most: int = Field(default=100, ge=0)
+    layer_skip_most: Annotated[int, Field(ge=1)] | Literal["all"] = 100
     """The layer-skip ablation skips at most this many blocks, evenly spaced (the first and the last among them),
-    and estimates the effective depth from them; 0: every block (the full sweep). Why: one evaluation per block
+    and estimates the effective depth from them; `all`: every block (the full sweep). Why: one evaluation per block
     kept a 10-step 1,000-layer run going past 15 minutes (4.4 without the ablation); with 100, it pays 100."""
     end_of_run_budget: float = Field(default=0.25, ge=0)
     """The end-of-run diagnostics (the layer-skip ablation) take at most this fraction of the run's training time
@@ -141,6 +187,18 @@ class DiagnosticsConfig(BaseModel):
     """false: the ablation measures all it is asked for (layer_skip_most blocks over every train.eval_batches),
     whatever that costs; end_of_run_budget does not bind it. `normlab diagnose RUN --layer-skip` does the same
     later, on a completed run."""
+
+    named_zero = _refuse_zero("diagnostics")
+
+    @property
+    def probe_interval(self) -> int | None:
+        """`interval` as a number of steps, or None (`off`)."""
+        return None if self.interval == "off" else self.interval
+
+    @property
+    def skip_at_most(self) -> int | None:
+        """`layer_skip_most` as a number of blocks, or None (`all`)."""
+        return None if self.layer_skip_most == "all" else self.layer_skip_most
 
 
 class RunConfig(BaseModel):
@@ -179,6 +237,10 @@ def config_hash(data: dict[str, Any]) -> str:
     """`RunConfig.hash` of a config already resolved to its dict (`to_dict`, as a study's ledger stores it), so
     that an id is recomputed without validating the config again."""
     data = {section: dict(values) if isinstance(values, dict) else values for section, values in data.items()}
+    for dotted, (name, number) in NAMED.items():  # hashed as the 0 that normlab before 0.9 wrote
+        section, key = dotted.split(".")
+        if data.get(section, {}).get(key) == name:
+            data[section][key] = number
     for dotted, value in HASH_NEUTRAL.items():
         section, key = dotted.split(".")
         if data.get(section, {}).get(key) == value:
@@ -213,6 +275,27 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     for item in overrides or []:
         apply_override(raw, item)
     return validate_config(raw)
+
+
+def upgrade_stored(raw: dict[str, Any]) -> dict[str, Any]:
+    """A config normlab wrote (a run directory's config.toml, a study ledger's row) with the 0s that normlab before
+    0.9 wrote for `off`, `process` and `all` (`NAMED`) read as those names; a copy where one changes. Only for
+    what normlab itself stored: a config a user types is held to today's spelling."""
+    out = raw
+    for dotted, (name, number) in NAMED.items():
+        section, key = dotted.split(".")
+        value = raw.get(section, {}).get(key) if isinstance(raw.get(section), dict) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == number:
+            if out is raw:
+                out = {s: dict(v) if isinstance(v, dict) else v for s, v in raw.items()}
+            out[section][key] = name
+    return out
+
+
+def upgrade_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
+    """`upgrade_stored` for dotted overrides a study stored (its preset's base, a claim's overrides)."""
+    return {k: NAMED[k][0] if k in NAMED and isinstance(v, (int, float)) and not isinstance(v, bool)
+            and v == NAMED[k][1] else v for k, v in overrides.items()}
 
 
 def validate_config(raw: dict[str, Any]) -> RunConfig:
@@ -258,8 +341,13 @@ def set_value(raw: dict[str, Any], key: str, value: Any, said: str | None = None
 
 def format_validation_error(e: ValidationError) -> str:
     lines = []
+    named: dict[str, list[str]] = {}  # a NAMED field's union branches (a number, or its word): one line
     for err in e.errors():
         loc = ".".join(str(p) for p in err["loc"])
+        field = ".".join(str(p) for p in err["loc"][:2])
+        if field in NAMED and len(err["loc"]) > 2:
+            named.setdefault(field, []).append(err)
+            continue
         if err["type"] == "extra_forbidden":
             valid = _valid_keys(err["loc"][:-1])
             hint = closest(str(err["loc"][-1]), valid)
@@ -270,6 +358,11 @@ def format_validation_error(e: ValidationError) -> str:
             got = err.get("input")
             got = "" if isinstance(got, dict) else f" (got {got!r})"
             lines.append(f"{loc}: {msg}{got}" if loc else msg)
+    for field, errs in named.items():
+        number = next((err["msg"].removeprefix("Input should be ") for err in errs if "literal" not in
+                       str(err["loc"][-1])), "a number")
+        lines.append(f"{field}: should be {number}, or {NAMED[field][0]!r} for {NAMED_MEANING[field]} "
+                     f"(got {errs[0].get('input')!r})")
     return "invalid config:\n  " + "\n  ".join(lines)
 
 

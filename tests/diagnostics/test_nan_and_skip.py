@@ -94,7 +94,7 @@ def test_a_module_whose_backward_produces_nan_is_blamed_in_the_backward_phase(mo
 
 def test_diverged_run_records_status_step_and_an_existing_origin_module(tmp_path):
     cfg = tiny_config(model={"norm": "none"},
-                      train={"lr": 1e6, "min_lr": 0, "warmup_steps": 0, "schedule": "constant", "grad_clip": 0,
+                      train={"lr": 1e6, "min_lr": 0, "warmup_steps": 0, "schedule": "constant", "grad_clip": "off",
                              "diverge_loss": 1e30})
     result = train(cfg, tmp_path / "run")
     assert result.status == "diverged"
@@ -245,7 +245,7 @@ def test_layer_skip_on_a_gpt_with_an_exact_identity_block():
 @pytest.mark.parametrize("enabled", [True, False])
 def test_trainer_writes_layer_skip_json_only_when_enabled(tmp_path, enabled):
     cfg = tiny_config(model={"n_layer": 3}, train={"steps": 10},
-                      diagnostics={"interval": 0, "layer_skip": enabled})
+                      diagnostics={"interval": "off", "layer_skip": enabled})
     result = train(cfg, tmp_path / "run")
     assert result.status == "completed"
     path = tmp_path / "run" / "layer_skip.json"
@@ -260,11 +260,11 @@ def test_trainer_writes_layer_skip_json_only_when_enabled(tmp_path, enabled):
     assert data["effective_depth_fraction"] == pytest.approx(data["effective_depth"] / 3)
 
 
-@pytest.mark.parametrize("most, measured", [(2, [0, 4]), (3, [0, 2, 4]), (0, [0, 1, 2, 3, 4])])
+@pytest.mark.parametrize("most, measured", [(2, [0, 4]), (3, [0, 2, 4]), ("all", [0, 1, 2, 3, 4])])
 def test_trainer_samples_the_layer_skip_as_its_config_says(tmp_path, most, measured):
-    """diagnostics.layer_skip_most: at most that many evenly spaced blocks (first and last among them); 0: all."""
+    """diagnostics.layer_skip_most: at most that many evenly spaced blocks (first and last among them); `all`: every block."""
     cfg = tiny_config(model={"n_layer": 5}, train={"steps": 4},
-                      diagnostics={"interval": 0, "layer_skip": True, "layer_skip_most": most})
+                      diagnostics={"interval": "off", "layer_skip": True, "layer_skip_most": most})
     assert train(cfg, tmp_path / "run").status == "completed"
     data = RunDir(tmp_path / "run").read_json("layer_skip.json")
     assert [i for i, d in enumerate(data["delta_loss"]) if d is not None] == measured
@@ -277,9 +277,9 @@ def test_the_layer_skip_sample_size_leaves_run_ids_as_they_were():
     ablation, hashed by the code before it: a61bc7fca1f7)."""
     from normlab.study.spec import PRESETS, build_config
 
-    # train.plateau_stop, added later, at its neutral value (0) as every run of then had it; the presets set ½;
+    # train.plateau_stop, added later, at its neutral value (off; 0 then) as every run of then had it; the presets set ½;
     # and the context of then (the CPU presets went from 64 tokens to 32, with twice the eval batches)
-    before = {"train.plateau_stop": 0.0, "model.block_size": 64, "train.eval_batches": 10}
+    before = {"train.plateau_stop": "off", "model.block_size": 64, "train.eval_batches": 10}
     assert build_config(PRESETS["quick"], before, 0).hash() == "a61bc7fca1f7"
-    assert build_config(PRESETS["quick"], {**before, "diagnostics.layer_skip_most": 0}, 0).hash() != "a61bc7fca1f7"
+    assert build_config(PRESETS["quick"], {**before, "diagnostics.layer_skip_most": "all"}, 0).hash() != "a61bc7fca1f7"
     assert build_config(PRESETS["quick"], {}, 0).hash() != "a61bc7fca1f7"  # the plateau stop is a new setting

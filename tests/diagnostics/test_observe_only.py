@@ -49,7 +49,7 @@ def test_curve_is_bit_identical_with_diagnostics_on_and_off(tmp_path, scheme, dr
     model = {"scheme": scheme, "dropout": dropout}
     short = {"steps": 20, "precision": precision}  # evaluations at 0, 10, 20; checkpoints at 10, 20
     on = train(tiny_config(model=model, train=short, diagnostics={"interval": 1}), tmp_path / "on")
-    off = train(tiny_config(model=model, train=short, diagnostics={"interval": 0}), tmp_path / "off")
+    off = train(tiny_config(model=model, train=short, diagnostics={"interval": "off"}), tmp_path / "off")
     assert on.status == off.status == "completed"
     assert on.val_loss == off.val_loss
     curve_on, curve_off = curve(tmp_path / "on"), curve(tmp_path / "off")

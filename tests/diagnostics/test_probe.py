@@ -286,8 +286,8 @@ def test_due_is_step_zero_and_multiples_of_interval(tmp_path):
     model, store = make_model(), DiagnosticsStore(tmp_path)
     assert [s for s in range(23) if LayerProbe(model, store, 5).due(s)] == [0, 5, 10, 15, 20]
     assert [s for s in range(4) if LayerProbe(model, store, 1).due(s)] == [0, 1, 2, 3]
-    assert not any(LayerProbe(model, store, 0).due(s) for s in range(12))
-    assert LayerProbe(model, store, 0).session(0) is NO_PROBE
+    assert not any(LayerProbe(model, store, None).due(s) for s in range(12))
+    assert LayerProbe(model, store, None).session(0) is NO_PROBE
     assert LayerProbe(model, store, 5).session(7) is NO_PROBE
     assert isinstance(LayerProbe(model, store, 5).session(10), ProbeSession)
 

@@ -41,8 +41,8 @@ def _trained_and_exported(tmp_path, layout: str):
     which a generate() stopping at its first space, as with the Gemma-2 defaults, could still have matched)."""
     cfg = tiny_config(model={**LAYOUTS[layout], "block_size": 48},
                       train={"steps": STEPS, "lr": 1e-2, "batch_size": 16, "eval_interval": STEPS,
-                             "ckpt_interval": STEPS, "untrained_margin": 0},
-                      diagnostics={"interval": 0, "layer_skip": False})
+                             "ckpt_interval": STEPS, "untrained_margin": "off"},
+                      diagnostics={"interval": "off", "layer_skip": False})
     assert layout_for(cfg.model).name == layout
     run = tmp_path / "run"
     assert train(cfg, str(run)).status == "completed"

@@ -46,8 +46,8 @@ def test_import_check_swap_train_and_export(tmp_path):
                                  f"train.init_from={run}", "--set", "train.init_from_match=by_name", "--set",
                                  "model.norm=rmsnorm", "--set", "model.norm_bias=false", "--set", "train.steps=3",
                                  "--set", "train.eval_interval=3", "--set", "train.eval_batches=1", "--set",
-                                 "train.batch_size=2", "--set", "diagnostics.interval=0", "--set",
-                                 "diagnostics.layer_skip=false", "--set", "train.untrained_margin=0"])
+                                 "train.batch_size=2", "--set", "diagnostics.interval=off", "--set",
+                                 "diagnostics.layer_skip=false", "--set", "train.untrained_margin=off"])
     assert result.exit_code == 0, result.output
     swap = json.loads((swapped / "run.json").read_text())["swap"]
     assert swap["new"] == [] and len(swap["left_behind"]) == 5  # ln_1, ln_2 × 2 layers, ln_f: their biases
@@ -59,8 +59,8 @@ def test_import_check_swap_train_and_export(tmp_path):
                                  "--set", "train.init_from_match=by_stream", "--set", "model.scheme=post", "--set",
                                  "model.final_norm=false", "--set", "train.steps=1", "--set", "train.eval_interval=1",
                                  "--set", "train.eval_batches=1", "--set", "train.batch_size=2", "--set",
-                                 "diagnostics.interval=0", "--set", "diagnostics.layer_skip=false", "--set",
-                                 "train.untrained_margin=0"])
+                                 "diagnostics.interval=off", "--set", "diagnostics.layer_skip=false", "--set",
+                                 "train.untrained_margin=off"])
     assert result.exit_code == 0, result.output
     swap = json.loads((post / "run.json").read_text())["swap"]
     assert swap["moved"]["blocks.0.attn.post_norm.weight"] == "blocks.0.mlp.in_norm.weight"

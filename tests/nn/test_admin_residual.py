@@ -96,7 +96,7 @@ def test_a_fresh_admin_run_is_profiled_and_records_omega(tmp_path):
     cfg = validate_config({"model": {"n_layer": 2, "d_model": 16, "n_head": 2, "block_size": 16, "scheme": "admin"},
                            "train": {"steps": 2, "eval_interval": 2, "eval_batches": 1, "batch_size": 2,
                                      "device": "cpu", "warmup_steps": 0},
-                           "diagnostics": {"interval": 0, "layer_skip": False}})
+                           "diagnostics": {"interval": "off", "layer_skip": False}})
     assert train(cfg, str(tmp_path / "a")).status == "completed"
     omega = RunDir(tmp_path / "a").read_meta()["model"]["admin_omega"]["decoder"]
     assert len(omega) == 4 and omega[0] < omega[-1]

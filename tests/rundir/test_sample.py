@@ -18,8 +18,8 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("sample") / "run"
-    cfg = tiny_config(train={"steps": 20, "eval_interval": 20, "ckpt_interval": 20, "untrained_margin": 0},
-                      diagnostics={"interval": 0, "layer_skip": False})
+    cfg = tiny_config(train={"steps": 20, "eval_interval": 20, "ckpt_interval": 20, "untrained_margin": "off"},
+                      diagnostics={"interval": "off", "layer_skip": False})
     assert train(cfg, str(out)).status == "completed"
     return out
 
@@ -59,8 +59,8 @@ def test_bad_input_is_one_line_and_exit_2(run, args, says):
 
 def test_an_encoder_run_is_refused(tmp_path):
     cfg = tiny_config(model={"arch": "encoder"}, train={"steps": 2, "eval_interval": 2, "ckpt_interval": 2,
-                                                        "untrained_margin": 0},
-                      diagnostics={"interval": 0, "layer_skip": False})
+                                                        "untrained_margin": "off"},
+                      diagnostics={"interval": "off", "layer_skip": False})
     train(cfg, str(tmp_path / "bert"))
     result = runner.invoke(app, ["sample", str(tmp_path / "bert"), "--prompt", "ROMEO:"])
     assert result.exit_code == 2 and "is an encoder run" in result.output

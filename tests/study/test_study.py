@@ -255,7 +255,7 @@ def test_records_from_an_older_ledger_get_new_config_fields_by_default():
     cfg = build_config(PRESETS["quick"], {}, 0).to_dict()
     del cfg["train"]["threads"]
     record = RunRecord.from_dict({"id": "x", "config": cfg, "status": "completed"})
-    assert record.get("train.threads") == 0
+    assert record.get("train.threads") == "process"
 
 
 # slow
@@ -300,8 +300,8 @@ def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
     from normlab.study.runner import completion, run_study, study_ids
 
     spec = load_study("quick", claims=["C7"], seeds=[0, 1], overrides=TINY + [
-        "train.steps=8", "model.n_layer=1", "train.eval_interval=4", "diagnostics.interval=0",
-        "diagnostics.layer_skip=false", "train.untrained_margin=0"])
+        "train.steps=8", "model.n_layer=1", "train.eval_interval=4", "diagnostics.interval=off",
+        "diagnostics.layer_skip=false", "train.untrained_margin=off"])
     spec.preset.lrs, spec.preset.warmup = [1e-3, 1e-2], 2
     spec.preset.knobs = {**spec.preset.knobs, "C7": {"finetune": {"train.steps": 4, "train.lr": 3e-4,
                                                                    "train.warmup_steps": 1}}}

@@ -29,7 +29,7 @@ def test_a_continued_run_goes_on_from_its_stop_as_the_uninterrupted_run_did(tmp_
     outcome = _benchmark().continue_run(str(stopped), str(tmp_path / "continued"))
     assert outcome == {"trained": False, "status": "completed", "outcome": "failed_to_train",
                        "val_loss": outcome["val_loss"], "step": 80}
-    train(run(1e-7, plateau_stop=0.0), str(whole))  # the same run, never stopped
+    train(run(1e-7, plateau_stop="off"), str(whole))  # the same run, never stopped
     assert val_curve(tmp_path / "continued") == val_curve(whole)  # the same curve, bit for bit
     assert RunDir(stopped).read_status()["step"] == 40  # the study's own run is left as it was
 

@@ -14,7 +14,7 @@ from normlab.train.loop import train
 
 BASE = {"model": {"n_layer": 3, "d_model": 16, "n_head": 2, "block_size": 16, "dropout": 0.1},
         "train": {"steps": 6, "eval_interval": 3, "eval_batches": 2, "batch_size": 4, "device": "cpu",
-                  "warmup_steps": 0, "log_interval": 1, "untrained_margin": 0},
+                  "warmup_steps": 0, "log_interval": 1, "untrained_margin": "off"},
         "diagnostics": {"interval": 3, "layer_skip": False}}
 
 

@@ -50,7 +50,7 @@ def assert_same_curve(a: list[dict], b: list[dict]) -> float:
     return worst
 
 
-ENGINES = {"ddp": SETS, "fsdp": SETS[:-1] + ["diagnostics.interval=0"]}  # FSDP's shards: no weight probe
+ENGINES = {"ddp": SETS, "fsdp": SETS[:-1] + ["diagnostics.interval=off"]}  # FSDP's shards: no weight probe
 # DDP's tests run by default, FSDP's in the slow suite (`make test-slow`): 36 s of a default suite kept under 10 min
 ENGINE_PARAMS = ["ddp", pytest.param("fsdp", marks=pytest.mark.slow)]
 
@@ -126,7 +126,7 @@ def test_a_global_batch_that_does_not_split_is_a_clear_error(tmp_path):
     cfg = load_config(None, SETS + ["train.batch_size=7"])
     with pytest.raises(ValueError, match="train.batch_size = 7 does not split over 2 processes; valid: a multiple of 2"):
         Trainer(cfg, str(tmp_path / "x"), dist=Dist(rank=0, world=2))
-    with pytest.raises(ValueError, match="diagnostics.interval = 20 under --parallel fsdp.*valid: diagnostics.interval = 0"):
+    with pytest.raises(ValueError, match="diagnostics.interval = 20 under --parallel fsdp.*valid: diagnostics.interval = 'off'"):
         Trainer(load_config(None, SETS), str(tmp_path / "x"), dist=Dist(rank=0, world=2, parallel="fsdp"))
     with pytest.raises(ValueError, match="--fresh is refused under torchrun"):
         Trainer(load_config(None, SETS), str(tmp_path / "x"), fresh=True, dist=Dist(rank=0, world=2))

@@ -133,7 +133,7 @@ def test_ctrl_c_in_the_ablation_saves_what_was_measured_and_goes_on_up(monkeypat
 # -- a real run -----------------------------------------------------------------------------
 def quick_config(**diagnostics):
     return tiny_config(model={"n_layer": 3}, train={"steps": 4, "eval_interval": 2, "ckpt_interval": 2},
-                       diagnostics={"interval": 0, "layer_skip": True, **diagnostics})
+                       diagnostics={"interval": "off", "layer_skip": True, **diagnostics})
 
 
 def test_every_phase_after_the_last_step_is_shown_and_a_study_reads_it_in_status_json(tmp_path):
@@ -203,7 +203,7 @@ def test_sigterm_in_the_ablation_of_normlab_train_leaves_it_completed(tmp_path):
     when the signal comes."""
     cfg = tiny_config(model={"n_layer": 8}, train={"steps": 2, "eval_interval": 2, "ckpt_interval": 2,
                                                    "eval_batches": 60},
-                      diagnostics={"interval": 0, "layer_skip": True, "layer_skip_budgeted": False})
+                      diagnostics={"interval": "off", "layer_skip": True, "layer_skip_budgeted": False})
     (tmp_path / "config.toml").write_text(cfg.to_toml())
     run = RunDir(tmp_path / "run")
     proc = subprocess.Popen([sys.executable, "-m", "normlab", "train", str(tmp_path / "config.toml"), "--out",

@@ -15,8 +15,8 @@ from normlab.train.loop import train
 
 BASE = {"model": {"n_layer": 1, "d_model": 16, "n_head": 2, "block_size": 16},
         "train": {"steps": 6, "eval_interval": 6, "eval_batches": 2, "batch_size": 2, "device": "cpu",
-                  "warmup_steps": 0, "ckpt_interval": 6, "untrained_margin": 0},
-        "diagnostics": {"interval": 0, "layer_skip": False}}
+                  "warmup_steps": 0, "ckpt_interval": 6, "untrained_margin": "off"},
+        "diagnostics": {"interval": "off", "layer_skip": False}}
 MILTON = {"path": "paradise_lost", "vocab_from": "tinyshakespeare"}
 
 

@@ -9,7 +9,7 @@ from normlab.train import train
 from normlab.train.group import GroupTrainer
 from tests.conftest import tiny_config
 
-QUIET = {"interval": 0, "layer_skip": False}
+QUIET = {"interval": "off", "layer_skip": False}
 
 
 def run(lr: float, steps: int = 80, seed: int = 0, **train_opts):
@@ -55,7 +55,7 @@ def test_a_run_that_left_the_plateau_trains_to_the_end_unchanged(tmp_path, one_t
 
 
 def test_plateau_stop_leaves_the_hash_of_runs_from_before_it_unchanged():
-    assert run(1e-2).hash() == run(1e-2, plateau_stop=0.0).hash() != run(1e-2, plateau_stop=0.5).hash()
+    assert run(1e-2).hash() == run(1e-2, plateau_stop="off").hash() != run(1e-2, plateau_stop=0.5).hash()
 
 
 @pytest.mark.parametrize("fraction", [-0.1, 1.0])

@@ -84,7 +84,7 @@ def test_loss_above_bound_is_diverged_not_an_exception(tmp_path):
 
 def test_non_finite_loss_is_diverged_and_recorded(tmp_path):
     cfg = tiny_config(model={"norm": "none"},
-                      train={"lr": 1e6, "min_lr": 0, "warmup_steps": 0, "schedule": "constant", "grad_clip": 0,
+                      train={"lr": 1e6, "min_lr": 0, "warmup_steps": 0, "schedule": "constant", "grad_clip": "off",
                              "diverge_loss": 1e30})
     result = train(cfg, tmp_path / "run")
     assert result.status == "diverged" and 1 < result.step <= 30
@@ -115,7 +115,7 @@ def test_failure_to_train_is_judged_against_the_unigram_cross_entropy(tmp_path):
     assert judge_training(3.24, 3.3473, 0.1) == (TRAINED, None)
     assert judge_training(3.25, 3.3473, 0.1)[0] == FAILED_TO_TRAIN
     assert judge_training(float("nan"), 3.3473, 0.1)[0] == FAILED_TO_TRAIN
-    assert judge_training(3.9, 3.3473, 0.0) == (TRAINED, None)  # margin 0: never judged
+    assert judge_training(3.9, 3.3473, None) == (TRAINED, None)  # untrained_margin = "off": never judged
     # the reason says what was measured: a loss above the plateau is not "within 0.1 nats" of it
     assert judge_training(3.984, 3.3473, 0.1)[1] == ("failed to train: final val loss 3.9840 is 0.637 nats above "
                                                      "the corpus's unigram cross-entropy 3.3473: it did not even "

@@ -42,11 +42,11 @@ NO_PROBE = _NoProbe()
 class LayerProbe:
     """Decides which steps are measured and hands out one `ProbeSession` per measured step."""
 
-    def __init__(self, model: nn.Module, store: DiagnosticsStore, interval: int):
+    def __init__(self, model: nn.Module, store: DiagnosticsStore, interval: int | None):
         self.model, self.store, self.interval = model, store, interval
 
     def due(self, step: int) -> bool:
-        return self.interval > 0 and step % self.interval == 0
+        return self.interval is not None and step % self.interval == 0
 
     def session(self, step: int) -> "ProbeSession | _NoProbe":
         return ProbeSession(self.model, self.store, step) if self.due(step) else NO_PROBE

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from normlab import __version__
-from normlab.config import ConfigError, RunConfig, load_config
+import tomllib
+
+from normlab.config import ConfigError, RunConfig, upgrade_stored, validate_config
 from normlab.jsonsafe import json_safe
 from normlab.rundir import checkpoint
 from normlab.rundir.lock import LOCK_NAME
@@ -104,8 +106,16 @@ class RunDir:
         _atomic_write(self.config_path, lambda p: p.write_text(cfg.to_toml(), "utf-8"))
 
     def read_config(self) -> RunConfig:
+        """The config the run was started with, as normlab wrote it (an older normlab's spellings read as
+        today's: `upgrade_stored`)."""
         try:
-            return load_config(self.config_path)
+            if not self.config_path.is_file():
+                raise ConfigError(f"config file {str(self.config_path)!r} does not exist")
+            try:
+                raw = tomllib.loads(self.config_path.read_text("utf-8"))
+            except tomllib.TOMLDecodeError as e:
+                raise ConfigError(f"not valid TOML: {e}") from None
+            return validate_config(upgrade_stored(raw))
         except ConfigError as e:
             raise ConfigError(f"{self.config_path}: the run's config cannot be read ({e}); "
                               "restore it, or start over with --fresh") from None

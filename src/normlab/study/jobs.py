@@ -39,9 +39,9 @@ def group_limit(config: dict[str, Any], budget_bytes: float = GROUP_MEMORY_BYTES
 
 @functools.lru_cache(maxsize=4096)
 def _config_of_json(config_json: str):
-    from normlab.config import validate_config
+    from normlab.config import upgrade_stored, validate_config
 
-    return validate_config(json.loads(config_json))
+    return validate_config(upgrade_stored(json.loads(config_json)))
 
 
 def run_config(config: dict[str, Any]):

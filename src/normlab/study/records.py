@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from normlab.config import RunConfig
+from normlab.config import RunConfig, upgrade_stored
 from normlab.rundir.diagnostics_store import DiagnosticsStore
 from normlab.rundir import RunDir
 
@@ -28,7 +28,7 @@ LAYER_METRICS = [("grad_norm", "block"), ("residual_rms", "block"), ("contributi
                  ("block_influence", "block"),
                  ("grad_norm", "mlp.sublayer.proj.weight")]  # the FFN's output weight W²: Xiong et al.'s Theorem 1
 TRAIN_CURVE_POINTS = 100
-UNPINNED = {"train.seed", "model.vocab_size"}  # never part of a group's identity (vocab comes from the data)
+UNPINNED = {"train.seed"}  # never part of a group's identity
 
 
 def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -127,11 +127,12 @@ class RunRecord:
 
 
 def with_defaults(config: dict[str, Any]) -> dict[str, Any]:
-    """A stored config with the fields added since it was written filled in with their defaults, so a study
+    """A stored config with the fields added since it was written filled in with their defaults, and an older
+    normlab's 0 for `off`, `process` or `all` read as the name (`upgrade_stored`), so a study
     ledger from an older normlab still matches the base config key for key (`normlab report` on it). A config
     that already has every key the defaults have was written by this normlab's `to_dict` and is returned as it
     is: records are read on every look at the ledger, and each was validated when its run was registered."""
-    if _DEFAULT_KEYS <= set(flatten(config)):
+    if _DEFAULT_KEYS <= set(flatten(config)) and upgrade_stored(config) is config:
         return config
     upgraded = _upgraded(json.dumps(config, sort_keys=True))  # an older ledger's configs: each upgraded once
     return config if upgraded is None else copy.deepcopy(upgraded)
@@ -140,7 +141,7 @@ def with_defaults(config: dict[str, Any]) -> dict[str, Any]:
 @functools.lru_cache(maxsize=None)
 def _upgraded(config_json: str) -> dict[str, Any] | None:
     try:
-        return RunConfig.model_validate(json.loads(config_json)).to_dict()
+        return RunConfig.model_validate(upgrade_stored(json.loads(config_json))).to_dict()
     except ValidationError:  # not a RunConfig at all (synthetic records in tests): left as it is
         return None
 

@@ -278,13 +278,13 @@ def study_ids(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list[str]:
 
 
 def phases(runs: list, workers: int, threads: int) -> list[tuple[list[str], int, int]]:
-    """Runs grouped by the thread count they pin (train.threads; 0: the worker's): (ids, as many workers as the
+    """Runs grouped by the thread count they pin (train.threads; `process`: the worker's): (ids, as many workers as the
     cores allow, threads). Why: 2 workers × 2 threads on 2 cores made each 7 s run take minutes
     (OpenMP threads spinning against each other), so runs that pin more threads get fewer workers."""
     cores = os.cpu_count() or 1
     by_threads: dict[int, list[str]] = {}
     for r in runs:
-        by_threads.setdefault(r.config.train.threads or threads, []).append(r.id)
+        by_threads.setdefault(r.config.train.intra_op_threads or threads, []).append(r.id)
     return [(ids, max(1, min(workers, cores // t)), t) for t, ids in sorted(by_threads.items())]
 
 
@@ -557,7 +557,7 @@ def describe(spec: StudySpec, ids: list[str]) -> dict[str, Any]:
     p = spec.preset
     return {"preset": p.name, "description": p.description, "claims": spec.claims, "seeds": p.seeds,
             "robustness": spec.robustness,
-            "init_pass_flag": spec.init_pass,  # --init-pass / --no-init-pass (None: the preset's list)
+            "init_pass_flag": spec.init_pass_override,  # --init-pass / --no-init-pass (None: the preset's choice)
             "init_pass": [c for c in spec.claims if spec.judges_both_inits(c) and CLAIMS.get(c)().runs(spec.preset)],
             "claim_seeds": spec.claim_seeds,  # seeds a claim's rounds added (`Preset.seed_rounds`)
             **({"vary": spec.vary} if spec.vary else {}),  # the nuisance factors beyond the init pass (`--vary`)

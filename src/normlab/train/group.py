@@ -117,7 +117,7 @@ class GroupTrainer:
             for slot in ready:  # members resumed from different checkpoints train as separate stacks
                 by_step.setdefault(slot.trainer.step, []).append(slot)
             for slots in by_step.values():
-                with run_threads(slots[0].trainer.tc.threads):  # shared: part of the group key
+                with run_threads(slots[0].trainer.tc.intra_op_threads):  # shared: part of the group key
                     _Stack(slots, self.results).train()
         return [self.results[i] for i in range(len(self.trainers))]
 
@@ -259,7 +259,7 @@ class _Stack:
         self._drop(gone)
         if not self.slots:
             return
-        norms = clip_stacked_grads([stack for stack, _ in model.pairs()], [s.trainer.tc.grad_clip for s in self.slots])
+        norms = clip_stacked_grads([stack for stack, _ in model.pairs()], [s.trainer.tc.clip_norm for s in self.slots])
         for s, n in zip(self.slots, norms.tolist()):
             s.grad_norm = n
         self._drop(self._diverged_grads(x, y, keep))

@@ -37,10 +37,10 @@ NoteCallback = Callable[[str], None]
 
 
 @contextlib.contextmanager
-def run_threads(threads: int):
-    """torch's intra-op thread count for the body (0: leave it as it is), restored after."""
+def run_threads(threads: int | None):
+    """torch's intra-op thread count for the body (None: leave it as it is), restored after."""
     before = torch.get_num_threads()
-    if threads:
+    if threads is not None:
         torch.set_num_threads(threads)
     try:
         yield
@@ -104,11 +104,12 @@ class _RunSteps:
         self.trainer.stop_on_plateau(self.val_loss, checkpointed)
 
 
-def judge_training(val_loss: float | None, plateau: float, margin: float,
+def judge_training(val_loss: float | None, plateau: float, margin: float | None,
                    what: str = "corpus's unigram cross-entropy") -> tuple[str, str | None]:
     """A completed run trained, or failed to train: it ended within `margin` nats of the unigram cross-entropy
-    (a model that learned token frequencies and nothing else), or with no finite val loss."""
-    if margin <= 0:
+    (a model that learned token frequencies and nothing else), or with no finite val loss. `margin` None: not
+    judged (`train.untrained_margin = "off"`)."""
+    if margin is None:
         return TRAINED, None
     if val_loss is None or not math.isfinite(val_loss):
         return FAILED_TO_TRAIN, "failed to train: the final val loss is not finite"
@@ -151,7 +152,7 @@ class Trainer:
     # -- the run: claim the directory, start, loop, finish ----------------------------------
     def run(self) -> RunResult:
         """Train (or resume) under the directory's lock; a reason the user can act on raises `RunError`."""
-        with self.lifecycle.claimed(), run_threads(self.tc.threads):
+        with self.lifecycle.claimed(), run_threads(self.tc.intra_op_threads):
             return self.guarded(self._run)
 
     def guarded(self, fn: Callable[[], Any]) -> Any:
@@ -178,7 +179,7 @@ class Trainer:
         self.step, self.elapsed = self.lifecycle.resume(checkpoint, self.optimizer, self.data_rng)
         store = self.lifecycle.begin(self.model)
         # rank 0 alone records diagnostics, of its own slice of the batch (the gradients are the global ones)
-        self.probe = LayerProbe(self.model, store, self.cfg.diagnostics.interval) if store else None
+        self.probe = LayerProbe(self.model, store, self.cfg.diagnostics.probe_interval) if store else None
         return None
 
     def _build(self) -> Checkpoint | None:
@@ -215,7 +216,7 @@ class Trainer:
         """`completed`, with its outcome (trained, or failed to train), then the layer-skip ablation: a run cut
         short in its ablation stays completed (train/end_of_run.py)."""
         plateau = self.objective.plateau(self.corpus)
-        outcome, reason = judge_training(val_loss, plateau, self.tc.untrained_margin, self.objective.plateau_what)
+        outcome, reason = judge_training(val_loss, plateau, self.tc.plateau_margin, self.objective.plateau_what)
         if self.stopped_at is not None:
             reason = (f"stopped at step {self.stopped_at} of {self.tc.steps} (train.plateau_stop = "
                       f"{self.tc.plateau_stop:g}): {reason}")
@@ -237,8 +238,8 @@ class Trainer:
         x, y = self.dist.shard(x), self.dist.shard(y)
         x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
         probe = self.probe.session(self.step) if self.probe else NO_PROBE
-        interval = self.cfg.diagnostics.interval
-        measured = interval > 0 and self.step % interval == 0  # alike on every rank; rank 0 alone has the probe
+        interval = self.cfg.diagnostics.probe_interval
+        measured = interval is not None and self.step % interval == 0  # alike on every rank; rank 0 alone has the probe
         # a measured step runs without recomputation: the probe's hooks must see each block once
         model.checkpoint_blocks = tc.activation_checkpointing and not measured
         with probe, self.autocast():
@@ -252,8 +253,7 @@ class Trainer:
                            {"lr": lr, "train_loss": loss_value}, x, y, trace=not math.isfinite(loss_value))
         loss.backward()
         probe.after_backward()
-        max_norm = tc.grad_clip if tc.grad_clip > 0 else math.inf
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip_norm).item()
         if not math.isfinite(grad_norm):
             self._diverged(f"non-finite gradient norm at step {self.step + 1}",
                            {"lr": lr, "train_loss": loss_value, "grad_norm": grad_norm}, x, y, trace=True)
@@ -318,7 +318,7 @@ class Trainer:
         (checkpointed, so its directory holds the state it was judged in) and `finish` records it as failed to
         train. Under torchrun rank 0 decides for every rank."""
         plateau = self.objective.plateau(self.corpus)
-        stuck = judge_training(val_loss, plateau, self.tc.untrained_margin)[0] != TRAINED
+        stuck = judge_training(val_loss, plateau, self.tc.plateau_margin)[0] != TRAINED
         if not self.dist.from_main(stuck):  # rank 0's call on every rank: a last-bit difference must not split them
             return False
         self.stopped_at = self.step
@@ -330,8 +330,9 @@ class Trainer:
         """A run killed after `train.plateau_stop` stopped it (its checkpoint written) but before its status said
         so resumes at that very evaluation: it stops there again, as the uninterrupted run did; its val loss."""
         tc = self.tc
-        if not (tc.plateau_stop and 0 < self.step < tc.steps and self.step % tc.eval_interval == 0
-                and self.step >= tc.plateau_stop * tc.steps):
+        start = tc.plateau_stop_from
+        if not (start is not None and 0 < self.step < tc.steps and self.step % tc.eval_interval == 0
+                and self.step >= start * tc.steps):
             return None
         val = self.lifecycle.logged_val_loss(self.step)
         if val is None or not self.stop_on_plateau(val, checkpointed=True):
@@ -344,7 +345,7 @@ class Trainer:
         `budget` seconds (None: all diagnostics.layer_skip_most asks for, over every val batch); status.json's
         `layer_skip` says how it went. The record; Ctrl-C keeps what was measured and re-raises."""
         ablation = LayerSkipRun(self.model.blocks, self._ablation_loss, self.tc.eval_batches,
-                                self.cfg.diagnostics.layer_skip_most or None, budget, self.dist.from_main,
+                                self.cfg.diagnostics.skip_at_most, budget, self.dist.from_main,
                                 batch_s=None if self.tc.compile else self.eval_batch_s)
         try:
             record = ablation.run(self.phases, self.lifecycle.save_layer_skip)
@@ -385,5 +386,5 @@ def layer_skip_again(run: str | Path, device: str | None = None, on_phase: Phase
     with trainer.lifecycle.claimed():
         trainer.device = resolve_device(device) if device else trainer.device
         trainer.model = load_model(rd, trainer.device, cfg=trainer.cfg).model
-        with run_threads(trainer.tc.threads):
+        with run_threads(trainer.tc.intra_op_threads):
             return trainer.layer_skip(None)

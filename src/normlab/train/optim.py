@@ -55,11 +55,11 @@ def learning_rate(step: int, cfg: TrainConfig) -> float:
 
 def clip_stacked_grads(stacks: list[torch.Tensor], max_norms: list[float]) -> torch.Tensor:
     """Per member k: the global gradient norm over every stack's slice k (returned, before clipping), then
-    `clip_grad_norm_`'s rule with member k's own max norm (0 or less: no clipping)."""
+    `clip_grad_norm_`'s rule with member k's own max norm (inf: no clipping, `TrainConfig.clip_norm`)."""
     grads = [s.grad for s in stacks if s.grad is not None]
     K = len(max_norms)
     norms = torch.stack([g.reshape(K, -1).float().norm(dim=1) for g in grads], dim=1).norm(dim=1)  # (K,)
-    limit = torch.tensor([m if m > 0 else math.inf for m in max_norms], device=norms.device)
+    limit = torch.tensor(max_norms, device=norms.device)
     coef = (limit / (norms + 1e-6)).clamp(max=1.0)
     for g in grads:
         g.mul_(coef.view(-1, *([1] * (g.dim() - 1))).to(g.dtype))
