@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     ledger = Ledger(args.study)
     spec = spec_from_meta(ledger.meta())
-    other = factor_overrides(args.factor, spec.preset.base)
+    other = factor_overrides(args.factor, spec.preset.config)
     sample: dict[tuple, object] = {}
     for record in sorted(ledger.records(), key=lambda r: r.id):
         if record.elapsed_s and all(record.get(k) == v for k, v in other.items()) \

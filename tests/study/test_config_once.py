@@ -64,3 +64,21 @@ def test_a_study_validates_each_run_config_at_most_twice(tmp_path, stacking):
     again = _validations(tmp_path, "report", str(out))  # from the stored study: no run is built again
     assert not run_ids & set(again), again
     assert sum(again.values()) <= 1, again  # the study's base, which groups are matched against
+
+
+def test_a_study_resolves_each_runs_vocabulary_at_its_start_reading_the_corpus_once():
+    """The RunSpecs a study hands on carry the corpus's vocabulary (so a record and the study's base compare
+    key for key, the vocabulary included), read once per corpus; a run's id is still the hash of its config
+    as built, before the vocabulary is filled in (the ids of earlier studies)."""
+    from normlab.study.claims import CLAIMS
+    from normlab.study.spec import _text_vocab, load_study
+
+    _text_vocab.cache_clear()
+    spec = load_study("quick", claims=["C13", "C3"], seeds=[0, 1])
+    runs = spec.expand(CLAIMS)
+    assert len(runs) > 4 and {r.config.model.vocab_size for r in runs} == {65}  # tiny Shakespeare's characters
+    assert _text_vocab.cache_info().misses == 1
+    for r in runs:
+        as_built = r.config.model_copy(update={"model": r.config.model.model_copy(update={"vocab_size": None})})
+        assert r.id == as_built.hash() != r.config.hash()
+    assert spec.base_flat()["model.vocab_size"] == 65

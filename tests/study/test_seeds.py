@@ -96,7 +96,7 @@ def test_a_claim_without_training_runs_is_not_varied():
 
 def test_vary_init_is_the_init_pass():
     spec = load_study("standard", claims=["C1", "C13"], vary=["init"])
-    assert spec.init_pass is True and spec.vary == []
+    assert spec.init_pass_override is True and spec.vary == []
     assert spec.judges_both_inits("C1") and len(spec.inits(CLAIMS.get("C1")())) == 2
     assert load_study("standard", claims=["C1"], vary=["init", "width"]).vary == ["width"]
 

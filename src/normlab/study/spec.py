@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from normlab.config import ConfigError, RunConfig, apply_override, derive
+from normlab.config import ConfigError, RunConfig, apply_override, derive, upgrade_overrides
+from normlab.data.corpus import load_corpus
+from normlab.rundir.load import with_vocab
 from normlab.study.claims import CLAIMS, FRONTIER_CLAIMS, SEED_CLAIMS
 from normlab.study.records import flatten
 
@@ -26,7 +28,7 @@ class Preset:
 
     name: str
     description: str
-    base: dict[str, Any]  # dotted overrides on the RunConfig defaults
+    base: dict[str, Any]  # dotted overrides on the RunConfig defaults, validated with the preset (`config`)
     seeds: list[int]
     claims: list[str]
     lrs: list[float]  # the learning-rate sweep (C1, C11, C14)
@@ -68,8 +70,22 @@ class Preset:
             CLAIMS.get(cid).knobs_from(values)  # an unknown claim or knob: an error naming the valid ones
 
     @property
+    def config(self) -> RunConfig:
+        """The base as a validated RunConfig (the defaults with `base` set, at the preset's first seed: the study's
+        base run): where a claim reads the base's settings (`preset.config.train.steps`), typed and with the
+        defaults the overlay leaves out. The overlay itself is what a run's config and id are derived from (`build_config`).
+        Validated when first read, once per base per process (`load_study` reads it first, so a bad key or value
+        in a study's base is an error before anything runs)."""
+        return _base_config(json.dumps({**self.base, "train.seed": self.seeds[0]}, sort_keys=True))
+
+    @property
     def depth(self) -> int:
-        return self.base["model.n_layer"]
+        return self.config.model.n_layer
+
+
+@functools.lru_cache(maxsize=64)
+def _base_config(base_json: str) -> RunConfig:
+    return derive({}, json.loads(base_json))
 
 
 INIT_PASSES = ("none", "chosen", "all")  # `Preset.init_pass`
@@ -220,7 +236,7 @@ PRESETS: dict[str, Preset] = {
 # β2 = 0.95: the AdamW β2 of every frontier paper's code that was checked (docs/frontier.md: DyT's LLaMA trainer,
 # Derf's nanoGPT, NVIDIA/ngpt, OLMo 2, HybridNorm), not normlab's default 0.99
 FRONTIER_BASE = {**QUICK_BASE, "model.positions": "rope", "model.mlp": "swiglu", "model.init": "gpt2",
-                 "diagnostics.layer_skip": False, "diagnostics.interval": 300, "train.plateau_stop": 0.0,
+                 "diagnostics.layer_skip": False, "diagnostics.interval": 300, "train.plateau_stop": "off",
                  "train.beta2": 0.95}
 PRESETS["frontier"] = Preset(
     name="frontier", summary="the placements of 2024–2026 against their papers' headlines (F1–F8)",
@@ -246,11 +262,11 @@ FACTORS: dict[str, dict[str, Any]] = {
 }
 
 
-def factor_overrides(factor: str, base: dict[str, Any]) -> dict[str, Any]:
+def factor_overrides(factor: str, base: RunConfig) -> dict[str, Any]:
     """The other level of a nuisance factor on a base (context: 64 tokens where the base has 32, else 32)."""
-    if factor == "context" and base.get("model.block_size") == 64:
+    if factor == "context" and base.model.block_size == 64:
         return {"model.block_size": 32, "train.eval_batches": 20}
-    if factor == "width" and base.get("model.d_model") == 128:
+    if factor == "width" and base.model.d_model == 128:
         return {"model.d_model": 64}
     return dict(FACTORS[factor])
 
@@ -276,16 +292,20 @@ def other_init(recipe: str) -> str:
 
 @dataclass
 class RunSpec:
-    """One run of a study as the study hands it on: its id (the config's hash), its validated config, and that
-    config as a dict, computed once, which the ledger stores and the workers train from without validating the
-    config again."""
+    """One run of a study as the study hands it on: its id, its validated config with the corpus's vocabulary
+    filled in, and that config as a dict, computed once, which the ledger stores and the workers train from
+    without validating the config again. The id is the hash of the config as built, before its vocabulary is
+    filled in: the data section already names the corpus, and ids stay those of studies from before the
+    vocabulary was resolved at their start."""
 
     id: str
     config: RunConfig
 
     @classmethod
     def of(cls, config: RunConfig) -> "RunSpec":
-        return cls(config.hash(), config)
+        """The run of `config` (validated), its vocabulary resolved from its corpus here, once."""
+        unset = config.model.vocab_size is None
+        return cls(config.hash(), with_vocab(config, *corpus_vocab(config)) if unset else config)
 
     @functools.cached_property
     def data(self) -> dict[str, Any]:
@@ -296,6 +316,20 @@ class RunSpec:
     def flat(self) -> dict[str, Any]:
         """The config flattened (`model.n_layer` keys), as records compare themselves to a base."""
         return flatten(self.data)
+
+
+@functools.lru_cache(maxsize=32)
+def _text_vocab(path: str | None, tokenizer: str, block_size: int, vocab_from: str | None,
+                tokenizer_dir: str | None) -> tuple[int, int | None]:
+    tok = load_corpus(path, tokenizer, block_size, vocab_from, tokenizer_dir).tokenizer
+    return tok.vocab_size, tok.mask_id
+
+
+def corpus_vocab(config: RunConfig) -> tuple[int, int | None]:
+    """The tokens of a run's corpus (vocabulary size, the tokenizer's own mask id), read once per corpus per
+    process: a study resolves every run's vocabulary when it is built, at the study's start."""
+    d = config.data
+    return _text_vocab(d.path, d.tokenizer, config.model.block_size, d.vocab_from, d.tokenizer_dir)
 
 
 def build_config(preset: Preset, overrides: dict[str, Any], seed: int) -> RunConfig:
@@ -312,9 +346,11 @@ class StudySpec:
     axes: dict[str, list[Any]] = field(default_factory=dict)
     base_extra: dict[str, Any] = field(default_factory=dict)  # already merged into preset.base; kept for the record
     robustness: bool = False  # also rerun every claim's runs at preset.robust_threads threads (`fragile` marks)
-    init_pass: bool | None = None  # also judge every training claim under the other init; None: the preset's
+    # --init-pass (True) / --no-init-pass (False): every training claim also judged under the other init, or none;
+    # None: no override, the preset's choice (`Preset.init_pass`)
+    init_pass_override: bool | None = None
     claim_seeds: dict[str, list[int]] = field(default_factory=dict)  # a claim's seeds after its rounds; else seeds
-    # the nuisance factors re-measured beyond the init pass (`--vary context,width`; `init` is `init_pass`)
+    # the nuisance factors re-measured beyond the init pass (`--vary context,width`; `init` is the init pass)
     vary: list[str] = field(default_factory=list)
     # every run this study has built, by (base, overrides, seed): each config is validated once per process however
     # often the study expands (at load, at its start, at each seed round)
@@ -324,7 +360,9 @@ class StudySpec:
         """The run of the preset's base with `overrides` at `seed` (`build_config`), built once per study."""
         key = json.dumps([self.preset.base, overrides, seed], sort_keys=True, default=repr)
         if key not in self._built:
-            self._built[key] = RunSpec.of(build_config(self.preset, overrides, seed))
+            base_run = not overrides and seed == self.preset.seeds[0]  # the preset's own config: validated once
+            self._built[key] = RunSpec.of(self.preset.config if base_run else build_config(self.preset, overrides,
+                                                                                            seed))
         return self._built[key]
 
     def followup(self, source: dict[str, Any], overrides: dict[str, Any]) -> RunSpec:
@@ -375,14 +413,14 @@ class StudySpec:
     def judges_both_inits(self, claim_id: str) -> bool:
         """Is this claim also judged under the other init? --init-pass / --no-init-pass, else the preset's choice
         (`Preset.init_pass`: none, the claims' own knob `init_pass`, or all)."""
-        if self.init_pass is not None:
-            return self.init_pass
+        if self.init_pass_override is not None:
+            return self.init_pass_override
         mode = self.preset.init_pass
         return mode == "all" or (mode == "chosen" and CLAIMS.get(claim_id).knobs(self.preset).init_pass)
 
     def inits(self, claim) -> list[str]:
         """The init recipes a claim is judged under: its paper's (or the base's), then (init pass) the other."""
-        own = claim.init if self.preset.paper_inits else self.preset.base.get(INIT_KEY, "normal")
+        own = claim.init if self.preset.paper_inits else self.preset.config.model.init
         return [own] + ([other_init(own)] if self.judges_both_inits(claim.id) else [])
 
     def varied(self, claim, factor: str) -> dict[str, Any] | None:
@@ -390,7 +428,7 @@ class StudySpec:
         it, or the claim's own runs set one of its keys (they fix that factor themselves)."""
         if factor not in self.vary or not claim.runs(self.preset):
             return None
-        overrides = factor_overrides(factor, self.preset.base)
+        overrides = factor_overrides(factor, self.preset.config)
         if any(key in o for o in claim.runs(self.preset) for key in overrides):
             return None
         return overrides
@@ -450,6 +488,7 @@ def load_study(preset: str = "standard", study_file: str | Path | None = None, c
                axes: dict[str, list[Any]] | None = None, robustness: bool = False,
                init_pass: bool | None = None, vary: list[str] | None = None) -> StudySpec:
     """The study for a preset name, or a user's study TOML (which names its preset and may add axes).
+    `init_pass`: True or False overrides the preset's init pass (`--init-pass`, `--no-init-pass`); None keeps it.
 
     `overrides` (`key=value`, as `normlab train --set`) change the preset's base config. Everything is
     validated here, every run included, so a bad study fails before anything is written.
@@ -580,8 +619,7 @@ def spec_from_meta(meta: dict[str, Any]) -> StudySpec:
             raise ConfigError(f"the study was run with preset {study['preset']!r}, which this normlab does not "
                               f"know; valid: {', '.join(PRESETS)}")
         preset = dataclasses.replace(PRESETS[study["preset"]])
-    preset.base = dict(study["base"])
-    preset.seeds = list(study["seeds"])
+    preset = dataclasses.replace(preset, base=upgrade_overrides(study["base"]), seeds=list(study["seeds"]))
     if preset.seed_rounds and len(preset.seeds) != preset.seed_rounds[0]:
         preset.seed_rounds = []  # as `load_study`: a user's own seeds look once
     for cid in study["claims"]:
@@ -608,7 +646,10 @@ def stored_preset(settings: dict[str, Any]) -> Preset:
     normlab that became claims' knobs are moved there, and a newer normlab's fields or knobs that this one lacks
     are dropped, as is a knob at its claim's default."""
     settings = dict(settings)
-    knobs = {cid: dict(values) for cid, values in settings.get("knobs", {}).items()}
+    for key in ("base", "depth_cell"):  # an older normlab's 0 for `off`, `process`, `all`: today's names
+        settings[key] = upgrade_overrides(settings.get(key) or {})
+    knobs = {cid: {k: upgrade_overrides(v) if isinstance(v, dict) else v for k, v in values.items()}
+             for cid, values in settings.get("knobs", {}).items()}
     for cid, knob, value in _moved_knobs(settings):
         knobs.setdefault(cid, {})[knob] = value
     if isinstance(settings.get("init_pass"), list):  # an older normlab's list: now the claims' own choice, or none

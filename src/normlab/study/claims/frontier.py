@@ -48,7 +48,7 @@ PAPERS = "the frontier papers (docs/frontier.md)"  # what makes an F claim: its 
 def arm(preset, steps: int | None = None, **overrides: Any) -> dict[str, Any]:
     """One arm's run overrides at the preset's fixed lr and warmup; at another budget (`steps`) the warmup keeps
     its share of the schedule (each budget is its own cosine schedule, as when a paper trains at that budget)."""
-    full = preset.base["train.steps"]
+    full = preset.config.train.steps
     out = {"train.lr": preset.lr_fixed, "train.warmup_steps": preset.warmup, **overrides}
     if steps is not None and steps != full:
         out.update({"train.steps": steps, "train.warmup_steps": round(out["train.warmup_steps"] * steps / full)})
@@ -117,7 +117,7 @@ class NGPTSpeedupF1(FrontierClaim):
         fractions: list[float] = field(default_factory=lambda: [0.25, 0.5])  # the base budget's shares nGPT trains at
 
     def budgets(self, preset) -> list[int]:
-        full = preset.base["train.steps"]
+        full = preset.config.train.steps
         return sorted({max(1, round(full * f)) for f in self.knobs(preset).fractions} | {full})
 
     def runs(self, preset):
@@ -137,7 +137,7 @@ class NGPTSpeedupF1(FrontierClaim):
     def factors(self, records, preset) -> dict[int, float | None]:
         """Per seed: S / the steps at which nGPT's final loss would equal Pre-LN's at S, from nGPT's final losses
         at its budgets, fitted as loss = a + b·log(steps) (None: fewer than 2 budgets trained, or no fall)."""
-        full = preset.base["train.steps"]
+        full = preset.config.train.steps
         pre = group(records, **arm(preset, **NGPT_BASELINE)).by_seed
         curves: dict[int, list[tuple[float, float]]] = {}
         for b in self.budgets(preset):
@@ -156,7 +156,7 @@ class NGPTSpeedupF1(FrontierClaim):
         return out
 
     def verdict(self, records, measurement, preset):
-        full = preset.base["train.steps"]
+        full = preset.config.train.steps
         quarter = max(1, round(full / self.FACTOR))
         pre = group(records, **arm(preset, **NGPT_BASELINE))
         short = self._ngpt(records, preset, quarter)
@@ -224,7 +224,7 @@ class DyTParityF2(FrontierClaim):
         long_steps: int = 600  # the second, longer budget
 
     def budgets(self, preset) -> list[int]:
-        return [preset.base["train.steps"], self.knobs(preset).long_steps]
+        return [preset.config.train.steps, self.knobs(preset).long_steps]
 
     def runs(self, preset):
         return [arm(preset, b, **NORM_ARMS[n]) for b in self.budgets(preset) for n in ("layernorm", "dyt")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from normlab.config import set_value, validate_config
+from normlab.config import derive
 from normlab.data import corpus_of
 from normlab.diagnostics.gradients import step0_block_gradients
 from normlab.report.figure import Figure, Series
@@ -111,18 +111,16 @@ class GradientsAtInitC2(Claim):
         hundred seeds, not on the 5 of the trained sweep."""
         deepest, first = max(preset.depths), min(preset.seeds)
         seeds = list(range(first, first + self.knobs(preset).init_seeds))
+        at = preset.config.model
         out: dict = {"depth": deepest, "seeds": seeds, "profiles": {},
-                     "at": {k: preset.base.get(k) for k in ("model.block_size", "model.d_model")}}
+                     "at": {"model.block_size": at.block_size, "model.d_model": at.d_model}}
         corpus = None
         for recipe in self.RECIPES:
             for scheme in ("pre", "post"):
                 profiles = {}
                 for seed in seeds:
-                    raw: dict = {}
-                    for key, value in {**preset.base, "model.scheme": scheme, "model.n_layer": deepest,
-                                       "model.init": recipe, "train.seed": seed}.items():
-                        set_value(raw, key, value)
-                    cfg = validate_config(raw)
+                    cfg = derive(preset.config, {"model.scheme": scheme, "model.n_layer": deepest,
+                                                 "model.init": recipe, "train.seed": seed})
                     corpus = corpus or corpus_of(cfg)
                     profiles[str(seed)] = step0_block_gradients(cfg, corpus)
                 out["profiles"][f"{recipe}/{scheme}"] = profiles
@@ -463,7 +461,7 @@ def _paired_trend(records, preset, depth: int, key: str = "contribution_ratio/bl
 
 def _budget(preset, where: dict) -> dict:
     """A depth cell's budget for a verdict's settings (the steps; the base's when the cell keeps them)."""
-    return {"steps": where.get("train.steps", preset.base["train.steps"]),
+    return {"steps": where.get("train.steps", preset.config.train.steps),
             "depth_cell": dict(where) if where else "the depth sweep's deepest"}
 
 

@@ -119,7 +119,7 @@ class PostLNCeilingC7(CellClaim):
         at = self._at(preset, "pre", preset.lr_fixed)
         finetune = self.knobs(preset).finetune
         settings = {"lrs": preset.lrs, "warmup_steps": preset.warmup, "n_layer": at["model.n_layer"],
-                    "steps": at.get("train.steps", preset.base["train.steps"]), "margin_nats": LOSS_MARGIN,
+                    "steps": at.get("train.steps", preset.config.train.steps), "margin_nats": LOSS_MARGIN,
                     "selection": "per scheme, the lr with the lowest mean val loss among lrs where it trains (≥ "
                                  "80 % of seeds), same budget; a best lr at the grid's edge is not tuned",
                     "rule": f"holds when Post-LN is better by more than the margin ({pct(self.level.two_sided)} "

@@ -164,7 +164,7 @@ class WarmupC1(Claim):
             "against "
             f"+{LOSS_MARGIN:g} ({said(pre.outcome, self.level)}); without warmup {failures(pre0)}" + sign_p(pre.failed))
         settings = {"lr": lr, "warmup_steps": preset.warmup, "n_layer": preset.depth,
-                    "steps": preset.base["train.steps"], "margin_nats": LOSS_MARGIN,
+                    "steps": preset.config.train.steps, "margin_nats": LOSS_MARGIN,
                     "margin_why": "under 1 % of the loss, about 4× the seed-to-seed sd (0.005 nats) of the "
                                   "4-layer Pre-LN run"}
         summary = (f"at lr {lr:g}: dropping warmup changes Post-LN's val loss by "
@@ -418,7 +418,7 @@ class DepthC4(Claim):
                    f"{fmt(trend)} (descriptive); at {deepest} layers Post-LN against Pre-LN: {said(cmp, self.level)} "
                    f"({failures(post_d)}). 100+ layers are not tested at this preset.")
         settings = {"depths": preset.depths, "lr": preset.lr_fixed, "warmup_steps": preset.warmup,
-                    "steps": preset.base["train.steps"], "d_model": preset.base["model.d_model"],
+                    "steps": preset.config.train.steps, "d_model": preset.config.model.d_model,
                     "rule": f"holds when Post-LN's deficit to Pre-LN grows from {shallowest} to {deepest} layers in "
                             "significantly many seeds (one-sided exact sign test, a failure where Pre-LN trained "
                             "counting as an infinite deficit) and Post-LN is worse at the deepest depth (one test, "
