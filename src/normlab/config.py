@@ -13,8 +13,8 @@ import copy
 import hashlib
 import json
 import tomllib
-from pathlib import Path
 import math
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import tomli_w
@@ -43,7 +43,7 @@ class DataConfig(BaseModel):
 
 
 # A field whose "nothing" is not the number 0 says so by name: `off` (no clipping, no probe, no plateau stop, never
-# judged), `process` (the process's thread count), `all` (every block). normlab before 0.9 wrote 0 for each of
+# judged), `process` (the process's thread count), `all` (every block). normlab until 2026-11-26 wrote 0 for each of
 # these; a config it wrote is read with the name (`upgrade_stored`) and hashes as before (`config_hash`), and a 0
 # typed today is refused with the name to write instead
 NAMED = {"train.grad_clip": ("off", 0.0), "train.threads": ("process", 0), "train.untrained_margin": ("off", 0.0),
@@ -237,7 +237,7 @@ def config_hash(data: dict[str, Any]) -> str:
     """`RunConfig.hash` of a config already resolved to its dict (`to_dict`, as a study's ledger stores it), so
     that an id is recomputed without validating the config again."""
     data = {section: dict(values) if isinstance(values, dict) else values for section, values in data.items()}
-    for dotted, (name, number) in NAMED.items():  # hashed as the 0 that normlab before 0.9 wrote
+    for dotted, (name, number) in NAMED.items():  # hashed as the 0 that normlab wrote until 2026-11-26
         section, key = dotted.split(".")
         if data.get(section, {}).get(key) == name:
             data[section][key] = number
@@ -278,8 +278,8 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
 
 
 def upgrade_stored(raw: dict[str, Any]) -> dict[str, Any]:
-    """A config normlab wrote (a run directory's config.toml, a study ledger's row) with the 0s that normlab before
-    0.9 wrote for `off`, `process` and `all` (`NAMED`) read as those names; a copy where one changes. Only for
+    """A config normlab wrote (a run directory's config.toml, a study ledger's row) with the 0s that normlab until
+    2026-11-26 wrote for `off`, `process` and `all` (`NAMED`) read as those names; a copy where one changes. Only for
     what normlab itself stored: a config a user types is held to today's spelling."""
     out = raw
     for dotted, (name, number) in NAMED.items():
@@ -341,7 +341,7 @@ def set_value(raw: dict[str, Any], key: str, value: Any, said: str | None = None
 
 def format_validation_error(e: ValidationError) -> str:
     lines = []
-    named: dict[str, list[str]] = {}  # a NAMED field's union branches (a number, or its word): one line
+    named: dict[str, list[dict]] = {}  # a NAMED field's union branches (a number, or its word): one line
     for err in e.errors():
         loc = ".".join(str(p) for p in err["loc"])
         field = ".".join(str(p) for p in err["loc"][:2])

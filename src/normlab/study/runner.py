@@ -560,6 +560,7 @@ def describe(spec: StudySpec, ids: list[str]) -> dict[str, Any]:
             "init_pass_flag": spec.init_pass_override,  # --init-pass / --no-init-pass (None: the preset's choice)
             "init_pass": [c for c in spec.claims if spec.judges_both_inits(c) and CLAIMS.get(c)().runs(spec.preset)],
             "claim_seeds": spec.claim_seeds,  # seeds a claim's rounds added (`Preset.seed_rounds`)
+            "tokens": spec.tokens,  # each corpus's vocabulary, resolved at the start: `normlab report` reads none
             **({"vary": spec.vary} if spec.vary else {}),  # the nuisance factors beyond the init pass (`--vary`)
             "n_runs": len(ids), "run_ids": ids, "axes": spec.axes, "base": p.base, "base_extra": spec.base_extra,
             "lrs": p.lrs, "warmup": p.warmup, "lr_fixed": p.lr_fixed, "depths": p.depths,

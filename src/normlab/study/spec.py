@@ -28,7 +28,7 @@ class Preset:
 
     name: str
     description: str
-    base: dict[str, Any]  # dotted overrides on the RunConfig defaults, validated with the preset (`config`)
+    base: dict[str, Any]  # dotted overrides on the RunConfig defaults; read typed as `config`
     seeds: list[int]
     claims: list[str]
     lrs: list[float]  # the learning-rate sweep (C1, C11, C14)
@@ -73,9 +73,9 @@ class Preset:
     def config(self) -> RunConfig:
         """The base as a validated RunConfig (the defaults with `base` set, at the preset's first seed: the study's
         base run): where a claim reads the base's settings (`preset.config.train.steps`), typed and with the
-        defaults the overlay leaves out. The overlay itself is what a run's config and id are derived from (`build_config`).
-        Validated when first read, once per base per process (`load_study` reads it first, so a bad key or value
-        in a study's base is an error before anything runs)."""
+        defaults the overlay leaves out. The overlay itself is what a run's config and id are derived from
+        (`build_config`). Validated when first read, once per base per process (`load_study` reads it first, so a
+        bad key or value in a study's base is an error before anything runs)."""
         return _base_config(json.dumps({**self.base, "train.seed": self.seeds[0]}, sort_keys=True))
 
     @property
@@ -301,12 +301,6 @@ class RunSpec:
     id: str
     config: RunConfig
 
-    @classmethod
-    def of(cls, config: RunConfig) -> "RunSpec":
-        """The run of `config` (validated), its vocabulary resolved from its corpus here, once."""
-        unset = config.model.vocab_size is None
-        return cls(config.hash(), with_vocab(config, *corpus_vocab(config)) if unset else config)
-
     @functools.cached_property
     def data(self) -> dict[str, Any]:
         """`config.to_dict()`: what the ledger stores."""
@@ -327,9 +321,14 @@ def _text_vocab(path: str | None, tokenizer: str, block_size: int, vocab_from: s
 
 def corpus_vocab(config: RunConfig) -> tuple[int, int | None]:
     """The tokens of a run's corpus (vocabulary size, the tokenizer's own mask id), read once per corpus per
-    process: a study resolves every run's vocabulary when it is built, at the study's start."""
+    process."""
     d = config.data
     return _text_vocab(d.path, d.tokenizer, config.model.block_size, d.vocab_from, d.tokenizer_dir)
+
+
+def corpus_key(config: RunConfig) -> str:
+    """What names a run's tokens: its data section (the corpus, its tokenizer, a vocabulary it borrows)."""
+    return json.dumps(config.data.model_dump(mode="json", exclude_none=True), sort_keys=True)
 
 
 def build_config(preset: Preset, overrides: dict[str, Any], seed: int) -> RunConfig:
@@ -352,6 +351,10 @@ class StudySpec:
     claim_seeds: dict[str, list[int]] = field(default_factory=dict)  # a claim's seeds after its rounds; else seeds
     # the nuisance factors re-measured beyond the init pass (`--vary context,width`; `init` is the init pass)
     vary: list[str] = field(default_factory=list)
+    # the tokens of each corpus the study's runs read, by `corpus_key`: [vocabulary size, the tokenizer's own mask
+    # id], resolved when a run on it is first built (the study's start) and stored with the study, so that every
+    # run's config carries its vocabulary and `normlab report` reads no corpus
+    tokens: dict[str, list] = field(default_factory=dict)
     # every run this study has built, by (base, overrides, seed): each config is validated once per process however
     # often the study expands (at load, at its start, at each seed round)
     _built: dict[str, RunSpec] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -361,9 +364,19 @@ class StudySpec:
         key = json.dumps([self.preset.base, overrides, seed], sort_keys=True, default=repr)
         if key not in self._built:
             base_run = not overrides and seed == self.preset.seeds[0]  # the preset's own config: validated once
-            self._built[key] = RunSpec.of(self.preset.config if base_run else build_config(self.preset, overrides,
+            self._built[key] = self._spec(self.preset.config if base_run else build_config(self.preset, overrides,
                                                                                             seed))
         return self._built[key]
+
+    def _spec(self, config: RunConfig) -> RunSpec:
+        """The run of `config` (validated): its id is the hash of the config as built, and the config it carries
+        has its corpus's vocabulary filled in (`tokens`)."""
+        if config.model.vocab_size is not None:
+            return RunSpec(config.hash(), config)
+        key = corpus_key(config)
+        if key not in self.tokens:
+            self.tokens[key] = list(corpus_vocab(config))
+        return RunSpec(config.hash(), with_vocab(config, *self.tokens[key]))
 
     def followup(self, source: dict[str, Any], overrides: dict[str, Any]) -> RunSpec:
         """A run that starts from a trained one (`Claim.followups`): the source's config (a record's dict) with
@@ -371,7 +384,7 @@ class StudySpec:
         key = json.dumps([source, overrides], sort_keys=True, default=repr)
         if key not in self._built:
             model = {k: v for k, v in source["model"].items() if k != "vocab_size"}
-            self._built[key] = RunSpec.of(derive({**source, "model": model}, overrides))
+            self._built[key] = self._spec(derive({**source, "model": model}, overrides))
         return self._built[key]
 
     def base_config(self) -> RunConfig:
@@ -628,6 +641,7 @@ def spec_from_meta(meta: dict[str, Any]) -> StudySpec:
                      study.get("robustness", False), study.get("init_pass_flag"),
                      vary=_check_vary(study.get("vary") or []))
     spec.claim_seeds = {k: list(v) for k, v in study.get("claim_seeds", {}).items()}
+    spec.tokens = {k: list(v) for k, v in study.get("tokens", {}).items()}  # a study before them: its corpora, read
     return spec
 
 
