@@ -56,7 +56,7 @@ def main() -> None:
     interval = DiagnosticsConfig().interval
     with tempfile.TemporaryDirectory() as tmp:
         trainers = {}
-        for name, every in (("off", 0), ("on", interval)):
+        for name, every in (("off", "off"), ("on", interval)):
             cfg = load_config(args.config, [*args.set, f"diagnostics.interval={every}", "train.device=cpu"])
             trainers[name] = Trainer(cfg, Path(tmp) / name)
             trainers[name].lifecycle.run_dir.create()  # as `normlab train` claims it, lock aside
