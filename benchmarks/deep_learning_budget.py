@@ -92,7 +92,8 @@ def summarize(spec: dict[str, Any], stopped: bool, plateau_default: float) -> di
     reached = max((r["step"] for r in rows), default=0)
     diverged = status.get("status") == "diverged"
     finished = status.get("status") == "completed"
-    learned = bool(finished and final is not None and final < plateau - margin)
+    # untrained_margin = "off": never judged, as the trainer does (every finished run counts as having learned)
+    learned = bool(finished and final is not None and (margin == "off" or final < plateau - margin))
     return {
         "scheme": spec["scheme"], "depth": spec["depth"], "seed": spec["seed"], "lr": spec["lr"],
         "warmup": spec["warmup"], "steps": spec["steps"], "sets": spec["sets"],

@@ -22,11 +22,10 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from normlab.config import load_config
 from normlab.data import corpus_of
 from normlab.hf.run import import_run
 from normlab.nn import build_model
-from normlab.rundir import load_model
+from normlab.rundir import load_model, read_config_file
 from normlab.train import train
 from normlab.train.init_from import _moved_norms
 
@@ -71,7 +70,7 @@ def finetunes(run: Path, out: Path) -> None:
     variants = {"post": [], "pre-moved": ["train.init_from_match=by_stream", "model.scheme=pre", "model.final_norm=true"],
                 "pre-reset": ["train.init_from_match=by_name", "model.scheme=pre", "model.final_norm=true"]}
     for name, extra in variants.items():
-        result = train(load_config(run / "config.toml", [f"train.init_from={run}", *FINETUNE, *extra]), out / name)
+        result = train(read_config_file(run / "config.toml", [f"train.init_from={run}", *FINETUNE, *extra]), out / name)
         curve = [(r["step"], round(r["val_loss"], 3)) for r in _metrics(out / name) if r.get("val_loss") is not None]
         print(f"{name}: {curve} → {result.val_loss:.4f}")
 

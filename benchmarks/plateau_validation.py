@@ -28,7 +28,6 @@ def continue_run(source: str, target: str) -> dict:
     """Copy a stopped run, lift its plateau stop and train it to its budget; its outcome there."""
     import torch
 
-    from normlab.config import load_config
     from normlab.rundir import RunDir
     from normlab.train.loop import train
 
@@ -45,7 +44,7 @@ def continue_run(source: str, target: str) -> dict:
         (dst / ".partial").rmdir()
     status = RunDir(dst).read_status() or {}
     if status.get("status") not in ("completed", "diverged"):
-        train(load_config(dst / "config.toml"), str(dst))
+        train(RunDir(dst).read_config(), str(dst))
         status = RunDir(dst).read_status() or {}
     trained = status.get("status") == "completed" and status.get("outcome") != "failed_to_train"
     return {"trained": trained, "status": status.get("status"), "outcome": status.get("outcome"),

@@ -18,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from normlab.study.claims import CLAIMS, FAILS, HOLDS
-from normlab.study.records import flatten
+from normlab.study.records import flatten, with_defaults
 from normlab.study.ledger import Ledger
 from normlab.study.runner import compute_verdicts, study_ids
 from normlab.study.design import outcome_counts
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = spec_from_meta(meta)
     ids = study_ids(spec, ledger, meta["study"]["run_ids"])
     records = {r.id: r for r in ledger.records(set(ids))}
-    configs = dict(ledger.configs())
+    configs = {rid: with_defaults(c) for rid, c in ledger.configs()}  # an older ledger's rows: today's spelling
     rows = [r for r in ledger.rows() if r["id"] in set(ids)]
     started, finished = [r["started"] for r in rows if r["started"]], [r["finished"] for r in rows if r["finished"]]
     wall = max(finished) - min(started) if started and finished else 0.0

@@ -151,3 +151,23 @@ def test_the_named_fields_mean_what_their_words_say():
     assert (d.probe_interval, d.skip_at_most) == (None, None)
     with pytest.raises(ConfigError, match=r"train.grad_clip: should be .*, or 'off' for no clipping \(got 'of'\)"):
         validate_config({"train": {"grad_clip": "of"}})
+
+
+def test_a_run_directorys_own_config_toml_reads_with_the_old_spelling_and_a_users_file_does_not(tmp_path):
+    """`normlab train RUN/config.toml --out NEW` and `normlab check RUN/config.toml` read a config an older
+    normlab wrote (threads = 0, plateau_stop = 0.0); a TOML file of the user's own is held to today's spelling."""
+    from normlab.rundir import RunDir, read_config_file
+
+    old = RunConfig().to_dict()
+    old["train"].update(threads=0, plateau_stop=0.0)
+    run = RunDir(tmp_path / "run")
+    run.create()
+    run.config_path.write_text(tomli_w.dumps(old), "utf-8")
+    cfg = read_config_file(run.config_path, ["train.steps=7"])
+    assert (cfg.train.threads, cfg.train.plateau_stop, cfg.train.steps) == ("process", "off", 7)
+    with pytest.raises(ConfigError, match="train.threads: 0 is not a value here"):
+        read_config_file(run.config_path, ["train.threads=0"])  # an override is today's spelling
+    mine = tmp_path / "config.toml"
+    mine.write_text(tomli_w.dumps(old), "utf-8")
+    with pytest.raises(ConfigError, match="train.threads: 0 is not a value here; write 'process'"):
+        read_config_file(mine)

@@ -16,7 +16,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, Text
                            TimeRemainingColumn)
 from rich.table import Table
 
-from normlab.config import ConfigError, load_config
+from normlab.config import ConfigError
 from normlab.data import CorpusError
 from normlab.hf.families import exportable_text, importable_text
 from normlab.nn.norms import NORMS
@@ -90,6 +90,7 @@ def train(
     Data-parallel: torchrun --nproc_per_node N -m normlab train [CONFIG] --out OUT (gloo on CPU, NCCL on CUDA);
     only rank 0 writes OUT, and its checkpoints resume on any number of processes.
     """
+    from normlab.rundir import read_config_file
     from normlab.train.distributed import SINGLE, close, from_env
     from normlab.train.lifecycle import RunError
     from normlab.train.loop import Trainer
@@ -99,7 +100,7 @@ def train(
         if tensorboard:
             from normlab.rundir.events import require_tensorboard
             require_tensorboard()
-        cfg = load_config(config, set_)
+        cfg = read_config_file(config, set_)
         dist = from_env(cfg.train.device, parallel.value)
         trainer = Trainer(cfg, str(out), fresh=fresh, on_note=_note if dist.main else None, dist=dist,
                           events=out / "tensorboard" if tensorboard else None)

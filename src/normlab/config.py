@@ -50,7 +50,7 @@ NAMED = {"train.grad_clip": ("off", 0.0), "train.threads": ("process", 0), "trai
          "train.plateau_stop": ("off", 0.0), "diagnostics.interval": ("off", 0),
          "diagnostics.layer_skip_most": ("all", 0)}
 NAMED_MEANING = {"train.grad_clip": "no clipping", "train.threads": "the process's thread count",
-                 "train.untrained_margin": "never judged", "train.plateau_stop": "every run trains to the end",
+                 "train.untrained_margin": "never judged", "train.plateau_stop": "no plateau stop",
                  "diagnostics.interval": "no per-layer metrics", "diagnostics.layer_skip_most": "every block"}
 
 
@@ -261,8 +261,11 @@ class ConfigError(ValueError):
     """A config that cannot be used; the message says which key and what is valid."""
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> RunConfig:
-    """Read a TOML config (or start from the defaults) and apply `key=value` overrides."""
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None,
+                stored: bool = False) -> RunConfig:
+    """Read a TOML config (or start from the defaults) and apply `key=value` overrides. `stored`: the file is
+    one normlab wrote (a run directory's config.toml: `normlab.rundir.read_config_file` tells), read with an
+    older normlab's spellings upgraded (`upgrade_stored`); the overrides are held to today's."""
     raw: dict[str, Any] = {}
     if path is not None:
         p = Path(path)
@@ -272,6 +275,8 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
             raw = tomllib.loads(p.read_text("utf-8"))
         except tomllib.TOMLDecodeError as e:
             raise ConfigError(f"config file {str(p)!r} is not valid TOML: {e}") from None
+        if stored:
+            raw = upgrade_stored(raw)
     for item in overrides or []:
         apply_override(raw, item)
     return validate_config(raw)

@@ -87,3 +87,28 @@ def test_unigram_cross_entropy_matches_a_hand_count():
     expected = -sum(math.log((counts[t] + 1) / total) for t in c.val.tolist()) / len(c.val)
     assert c.unigram_cross_entropy() == pytest.approx(expected, rel=1e-9)
     assert 3.34 < c.unigram_cross_entropy() < 3.35  # tiny Shakespeare, characters
+
+
+@pytest.mark.parametrize("path, tokenizer, vocab_from", [(None, "char", None), ("paradise_lost", "char", None),
+                                                         ("paradise_lost", "char", "tinyshakespeare"),
+                                                         (None, "byte", None)])
+def test_corpus_tokenizer_is_the_one_load_corpus_reads_with(path, tokenizer, vocab_from):
+    """What a study reads at its start to know each run's vocabulary, without encoding the text."""
+    from normlab.data.corpus import corpus_tokenizer
+
+    alone = corpus_tokenizer(path, tokenizer, vocab_from)
+    loaded = load_corpus(path, tokenizer, 64, vocab_from).tokenizer
+    assert (alone.vocab_size, alone.mask_id) == (loaded.vocab_size, loaded.mask_id)
+    assert alone.encode("ROMEO: and yet") == loaded.encode("ROMEO: and yet")
+
+
+def test_corpus_tokenizer_refuses_what_load_corpus_refuses(tmp_path):
+    from normlab.data.corpus import corpus_tokenizer
+
+    with pytest.raises(CorpusError, match="unknown tokenizer 'bpe'; valid: char, byte, hf"):
+        corpus_tokenizer(None, "bpe")
+    (tmp_path / "empty.txt").write_text("")
+    with pytest.raises(CorpusError, match="is empty"):
+        corpus_tokenizer(str(tmp_path / "empty.txt"))
+    with pytest.raises(CorpusError, match="does not exist"):
+        corpus_tokenizer(str(tmp_path / "gone.txt"))

@@ -100,3 +100,6 @@ def test_report_reads_the_vocabulary_the_study_stored_not_the_corpus(tmp_path, m
     monkeypatch.setattr(spec_module, "_text_vocab", unreadable)
     again = spec_module.spec_from_meta({"study": stored})
     assert again.base_flat()["model.vocab_size"] == 65 and again.base_flat() == spec.base_flat()
+    # a study stored before its tokens were: its base keeps the vocabulary unset, as then, reading no corpus
+    older = spec_module.spec_from_meta({"study": {k: v for k, v in stored.items() if k != "tokens"}})
+    assert "model.vocab_size" not in older.base_flat()

@@ -183,18 +183,12 @@ def load_corpus(path: str | None = None, tokenizer: str = "char", block_size: in
     `vocab_from` names another corpus whose vocabulary tokenizes this one (a model fine-tuned on this
     text keeps the tokens it was trained with); characters that vocabulary lacks are dropped and counted.
     """
-    if tokenizer not in (*TOKENIZERS, "hf"):
-        raise CorpusError(f"unknown tokenizer {tokenizer!r}; valid: {', '.join(TOKENIZERS)}, hf")
-    if tokenizer == "hf" and not tokenizer_dir:
-        raise CorpusError("data.tokenizer = 'hf' needs data.tokenizer_dir: the directory of its tokenizer.json")
-    if tokenizer == "hf" and vocab_from is not None:
-        raise CorpusError(f"data.vocab_from = {vocab_from!r} is for the char and byte tokenizers; an 'hf' tokenizer "
-                          "has its own vocabulary")
+    _check_tokenizer(tokenizer, vocab_from, tokenizer_dir)
     name, text = read_text(path)
     if not text:
         raise CorpusError(f"corpus {name!r} is empty")
     source = None if vocab_from is None else read_text(vocab_from)
-    tok = HFTokenizer(tokenizer_dir) if tokenizer == "hf" else TOKENIZERS[tokenizer](text if source is None else source[1])
+    tok = _tokenizer(tokenizer, text if source is None else source[1], tokenizer_dir)
     encoded, dropped = tok.encode_known(text)
     if not len(encoded):
         raise CorpusError(f"corpus {name!r} has no character in the vocabulary of {source[0]!r}")
@@ -209,6 +203,33 @@ def load_corpus(path: str | None = None, tokenizer: str = "char", block_size: in
                           f"use at least {int(need) + 1} tokens or a smaller block_size")
     return Corpus(name=name, tokenizer=tok, train=train, val=val,
                   vocab_from=None if source is None else source[0], dropped=dropped)
+
+
+def corpus_tokenizer(path: str | None = None, tokenizer: str = "char", vocab_from: str | None = None,
+                     tokenizer_dir: str | None = None) -> CharTokenizer | ByteTokenizer | HFTokenizer:
+    """The tokenizer `load_corpus` reads this corpus with, without encoding the text: what a study needs to
+    know each run's vocabulary when it starts (the text of the vocabulary's source is read, nothing more)."""
+    _check_tokenizer(tokenizer, vocab_from, tokenizer_dir)
+    if tokenizer == "hf":
+        return HFTokenizer(tokenizer_dir)
+    name, text = read_text(path if vocab_from is None else vocab_from)
+    if not text:
+        raise CorpusError(f"corpus {name!r} is empty")
+    return _tokenizer(tokenizer, text, tokenizer_dir)
+
+
+def _check_tokenizer(tokenizer: str, vocab_from: str | None, tokenizer_dir: str | None) -> None:
+    if tokenizer not in (*TOKENIZERS, "hf"):
+        raise CorpusError(f"unknown tokenizer {tokenizer!r}; valid: {', '.join(TOKENIZERS)}, hf")
+    if tokenizer == "hf" and not tokenizer_dir:
+        raise CorpusError("data.tokenizer = 'hf' needs data.tokenizer_dir: the directory of its tokenizer.json")
+    if tokenizer == "hf" and vocab_from is not None:
+        raise CorpusError(f"data.vocab_from = {vocab_from!r} is for the char and byte tokenizers; an 'hf' tokenizer "
+                          "has its own vocabulary")
+
+
+def _tokenizer(tokenizer: str, vocabulary_text: str, tokenizer_dir: str | None):
+    return HFTokenizer(tokenizer_dir) if tokenizer == "hf" else TOKENIZERS[tokenizer](vocabulary_text)
 
 
 def corpus_of(cfg) -> Corpus:

@@ -19,10 +19,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from normlab.config import load_config
 from normlab.diagnostics.structure import norm_modules
 from normlab.nn.model import GPT
-from normlab.rundir import build_model, load_model, with_vocab
+from normlab.rundir import build_model, load_model, read_config_file, with_vocab
 from normlab.nn.schemes import Residual
 
 INIT_STD_TOLERANCE = 0.15  # relative; a d×d matrix with d ≥ 32 estimates its std to a few %
@@ -193,7 +192,7 @@ def check_target(target: str | Path, init: bool = False) -> tuple[GPT, bool, lis
     """
     path = Path(target)
     if path.is_file() and path.suffix == ".toml":
-        cfg = with_vocab(load_config(path))
+        cfg = with_vocab(read_config_file(path))
         model = build_model(cfg)
         return model, True, check_model(model, at_init=True)
     if not path.exists():

@@ -20,9 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from normlab import __version__
-import tomllib
-
-from normlab.config import ConfigError, RunConfig, upgrade_stored, validate_config
+from normlab.config import ConfigError, RunConfig, load_config
 from normlab.jsonsafe import json_safe
 from normlab.rundir import checkpoint
 from normlab.rundir.lock import LOCK_NAME
@@ -109,13 +107,7 @@ class RunDir:
         """The config the run was started with, as normlab wrote it (an older normlab's spellings read as
         today's: `upgrade_stored`)."""
         try:
-            if not self.config_path.is_file():
-                raise ConfigError(f"config file {str(self.config_path)!r} does not exist")
-            try:
-                raw = tomllib.loads(self.config_path.read_text("utf-8"))
-            except tomllib.TOMLDecodeError as e:
-                raise ConfigError(f"not valid TOML: {e}") from None
-            return validate_config(upgrade_stored(raw))
+            return load_config(self.config_path, stored=True)
         except ConfigError as e:
             raise ConfigError(f"{self.config_path}: the run's config cannot be read ({e}); "
                               "restore it, or start over with --fresh") from None
@@ -195,6 +187,16 @@ class RunDir:
     def load_checkpoint(self, map_location: Any = "cpu") -> dict[str, Any] | None:
         found = self.find_checkpoint(map_location)
         return found.state if found else None
+
+
+def read_config_file(path: str | Path | None, overrides: list[str] | None = None) -> RunConfig:
+    """`load_config` of a TOML file (None: the defaults), where a run directory's own config.toml (`normlab
+    train RUN/config.toml --out NEW`, `normlab check RUN/config.toml`) is read as normlab wrote it, an older
+    normlab's spellings upgraded; any other file is held to today's."""
+    if path is None:
+        return load_config(None, overrides)
+    p = Path(path)
+    return load_config(p, overrides, stored=p.name == "config.toml" and RunDir(p.parent).is_normlab_made())
 
 
 def _own(p: Path) -> bool:

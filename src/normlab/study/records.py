@@ -25,7 +25,9 @@ LAYER_METRICS = [("grad_norm", "block"), ("residual_rms", "block"), ("contributi
                  ("block_influence", "block"),
                  ("grad_norm", "mlp.sublayer.proj.weight")]  # the FFN's output weight W²: Xiong et al.'s Theorem 1
 TRAIN_CURVE_POINTS = 100
-UNPINNED = {"train.seed"}  # never part of a group's identity
+# never part of a group's identity: the seed, and the vocabulary (it follows from data.* and model.arch, which are
+# compared; a study stored before it resolved its runs' vocabularies at its start has none in its base)
+UNPINNED = {"train.seed", "model.vocab_size"}
 
 
 def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -305,7 +305,7 @@ def failed_runs(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list[dict[st
     base = spec.base_flat()
     out = []
     for run in ledger.failed(set(ids)):
-        config = flatten(run["config"])
+        config = flatten(with_defaults(run["config"]))  # an older ledger's row: in today's spelling
         settings = {k: v for k, v in config.items() if base.get(k) != v and k not in UNPINNED}
         settings["train.seed"] = config.get("train.seed")
         out.append({"id": run["id"], "settings": settings, "attempts": run["attempts"], "reason": run["reason"]})

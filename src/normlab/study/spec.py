@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from normlab.config import ConfigError, RunConfig, apply_override, derive, upgrade_overrides
-from normlab.data.corpus import load_corpus
+from normlab.data.corpus import corpus_tokenizer
 from normlab.rundir.load import with_vocab
 from normlab.study.claims import CLAIMS, FRONTIER_CLAIMS, SEED_CLAIMS
 from normlab.study.records import flatten
@@ -313,9 +313,9 @@ class RunSpec:
 
 
 @functools.lru_cache(maxsize=32)
-def _text_vocab(path: str | None, tokenizer: str, block_size: int, vocab_from: str | None,
+def _text_vocab(path: str | None, tokenizer: str, vocab_from: str | None,
                 tokenizer_dir: str | None) -> tuple[int, int | None]:
-    tok = load_corpus(path, tokenizer, block_size, vocab_from, tokenizer_dir).tokenizer
+    tok = corpus_tokenizer(path, tokenizer, vocab_from, tokenizer_dir)
     return tok.vocab_size, tok.mask_id
 
 
@@ -323,7 +323,7 @@ def corpus_vocab(config: RunConfig) -> tuple[int, int | None]:
     """The tokens of a run's corpus (vocabulary size, the tokenizer's own mask id), read once per corpus per
     process."""
     d = config.data
-    return _text_vocab(d.path, d.tokenizer, config.model.block_size, d.vocab_from, d.tokenizer_dir)
+    return _text_vocab(d.path, d.tokenizer, d.vocab_from, d.tokenizer_dir)
 
 
 def corpus_key(config: RunConfig) -> str:
@@ -355,6 +355,9 @@ class StudySpec:
     # id], resolved when a run on it is first built (the study's start) and stored with the study, so that every
     # run's config carries its vocabulary and `normlab report` reads no corpus
     tokens: dict[str, list] = field(default_factory=dict)
+    # False for a study stored before its tokens were (`normlab report` on an older ledger): its runs' vocabulary
+    # is left unset, as it was then, so that no corpus is read (records match it all the same: `UNPINNED`)
+    resolve_vocab: bool = True
     # every run this study has built, by (base, overrides, seed): each config is validated once per process however
     # often the study expands (at load, at its start, at each seed round)
     _built: dict[str, RunSpec] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -371,7 +374,7 @@ class StudySpec:
     def _spec(self, config: RunConfig) -> RunSpec:
         """The run of `config` (validated): its id is the hash of the config as built, and the config it carries
         has its corpus's vocabulary filled in (`tokens`)."""
-        if config.model.vocab_size is not None:
+        if config.model.vocab_size is not None or not self.resolve_vocab:
             return RunSpec(config.hash(), config)
         key = corpus_key(config)
         if key not in self.tokens:
@@ -641,7 +644,8 @@ def spec_from_meta(meta: dict[str, Any]) -> StudySpec:
                      study.get("robustness", False), study.get("init_pass_flag"),
                      vary=_check_vary(study.get("vary") or []))
     spec.claim_seeds = {k: list(v) for k, v in study.get("claim_seeds", {}).items()}
-    spec.tokens = {k: list(v) for k, v in study.get("tokens", {}).items()}  # a study before them: its corpora, read
+    spec.tokens = {k: list(v) for k, v in study.get("tokens", {}).items()}
+    spec.resolve_vocab = "tokens" in study
     return spec
 
 
