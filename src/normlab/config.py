@@ -49,6 +49,11 @@ class DataConfig(BaseModel):
 NAMED = {"train.grad_clip": ("off", 0.0), "train.threads": ("process", 0), "train.untrained_margin": ("off", 0.0),
          "train.plateau_stop": ("off", 0.0), "diagnostics.interval": ("off", 0),
          "diagnostics.layer_skip_most": ("all", 0)}
+def number_or_none(value, word: str):
+    """A NAMED field's number, or None where it holds its word: what the code reads instead of `x or None`."""
+    return None if value == word else value
+
+
 NAMED_MEANING = {"train.grad_clip": "no clipping", "train.threads": "the process's thread count",
                  "train.untrained_margin": "never judged", "train.plateau_stop": "no plateau stop",
                  "diagnostics.interval": "no per-layer metrics", "diagnostics.layer_skip_most": "every block"}
@@ -143,17 +148,17 @@ class TrainConfig(BaseModel):
     @property
     def intra_op_threads(self) -> int | None:
         """torch's intra-op threads to set for the run, or None to leave the process's."""
-        return None if self.threads == "process" else self.threads
+        return number_or_none(self.threads, "process")
 
     @property
     def plateau_stop_from(self) -> float | None:
         """The fraction of the steps from which a run still on the plateau stops, or None (`off`)."""
-        return None if self.plateau_stop == "off" else self.plateau_stop
+        return number_or_none(self.plateau_stop, "off")
 
     @property
     def plateau_margin(self) -> float | None:
         """`untrained_margin` in nats, or None (`off`: never judged)."""
-        return None if self.untrained_margin == "off" else self.untrained_margin
+        return number_or_none(self.untrained_margin, "off")
 
     @model_validator(mode="after")
     def _check(self) -> "TrainConfig":
@@ -193,12 +198,12 @@ class DiagnosticsConfig(BaseModel):
     @property
     def probe_interval(self) -> int | None:
         """`interval` as a number of steps, or None (`off`)."""
-        return None if self.interval == "off" else self.interval
+        return number_or_none(self.interval, "off")
 
     @property
     def skip_at_most(self) -> int | None:
         """`layer_skip_most` as a number of blocks, or None (`all`)."""
-        return None if self.layer_skip_most == "all" else self.layer_skip_most
+        return number_or_none(self.layer_skip_most, "all")
 
 
 class RunConfig(BaseModel):
