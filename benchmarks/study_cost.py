@@ -119,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         mine = [rid for rid in records if all(flatten(configs[rid]).get(k) == v for k, v in other.items())]
         passes[factor] = {"runs": len(mine), "train_s": sum(elapsed[r] for r in mine), "overrides": other}
         print(f"{factor} pass: {len(mine)} runs, {passes[factor]['train_s'] / 60:.1f} min of training")
-    if spec.init_pass_override:  # `--vary init`: every training claim also under the other recipe, beyond the preset's own
+    # `--vary init`: every training claim under the other recipe too, beyond the preset's own init pass
+    if spec.init_pass_override:
         chosen = dataclasses.replace(spec, init_pass_override=None, claim_seeds=dict(spec.claim_seeds))
         mine = sorted({r.id for r in spec.expand(CLAIMS)} - {r.id for r in chosen.expand(CLAIMS)} & set(records))
         passes["init"] = {"runs": len(mine), "train_s": sum(elapsed[r] for r in mine),
