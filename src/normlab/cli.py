@@ -280,6 +280,8 @@ def study(
     address: Optional[str] = typer.Option(None, "--address", metavar="HOST:PORT",
                                           help="With --executor ray: the cluster (HOST:PORT or auto); unset: a "
                                           "local Ray."),
+    plan: bool = typer.Option(False, "--plan", help="Print the power plan (each claim's test, the smallest p it "
+                              "can reach at its seeds, the level it must beat) and exit; trains nothing."),
 ) -> None:
     """Turn the claims into verdicts: train the runs they need, measure, write the report.
 
@@ -300,6 +302,9 @@ def study(
             require_tensorboard()
     except (ConfigError, ValueError) as e:
         fail(str(e))
+    if plan:
+        _print_plan(spec)
+        return
     console.print(f"normlab study: preset [bold]{spec.preset.name}[/], claims {', '.join(spec.claims)}, "
                   f"seeds {spec.preset.seeds} → {out}", highlight=False)
     try:
@@ -407,6 +412,24 @@ def report(out: Path = typer.Argument(Path("normlab-study"), metavar="OUT", help
         fail(str(e))
     _print_failed(status.failed)
     console.print(f"{status.describe()} → {paths['html']}, {paths['markdown']}, {paths['json']}", highlight=False)
+
+
+def _print_plan(spec) -> None:
+    """The study's power plan, before anything trains (study/power.py)."""
+    from normlab.study import power
+
+    table = Table(title=f"power plan of {spec.preset.name}: Holm over {len(spec.claims)} claims at α = 0.05",
+                  title_justify="left")
+    for col in ("claim", "primary test", "seeds (looks)", "share of α", "floor of p", "level, strictest step",
+                "reachable"):
+        table.add_column(col, overflow="fold")
+    for r in power.plan(spec):
+        table.add_row(r.claim, r.test, ", ".join(map(str, r.seeds)), ", ".join(f"{x:g}" for x in r.shares),
+                      ", ".join(f"{x:.2g}" for x in r.floors), ", ".join(f"{x:.2g}" for x in r.strictest),
+                      r.reachable)
+    console.print(table)
+    console.print("floor: the smallest p the test can reach at those seeds (an exact sign test: ½ⁿ); level: α/m "
+                  "times the look's share, which Holm's later steps raise; " + power.SCHEME, highlight=False)
 
 
 def _print_failed(failed: list[dict]) -> None:

@@ -47,7 +47,7 @@ def check_verdict(v, claim: str, expected: str, value: Any, check: Callable | No
     scenario's own assertions (a lambda's `and` chain that returns False is a miss)."""
     assert isinstance(v, Verdict)
     assert v.id == claim
-    assert v.verdict == expected, v.summary
+    assert v.outcome.text == expected, v.summary
     if value is not NO_VALUE:
         assert v.value == (None if value is None else pytest.approx(value, rel=1e-9, abs=1e-12)), v.summary
     if check:
@@ -145,7 +145,7 @@ class Case(NamedTuple):
 
 
 def run_claim(claim: str, case: Case) -> Verdict:
-    return CLAIMS.get(claim)().verdict(case.records, case.measurement, case.preset)
+    return CLAIMS.get(claim)().judge(case.records, case.measurement, case.preset)  # as the study judges it
 
 
 def approx(x):

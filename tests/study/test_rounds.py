@@ -11,8 +11,8 @@ from normlab.study.claims import CLAIMS, FAILS, HOLDS, INCONCLUSIVE, Verdict
 from normlab.study.claims.decisions import compare, fails_more
 from normlab.study.claims.grouping import Group
 from normlab.study.claims.prose import pct
-from normlab.study.claims.statistics import ALPHA, SPENDING, Level, look_alpha, t_interval
-from normlab.study.spec import PRESETS, load_study
+from normlab.study.claims.statistics import ALPHA, SPENDING, Level, look_alpha, sign_evidence, t_interval
+from normlab.study.spec import HELD_OUT, PRESETS, load_study
 
 
 @pytest.mark.parametrize("looks", sorted(SPENDING))
@@ -63,29 +63,117 @@ def _verdict(verdict, interval=None, parts=()):
     return Verdict("C1", verdict, "s", 0.0, 5, {}, interval=interval, parts=list(parts))
 
 
-def test_only_an_inconclusive_verdict_with_an_interval_gets_more_seeds():
-    from normlab.study.runner import undecided
+def test_only_an_inconclusive_verdict_whose_evidence_leans_gets_more_seeds():
+    from normlab.study.power import leans
 
-    assert undecided(_verdict(INCONCLUSIVE, [-0.1, 0.2]))
-    assert not undecided(_verdict(INCONCLUSIVE))  # nothing to narrow (no run trained, no failure to count)
-    assert not undecided(_verdict(HOLDS, [0.1, 0.2])) and not undecided(_verdict(FAILS, [-0.1, 0.2]))
+    assert leans(_verdict(INCONCLUSIVE, [-0.1, 0.2]))
+    assert not leans(_verdict(INCONCLUSIVE))  # nothing to narrow (no run trained, no failure to count)
+    assert not leans(_verdict(HOLDS, [0.1, 0.2])) and not leans(_verdict(FAILS, [-0.1, 0.2]))
     open_part = {"verdict": INCONCLUSIVE, "interval": [-0.5, 0.7]}
-    assert undecided(_verdict(INCONCLUSIVE, [0.1, 0.2], [{"verdict": HOLDS, "interval": [0.1, 0.2]}, open_part]))
+    assert leans(_verdict(INCONCLUSIVE, [0.1, 0.2], [{"verdict": HOLDS, "interval": [0.1, 0.2]}, open_part]))
     # the inconclusive part has no interval: more seeds promise nothing, whatever the decided part's interval
-    assert not undecided(_verdict(INCONCLUSIVE, [0.1, 0.2], [{"verdict": HOLDS, "interval": [0.1, 0.2]},
-                                                             {"verdict": INCONCLUSIVE, "interval": None}]))
+    assert not leans(_verdict(INCONCLUSIVE, [0.1, 0.2], [{"verdict": HOLDS, "interval": [0.1, 0.2]},
+                                                         {"verdict": INCONCLUSIVE, "interval": None}]))
+
+
+def _split(verdict, k, against, seeds=5, open_level=False):
+    v = _verdict(verdict)
+    v.details["evidence"] = {**sign_evidence(k, against, seeds, "a failure split"), **({"open": True} if open_level
+                                                                                      else {})}
+    return v
+
+
+def test_a_failure_split_leans_when_most_discordant_seeds_fall_one_way():
+    from normlab.study.power import leans
+
+    assert leans(_split(INCONCLUSIVE, 5, 0)) and leans(_split(INCONCLUSIVE, 3, 1))
+    assert not leans(_split(INCONCLUSIVE, 2, 2)) and not leans(_split(INCONCLUSIVE, 0, 0))
+    # a decisive verdict whose split is at an open level of its scope (C1 at an lr) still leans
+    assert leans(_split(FAILS, 5, 0, open_level=True)) and not leans(_split(FAILS, 5, 0))
+
+
+def test_the_plan_spends_alpha_where_an_exact_test_can_use_it():
+    from normlab.study import power
+
+    # 5 of 5 cannot reach 0.05/16 × 0.7 = 0.0022: the first look keeps 0.1 of α, the last 0.9
+    assert power.shares("sign", [5, 10], 16) == (0.1, 0.9)
+    assert power.shares("t", [5, 10], 16) == SPENDING[2]  # a continuous statistic has no floor
+    assert power.shares("sign", [5], 16) is None
+    assert power.floor("sign", 10) == 2 ** -10 and power.floor("t", 3) == 0.0
+    with pytest.raises(ValueError, match="unknown test 'z'"):
+        power.floor("z", 5)
+    # 10 of 10 (p = 0.00098) now reaches Holm's strictest step over 16 claims at the last look (0.0028); under
+    # the old (0.7, 0.3) it did not (0.00094): the issue's C1 at lr 0.01
+    last = Level(ALPHA / 16, (2, 2), (0.1, 0.9))
+    assert last.alpha == pytest.approx(0.0028125) and 2 ** -10 < last.alpha
+    assert 2 ** -10 > Level(ALPHA / 16, (2, 2)).alpha
+    with pytest.raises(ValueError, match="summing to 1"):
+        Level(ALPHA, (1, 2), (0.5, 0.6))
+
+
+def test_the_standard_plan_reaches_every_level_at_its_last_look():
+    from normlab.study import power
+
+    rows = {r.claim: r for r in power.plan(load_study("standard"))}
+    assert {c for c, r in rows.items() if r.test == "sign"} == {"C1", "C4", "C8", "C11", "C14"}
+    assert all(rows[c].seeds == (5, 10) and rows[c].shares == (0.1, 0.9) for c in ("C1", "C4", "C8", "C11", "C14"))
+    assert all(r.reachable == "yes" for r in rows.values())
+    assert rows["C16"].test == "measured" and rows["C2"].seeds == (5,)
+    assert "| C4 | sign | 5, 10 | 0.1, 0.9 | 0.031, 0.00098 |" in "\n".join(power.plan_text(list(rows.values())))
+
+
+def test_about_k_seeds_needed_projects_the_split_and_the_interval():
+    from normlab.study.power import needed
+
+    # 5 of 5 at 5 seeds, every added seed discordant the same way: p < 0.0028 from 9 seeds (2⁻⁹ = 0.00195)
+    assert needed(sign_evidence(5, 0, 5, "x"), 0.0028) == 9
+    # 4 of 5 discordant seeds one way: the share holds, 0.8 of them
+    assert needed(sign_evidence(4, 1, 5, "x"), 0.0028) > 10
+    assert needed(sign_evidence(2, 2, 5, "x"), 0.05) is None  # no lean, no projection
+    # an interval [−0.01, 0.03] at 5 seeds: centre 0.01, half 0.02: 4× the seeds to halve it
+    assert needed({"test": "t", "interval": [-0.01, 0.03], "seeds": 5}, 0.05) == 20
+
+
+def test_an_inconclusive_verdict_says_which_kind_it_is():
+    from normlab.report.outcome import EQUIVALENT, TOO_FEW_TRAINED, UNDERPOWERED
+    from normlab.study.power import explain
+
+    v = _verdict(INCONCLUSIVE)
+    explain(v, 0.05)
+    assert v.why == TOO_FEW_TRAINED and v.outcome.why_text == "too few runs trained to compare"
+    v = Verdict("C7", INCONCLUSIVE, "Post-LN − Pre-LN val loss (nats)", 0.001, 5, {}, interval=[-0.01, 0.012])
+    explain(v, 0.05)
+    assert v.why == EQUIVALENT and v.needed is None
+    v = _split(INCONCLUSIVE, 5, 0)
+    explain(v, 0.0028)
+    assert (v.why, v.needed) == (UNDERPOWERED, 9)
+    assert v.outcome.why_text == "effect seen, not past the family-wise level at 5 seeds: about 9 needed"
+    assert v.to_dict()["outcome"]["why"] == UNDERPOWERED
+    held = _split(HOLDS, 5, 0)
+    explain(held, 0.05)
+    assert held.why == "" and held.outcome.why_text == ""  # only an inconclusive verdict has a kind
 
 
 def test_the_standard_preset_states_its_schedule_and_a_users_own_seeds_look_once():
     spec = load_study("standard")
     assert spec.preset.seed_rounds == [5, 10] and CLAIMS.get("C1").knobs(spec.preset).rounds
-    # the depth sweep's second round (C2–C4) and 15 runs of 32 layers (C8): no second round in 30 minutes
-    assert not any(CLAIMS.get(c).knobs(spec.preset).rounds for c in ("C2", "C8"))
-    assert spec.look("C1") == (1, 2) and spec.look("C8") is None and spec.look("C16") is None
-    assert spec.next_seeds("C1") == list(range(1000, 1010))  # held-out seeds, numbered on
+    # the failure-split claims take rounds (their exact tests need the seeds); the depth sweep's other claims not
+    assert all(CLAIMS.get(c).knobs(spec.preset).rounds for c in ("C4", "C8", "C11", "C14"))
+    assert not any(CLAIMS.get(c).knobs(spec.preset).rounds for c in ("C2", "C3", "C5"))
+    assert spec.look("C1") == (1, 2) and spec.look("C8") == (1, 2) and spec.look("C16") is None
+    assert spec.next_seeds("C1") == list(range(HELD_OUT, HELD_OUT + 10))  # held-out seeds, numbered on
     spec.claim_seeds["C1"] = spec.next_seeds("C1")
     assert spec.look("C1") == (2, 2) and spec.next_seeds("C1") is None
     assert load_study("standard", seeds=[0, 1]).look("C1") is None
+
+
+def test_a_round_of_c4_adds_only_the_two_depths_its_test_reads():
+    spec = load_study("standard", claims=["C4"], init_pass=False)
+    before = {r.id for r in spec.expand(CLAIMS)}
+    spec.claim_seeds["C4"] = spec.next_seeds("C4")
+    added = [r for r in spec.expand(CLAIMS) if r.id not in before]
+    assert sorted({r.config.model.n_layer for r in added}) == [2, 16]
+    assert len(added) == 2 * 2 * 5  # Pre-LN and Post-LN at 2 and 16 layers, 5 new seeds
 
 
 def test_a_round_adds_seeds_to_its_claims_runs_only():
@@ -126,7 +214,7 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
         return spec
 
     looked, seen = [], {}
-    monkeypatch.setattr(runner, "undecided", lambda v: looked.append((v.id, v.look["look"])) or True)
+    monkeypatch.setattr(runner.power, "leans", lambda v: looked.append((v.id, v.look["look"])) or True)
     # claims are measured (C10's timings) before a look judges them: a verdict without its measurement is no look
     measure = runner.measure_claims
     monkeypatch.setattr(runner, "measure_claims", lambda *a: looked.append("measured") or measure(*a))

@@ -125,8 +125,8 @@ def test_same_is_two_sided_on_failures():
 
 
 # -- Holm's step-down over the study's claims ------------------------------------------------------------------
-def _v(cid: str, verdict: str, primary: str = "") -> Verdict:
-    return Verdict(cid, verdict, "x", None, 5, {}, summary=f"{cid}: as measured", primary=primary)
+def _v(cid: str, verdict: str, depends_on: tuple[str, ...] = ()) -> Verdict:
+    return Verdict(cid, verdict, "x", None, 5, {}, summary=f"{cid}: as measured", depends_on=list(depends_on))
 
 
 # the lowest level at which each toy claim is decisive: A measures something exact (every level); B and C are
@@ -176,9 +176,10 @@ def test_the_last_claim_left_is_judged_at_alpha_without_judging_it_again():
     assert (out["D"].verdict, out["D"].family["step"], out["D"].family["level"]) == (HOLDS, 2, ALPHA)
 
 
-def test_a_depends_on_verdict_is_decided_by_its_primary_verdict():
-    out = holm(["X"], lambda c, level: _v(c, f"{DEPENDS} init", primary=HOLDS))
-    assert out["X"].verdict == "depends on init" and out["X"].family["step"] == 1
+def test_a_depends_on_verdict_is_decided_by_its_verdict_at_its_own_levels():
+    out = holm(["X"], lambda c, level: _v(c, HOLDS, depends_on=("init",)))
+    assert out["X"].outcome.text == "depends on init" and out["X"].family["step"] == 1
+    assert out["X"].to_dict()["verdict"] == "depends on init" and out["X"].to_dict()["primary"] == HOLDS
 
 
 def test_the_family_in_words_and_the_four_outcomes_counted_apart():
@@ -186,17 +187,18 @@ def test_the_family_in_words_and_the_four_outcomes_counted_apart():
     assert family_text(list(out.values())).startswith("Holm's step-down over the study's 5 claims at family-wise "
                                                       "α = 0.05: a claim is decided at α/(m − j)")
     assert family_text([_v("A", HOLDS)]) == "not controlled"
-    verdicts = [_v("A", HOLDS), _v("B", f"{DEPENDS} init, width"), _v("C", FAILS), _v("D", INCONCLUSIVE)]
-    assert outcome_counts(verdicts) == {o: 1 for o in OUTCOMES}
+    verdicts = [_v("A", HOLDS), _v("B", FAILS, ("init", "width")), _v("C", FAILS), _v("D", INCONCLUSIVE)]
+    assert outcome_counts(verdicts) == {**{o: 1 for o in OUTCOMES}, "holds where judged": 0,
+                                        "does not hold where judged": 0}
 
 
 # -- where a verdict holds: `depends on <factor>` --------------------------------------------------------------
 def test_opposite_decisive_verdicts_across_levels_depend_on_the_factor():
     v = _v("C13", HOLDS)
     scope_verdict(v, {"init": {"gpt2": HOLDS, "xiong": FAILS}}, [])
-    assert (v.verdict, v.primary) == ("depends on init", HOLDS)
+    assert (v.outcome.text, v.verdict, v.depends_on) == ("depends on init", HOLDS, ["init"])
     assert v.scope == {"init": {"gpt2": HOLDS, "xiong": FAILS}}
-    assert outcome_of(v.verdict) == DEPENDS and not decisive(v.verdict)  # never counted as holds
+    assert outcome_of(v.to_dict()).kind == DEPENDS and not decisive(v.outcome.kind)  # never counted as holds
     assert v.summary == "C13: as measured; where it holds: init: holds under gpt2, does not hold under xiong"
 
 
@@ -204,14 +206,17 @@ def test_every_factor_that_splits_is_named():
     v = _v("C7", FAILS)
     scope_verdict(v, {"init": {"xiong": FAILS, "gpt2": HOLDS}, "context": {"32 tokens": FAILS, "64 tokens": FAILS},
                       "width": {"d 64": FAILS, "d 128": HOLDS}}, [])
-    assert (v.verdict, v.primary) == ("depends on init, width", FAILS)
+    assert (v.outcome.text, v.verdict) == ("depends on init, width", FAILS)
 
 
 def test_an_inconclusive_level_narrows_the_scope_without_overturning_the_verdict():
     v = _v("C1", HOLDS)
     scope_verdict(v, {"context": {"32 tokens": HOLDS, "64 tokens": INCONCLUSIVE}}, [])
-    assert (v.verdict, v.primary) == (HOLDS, HOLDS)
+    assert (v.outcome.text, v.verdict) == (HOLDS, HOLDS)
     assert v.scope == {"context": {"32 tokens": HOLDS, "64 tokens": INCONCLUSIVE}}
+    # decisive where judged, counted apart from a verdict decisive under every level measured
+    assert v.outcome.open_levels == ("64 tokens",) and v.outcome.total_key == "holds where judged"
+    assert not v.outcome.complete
     assert v.summary.endswith("; where it holds: context: holds under 32 tokens, inconclusive under 64 tokens")
 
 
@@ -226,7 +231,7 @@ def test_factors_a_claims_own_runs_fix_are_recorded():
     scope_verdict(v, {}, ["context"])
     assert v.scope == {"context": {"its own runs' level (not varied)": FAILS}}
     # the factor was not varied for this claim, and its summary says so
-    assert (v.verdict, v.primary, v.summary) == (
+    assert (v.outcome.text, v.verdict, v.summary) == (
         FAILS, FAILS, "C8: as measured; where it holds: context: does not hold under its own runs' level (not varied)")
     v = _v("C8", FAILS)
     scope_verdict(v, {"width": {"d 64": FAILS, "d 128": FAILS}}, ["context"])

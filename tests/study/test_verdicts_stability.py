@@ -92,10 +92,17 @@ def c1_holds_only_at_a_larger_lr():
     # seed without warmup and trains with it, while Pre-LN trains either way (holds): the verdict depends on lr,
     # and its scope gives the boundary
     def check(v):
-        assert v.primary == FAILS and v.scope["lr"] == {"lr 0.001": INCONCLUSIVE, "lr 0.003": FAILS,
+        assert v.verdict == FAILS and v.scope["lr"] == {"lr 0.001": INCONCLUSIVE, "lr 0.003": FAILS,
                                                          "lr 0.01": HOLDS}
         assert v.details["lr_boundary"] == "holds at lr ≥ 0.01, does not hold at lr ≤ 0.003"
-        assert "along lr: holds at lr ≥ 0.01" in v.summary
+        # the region along lr, in the headline and the summary: which scheme needs warmup where
+        assert v.details["regions"] == {"0.001": "undecided (Post-LN needs warmup: inconclusive; Pre-LN unaffected: "
+                                                 "inconclusive)", "0.003": "neither needs warmup",
+                                        "0.01": "Post-LN needs warmup, Pre-LN does not"}
+        assert v.reading.startswith("undecided (Post-LN needs warmup: inconclusive; Pre-LN unaffected: inconclusive)"
+                                    " at lr 0.001; neither needs warmup at lr 0.003; Post-LN needs warmup, Pre-LN "
+                                    "does not at lr 0.01; at lr 0.003: ")
+        assert "along lr: " in v.summary
     records = (runs(five(1.905, 0.001), scheme="pre", warmup=0) + runs(five(1.905), scheme="pre", warmup=W)
                + runs(five(1.955, 0.001), scheme="post", warmup=0) + runs(five(1.955), scheme="post", warmup=W))
     at = dict(lr=1e-2)
@@ -121,7 +128,18 @@ def c1_pre_change_straddles_the_margin():
 
 @scenario("C1", FAILS, 0.15)
 def pre_diverges_without_warmup():
-    return Case(_c1([None] * 5, five(1.905), five(2.105, 0.002), five(1.955)))
+    # 6 seeds: one part's "does not hold" makes the bundle's only at the level split over its 2 parts (1/64 < 0.025)
+    return Case(_c1([None] * 6, five(1.905) + [1.91], five(2.105, 0.002) + [2.11], five(1.955) + [1.96]))
+
+
+@scenario("C1", INCONCLUSIVE, 0.15)
+def pre_diverges_without_warmup_in_five_seeds():
+    # 5 of 5: p = 1/32 = 0.031 is past α = 0.05 but not past 0.025, the level a bundled claim's "does not hold"
+    # needs from one of its 2 parts (Bonferroni over the parts)
+    def check(v):
+        assert v.parts[1]["verdict"] == FAILS and v.details["does_not_hold_level"] == 0.025
+        assert "none at 0.025, the level split over its 2 parts" in v.summary
+    return Case(_c1([None] * 5, five(1.905), five(2.105, 0.002), five(1.955)), check=check)
 
 
 # =========================================================================================

@@ -5,27 +5,8 @@ import math
 import re
 from typing import Any
 
-# the four outcomes of a verdict; "depends on init, width" is one outcome (a claim's verdict differs across the
-# levels of a factor), and never counts as holds. Defined here, the lowest floor that reads verdicts, for the
-# report, the study's claims and the terminal alike
-DEPENDS = "depends on"
-OUTCOMES = ("holds", "does not hold", DEPENDS, "inconclusive")
-
-
-def outcome_of(verdict: str | None) -> str:
-    """Which of the four outcomes a verdict string is: `depends on init, width` is `depends on`."""
-    verdict = verdict or ""
-    return DEPENDS if verdict.startswith(DEPENDS) else verdict
-
-
-def outcome_counts(verdicts: list[dict[str, Any]]) -> dict[str, int]:
-    """How many verdicts (dicts with a "verdict") of each of the four outcomes."""
-    counts = dict.fromkeys(OUTCOMES, 0)
-    for v in verdicts:
-        key = outcome_of(v.get("verdict"))
-        if key in counts:
-            counts[key] += 1
-    return counts
+# the outcomes and their counts are typed values of one module (report/outcome.py), named here for the renderers
+from normlab.report.outcome import DEPENDS, OUTCOMES, outcome_counts, outcome_of  # noqa: F401
 
 MAX_LIST_ITEMS = 8  # longer lists are shortened to their first items and a count
 

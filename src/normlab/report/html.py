@@ -11,7 +11,8 @@ import logging
 from typing import Any, Iterable
 
 from normlab.report import plots
-from normlab.report.format import (DEPENDS, outcome_of, failure_groups, failure_text, init_text, interval_text, marks, robustness_text,
+from normlab.report.outcome import WHERE_JUDGED, replicated
+from normlab.report.format import (DEPENDS, outcome_counts, outcome_of, failure_groups, failure_text, init_text, interval_text, marks, robustness_text,
                                    seeds_used, first_line, fmt_info_value, fmt_settings, fmt_value, info_label,
                                    key_label,
                                    key_number, label, partial_note)
@@ -28,16 +29,21 @@ def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def verdict_class(verdict: str | None) -> str:
-    """The badge class of a verdict: `depends on init, width` is one outcome, `depends`."""
-    if outcome_of(verdict) == DEPENDS:
+def verdict_class(verdict: dict | str | None) -> str:
+    """The badge class of a verdict: a verdicts.json row by its typed outcome (`depends on init, width` is one
+    outcome, `depends`), a part's or a total's word by itself."""
+    kind = outcome_of(verdict).kind if isinstance(verdict, dict) else verdict
+    if kind == DEPENDS:
         return "depends"
-    return VERDICT_CLASS.get(str(verdict), "unknown")
+    return VERDICT_CLASS.get(str(kind), "unknown")
 
 
-def badge(verdict: str | None, small: bool = False) -> str:
+def badge(verdict: dict | str | None, small: bool = False) -> str:
+    """A verdict's badge: a row (its outcome's text, classed by its kind) or a part's word."""
     size = " small" if small else ""
-    return f'<span class="badge{size} {verdict_class(verdict)}">{esc(verdict or "not evaluated")}</span>'
+    text = outcome_of(verdict).text if isinstance(verdict, dict) and verdict.get("verdict") else \
+        (verdict if isinstance(verdict, str) else None)
+    return f'<span class="badge{size} {verdict_class(verdict)}">{esc(text or "not evaluated")}</span>'
 
 
 # -- the page -----------------------------------------------------------------------------
@@ -89,7 +95,7 @@ def study_section(study_info: dict) -> str:
 
 
 def toc(claims: list[str], by_id: dict[str, dict], sections: list[Section], failed: bool = False) -> str:
-    chips = "".join(f'<a class="chip {verdict_class((by_id.get(c) or {}).get("verdict"))}" href="#{esc(c)}">'
+    chips = "".join(f'<a class="chip {verdict_class(by_id.get(c) or {})}" href="#{esc(c)}">'
                     f"{esc(c)}</a>" for c in claims)
     links = "".join(f'<a href="#{esc(s.id)}">{esc(s.title)}</a>' for s in sections)
     failed_link = '<a href="#failed-runs">Failed runs</a>' if failed else ""
@@ -99,10 +105,9 @@ def toc(claims: list[str], by_id: dict[str, dict], sections: list[Section], fail
 
 # -- verdicts -----------------------------------------------------------------------------
 def verdict_section(verdicts: list[dict], claim_info: dict[str, dict]) -> str:
-    counts = {name: sum(verdict_class(v.get("verdict")) == verdict_class(name) for v in verdicts)
-              for name in (*VERDICT_CLASS, DEPENDS)}
-    tally = " ".join(f'<span class="badge {verdict_class(name)}">{n} {esc(name)}</span>'
-                     for name, n in counts.items() if n)
+    counts = outcome_counts(verdicts)
+    tally = " ".join(f'<span class="badge {verdict_class(name.replace(" " + WHERE_JUDGED, ""))}">{n} {esc(name)}'
+                     '</span>' for name, n in counts.items() if n)
     design = any(v.get("design") for v in verdicts)
     rows = "".join(verdict_row(v, claim_info.get(v["id"]) or {}, design) for v in verdicts)
     extra = "<th>design seeds</th>" if design else ""
@@ -117,19 +122,19 @@ def design_cell(verdict: dict) -> str:
     seen = verdict.get("design") or {}
     if not seen:
         return "<td>—</td>"
-    return (f'<td>{badge(seen.get("verdict"), small=True)}'
-            f'{" replicated" if seen.get("replicated") else " not replicated"}</td>')
+    return (f'<td>{esc(seen.get("verdict"))}'
+            f'{" replicated" if replicated(verdict) else " not replicated"}</td>')
 
 
 def verdict_row(verdict: dict, info: dict, design: bool = False) -> str:
     cid = esc(verdict["id"])
     parts = "".join(f'<li>{badge(p.get("verdict"), small=True)} {esc(p.get("name"))}</li>'
                     for p in verdict.get("parts") or [])
-    return (f'<tr class="verdict {verdict_class(verdict.get("verdict"))}" data-claim="{cid}" '
-            f'data-verdict="{esc(verdict.get("verdict"))}">'
+    return (f'<tr class="verdict {verdict_class(verdict)}" data-claim="{cid}" '
+            f'data-verdict="{esc(outcome_of(verdict).text)}">'
             f'<td class="cid"><a href="#{cid}">{cid}</a></td><td>{esc(info.get("title", ""))}'
             f'{f"<ul class=parts>{parts}</ul>" if parts else ""}</td>'
-            f'<td>{badge(verdict.get("verdict"))}{fragile_mark(verdict)}{init_mark(verdict)}</td>'
+            f'<td>{badge(verdict)}{fragile_mark(verdict)}{init_mark(verdict)}</td>'
             f'<td class="key">{esc(key_number(verdict.get("statistic"), verdict.get("value"), verdict.get("reading")))}'
             f'{interval_span(verdict.get("interval"))}</td>'
             f'<td class="num">{esc(fmt_value(seeds_used(verdict)))}</td>'
@@ -183,9 +188,9 @@ def failed_section(failed_runs: list[dict]) -> str:
 # -- one claim ----------------------------------------------------------------------------
 def claim_article(cid: str, verdict: dict | None, info: dict, figures: list) -> str:
     verdict = verdict or {}
-    parts = [f'<article class="claim {verdict_class(verdict.get("verdict"))}" id="{esc(cid)}">',
+    parts = [f'<article class="claim {verdict_class(verdict)}" id="{esc(cid)}">',
              f'<div class="claim-head"><h3><span class="cid">{esc(cid)}</span> {esc(info.get("title", ""))}</h3>'
-             f'{badge(verdict.get("verdict"))}</div>']
+             f'{badge(verdict)}</div>']
     if info.get("statement"):
         parts.append(f'<blockquote class="statement">{esc(info["statement"])}</blockquote>')
     if verdict.get("summary"):

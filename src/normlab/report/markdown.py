@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from normlab.report.outcome import outcome_of, replicated
 from normlab.report.format import (failure_groups, failure_text, first_line, fmt_info_value, fmt_settings,
                                    fmt_value, info_label, init_text, interval_text, key_number, label, marks,
                                    partial_note, robustness_text, seeds_used)
@@ -35,7 +36,7 @@ def markdown(title: str, study_info: dict, verdicts: list[dict], claim_info: dic
                           if (claim_info.get(v["id"]) or {}).get("title") else "")
         mark = VERDICT_MARK.get(v.get("verdict"), "·")
         flags = "".join(f" ({m})" for m in marks(v))
-        lines.append(f"| {cell(name)} | {mark} {cell(v.get('verdict'))}{flags} | {cell(_key(v))} | "
+        lines.append(f"| {cell(name)} | {mark} {cell(verdict_words(v))}{flags} | {cell(_key(v))} | "
                      f"{cell(fmt_value(seeds_used(v)))} | {cell(_init_cell(v))} | {cell(_robust_cell(v))} |"
                      + (f" {cell(_design_cell(v))} |" if design else ""))
         for part in v.get("parts") or []:
@@ -47,6 +48,14 @@ def markdown(title: str, study_info: dict, verdicts: list[dict], claim_info: dic
     for v in verdicts:
         lines += claim_lines(v)
     return "\n".join(lines) + "\n"
+
+
+def verdict_words(v: dict) -> str:
+    """The verdict as the table gives it: its outcome, `where judged` when some level left it open, and an
+    inconclusive verdict's kind (`effect seen, not past the family-wise level at 10 seeds: about 14 needed`)."""
+    outcome = outcome_of(v)
+    extra = outcome.why_text or (outcome.scope_text if outcome.open_levels else "")
+    return outcome.text + (f" ({extra})" if extra else "")
 
 
 def _key(v: dict) -> str:
@@ -67,7 +76,7 @@ def _design_cell(v: dict) -> str:
     seen = v.get("design") or {}
     if not seen:
         return "—"
-    return f"{seen['verdict']} ({'replicated' if seen.get('replicated') else 'not replicated'})"
+    return f"{seen['verdict']} ({'replicated' if replicated(v) else 'not replicated'})"
 
 
 def _robust_cell(v: dict) -> str:

@@ -48,10 +48,10 @@ def render_report(out_dir: Path, *, title: str, verdicts: list, claim_info: dict
 def _as_dict(verdict: Any) -> dict[str, Any]:
     data = verdict.to_dict() if hasattr(verdict, "to_dict") else dict(verdict)
     keys = ("id", "verdict", "statistic", "value", "reading", "interval", "test", "n_seeds", "seeds", "parts",
-            "init", "init_dependent", "other_init", "look", "scope", "primary", "family", "design", "settings",
+            "init", "init_dependent", "other_init", "look", "scope", "primary", "outcome", "family", "design", "settings",
             "details", "summary", "fragile", "robustness")
     empty = {"settings": {}, "details": {}, "parts": [], "seeds": [], "other_init": {}, "look": {}, "scope": {},
-             "primary": "", "family": {}, "design": {}}
+             "primary": "", "outcome": {}, "family": {}, "design": {}}
     return {k: data.get(k, empty.get(k)) for k in keys}
 
 

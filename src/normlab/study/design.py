@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from normlab.report.format import outcome_counts as count_outcomes
-from normlab.study.claims.base import decisive
+from normlab.report.outcome import outcome_counts as count_outcomes
+from normlab.report.outcome import replicated as same_everywhere
 from normlab.study.spec import DESIGN_SEEDS, StudySpec
 
 DESIGN_FILE = Path(__file__).with_name("design_verdicts.json")
@@ -28,29 +28,27 @@ def design_record(preset: str) -> dict[str, Any] | None:
 
 def design_beside(spec: StudySpec, verdicts: list) -> None:
     """Set each verdict's `design` from the preset's design record: the design seeds' verdict and whether this
-    study replicates it (the same verdict on both seed sets). Nothing where the study itself runs on design seeds
-    (it would be compared with itself) or the preset has no record."""
+    study replicates it (`report.outcome.replicated`: decisive under every level measured, and the same outcome on
+    both seed sets). Nothing where the study itself runs on design seeds (it would be compared with itself) or the
+    preset has no record."""
     record = design_record(spec.preset.name)
     if not record or all(s in DESIGN_SEEDS for s in spec.preset.seeds):
         return
     for v in verdicts:
         seen = record["verdicts"].get(v.id)
         if seen:
-            # replicated: says something (holds or does not hold), and the same on both seed sets
-            v.design = {**seen, "seeds": record["seeds"],
-                        "replicated": decisive(v.verdict) and seen["verdict"] == v.verdict}
+            v.design = {**seen, "seeds": record["seeds"]}
+            v.design["replicated"] = same_everywhere(v.to_dict(), seen)
 
 
 def replicated(verdicts: list) -> int:
-    """Verdicts that say something and say it on both seed sets: holds or does not hold, the same on the design
-    seeds, and under every nuisance level measured (a `depends on` verdict is not one)."""
-    return sum(1 for v in verdicts if decisive(_get(v, "verdict")) and (_get(v, "design") or {}).get("replicated"))
+    """How many verdicts replicate (`report.outcome.replicated`, the one definition)."""
+    return sum(1 for v in verdicts if same_everywhere(_row(v)))
 
 
 def outcome_counts(verdicts: list) -> dict[str, int]:
-    """How many verdicts of each of the four outcomes (`depends on …` counted as one outcome, never as holds), as
-    verdicts.json counts them."""
-    return count_outcomes([{"verdict": _get(v, "verdict")} for v in verdicts])
+    """How many verdicts of each total (`report.outcome.outcome_counts`), as verdicts.json counts them."""
+    return count_outcomes([_row(v) for v in verdicts])
 
 
 def family_text(verdicts: list) -> str:
@@ -64,3 +62,8 @@ def family_text(verdicts: list) -> str:
 
 def _get(v, key: str):
     return v.get(key) if isinstance(v, dict) else getattr(v, key)
+
+
+def _row(v) -> dict:
+    """A verdict as verdicts.json holds it."""
+    return v if isinstance(v, dict) else v.to_dict()

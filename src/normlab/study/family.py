@@ -33,7 +33,7 @@ def holm(claims: list[str], judge_at: Callable[[str, float], Verdict], alpha: fl
         step += 1
         level = alpha / (m - made)
         at = {c: alone[c] if level == alpha else judge_at(c, level) for c in remaining}
-        now = [c for c in remaining if decisive(_primary(at[c]))]
+        now = [c for c in remaining if decisive(at[c].verdict)]
         if not now:
             for c in remaining:
                 out[c] = _mark(at[c], level, None, m, alpha, alone[c])
@@ -45,15 +45,10 @@ def holm(claims: list[str], judge_at: Callable[[str, float], Verdict], alpha: fl
     return out
 
 
-def _primary(v: Verdict) -> str:
-    """The verdict at the claim's own levels (a `depends on …` verdict is decisive there)."""
-    return v.primary or v.verdict
-
-
 def _mark(v: Verdict, level: float, step: int | None, m: int, alpha: float, alone: Verdict) -> Verdict:
-    v.family = {"alpha": alpha, "m": m, "level": round(level, 12), "step": step, "alone": alone.verdict,
+    v.family = {"alpha": alpha, "m": m, "level": round(level, 12), "step": step, "alone": alone.outcome.text,
                 "method": f"Holm's step-down over the study's {m} claims at family-wise α = {alpha:g}"}
-    if step is None and decisive(_primary(alone)):
-        v.summary += (f"; {alone.verdict} at α = {alpha:g} alone, not at the family level {level:.3g} (Holm over "
+    if step is None and decisive(alone.verdict):
+        v.summary += (f"; {alone.outcome.text} at α = {alpha:g} alone, not at the family level {level:.3g} (Holm over "
                       f"{m} claims): more seeds would decide")
     return v

@@ -13,6 +13,7 @@ from normlab.config import ConfigError
 from normlab.device import resolve_device
 from normlab.report import render_report
 from normlab.study.claims import CLAIMS, Figure, Verdict
+from normlab.study import power
 from normlab.study.claims import statistics
 from normlab.study.design import design_beside, family_text
 from normlab.study.ledger import Ledger
@@ -42,7 +43,8 @@ def publish(out: str | Path, judged: tuple[list[Verdict], dict[str, list[Figure]
                   "sources": CLAIMS.get(cid).sources} for cid in spec.claims}
     study_info = {**{k: v for k, v in meta["study"].items() if k not in HIDDEN},
                   "counts": ledger.counts(set(ids)), "train_wall_s": train_wall_s(ledger, ids),
-                  "environment": environment(resolve_device("cpu")), "thresholds": thresholds(verdicts)}
+                  "environment": environment(resolve_device("cpu")), "thresholds": thresholds(verdicts),
+                  "power_plan": {"scheme": power.SCHEME, "claims": [r.to_dict() for r in power.plan(spec)]}}
     sections = general_sections(main_records(spec, ledger.records(set(ids))), ledger.measurements())
     paths = render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
                           claim_figures=figures, sections=sections, study_info=study_info,

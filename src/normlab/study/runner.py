@@ -25,10 +25,10 @@ from typing import Any, Callable
 from normlab.bench.timing import steady_allocator
 from normlab.config import ConfigError, config_hash
 from normlab.study.claims import CLAIMS, INCONCLUSIVE, Claim, Figure, Verdict, claim_number
-from normlab.report.format import DEPENDS
-from normlab.study.claims.base import FAILS, HOLDS
+from normlab.study.claims.base import split_and_open
 from normlab.study.claims.prose import init_text
-from normlab.study.claims.statistics import Level, look_alpha
+from normlab.study import power
+from normlab.study.claims.statistics import ALPHA, SPENDING, Level
 from normlab.study.family import holm
 from normlab.study.records import UNPINNED, flatten, with_defaults
 from normlab.study.jobs import (EXECUTORS, claim_jobs, done_cost, events_dir, is_stacked, record_results, run_cost,
@@ -206,7 +206,8 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
 
 def seed_round(spec: StudySpec, ledger: Ledger, ids: list[str], say: Callable[[str], None] = print) -> list:
     """The runs of the next seed round: once every run in `ids` is settled, each claim on the preset's schedule
-    (`Preset.seed_rounds`) whose verdict at its look is undecided (`undecided`) gets its next look's seeds; the
+    (`Preset.seed_rounds`) whose verdict at its look is inconclusive but leans one way (`power.leans`: a failure
+    split whose majority falls one way, an interval that straddles its boundary) gets its next look's seeds; the
     runs those seeds add and that `ids` lacks ([] when none: every claim decided or at its last look). Runs
     already trained are the same configs, so they are reused, never retrained."""
     done, total = ledger.progress(set(ids))
@@ -217,22 +218,12 @@ def seed_round(spec: StudySpec, ledger: Ledger, ids: list[str], say: Callable[[s
     round_claims = [c for c in spec.claims if spec.look(c) is not None]
     for verdict in compute_verdicts(spec, ledger, ids, round_claims)[0]:
         seeds = spec.next_seeds(verdict.id)
-        if seeds is not None and undecided(verdict):
+        if seeds is not None and power.leans(verdict):
             spec.claim_seeds[verdict.id] = seeds
             grown.append(f"{verdict.id} ({len(seeds)} seeds)")
     if grown:
-        say(f"seed round: {', '.join(grown)}: an interval straddles its decision boundary")
+        say(f"seed round: {', '.join(grown)}: its evidence leans one way but its test cannot yet reach its level")
     return [r for r in spec.expand(CLAIMS) if r.id not in known]
-
-
-def undecided(verdict: Verdict) -> bool:
-    """Could more seeds decide it? Inconclusive, and it (or an inconclusive part of it) has an interval: a
-    statistic whose interval straddles its boundary. One with no interval (nothing trained to compare, no
-    failures to count) is left as it is: more seeds of the same runs are no remedy the rule can promise."""
-    if verdict.verdict != INCONCLUSIVE:
-        return False
-    open_parts = [p for p in verdict.parts if p["verdict"] == INCONCLUSIVE]
-    return any(p.get("interval") for p in open_parts) if open_parts else bool(verdict.interval)
 
 
 def followup_runs(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list:
@@ -406,16 +397,18 @@ def compute_verdicts(spec: StudySpec, ledger: Ledger, ids: list[str] | None = No
     figures: dict[str, list[Figure]] = {}
 
     def judge_at(claim_id: str, level: float) -> Verdict:
-        look = spec.look(claim_id)
-        claim = CLAIMS.get(claim_id)(Level(level, look))  # every decision of the claim is made at this level
+        at = power.level(spec, claim_id, level)
+        claim = CLAIMS.get(claim_id)(at)  # every decision of the claim is made at this level
         verdict, figs = judge(spec, claim, records, base, measurements.get(claim_id))
         figures.setdefault(claim_id, figs)
-        if look:
-            mark_look(verdict, look, spec)
+        if at.look:
+            mark_look(verdict, at, spec)
         return verdict
 
     family = sorted(spec.claims, key=claim_number)
     decided = holm(family, judge_at)
+    for verdict in decided.values():  # an inconclusive verdict says which kind it is, at its last look's level
+        power.explain(verdict, power.last_alpha(verdict))
     wanted = set(claims if claims is not None else spec.claims)
     return [decided[c] for c in family if c in wanted], {c: figures[c] for c in family if c in wanted}
 
@@ -431,7 +424,7 @@ def judge(spec: StudySpec, claim, records: list, base: dict[str, Any], measureme
     # groups match the claim's base config (its init recipe) on every axis the claim does not name
     judged = [dataclasses.replace(r, base=bases["main"]) for r in records]
     try:
-        verdict = claim.verdict(judged, measurement, spec.preset)
+        verdict = claim.judge(judged, measurement, spec.preset)
         figures = claim.figures(judged, measurement, spec.preset)
     except Exception as e:  # a verdict that cannot be computed is reported, never hidden
         verdict = Verdict(claim.id, INCONCLUSIVE, "could not be computed", None, 0, {},
@@ -449,12 +442,12 @@ def judge(spec: StudySpec, claim, records: list, base: dict[str, Any], measureme
             if key in bases:
                 again, error = rejudge(claim, [dataclasses.replace(r, base=bases[key]) for r in records],
                                        measurement, spec)
-                levels[factor] = {level_name(factor, bases["main"]): verdict.primary or verdict.verdict,
-                                  level_name(factor, bases[key]): (again.primary or again.verdict) if again
+                levels[factor] = {level_name(factor, bases["main"]): verdict.verdict,
+                                  level_name(factor, bases[key]): again.verdict if again
                                   else f"error: {error}"}
         if verdict.other_init.get("verdict"):
-            levels = {"init": {verdict.init: verdict.primary or verdict.verdict, verdict.other_init["recipe"]:
-                               verdict.other_init.get("primary") or verdict.other_init["verdict"]}, **levels}
+            levels = {"init": {verdict.init: verdict.verdict, verdict.other_init["recipe"]:
+                               verdict.other_init["primary"]}, **levels}
         scope_verdict(verdict, levels, spec.fixed_factors(claim))
         if "robustness" in bases:
             mark_fragile(verdict, claim, [dataclasses.replace(r, base=bases["robustness"]) for r in records],
@@ -463,34 +456,33 @@ def judge(spec: StudySpec, claim, records: list, base: dict[str, Any], measureme
 
 
 def scope_verdict(verdict: Verdict, levels: dict[str, dict[str, str]], fixed: list[str]) -> None:
-    """Where the verdict holds: `scope` = {factor: {level: verdict}}, the claim's own level first. A factor whose
-    levels give opposite decisive verdicts (holds under one, does not hold under the other) makes the verdict
-    `depends on <factor>`, which never counts as holds; a level that is inconclusive narrows the scope (the
-    summary says under which levels the verdict was shown) without overturning it."""
-    verdict.primary = verdict.primary or verdict.verdict  # a claim may have scoped itself along a swept axis (C1: lr)
+    """Where the verdict holds: `scope` = {factor: {level: verdict}}, the claim's own level first, each level judged
+    at the verdict's own family-wise level (one rule for every factor, C1's lr included). A factor whose levels
+    give opposite decisive verdicts (holds under one, does not hold under the other) makes the outcome `depends on
+    <factor>` (`depends_on`), which never counts as holds; a level that is inconclusive leaves a decisive verdict
+    standing where it was judged, counted apart from one decisive under every level (`Outcome.open_levels`)."""
     verdict.scope = {**verdict.scope, **{factor: dict(by_level) for factor, by_level in levels.items()}}
     for factor in fixed:  # the claim's own runs set this factor (C8's narrow models): not varied for it
-        verdict.scope[factor] = {"its own runs' level (not varied)": verdict.primary}
-    split = [f for f, by_level in verdict.scope.items() if {HOLDS, FAILS} <= set(by_level.values())]
-    if split:
-        verdict.verdict = f"{DEPENDS} {', '.join(split)}"
+        verdict.scope[factor] = {"its own runs' level (not varied)": verdict.verdict}
+    verdict.depends_on = list(split_and_open(verdict.scope)[0])
     if verdict.scope:
         verdict.summary += "; where it holds: " + "; ".join(
             f"{factor}: " + ", ".join(f"{v} under {level}" for level, v in by_level.items())
             for factor, by_level in verdict.scope.items())
 
 
-def mark_look(verdict: Verdict, look: tuple[int, int], spec: StudySpec) -> None:
-    """Which look of the sequential schedule a verdict was decided at, with its level, in verdicts.json and in
-    the verdict's test."""
-    k, looks = look
-    level = look_alpha(k, looks)
+def mark_look(verdict: Verdict, level: Level, spec: StudySpec) -> None:
+    """Which look of the sequential schedule a verdict was decided at, with its level and the claim's spending
+    over its looks (study/power.py), in verdicts.json and in the verdict's test."""
+    k, looks = level.look
+    shares = list(level.shares or SPENDING[looks])
     n = len(spec.seeds_of(verdict.id))
-    verdict.look = {"look": k, "looks": looks, "alpha": level, "n_seeds": n, "schedule": spec.preset.seed_rounds,
+    verdict.look = {"look": k, "looks": looks, "alpha": round(ALPHA * shares[k - 1], 12), "n_seeds": n,
+                    "schedule": spec.preset.seed_rounds, "shares": shares,
                     "spending": "Bonferroni over the looks: α = 0.05 split " + " + ".join(
-                        f"{look_alpha(i + 1, looks):g}" for i in range(looks))}
+                        f"{ALPHA * x:g}" for x in shares)}
     verdict.test = (f"{verdict.test}; " if verdict.test else "") + \
-        f"look {k} of {looks} at {n} seeds (α = {level:g} at this look)"
+        f"look {k} of {looks} at {n} seeds (α = {ALPHA * shares[k - 1]:g} at this look)"
 
 
 def claim_bases(spec: StudySpec, claim, base: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -513,7 +505,7 @@ def rejudge(claim, records: list, measurement, spec: StudySpec) -> tuple[Verdict
     """The claim's verdict on another pass's records (the other init recipe, another thread count), or the error
     that kept it from being computed."""
     try:
-        return claim.verdict(records, measurement, spec.preset), None
+        return claim.judge(records, measurement, spec.preset), None
     except Exception as e:
         return None, f"{type(e).__name__}: {e}"
 
@@ -526,8 +518,8 @@ def mark_init_dependent(verdict: Verdict, claim, records: list, measurement, spe
     if again is None:
         verdict.other_init = {"recipe": recipe, "error": error}
         return
-    verdict.init_dependent = (again.primary or again.verdict) != (verdict.primary or verdict.verdict)
-    verdict.other_init = {"recipe": recipe, "verdict": again.verdict, "primary": again.primary or again.verdict,
+    verdict.init_dependent = again.verdict != verdict.verdict
+    verdict.other_init = {"recipe": recipe, "verdict": again.outcome.text, "primary": again.verdict,
                           "value": again.value,
                           "interval": again.interval, "reading": again.reading, "summary": again.summary,
                           "parts": [{"name": p["name"], "verdict": p["verdict"], "value": p["value"],

@@ -403,6 +403,12 @@ class StudySpec:
         """The seeds a claim's runs and verdict use: the preset's, or more after sequential rounds."""
         return list(self.claim_seeds.get(claim_id, self.preset.seeds))
 
+    def first_and_added(self, claim_id: str) -> tuple[list[int], list[int]]:
+        """The claim's seeds of its first look, and those its rounds added (trained only for `round_runs`)."""
+        seeds = self.seeds_of(claim_id)
+        first = [s for s in seeds if s in self.preset.seeds]
+        return first, [s for s in seeds if s not in self.preset.seeds]
+
     def look(self, claim_id: str) -> tuple[int, int] | None:
         """(this look, of how many) for a claim on the preset's sequential schedule (its knob `rounds`); None: it
         looks once."""
@@ -459,15 +465,18 @@ class StudySpec:
         wanted: list[tuple[str, dict[str, Any], list[int]]] = []  # (who needs it, overrides, seeds)
         for claim_id in self.claims:
             claim = claim_registry.get(claim_id)()
+            first, added = self.first_and_added(claim_id)
+            runs = [(o, first) for o in claim.runs(self.preset)] + \
+                [(o, added) for o in claim.round_runs(self.preset)] if added else \
+                [(o, first) for o in claim.runs(self.preset)]
             for i, recipe in enumerate(self.inits(claim)):
                 who = f"claim {claim_id}" + (f" (init pass: {recipe})" if i else "")
-                wanted.extend((who, {INIT_KEY: recipe, **o}, self.seeds_of(claim_id)) for o in claim.runs(self.preset))
+                wanted.extend((who, {INIT_KEY: recipe, **o}, seeds) for o, seeds in runs)
             for factor in self.vary:
                 overrides = self.varied(claim, factor)
                 if overrides is not None:
                     wanted.extend((f"claim {claim_id} ({factor} pass)", {INIT_KEY: self.inits(claim)[0], **o,
-                                                                          **overrides}, self.seeds_of(claim_id))
-                                  for o in claim.runs(self.preset))
+                                                                          **overrides}, seeds) for o, seeds in runs)
         if self.robustness:
             wanted += [(f"{who} (robustness rerun)", {**o, **self.robust_overrides()}, seeds)
                        for who, o, seeds in list(wanted)]

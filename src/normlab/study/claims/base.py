@@ -48,14 +48,9 @@ def claim(cid: str, title: str, *, sources: str, paper: str):
     return add
 
 
-HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
-# the fourth outcome, DEPENDS (report/format.py): the verdict differs across the levels of a nuisance factor the
-# study varied (init recipe, context, width), e.g. "depends on init"; it never counts as `holds` (`outcome_of`)
-
-
-def decisive(verdict: str) -> bool:
-    """holds or does not hold: a verdict that says something about the claim (not `depends on`, not inconclusive)."""
-    return verdict in (HOLDS, FAILS)
+# a rule's three words, and the typed outcome a verdict becomes once the study has judged it at every level it
+# measured (`Verdict.outcome`: `depends on <factor>`, where judged, an inconclusive verdict's kind)
+from normlab.report.outcome import FAILS, HOLDS, INCONCLUSIVE, Outcome, decisive, split_and_open  # noqa: E402,F401
 
 
 @dataclass
@@ -85,7 +80,14 @@ class Verdict:
     # recipe, context, width), the primary level first; a factor whose decisive verdicts disagree makes the
     # verdict `depends on <factor>` (runner.scope_verdict)
     scope: dict[str, dict[str, str]] = field(default_factory=dict)
-    primary: str = ""  # the verdict at the claim's own levels, before `scope` made it `depends on …` ("": no scope)
+    # the factors of `scope` whose levels give opposite decisive verdicts: the outcome is `depends on` them, while
+    # `verdict` stays the rule's word at the claim's own levels (runner.scope_verdict)
+    depends_on: list[str] = field(default_factory=list)
+    # an inconclusive verdict's kind (report/outcome.WHY) and about how many seeds in all would decide it (None: no
+    # projection); set by the study's power plan (study/power.py)
+    why: str = ""
+    needed: int | None = None
+    bundled: bool = False  # its verdict is its parts combined (`combine`; corrected for them: `Claim.corrected`)
     # the family-wise control of the study's primary decisions (study/family.py): {"level": the α this verdict was
     # decided at, "step": its Holm step, "m": the family's size, "alone": the verdict at α = 0.05 alone}
     family: dict[str, Any] = field(default_factory=dict)
@@ -93,8 +95,20 @@ class Verdict:
     # where no design record exists for the preset
     design: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def outcome(self) -> Outcome:
+        """The verdict as a typed value: the rule's word, the factors it depends on, the levels that left it open
+        (of the factors that do not split it), and an inconclusive verdict's kind."""
+        _, open_levels = split_and_open(self.scope)
+        return Outcome(self.verdict, tuple(self.depends_on), open_levels if decisive(self.verdict) else (),
+                       self.why if self.verdict == INCONCLUSIVE and not self.depends_on else "", self.needed,
+                       len(self.seeds) or self.n_seeds or None)
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """As verdicts.json holds it: `verdict` is the outcome's text (`depends on init`), `primary` the rule's word
+        at the claim's own levels, `outcome` the typed outcome."""
+        outcome = self.outcome
+        return {**asdict(self), "verdict": outcome.text, "primary": self.verdict, "outcome": outcome.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -126,6 +140,9 @@ class Claim:
     # a loss gap's reading, for claims whose key number is "A's loss − B's": (A, " than B"), said as
     # "A ends 0.123 nats worse than B" (a positive gap is worse: lower loss is better)
     gap: ClassVar[tuple[str, str] | None] = None
+    # the kind of test its verdict rests on (study/power.py: TESTS): "t" (a loss gap, a slope, a ratio over seeds),
+    # "sign" (a failure split over seeds, whose exact test cannot go below ½ⁿ), "measured" (no seeds)
+    test_kind: ClassVar[str] = "t"
     Knobs: ClassVar[type[Knobs]] = Knobs  # what a preset may change, with defaults (a claim's own: a subclass)
 
     def __init__(self, level: Level = Level()):
@@ -150,6 +167,11 @@ class Claim:
     def runs(self, preset) -> list[dict[str, Any]]:
         """Config overrides (dotted keys) this claim needs, one dict per run; the study adds the seeds."""
         return []
+
+    def round_runs(self, preset) -> list[dict[str, Any]]:
+        """The runs a seed round adds at its new seeds: all of `runs` unless the claim's test reads fewer (C4:
+        the shallowest and deepest depths)."""
+        return self.runs(preset)
 
     def measure(self, preset) -> dict[str, Any] | None:
         """Measurements that are not training runs (timings, constants, causality); stored once per study."""
@@ -176,6 +198,7 @@ class Claim:
         of a bundled claim; with `verdict=None` the claim's verdict is theirs combined (`combine`)."""
         settings = {**settings, "paper": settings.get("paper") or self.paper} if self.paper else settings
         parts = parts or []
+        bundled = verdict is None and len(parts) > 1
         if verdict is None:
             verdict = combine(parts)
         value = json_safe(value)
@@ -184,7 +207,30 @@ class Claim:
         return Verdict(self.id, verdict, statistic, value, n_seeds, settings, json_safe(details), summary,
                        reading=reading or "", parts=[p.to_dict() for p in parts],
                        interval=json_safe(list(interval)) if interval else None, test=test,
-                       seeds=sorted(set(seeds or [])))
+                       seeds=sorted(set(seeds or [])), bundled=bundled)
+
+    def judge(self, records: list[RunRecord], measurement: dict[str, Any] | None, preset) -> Verdict:
+        """`verdict`, with a bundled claim's "does not hold" corrected for its parts (`corrected`)."""
+        return self.corrected(self.verdict(records, measurement, preset),
+                              lambda strict: strict.verdict(records, measurement, preset))
+
+    def corrected(self, verdict: Verdict, again) -> Verdict:
+        """A bundled claim (its verdict its k parts combined) holds when every part holds, each at the claim's level:
+        an intersection-union test, at that level as it is. It does not hold when *some* part does not: a union of
+        k decisions, so that part must not hold at the level split over the parts (Bonferroni, `Level.split`).
+        `again(claim)`: the same verdict from this claim at another level. A "does not hold" that no part reaches
+        at the split level is inconclusive, and the summary says so."""
+        k = len(verdict.parts)
+        if not verdict.bundled or verdict.verdict != FAILS:
+            return verdict
+        level = self.level.split(k)
+        strict = again(type(self)(level))
+        if not any(p["verdict"] == FAILS for p in strict.parts):
+            verdict.verdict = INCONCLUSIVE
+            verdict.summary += (f"; a part does not hold at α = {self.level.alpha:g} but none at {level.alpha:g}, the "
+                                f"level split over its {k} parts that a bundled claim's 'does not hold' needs")
+        verdict.details["does_not_hold_level"] = level.alpha
+        return verdict
 
     def reading(self, value: float) -> str | None:
         """The key number said in the claim's direction (which side is better, by how much); None: `statistic =
@@ -215,7 +261,8 @@ class Part:
 
 
 def combine(parts: list[Part]) -> str:
-    """A conjunctive claim: it holds when every part holds, does not hold when any part does not."""
+    """A conjunctive claim: it holds when every part holds, does not hold when any part does not (at the level split
+    over the parts: `Claim.corrected`, which the study applies)."""
     verdicts = [p.verdict for p in parts]
     if not verdicts:
         return INCONCLUSIVE

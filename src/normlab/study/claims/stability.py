@@ -8,13 +8,13 @@ from typing import Any
 
 from normlab.nn.schemes import SCHEMES
 from normlab.report.figure import Figure, Series
-from normlab.report.format import DEPENDS
-from normlab.study.claims.base import FAILS, HOLDS, INCONCLUSIVE, Claim, Part, claim
+from normlab.study.claims.base import FAILS, HOLDS, INCONCLUSIVE, Claim, Part, claim, split_and_open
 from normlab.study.claims.decisions import (by_failures, compare, fails_more, loss_interval, noninferior, not_worse,
                                             worse)
 from normlab.study.claims.grouping import describe, failures, from_runs, group, n_seeds, select
 from normlab.study.claims.prose import ci_text, fmt, loss_test, pct, said, sign_p, tost_test
-from normlab.study.claims.statistics import LOSS_MARGIN, MIN_SEEDS, TRAINS, Level, sign_test, spearman
+from normlab.study.claims.statistics import (LOSS_MARGIN, MIN_SEEDS, TRAINS, Level, sign_evidence, sign_test,
+                                             spearman)
 
 SCHEME_NAMES = {name: scheme.label for name, scheme in SCHEMES.items()}  # in summaries (nn/schemes.py)
 
@@ -112,6 +112,8 @@ class WarmupC1(Claim):
     worse at the same learning rate.
     """
 
+    test_kind = "sign"  # where Post-LN fails without warmup, its failures decide (an exact sign test)
+
     @dataclass(frozen=True)
     class Knobs(Claim.Knobs):
         rounds: bool = True  # its next round is small: the 4-layer lr sweep of Pre-LN and Post-LN
@@ -124,19 +126,22 @@ class WarmupC1(Claim):
         return lr_sweep(preset, ("pre", "post"))
 
     def verdict(self, records, measurement, preset):
-        verdict = self.at_lr(records, preset, preset.lr_fixed)
-        # the same rule at every lr the sweep trains without warmup: where it holds is a boundary in lr (Post-LN's
-        # need for warmup shows only at larger lrs), stated as the verdict's scope along lr
-        by_lr = {lr: (verdict if lr == preset.lr_fixed else self.at_lr(records, preset, lr)).verdict
-                 for lr in swept_lrs(preset, 0)}
-        if len(by_lr) > 1:
-            verdict.primary = verdict.verdict
-            verdict.scope = {"lr": {f"lr {lr:g}": v for lr, v in by_lr.items()}}
-            boundary = lr_boundary(by_lr)
-            if boundary:
-                verdict.verdict = f"{DEPENDS} lr"
-                verdict.summary += f"; along lr: {boundary}"
-                verdict.details["lr_boundary"] = boundary
+        # the rule at every lr the sweep trains without warmup: the claim is about warmup at a given lr, and what
+        # happens depends on the lr (at small lrs neither scheme needs warmup, at large ones both may). Its own
+        # level is the preset's fixed lr; every other lr is a level of its scope, judged at the same family-wise
+        # level as every scope (runner.scope_verdict), so a split along lr makes it `depends on lr`
+        at = {lr: self.corrected(self.at_lr(records, preset, lr), lambda c, lr=lr: c.at_lr(records, preset, lr))
+              for lr in swept_lrs(preset, 0)}
+        verdict = at.get(preset.lr_fixed) or self.at_lr(records, preset, preset.lr_fixed)
+        regions = {lr: region(v) for lr, v in at.items()}
+        verdict.details["regions"] = {f"{lr:g}": r for lr, r in regions.items()}
+        verdict.details["evidence"] = leaning_split(at)
+        if len(at) > 1:
+            verdict.scope = {"lr": {f"lr {lr:g}": v.verdict for lr, v in at.items()}}
+            verdict.depends_on = list(split_and_open(verdict.scope)[0])
+            verdict.details["lr_boundary"] = lr_boundary({lr: v.verdict for lr, v in at.items()})
+            verdict.reading = region_text(regions) + f"; at lr {preset.lr_fixed:g}: {verdict.reading}"
+            verdict.summary += "; along lr: " + region_text(regions)
         return verdict
 
     def at_lr(self, records, preset, lr: float):
@@ -174,7 +179,8 @@ class WarmupC1(Claim):
         return self.make(None, "Post-LN val-loss penalty without warmup (nats)", post_info.get("diff"),
                          n_seeds(select(records, False, **at)), settings, summary, parts=[post_part, pre_part],
                          interval=loss_interval(post_info), test=post_part.test, seeds=post_part.seeds,
-                         pre=pre_info, post=post_info, pre_no_warmup=describe(pre0), pre_warmup=describe(preW),
+                         pre=pre_info, post=post_info, post_failed=post.failed, pre_no_warmup=describe(pre0),
+                         pre_warmup=describe(preW),
                          post_no_warmup=describe(post0), post_warmup=describe(postW),
                          sweep=sweep_table(records, preset, ("pre", "post")))
 
@@ -186,6 +192,12 @@ class WarmupC1(Claim):
        paper="Xiong et al. 2020 (arXiv 2002.04745) §4: Pre-LN trains at larger learning rates than Post-LN")
 class LearningRateC11(Claim):
     """Pre-LN tolerates larger learning rates than Post-LN."""
+
+    test_kind = "sign"  # at the lr between the two limits: the seeds where one scheme alone did not train
+
+    @dataclass(frozen=True)
+    class Knobs(Claim.Knobs):
+        rounds: bool = True  # its exact test needs more seeds; C1's round trains the same runs (reused, not twice)
 
     def reading(self, value):
         return f"Pre-LN's highest trainable lr is {value:.3g}× Post-LN's"
@@ -258,6 +270,11 @@ class LearningRateC11(Claim):
                          test=test, seeds=(at_split or {}).get("seeds") or _seeds(records, n_layer=preset.depth),
                          reading=reading, max_stable_lr={str(w): v for w, v in best.items()},
                          limit_censored_by_grid=censored, limits_split={"lr": split, **(at_split or {})},
+                         evidence=(sign_evidence(at_split["only_b_failed"], at_split["only_a_failed"],
+                                                 len(at_split["seeds"]), f"one scheme alone did not train at lr {split:g}")
+                                   if at_split else sign_evidence(beyond["failed"], beyond["n"] - beyond["failed"],
+                                                                  beyond["n"], f"Pre-LN did not train at lr {above:g}")
+                                   if beyond else None),
                          next_lr_failures=beyond, sweep=sweep_table(records, preset, ("pre", "post")))
 
     def figures(self, records, measurement, preset):
@@ -277,6 +294,41 @@ def lr_boundary(by_lr: dict[float, str]) -> str:
         return f"holds at lr ≤ {max(holds):g}, does not hold at lr ≥ {min(fails):g}"
     return ("holds at lr " + ", ".join(f"{lr:g}" for lr in holds) + "; does not hold at lr "
             + ", ".join(f"{lr:g}" for lr in fails))
+
+
+# C1's outcome at one lr, from its two parts (Post-LN needs warmup; Pre-LN is barely affected)
+REGIONS = {(HOLDS, HOLDS): "Post-LN needs warmup, Pre-LN does not", (FAILS, HOLDS): "neither needs warmup",
+           (HOLDS, FAILS): "both need warmup", (FAILS, FAILS): "Pre-LN needs warmup, Post-LN does not"}
+
+
+def region(verdict) -> str:
+    """What C1's parts say at one lr: which scheme needs warmup there, or `undecided` with each part's word."""
+    post, pre = (p["verdict"] for p in verdict.parts)
+    return REGIONS.get((post, pre), f"undecided (Post-LN needs warmup: {post}; Pre-LN unaffected: {pre})")
+
+
+def region_text(regions: dict[float, str]) -> str:
+    """`Post-LN needs warmup, Pre-LN does not at lr 0.01; neither needs warmup at lr 0.001, 0.003`: C1's region
+    along lr, neighbouring lrs with the same region named together."""
+    by_region: dict[str, list[float]] = {}
+    for lr, r in sorted(regions.items()):
+        by_region.setdefault(r, []).append(lr)
+    return "; ".join(f"{r} at lr {', '.join(f'{lr:g}' for lr in lrs)}" for r, lrs in by_region.items())
+
+
+def leaning_split(at: dict[float, Any]) -> dict[str, Any] | None:
+    """The failure split a seed round could decide: at the lr where C1 is open (its verdict there, or a part,
+    inconclusive) and Post-LN without warmup failed alone in most discordant seeds; the strongest such split."""
+    best = None
+    for lr, v in at.items():
+        if v.verdict != INCONCLUSIVE and all(p["verdict"] != INCONCLUSIVE for p in v.parts):
+            continue
+        post = v.details.get("post_failed") or {}
+        k, against = post.get("only_a_failed", 0), post.get("only_b_failed", 0)
+        if k + against and (best is None or k - against > best["k"] - (best["n"] - best["k"])):
+            best = {**sign_evidence(k, against, len(post.get("seeds") or []),
+                                    f"Post-LN without warmup alone did not train, at lr {lr:g}"), "open": True}
+    return best
 
 
 def trains(g) -> bool:
@@ -380,10 +432,21 @@ def _seeds(records, **where) -> list[int]:
 class DepthC4(Claim):
     """Post-LN gets harder to train as depth grows (beyond roughly 10–20 layers); Pre-LN trains 100+ layers."""
 
+    test_kind = "sign"  # per seed, is Post-LN's deficit larger at the deepest depth (a failure: infinite)?
     gap = ("at the deepest depth Post-LN", " than Pre-LN")
+
+    @dataclass(frozen=True)
+    class Knobs(Claim.Knobs):
+        # its failure split's exact test needs more seeds than the first look's (study/power.py); a round adds only
+        # the two depths its test reads (`round_runs`), not the whole sweep
+        rounds: bool = True
 
     def runs(self, preset):
         return depth_sweep(preset, ("pre", "post"))
+
+    def round_runs(self, preset):
+        """The shallowest and deepest depths: what C4's test compares per seed."""
+        return depth_sweep(preset, ("pre", "post"), [min(preset.depths), max(preset.depths)])
 
     def verdict(self, records, measurement, preset):
         rows, gaps = depth_rows(records, preset, ("pre", "post"))
@@ -432,8 +495,12 @@ class DepthC4(Claim):
         return self.make(verdict, f"Post-LN − Pre-LN val loss at {deepest} layers (nats)", info.get("diff"), seeds,
                          settings, summary, missing=missing, interval=loss_interval(info),
                          test=f"{harder['test']}; at the deepest depth: {loss_test(info, post_fail)}",
-                         seeds=harder["seeds"] or info.get("seeds") or post_fail["seeds"], depth_trend_spearman=trend, deficit_growth=harder, by_depth=rows, deepest=info,
-                         failures_deepest=post_fail)
+                         seeds=harder["seeds"] or info.get("seeds") or post_fail["seeds"],
+                         depth_trend_spearman=trend, deficit_growth=harder, by_depth=rows, deepest=info,
+                         failures_deepest=post_fail,
+                         evidence=sign_evidence(harder["up"], harder["down"], harder["n"],
+                                                f"Post-LN's deficit to Pre-LN larger at {deepest} than at {shallowest} "
+                                                "layers"))
 
     def figures(self, records, measurement, preset):
         return [depth_figure(records, preset, ("pre", "post"))]
@@ -495,9 +562,11 @@ class DeepNormC8(Claim):
     """
 
     gap = ("DeepNorm", " than Pre-LN at the deepest depth")
+    test_kind = "sign"  # "where Post-LN fails": its failures against DeepNorm's, an exact sign test
 
     @dataclass(frozen=True)
     class Knobs(Claim.Knobs):
+        rounds: bool = True  # its failure split's exact test needs more seeds than the first look's (study/power.py)
         depths: list[int] = field(default_factory=list)  # the very deep models' depths; none: C8 is not measured
         base: dict[str, Any] = field(default_factory=dict)  # their own overrides on the base (a narrower width)
 
@@ -551,7 +620,10 @@ class DeepNormC8(Claim):
         return self.make(verdict, f"DeepNorm − Pre-LN val loss at {deepest} layers", info.get("diff"),
                          n_seeds(select(records, False, scheme="deepnorm")), settings, summary,
                          missing=missing, interval=loss_interval(info), test=loss_test(info, post_fail),
-                         seeds=info.get("seeds") or post_fail["seeds"], by_depth=rows, post_vs_deepnorm=post_fail)
+                         seeds=info.get("seeds") or post_fail["seeds"], by_depth=rows, post_vs_deepnorm=post_fail,
+                         evidence=sign_evidence(post_fail["only_a_failed"], post_fail["only_b_failed"],
+                                                len(post_fail["seeds"]),
+                                                f"Post-LN alone did not train where DeepNorm did, at {deepest} layers"))
 
     def figures(self, records, measurement, preset):
         knobs = self.knobs(preset)
@@ -567,9 +639,11 @@ class PeriC14(Claim):
     """Peri-LN (normalize both the input and the output of each sub-layer) is a further stabilizer."""
 
     SCHEMES = ("peri", "pre")  # the claim: Peri-LN more stable than Pre-LN (Post-LN's limit is C11's)
+    test_kind = "sign"  # each seed's highest trainable lr, Peri-LN's against Pre-LN's
 
     @dataclass(frozen=True)
     class Knobs(Claim.Knobs):
+        rounds: bool = True  # its exact sign test over seeds needs more than the first look's (study/power.py)
         # the lrs C14 trains without warmup, beyond the grid: where Pre-LN trains at every lr of the grid, only an
         # lr beyond it can show whether Peri-LN is *more* stable (the standard run of 2026-11-24: both trained
         # everywhere); none: the grid's top lr alone
@@ -648,6 +722,8 @@ class PeriC14(Claim):
                                   "censored by the plateau stop above its highest trained lr is left out"},
                          summary, test=paired["test"], seeds=paired["seeds"], reading=reading,
                          did_not_train_rate=rates, censored=censored, limits_paired=paired,
+                         evidence=sign_evidence(up, down, n_paired, "Peri-LN's highest trainable lr differs from "
+                                                                   "Pre-LN's"),
                          seed_limits={sch: {str(k): v for k, v in lim.items()} for sch, lim in limits.items()},
                          max_stable_lr_no_warmup=lr_best,
                          sweep=sweep_table(records, preset, self.SCHEMES, (0,), lrs))

@@ -47,6 +47,8 @@ class DeepNormConstantsC9(Claim):
     prints fixed numbers instead.
     """
 
+    test_kind = "measured"  # measured once, not sampled over seeds
+
     def measure(self, preset):
         rows = []
         for depth in C9_DEPTHS:
@@ -151,6 +153,8 @@ def _used_by_model(architecture: str, depth: int) -> dict[str, dict[str, float |
 class MemoryC12(Claim):
     """Pre-LN lowers peak training memory by 5–10 %."""
 
+    test_kind = "measured"  # measured once, not sampled over seeds
+
     def reading(self, value):
         return f"Pre-LN uses {100 * abs(value):.1f} % {'less' if value > 0 else 'more'} peak memory than Post-LN"
 
@@ -185,6 +189,8 @@ class MemoryC12(Claim):
              "(Vaswani et al. 2017 §3.2.3), tested on built models")
 class CausalityC16(Claim):
     """Norm placement does not change the causal mask: autoregressive models stay causal in every scheme."""
+
+    test_kind = "measured"  # measured once, not sampled over seeds
 
     def measure(self, preset):
         """Every scheme × every normalizer, at init and after training, each scheme with the settings its paper

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 # nats: val-loss differences smaller than this count as "the same". Why 0.02: under 1 % of the standard preset's
 # loss (≈ 2.44 nats), below what a user changing a norm would act on, and about 4× the seed-to-seed sd of its
@@ -36,22 +37,40 @@ def look_alpha(look: int, looks: int) -> float:
 class Level:
     """The error level a claim's decisions are made at: `family`, the family-wise level (ALPHA, or a Holm step's
     α/(m − j) when the study controls the family of its claims: study/family.py), times the share of it that
-    `look` spends where the claim is on a schedule of seed rounds ((look, of how many); None: it looks once)."""
+    `look` spends where the claim is on a schedule of seed rounds ((look, of how many); None: it looks once),
+    divided among `parts` where one decision is a union of several (a bundled claim's "does not hold").
+
+    `shares`: the claim's own spending over its looks, where its power plan sets one (study/power.py: a look whose
+    exact test cannot reach its level spends nothing, so the last look keeps it all); None: SPENDING's."""
 
     family: float = ALPHA
     look: tuple[int, int] | None = None
+    shares: tuple[float, ...] | None = None
+    parts: int = 1
 
     def __post_init__(self):
-        if self.look is not None:
+        if self.look is not None and self.shares is None:
             look_alpha(*self.look)  # a schedule with no spending is refused here, with the valid ones
+        if self.shares is not None and (self.look is None or len(self.shares) != self.look[1]
+                                        or abs(sum(self.shares) - 1) > 1e-9 or min(self.shares) < 0):
+            raise ValueError(f"shares {self.shares} are not one share ≥ 0 per look of {self.look}, summing to 1")
+
+    @property
+    def share(self) -> float:
+        """The share of the family's level this look spends (1 at a single look)."""
+        if self.look is None:
+            return 1.0
+        look, looks = self.look
+        return (self.shares or SPENDING[looks])[look - 1]
 
     @property
     def alpha(self) -> float:
         """Each test's α: a sign test's level, each one-sided half of a TOST."""
-        if self.look is None:
-            return self.family
-        look, looks = self.look
-        return round(self.family * SPENDING[looks][look - 1], 12)
+        return round(self.family * self.share / self.parts, 12)
+
+    def split(self, k: int) -> "Level":
+        """This level divided among k decisions (Bonferroni)."""
+        return replace(self, parts=self.parts * k)
 
     @property
     def two_sided(self) -> float:
@@ -92,6 +111,14 @@ def t_interval(values: list[float], coverage: float) -> list[float] | None:
 def sign_test(k: int, n: int) -> float:
     """One-sided exact sign test: P(at least k of n discordant pairs fall one way | each way equally likely)."""
     return sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n if n else 1.0
+
+
+def sign_evidence(k: int, against: int, seeds: int, what: str) -> dict[str, Any]:
+    """A claim's failure split as the study's power plan reads it (study/power.py: whether it leans, about how
+    many seeds would decide it): `k` seeds fall the way the claim says, `against` the other way, of `seeds`
+    paired; `what` says which split it is. A claim stores it as `details["evidence"]`."""
+    return {"test": "sign", "k": max(k, against), "n": k + against, "seeds": seeds, "what": what,
+            "p_one_sided": sign_test(max(k, against), k + against)}
 
 
 def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float] | None:

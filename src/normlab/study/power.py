@@ -1,0 +1,196 @@
+"""The study's power plan: for each claim, the test its verdict rests on, the smallest p that test can reach at its
+seeds, and the level it must beat (Holm's step, the look's share); which claims get seed rounds and how each spends
+α across its looks; and, once judged, why an inconclusive verdict says nothing and about how many seeds would decide.
+
+Why this exists: an exact sign test over n seeds cannot go below ½ⁿ (5 of 5 failures: 1/32 = 0.031), while Holm
+over 16 claims asks a claim at its first step for α/16 = 0.0031. A claim whose evidence is a failure split (C1's
+failures, C4, C8, C11, C14) could then never decide at 5 seeds however clear its data. The plan gives such claims
+the seeds their test needs (the preset's cap) and spends almost all of their α at the look that can use it.
+
+The spending is fixed from the plan before any data: a claim whose test has a floor (`Claim.test_kind = "sign"`)
+that its first look's share cannot reach at the strictest Holm step spends `FLOOR_FIRST` of α there (kept for the
+loss tests it also makes) and the rest at its last look; every other claim on the schedule spends SPENDING's
+(0.7, 0.3). Bonferroni over the looks (the union bound) holds the family-wise level whatever the shares.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from normlab.report.outcome import EQUIVALENT, INCONCLUSIVE, TOO_FEW_TRAINED, UNDERPOWERED
+from normlab.study.claims import CLAIMS, Verdict
+from normlab.study.claims.statistics import ALPHA, LOSS_MARGIN, MIN_SEEDS, SPENDING, Level, sign_test
+
+# what a claim's primary test is, and the smallest p it can reach at n seeds (`floor`)
+TESTS = {
+    "t": "paired t / TOST over seeds (a continuous statistic: no floor)",
+    "sign": "exact sign test over the seeds where one arm alone failed, one-sided (floor ½ⁿ)",
+    "measured": "an exact measurement, not sampled over seeds (no floor)",
+}
+SCHEME = ("spending: Bonferroni over the looks; a claim whose exact test cannot reach its first look's level at "
+          "Holm's strictest step spends 0.1 of α there and 0.9 at its last look, every other claim on the schedule "
+          "0.7 and 0.3; a seed round goes to a claim whose evidence leans one way (a failure split's majority, an "
+          "interval straddling its boundary), up to the preset's cap")
+FLOOR_FIRST = 0.1  # the share of α a floored test's first look spends (its loss tests may still decide there)
+MAX_NEEDED = 200  # "about k seeds needed" is projected up to this many; beyond it: more than that
+
+
+def floor(test: str, n: int) -> float:
+    """The smallest one-sided p `test` can reach at n seeds."""
+    if test not in TESTS:
+        raise ValueError(f"unknown test {test!r}; valid: {', '.join(TESTS)}")
+    return 0.5 ** n if test == "sign" else 0.0
+
+
+def shares(test: str, schedule: list[int], m: int, alpha: float = ALPHA) -> tuple[float, ...] | None:
+    """How a claim with this test spends α over the looks of `schedule` (seeds at each look) in a family of m
+    claims; None: one look. A floored test whose first look cannot reach its level at Holm's strictest step
+    (α/m times SPENDING's first share) spends FLOOR_FIRST there and the rest at the last look."""
+    if len(schedule) < 2:
+        return None
+    default = SPENDING[len(schedule)]
+    if floor(test, schedule[0]) >= alpha / m * default[0]:
+        return (FLOOR_FIRST,) + (0.0,) * (len(schedule) - 2) + (1 - FLOOR_FIRST,)
+    return default
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One claim's line of the plan: its test, seeds at each look, each look's share of α, the floor of its test
+    there, and the level it must beat there at Holm's strictest step (α/m) and at its loosest (α)."""
+
+    claim: str
+    test: str
+    seeds: tuple[int, ...]
+    shares: tuple[float, ...]
+    floors: tuple[float, ...]
+    strictest: tuple[float, ...]
+    loosest: tuple[float, ...]
+
+    @property
+    def reachable(self) -> str:
+        """Whether its last look's floor is below its level: `yes` (at every Holm step), `from step k` or `no`."""
+        f, low, high = self.floors[-1], self.strictest[-1], self.loosest[-1]
+        return "yes" if f < low else "no" if f >= high else "at later Holm steps"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"claim": self.claim, "test": self.test, "seeds": list(self.seeds), "shares": list(self.shares),
+                "floors": list(self.floors), "level_strictest": list(self.strictest),
+                "level_loosest": list(self.loosest), "reachable": self.reachable}
+
+
+def claim_shares(spec, claim_id: str) -> tuple[float, ...] | None:
+    """The claim's own spending over its looks (None: it looks once, or SPENDING's)."""
+    schedule = spec.preset.seed_rounds if spec.look(claim_id) is not None else []
+    return shares(CLAIMS.get(claim_id).test_kind, schedule, len(spec.claims))
+
+
+def level(spec, claim_id: str, family: float) -> Level:
+    """The level every decision of the claim is made at: the Holm step's `family`, the claim's look and shares."""
+    look = spec.look(claim_id)
+    return Level(family, look, claim_shares(spec, claim_id) if look else None)
+
+
+def plan(spec) -> list[PlanRow]:
+    """Every claim's line of the power plan, before anything trains."""
+    m = len(spec.claims)
+    rows = []
+    for cid in spec.claims:
+        test = CLAIMS.get(cid).test_kind
+        on_schedule = CLAIMS.get(cid).knobs(spec.preset).rounds and len(spec.preset.seed_rounds) > 1
+        seeds = tuple(spec.preset.seed_rounds) if on_schedule else (len(spec.preset.seeds),)
+        s = shares(test, list(seeds), m) or (1.0,)
+        rows.append(PlanRow(cid, test, seeds, tuple(s), tuple(floor(test, n) for n in seeds),
+                            tuple(ALPHA / m * x for x in s), tuple(ALPHA * x for x in s)))
+    return rows
+
+
+def plan_text(rows: list[PlanRow]) -> list[str]:
+    """The plan as Markdown table lines (the report's method section, `normlab study --plan`)."""
+    out = ["| claim | primary test | seeds (looks) | share of α per look | floor of p at each look | "
+           "level at Holm's strictest step | reachable at the last look |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r.claim} | {r.test} | {', '.join(map(str, r.seeds))} | "
+                   f"{', '.join(f'{x:g}' for x in r.shares)} | {', '.join(f'{x:.2g}' for x in r.floors)} | "
+                   f"{', '.join(f'{x:.2g}' for x in r.strictest)} | {r.reachable} |")
+    return out
+
+
+# -- evidence, leaning and "about k needed" ------------------------------------------------------------------------
+def evidence(verdict: Verdict) -> dict[str, Any] | None:
+    """The primary test's evidence a verdict recorded (`details["evidence"]`), or its interval for a t test."""
+    found = (verdict.details or {}).get("evidence")
+    if found:
+        return found
+    if verdict.interval and all(isinstance(x, (int, float)) for x in verdict.interval):
+        return {"test": "t", "interval": list(verdict.interval), "value": verdict.value,
+                "seeds": len(verdict.seeds) or verdict.n_seeds}
+    return None
+
+
+def leans(verdict: Verdict) -> bool:
+    """Could more seeds decide it? A failure split whose majority falls one way, where the verdict is inconclusive
+    or the split is at an open level of its scope (C1 at an lr); else, for an inconclusive verdict, an interval
+    (of the verdict or an open part) that straddles its boundary."""
+    e = evidence(verdict)
+    if e and e["test"] == "sign" and e["n"] and (verdict.verdict == INCONCLUSIVE or e.get("open")):
+        return 2 * e["k"] > e["n"]
+    if verdict.verdict != INCONCLUSIVE:
+        return False
+    open_parts = [p for p in verdict.parts if p["verdict"] == INCONCLUSIVE]
+    return any(p.get("interval") for p in open_parts) if open_parts else bool(verdict.interval)
+
+
+def needed(e: dict[str, Any], alpha: float) -> int | None:
+    """About how many seeds in all would bring the evidence past `alpha`, if added seeds fall as these did: for a
+    failure split, the same share of discordant seeds and of them the same share one way; for an interval, its
+    half-width shrinking as 1/√n until it excludes 0. None: nothing to project."""
+    seeds = e.get("seeds") or 0
+    if seeds < 1:
+        return None
+    if e["test"] == "sign":
+        if not e["n"] or 2 * e["k"] <= e["n"]:
+            return None
+        for total in range(seeds, MAX_NEEDED + 1):
+            d = round(e["n"] * total / seeds)
+            if sign_test(round(e["k"] * total / seeds), d) < alpha:
+                return total
+        return None
+    lo, hi = e["interval"]
+    centre, half = (lo + hi) / 2, (hi - lo) / 2
+    if centre == 0 or half <= 0:
+        return None
+    total = math.ceil(seeds * (half / abs(centre)) ** 2 - 1e-9)  # 4.0000000001 seeds are 4
+    return max(total, seeds + 1) if total <= MAX_NEEDED else None
+
+
+def explain(verdict: Verdict, alpha: float) -> None:
+    """Set an inconclusive verdict's kind (`why`) and, where more seeds would decide it, about how many (`needed`)
+    at `alpha`, the level of its last look. Too few trained: nothing to test (no interval, no discordant seeds).
+    No effect larger than the margin: a loss gap whose interval lies inside ±margin, or a failure split with no
+    discordant seed among ≥ MIN_SEEDS. Otherwise an effect is seen but not past the level."""
+    if verdict.verdict != INCONCLUSIVE:
+        return
+    e = evidence(verdict)
+    if e is None:
+        verdict.why = TOO_FEW_TRAINED
+        return
+    if e["test"] == "sign" and not e["n"]:
+        verdict.why = EQUIVALENT if e["seeds"] >= MIN_SEEDS else TOO_FEW_TRAINED
+        return
+    if e["test"] == "t" and "nats" in (verdict.statistic or "") and -LOSS_MARGIN < e["interval"][0] \
+            and e["interval"][1] < LOSS_MARGIN:
+        verdict.why = EQUIVALENT
+        return
+    verdict.why = UNDERPOWERED
+    verdict.needed = needed(e, alpha)
+
+
+def last_alpha(verdict: Verdict) -> float:
+    """The level of the verdict's last look at the Holm step it was judged at (its `family` and `look`)."""
+    family = (verdict.family or {}).get("level", ALPHA)
+    look = verdict.look or {}
+    share = look.get("shares", [1.0])[-1] if look else 1.0
+    return family * share
+
