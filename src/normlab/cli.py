@@ -448,25 +448,27 @@ def _print_failed(failed: list[dict]) -> None:
 
 
 def _print_verdicts(verdicts, status: str = "final") -> None:
-    from normlab.report.format import outcome_of
-    from normlab.study.design import outcome_counts
+    from normlab.report.outcome import Totals
 
-    counts = outcome_counts(verdicts)
+    rows = [v.to_dict() for v in verdicts]
     title = "verdicts" if status == "final" else f"verdicts ({status}: not final)"
-    title += ": " + ", ".join(f"{n} {o}" for o, n in counts.items())
+    title += ": " + Totals.of(rows).text()
     table = Table(title=title, title_justify="left")
     design = any(v.design for v in verdicts)
     for col in ("claim", "verdict", "key number", "seeds") + (("design seeds",) if design else ()):
         table.add_column(col, overflow="fold")
     colour = {"holds": "green", "does not hold": "red", "inconclusive": "yellow", "depends on": "cyan"}
-    for v in verdicts:
+    for v, row in zip(verdicts, rows):
+        outcome = v.outcome
         value = "n/a" if v.value is None else f"{v.value:.4g}"
         mark = "".join(f" [bold magenta]({m})[/]" for m, on in (("fragile", v.fragile),
                                                                 ("init-dependent", v.init_dependent)) if on)
+        extra = outcome.why_text or (outcome.scope_text if outcome.open_levels else "")
         interval = f" [{v.interval[0]:.4g}, {v.interval[1]:.4g}]" if v.interval else ""
         beside = ((f"{v.design['verdict']}" + (" (replicated)" if v.design.get("replicated") else ""),)
                   if design and v.design else ("—",) if design else ())
-        table.add_row(v.id, f"[{colour[outcome_of(v.verdict)]}]{v.verdict}[/]{mark}",
+        table.add_row(v.id, f"[{colour[outcome.kind]}]{escape(outcome.text)}[/]{mark}"
+                      + (f" ({escape(extra)})" if extra else ""),
                       escape(v.reading or f"{v.statistic} = {value}") + escape(interval),
                       str(len(v.seeds) if v.seeds else v.n_seeds), *beside)
         for part in v.parts:

@@ -183,7 +183,7 @@ def test_a_round_adds_seeds_to_its_claims_runs_only():
     after = spec.expand(CLAIMS)
     added = [r for r in after if r.id not in before]
     # C13's two runs (with and without the final norm) at seeds 1005–1009; C1's runs keep their 5 seeds
-    assert sorted(r.config.train.seed for r in added) == sorted(list(range(1005, 1010)) * 2)
+    assert sorted(r.config.train.seed for r in added) == sorted(list(range(HELD_OUT + 5, HELD_OUT + 10)) * 2)
     assert {r.config.model.final_norm for r in added} == {None, False}  # None: the scheme's own (Pre-LN: one)
     assert {r.config.model.scheme for r in added} == {"pre"}
 

@@ -13,6 +13,11 @@ from normlab.study.spec import DESIGN_SEEDS, HELD_OUT, PRESETS, load_study, spec
 DESIGN = set(DESIGN_SEEDS)
 
 
+def test_the_held_out_range_moved_past_the_seeds_seen_under_earlier_rules():
+    # 1000–1004 ran under the rules before issue 42 and were seen: they are design seeds now (CHANGELOG.md)
+    assert HELD_OUT == 2000 and set(range(1000, 1005)) <= DESIGN
+
+
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_every_preset_runs_on_held_out_seeds(name):
     seeds = PRESETS[name].seeds
@@ -30,7 +35,8 @@ def test_no_seed_round_reaches_into_the_design_seeds(name):
         assert not set(spec.seeds_of(cid)) & DESIGN, cid
     assert not added & DESIGN
     if name == "standard":  # the one preset with rounds: the loop above did add seeds
-        assert added == set(range(HELD_OUT, HELD_OUT + 10)) and spec.seeds_of("C1") == list(range(1000, 1010))
+        assert added == set(range(HELD_OUT, HELD_OUT + 10)) and spec.seeds_of("C1") == list(range(HELD_OUT,
+                                                                                                   HELD_OUT + 10))
 
 
 @pytest.mark.parametrize("name", sorted(n for n, p in PRESETS.items() if "C2" in p.claims))
@@ -45,7 +51,7 @@ def test_design_seeds_run_by_seeds():
     spec = load_study("standard", seeds=[0, 1, 2, 3, 4])
     assert spec.preset.seeds == [0, 1, 2, 3, 4] and set(spec.preset.seeds) <= DESIGN
     assert spec.next_seeds("C1") == list(range(10))  # 5 seeds: the preset's schedule of looks, numbered on
-    assert PRESETS["standard"].seeds == [1000, 1001, 1002, 1003, 1004]  # the preset itself is untouched
+    assert PRESETS["standard"].seeds == list(range(HELD_OUT, HELD_OUT + 5))  # the preset itself is untouched
     expanded = spec.expand(CLAIMS)
     assert expanded and {r.config.train.seed for r in expanded} == {0, 1, 2, 3, 4}
 

@@ -18,7 +18,7 @@ FINAL = {"final": True, "status": "final", "done": None, "total": None}  # a rep
 def render_report(out_dir: Path, *, title: str, verdicts: list, claim_info: dict[str, dict],
                   claim_figures: dict[str, list], sections: list | None = None,
                   study_info: dict, completion: dict | None = None,
-                  failed_runs: list[dict] | None = None) -> dict[str, Path]:
+                  failed_runs: list[dict] | None = None, rules: dict | None = None) -> dict[str, Path]:
     """Write the three report files into out_dir; returns {"html", "markdown", "json"} -> path.
 
     verdicts: `Verdict`s (or their dicts); claim_info: id -> {"title", "statement", "sources"};
@@ -28,7 +28,8 @@ def render_report(out_dir: Path, *, title: str, verdicts: list, claim_info: dict
     completion: {"final", "status" ("final" or "partial: N of M runs"), "done", "total"}: a report
     that is not final says so on its first line; failed_runs: {"id", "settings", "attempts", "reason"}.
 
-    verdicts.json is {"final", "status", "done", "total", "verdicts": [...], "failed_runs": [...]}.
+    verdicts.json is {"final", "status", "done", "total", "outcomes", "verdicts": [...], "failed_runs": [...]}, and
+    `rules` (the fingerprint of the rules the verdicts were judged by: study/rules.py) where given.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -37,7 +38,8 @@ def render_report(out_dir: Path, *, title: str, verdicts: list, claim_info: dict
     status = {**FINAL, **(completion or {})}
     failed = json_safe(list(failed_runs or []))
     paths = {"html": out_dir / "report.html", "markdown": out_dir / "report.md", "json": out_dir / "verdicts.json"}
-    document = {**status, "outcomes": outcome_counts(rows), "verdicts": rows, "failed_runs": failed}
+    document = {**status, "outcomes": outcome_counts(rows), "verdicts": rows, "failed_runs": failed,
+                **({"rules": rules} if rules else {})}
     _write(paths["json"], json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     _write(paths["markdown"], markdown(title, study_info or {}, rows, claim_info or {}, status, failed))
     _write(paths["html"], page(title, study_info or {}, rows, claims, claim_info or {}, claim_figures or {},

@@ -17,7 +17,9 @@ from normlab.study import power
 from normlab.study.claims import statistics
 from normlab.study.design import design_beside, family_text
 from normlab.study.ledger import Ledger
-from normlab.study.runner import Completion, completion, compute_verdicts, main_records, study_ids
+from normlab.study.runner import (Completion, completion, compute_verdicts, judge_trained, main_records,
+                                  study_ids)
+from normlab.study.rules import rules_record
 from normlab.study.sections import general_sections
 from normlab.study.spec import StudySpec, spec_from_meta
 from normlab.train.lifecycle import environment
@@ -45,10 +47,11 @@ def publish(out: str | Path, judged: tuple[list[Verdict], dict[str, list[Figure]
                   "counts": ledger.counts(set(ids)), "train_wall_s": train_wall_s(ledger, ids),
                   "environment": environment(resolve_device("cpu")), "thresholds": thresholds(verdicts),
                   "power_plan": {"scheme": power.SCHEME, "claims": [r.to_dict() for r in power.plan(spec)]}}
-    sections = general_sections(main_records(spec, ledger.records(set(ids))), ledger.measurements())
+    sections = general_sections(main_records(spec, judge_trained(ledger.records(set(ids)), spec)),
+                                ledger.measurements())
     paths = render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
                           claim_figures=figures, sections=sections, study_info=study_info,
-                          completion=status.to_dict(), failed_runs=status.failed)
+                          completion=status.to_dict(), failed_runs=status.failed, rules=rules_record())
     return paths, verdicts, status
 
 

@@ -34,7 +34,8 @@ from normlab.study.records import UNPINNED, flatten, with_defaults
 from normlab.study.jobs import (EXECUTORS, claim_jobs, done_cost, events_dir, is_stacked, record_results, run_cost,
                                 train_jobs)
 from normlab.study.ledger import Ledger
-from normlab.study.spec import INIT_KEY, StudySpec, level_name
+from normlab.data.corpus import trained_line
+from normlab.study.spec import INIT_KEY, StudySpec, _lines, corpus_key, level_name
 
 ProgressCallback = Callable[[float, float, dict[str, int]], None]  # (done cost, total cost, status counts)
 
@@ -154,6 +155,7 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
         raise ConfigError(f"--address {address!r} is for --executor ray; valid with local: no --address")
     start = time.perf_counter()
     runs = spec.expand(CLAIMS)  # before the ledger: an invalid study leaves nothing on disk
+    spec.resolve_lines(runs)  # each corpus's trained line, stored with the study: the report reads no corpus
     ledger = Ledger(study_dir)
     ledger.add_runs([(r.id, r.data) for r in runs])
     ledger.set_meta("study", describe(spec, [r.id for r in runs]))
@@ -391,7 +393,7 @@ def compute_verdicts(spec: StudySpec, ledger: Ledger, ids: list[str] | None = No
     but the family-wise control (`family.holm`) always runs over every claim of the study."""
     if claims is not None and not claims:  # nothing asked for (a study with no claim on a schedule of looks)
         return [], {}
-    records = ledger.records(set(ids) if ids is not None else None)
+    records = judge_trained(ledger.records(set(ids) if ids is not None else None), spec)
     base = spec.base_flat()
     measurements = ledger.measurements()
     figures: dict[str, list[Figure]] = {}
@@ -411,6 +413,35 @@ def compute_verdicts(spec: StudySpec, ledger: Ledger, ids: list[str] | None = No
         power.explain(verdict, power.last_alpha(verdict))
     wanted = set(claims if claims is not None else spec.claims)
     return [decided[c] for c in family if c in wanted], {c: figures[c] for c in family if c in wanted}
+
+
+def judge_trained(records: list, spec: StudySpec) -> list:
+    """The records with "trained" decided by the study's one line (`data.corpus.trained_line`): a run that completed
+    above it did not train. The line's ends come from the study (stored at its start); a study stored before them
+    reads its corpus once, and where it cannot, its runs keep the status they trained with."""
+    out = []
+    for r in records:
+        ends = spec.lines.get(corpus_key(r.config))
+        if ends is None:
+            try:
+                ends = spec.lines[corpus_key(r.config)] = list(_lines(corpus_key(r.config),
+                                                                     r.config["model"]["block_size"]))
+            except Exception:  # the corpus moved away: this run keeps its own judgement
+                out.append(r)
+                continue
+        out.append(above_line(r, trained_line(*ends)))
+    return out
+
+
+def above_line(record, line: float):
+    """The record as failed to train when it completed above the trained line, saying by how much; a run whose
+    config says never to judge it (`train.untrained_margin = "off"`) is left as it is."""
+    if record.status != "completed" or record.val_loss is None or record.val_loss <= line \
+            or record.get("train.untrained_margin") in ("off", 0, 0.0):
+        return record
+    return dataclasses.replace(record, status="failed_to_train", reason=(
+        f"did not train: final val loss {record.val_loss:.4f} is above {line:.4f}, the line halfway from the "
+        "corpus's unigram to its bigram cross-entropy"))
 
 
 def judge(spec: StudySpec, claim, records: list, base: dict[str, Any], measurement
@@ -553,6 +584,7 @@ def describe(spec: StudySpec, ids: list[str]) -> dict[str, Any]:
             "init_pass": [c for c in spec.claims if spec.judges_both_inits(c) and CLAIMS.get(c)().runs(spec.preset)],
             "claim_seeds": spec.claim_seeds,  # seeds a claim's rounds added (`Preset.seed_rounds`)
             "tokens": spec.tokens,  # each corpus's vocabulary, resolved at the start: `normlab report` reads none
+            "lines": spec.lines,  # each corpus's unigram and bigram cross-entropy: the trained line's two ends
             **({"vary": spec.vary} if spec.vary else {}),  # the nuisance factors beyond the init pass (`--vary`)
             "n_runs": len(ids), "run_ids": ids, "axes": spec.axes, "base": p.base, "base_extra": spec.base_extra,
             "lrs": p.lrs, "warmup": p.warmup, "lr_fixed": p.lr_fixed, "depths": p.depths,

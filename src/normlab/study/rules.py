@@ -1,0 +1,62 @@
+"""The fingerprint of the rules a verdict is judged by: the claims, the presets, the statistics and decisions, the
+family-wise control, the power plan, what "trained" means, and what an outcome is.
+
+Seeds 0–999 (and every earlier held-out range) are for designing rules; presets run on held-out seeds
+(`spec.HELD_OUT`). A held-out verdict is only held out if its rules were frozen before it ran, so verdicts.json
+records this fingerprint, and tests/test_results.py fails when a committed held-out result's fingerprint is not
+the code's: a rule change moves the held-out range to fresh seeds, and CHANGELOG.md says so.
+
+The fingerprint is a hash of each rule module's syntax tree without its docstrings (`ast.dump` drops comments):
+a reworded comment or docstring leaves it as it is, a changed threshold, grid, test or preset moves it.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+from importlib import resources
+
+# the modules whose code decides a verdict, as package paths under normlab
+RULE_MODULES = ("study/claims/*.py", "study/spec.py", "study/family.py", "study/power.py", "study/runner.py",
+                "report/outcome.py", "data/corpus.py")
+
+
+def _sources() -> list[tuple[str, str]]:
+    root = resources.files("normlab")
+    out = []
+    for pattern in RULE_MODULES:
+        folder, _, name = pattern.rpartition("/")
+        base = root.joinpath(folder)
+        names = sorted(p.name for p in base.iterdir() if p.name.endswith(".py")) if name == "*.py" else [name]
+        out += [(f"{folder}/{n}", base.joinpath(n).read_text("utf-8")) for n in names]
+    return out
+
+
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and \
+                isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def fingerprint_of(sources: list[tuple[str, str]]) -> str:
+    """The hash of these (name, source) modules' syntax trees, docstrings and comments left out."""
+    digest = hashlib.sha256()
+    for name, text in sources:
+        digest.update(name.encode())
+        digest.update(ast.dump(_without_docstrings(ast.parse(text))).encode())
+    return digest.hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=1)
+def fingerprint() -> str:
+    """The fingerprint of the rules as this normlab has them."""
+    return fingerprint_of(_sources())
+
+
+def rules_record() -> dict:
+    """What verdicts.json records of the rules."""
+    return {"fingerprint": fingerprint(), "modules": list(RULE_MODULES),
+            "what": "a hash of the rule modules' syntax trees without docstrings or comments (study/rules.py)"}
