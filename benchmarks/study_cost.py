@@ -22,7 +22,8 @@ from normlab.study.records import flatten, with_defaults
 from normlab.study.ledger import Ledger
 from normlab.study.runner import compute_verdicts, study_ids
 from normlab.study.design import outcome_counts
-from normlab.study.spec import FACTORS, INIT_KEY, factor_overrides, spec_from_meta
+from normlab.report.outcome import replicated
+from normlab.study.spec import INIT_KEY, factor_overrides, spec_from_meta
 
 
 def claim_runs(spec, ids: set[str], configs: dict[str, dict]) -> dict[str, set[str]]:
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         alone = sum(elapsed[r] for r in mine)
         shared = sum(elapsed[r] / owners[r] for r in mine)
         v = verdicts.get(claim_id)
-        claims.append({"claim": claim_id, "verdict": v.verdict if v else None, "runs": len(mine), "alone_s": alone,
+        claims.append({"claim": claim_id, "verdict": v.outcome.text if v else None, "runs": len(mine), "alone_s": alone,
                        "shared_s": shared, "shared_wall_s": shared / train_s * wall if train_s else 0.0})
     cells: dict[str, dict] = defaultdict(lambda: {"runs": 0, "train_s": 0.0, "did_not_train": 0})
     for rid, r in records.items():
@@ -105,8 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         c["runs"] += 1
         c["train_s"] += elapsed[rid]
         c["did_not_train"] += r.did_not_train
-    decisive = [c for c in claims if c["verdict"] in (HOLDS, FAILS)]
-    n_decisive = sum(v.verdict in (HOLDS, FAILS) for v in verdicts.values())
+    n_decisive = sum(v.outcome.kind in (HOLDS, FAILS) for v in verdicts.values())
     summary = {"study": str(args.study), "preset": spec.preset.name, "runs": len(records), "train_s": train_s,
                "wall_s": wall, "decisive": n_decisive, "claims": len(verdicts),
                "wall_s_per_decisive_verdict": wall / n_decisive if n_decisive else None,
@@ -129,11 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     summary["passes"] = passes
     if args.design:
         path = args.design / "verdicts.json" if args.design.is_dir() else args.design
-        seen = {v["id"]: v["verdict"] for v in json.loads(path.read_text("utf-8"))["verdicts"]}
-        # replicated: decisive, the same on the design seeds, and under every nuisance level measured
-        same = [v.id for v in verdicts.values() if v.verdict in (HOLDS, FAILS) and seen.get(v.id) == v.verdict
-                and all(x == v.verdict for factor, levels in v.scope.items() if factor in FACTORS
-                        for x in levels.values())]  # the nuisance factors; a claim's own swept axis (C1: lr) aside
+        seen = {v["id"]: v for v in json.loads(path.read_text("utf-8"))["verdicts"]}
+        # replicated: the one definition (report/outcome.replicated): decisive under every level measured, and
+        # the same outcome on the design seeds
+        same = [v.id for v in verdicts.values() if v.id in seen and replicated(v.to_dict(), seen[v.id])]
         summary.update({"replicated": len(same), "replicated_claims": same,
                         "wall_s_per_replicated_verdict": wall / len(same) if same else None})
         print(f"{len(same)} verdicts replicated (decisive, the same on the design seeds and under every level "
@@ -153,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         record(spec.preset.name, wall, len(records), n_decisive, len(verdicts))
     if args.json:
         args.json.write_text(json.dumps({**summary, "per_claim": claims, "per_cell": dict(cells),
-                                         "decisive_claims": [c["claim"] for c in decisive]}, indent=2) + "\n")
+                                         "decisive_claims": [v.id for v in verdicts.values()
+                                                             if v.outcome.kind in (HOLDS, FAILS)]}, indent=2) + "\n")
     return 0
 
 

@@ -17,9 +17,8 @@ import sys
 from pathlib import Path
 
 from normlab.report.format import interval_text, key_number, marks
+from normlab.report.outcome import Totals, outcome_of, replicated
 from normlab.study.claims import CLAIMS
-from normlab.study.claims.base import decisive
-from normlab.study.design import outcome_counts
 
 
 def cell(text: str) -> str:
@@ -27,8 +26,11 @@ def cell(text: str) -> str:
 
 
 def verdict_word(v: dict) -> str:
+    """The outcome, where judged or which kind of inconclusive, and the marks (fragile, init-dependent)."""
+    outcome = outcome_of(v)
     m = marks(v)
-    return v["verdict"] + (f" ({', '.join(m)})" if m else "")
+    extra = outcome.why_text or (outcome.scope_text if outcome.open_levels else "")
+    return outcome.text + (f": {extra}" if extra else "") + (f" ({', '.join(m)})" if m else "")
 
 
 def seeds_text(v: dict) -> str:
@@ -65,19 +67,14 @@ def design_text(v: dict, design: dict[str, dict] | None) -> str:
     seen = (design or {}).get(v["id"])
     if not seen:
         return "—"
-    return f"{seen['verdict']}" + (" (replicated)" if decisive(v["verdict"]) and seen["verdict"] == v["verdict"]
-                                   else "")
+    return f"{outcome_of(seen).text}" + (" (replicated)" if replicated(v, seen) else "")
 
 
 def counts_line(verdicts: list[dict], design: dict[str, dict] | None = None) -> str:
-    """`6 holds, 3 does not hold, 1 depends on, 6 inconclusive; 7 replicated on the design seeds`."""
-    counts = outcome_counts(verdicts)
-    text = ", ".join(f"{n} {o}" for o, n in counts.items())
-    if design:
-        same = sum(1 for v in verdicts if decisive(v["verdict"]) and (design.get(v["id"]) or {}).get("verdict")
-                   == v["verdict"])
-        text += f"; {same} decisive verdicts replicated on the design seeds"
-    return text
+    """`3 holds (+1 where judged), 4 does not hold, 1 depends on, 6 inconclusive; 5 replicated …`: the totals, one
+    definition each (report/outcome.py)."""
+    totals = Totals.of([{**v, "design": (design or {}).get(v["id"]) or {}} for v in verdicts])
+    return totals.text() if design else Totals(totals.counts).text()
 
 
 def table(verdicts: list[dict], papers: bool, design: dict[str, dict] | None = None) -> str:

@@ -68,10 +68,11 @@ def test_verdicts_json_round_trips(report):
     assert [r["id"] for r in rows] == CLAIMS
     keys = {"id", "verdict", "statistic", "value", "reading", "n_seeds", "settings", "details", "summary", "fragile",
             "robustness", "parts", "interval", "test", "seeds", "init", "init_dependent", "other_init", "look",
-            "scope", "primary", "family", "design"}  # where it holds, the Holm step, the design seeds' verdict
+            "scope", "primary", "family", "design",  # where it holds, the Holm step, the design seeds' verdict
+            "depends_on", "outcome", "why", "needed", "bundled"}  # the typed outcome and what it is made of
     assert all(set(r) == keys for r in rows)
     for row, original in zip(rows, verdicts()):
-        assert Verdict(**row).to_dict() == row
+        assert Verdict.from_dict(row).to_dict() == row
         expected = original.to_dict()
         expected["details"]["se"] = None  # NaN is not JSON: written as null
         assert row == json.loads(json.dumps(expected))

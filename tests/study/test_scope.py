@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from normlab.report.format import DEPENDS, OUTCOMES, outcome_of
+from normlab.report.outcome import DEPENDS, OUTCOMES, outcome_of
 from normlab.study.claims import FAILS, HOLDS, INCONCLUSIVE, Verdict
 from normlab.study.claims.base import decisive
 from normlab.study.claims.decisions import by_failures, not_worse, same, worse

@@ -5,9 +5,6 @@ import math
 import re
 from typing import Any
 
-# the outcomes and their counts are typed values of one module (report/outcome.py), named here for the renderers
-from normlab.report.outcome import DEPENDS, OUTCOMES, outcome_counts, outcome_of  # noqa: F401
-
 MAX_LIST_ITEMS = 8  # longer lists are shortened to their first items and a count
 
 

@@ -11,8 +11,8 @@ import logging
 from typing import Any, Iterable
 
 from normlab.report import plots
-from normlab.report.outcome import WHERE_JUDGED, replicated
-from normlab.report.format import (DEPENDS, outcome_counts, outcome_of, failure_groups, failure_text, init_text, interval_text, marks, robustness_text,
+from normlab.report.outcome import DEPENDS, WHERE_JUDGED, outcome_counts, outcome_of, replicated
+from normlab.report.format import (failure_groups, failure_text, init_text, interval_text, marks, robustness_text,
                                    seeds_used, first_line, fmt_info_value, fmt_settings, fmt_value, info_label,
                                    key_label,
                                    key_number, label, partial_note)

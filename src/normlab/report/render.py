@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from normlab.jsonsafe import json_safe
-from normlab.report.format import natural_key, outcome_counts
+from normlab.report.format import natural_key
+from normlab.report.outcome import outcome_counts
 from normlab.report.html import page
 from normlab.report.markdown import markdown
 
@@ -50,10 +51,12 @@ def render_report(out_dir: Path, *, title: str, verdicts: list, claim_info: dict
 def _as_dict(verdict: Any) -> dict[str, Any]:
     data = verdict.to_dict() if hasattr(verdict, "to_dict") else dict(verdict)
     keys = ("id", "verdict", "statistic", "value", "reading", "interval", "test", "n_seeds", "seeds", "parts",
-            "init", "init_dependent", "other_init", "look", "scope", "primary", "outcome", "family", "design", "settings",
+            "init", "init_dependent", "other_init", "look", "scope", "depends_on", "primary", "outcome", "why", "needed",
+            "bundled", "family", "design", "settings",
             "details", "summary", "fragile", "robustness")
     empty = {"settings": {}, "details": {}, "parts": [], "seeds": [], "other_init": {}, "look": {}, "scope": {},
-             "primary": "", "outcome": {}, "family": {}, "design": {}}
+             "depends_on": [], "primary": "", "outcome": {}, "why": "", "needed": None, "bundled": False,
+             "family": {}, "design": {}}
     return {k: data.get(k, empty.get(k)) for k in keys}
 
 

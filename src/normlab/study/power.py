@@ -74,6 +74,14 @@ class PlanRow:
         f, low, high = self.floors[-1], self.strictest[-1], self.loosest[-1]
         return "yes" if f < low else "no" if f >= high else "at later Holm steps"
 
+    def text(self) -> str:
+        """`sign test; seeds 5, 10; α shares 0.1, 0.9; floor 0.031, 0.00098; level 0.00031, 0.0028; reachable: yes`."""
+        def nums(xs):
+            return ", ".join(f"{x:.2g}" for x in xs)
+        return (f"{self.test} test; seeds {', '.join(map(str, self.seeds))}; α shares "
+                f"{', '.join(f'{x:g}' for x in self.shares)}; floor of p {nums(self.floors)}; level at Holm's "
+                f"strictest step {nums(self.strictest)}; reachable at the last look: {self.reachable}")
+
     def to_dict(self) -> dict[str, Any]:
         return {"claim": self.claim, "test": self.test, "seeds": list(self.seeds), "shares": list(self.shares),
                 "floors": list(self.floors), "level_strictest": list(self.strictest),

@@ -46,7 +46,7 @@ def publish(out: str | Path, judged: tuple[list[Verdict], dict[str, list[Figure]
     study_info = {**{k: v for k, v in meta["study"].items() if k not in HIDDEN},
                   "counts": ledger.counts(set(ids)), "train_wall_s": train_wall_s(ledger, ids),
                   "environment": environment(resolve_device("cpu")), "thresholds": thresholds(verdicts),
-                  "power_plan": {"scheme": power.SCHEME, "claims": [r.to_dict() for r in power.plan(spec)]}}
+                  "power_plan": {"scheme": power.SCHEME, **{r.claim: r.text() for r in power.plan(spec)}}}
     sections = general_sections(main_records(spec, judge_trained(ledger.records(set(ids)), spec)),
                                 ledger.measurements())
     paths = render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,

@@ -104,6 +104,12 @@ class Verdict:
                        self.why if self.verdict == INCONCLUSIVE and not self.depends_on else "", self.needed,
                        len(self.seeds) or self.n_seeds or None)
 
+    @classmethod
+    def from_dict(cls, row: dict[str, Any]) -> "Verdict":
+        """A verdicts.json row back as a Verdict: its rule's word is `primary`; `outcome` is derived, not stored."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{**{k: v for k, v in row.items() if k in names}, "verdict": row.get("primary") or row["verdict"]})
+
     def to_dict(self) -> dict[str, Any]:
         """As verdicts.json holds it: `verdict` is the outcome's text (`depends on init`), `primary` the rule's word
         at the claim's own levels, `outcome` the typed outcome."""

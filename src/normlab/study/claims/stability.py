@@ -301,10 +301,15 @@ REGIONS = {(HOLDS, HOLDS): "Post-LN needs warmup, Pre-LN does not", (FAILS, HOLD
            (HOLDS, FAILS): "both need warmup", (FAILS, FAILS): "Pre-LN needs warmup, Post-LN does not"}
 
 
+POST_SAYS = {HOLDS: "Post-LN needs warmup", FAILS: "Post-LN does not need warmup", INCONCLUSIVE: "Post-LN undecided"}
+PRE_SAYS = {HOLDS: "Pre-LN does not need it", FAILS: "Pre-LN needs it", INCONCLUSIVE: "Pre-LN undecided"}
+
+
 def region(verdict) -> str:
-    """What C1's parts say at one lr: which scheme needs warmup there, or `undecided` with each part's word."""
+    """What C1's parts say at one lr: which scheme needs warmup there (`neither needs warmup`), each part's say
+    where one is undecided (`Post-LN undecided, Pre-LN does not need it`)."""
     post, pre = (p["verdict"] for p in verdict.parts)
-    return REGIONS.get((post, pre), f"undecided (Post-LN needs warmup: {post}; Pre-LN unaffected: {pre})")
+    return REGIONS.get((post, pre), f"{POST_SAYS[post]}, {PRE_SAYS[pre]}")
 
 
 def region_text(regions: dict[float, str]) -> str:
