@@ -25,8 +25,12 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 setup: $(VENV)/.installed
 
 # the study, then every run its plateau stop ended continued to its budget (whether it would have trained is
-# otherwise unknown: such runs are censored), then the report judged again with their outcomes
+# otherwise unknown: such runs are censored), then the study once more: a claim whose evidence was censored at its
+# first look (C4's Post-LN at 16 layers) gets the seed round its continued runs show it needs, and those runs'
+# stopped ones are continued in turn; then the report judged again with every outcome
 run: setup
+	$(BIN)/normlab study --preset standard --out normlab-study
+	$(BIN)/python benchmarks/plateau_validation.py normlab-study
 	$(BIN)/normlab study --preset standard --out normlab-study
 	$(BIN)/python benchmarks/plateau_validation.py normlab-study
 	$(BIN)/normlab report normlab-study

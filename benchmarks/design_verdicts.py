@@ -20,7 +20,8 @@ from normlab.study.spec import DESIGN_SEEDS
 def entry(data: dict) -> dict:
     """The design record of one final study's verdicts.json: its seeds and each claim's verdict and reading."""
     seeds = sorted({s for v in data["verdicts"] for s in v.get("seeds") or []})
-    return {"seeds": seeds, "verdicts": {v["id"]: {"verdict": v["verdict"], "reading": v.get("reading") or ""}
+    return {"seeds": seeds, "verdicts": {v["id"]: {"verdict": v["verdict"], "reading": v.get("reading") or "",
+                                                   **({"outcome": v["outcome"]} if v.get("outcome") else {})}
                                          for v in data["verdicts"]}}
 
 

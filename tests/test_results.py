@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from normlab.study.design import DESIGN_FILE
+from normlab.study.rules import fingerprint
 from normlab.study.spec import DESIGN_SEEDS, HELD_OUT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,9 +36,37 @@ design_verdicts = _module("design_verdicts")
 BLOCKS = [block for page in PAGES for block in BLOCK.finditer(page.read_text("utf-8"))]
 
 
+RESULTS = sorted(p.parent for p in (ROOT / "benchmarks/results").glob("*/verdicts.json"))
+
+
+def seeds_of(data: dict) -> set[int]:
+    return {s for v in data["verdicts"] for s in v.get("seeds") or []}
+
+
+def judged_today(data: dict) -> bool:
+    """Judged by the rules this normlab has: its verdicts.json records today's fingerprint (study/rules.py)."""
+    return (data.get("rules") or {}).get("fingerprint") == fingerprint()
+
+
 def test_the_readme_has_its_tables():
     sources = [b["args"].split()[0] for b in BLOCKS]
-    assert "benchmarks/results/standard" in sources, "the README lost the held-out standard table's marker"
+    assert "benchmarks/results/standard-design" in sources, "the README lost the design study's table"
+    assert "benchmarks/results/standard" in sources, "the README lost the last held-out study's table"
+
+
+@pytest.mark.parametrize("folder", RESULTS, ids=[p.name for p in RESULTS])
+def test_a_committed_held_out_result_was_judged_by_todays_rules(folder):
+    """Rules are frozen before a held-out run: a result on held-out seeds whose fingerprint is not the code's was
+    judged by other rules, and the held-out range must move (CHANGELOG.md)."""
+    data = verdict_table.load(folder)
+    if seeds_of(data) and min(seeds_of(data)) >= HELD_OUT:
+        assert judged_today(data), (f"{folder.name}: held-out seeds judged by rules {data.get('rules')} that are "
+                                    f"not today's ({fingerprint()}): move HELD_OUT and run it again")
+
+
+def test_the_fingerprint_check_can_fail():
+    assert not judged_today({"verdicts": []}) and not judged_today({"rules": {"fingerprint": "0" * 16}})
+    assert judged_today({"rules": {"fingerprint": fingerprint()}})
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[b["args"] for b in BLOCKS])
@@ -45,6 +74,10 @@ def test_each_table_is_its_file(block):
     args = block["args"].split()
     data = verdict_table.load(ROOT / args[0])
     assert data["final"], f"{args[0]}/verdicts.json is partial: a README table needs a final study"
+    # a table judged by other rules than today's says so in its marker, and one judged by today's does not
+    assert ("earlier-rules" in args[1:]) != judged_today(data), (
+        f"{args[0]} was judged by {'today' if judged_today(data) else 'earlier'}'s rules: its marker must "
+        f"{'not ' if judged_today(data) else ''}say earlier-rules")
     design = next((a.split("=", 1)[1] for a in args[1:] if a.startswith("design=")), None)
     beside = {v["id"]: v for v in verdict_table.load(ROOT / design)["verdicts"]} if design else None
     expected = verdict_table.table(data["verdicts"], "papers" in args[1:], beside)
@@ -53,11 +86,13 @@ def test_each_table_is_its_file(block):
         f"python benchmarks/verdict_table.py {' '.join(args)}")
 
 
-def test_the_held_out_table_runs_on_held_out_seeds_and_its_design_column_on_design_seeds():
-    held = verdict_table.load(ROOT / "benchmarks/results/standard")["verdicts"]
-    design = verdict_table.load(ROOT / "benchmarks/results/standard-design")["verdicts"]
-    assert all(s >= HELD_OUT for v in held for s in v.get("seeds") or [])
-    assert all(s in DESIGN_SEEDS for v in design for s in v.get("seeds") or [])
+def test_the_design_study_runs_on_design_seeds_by_todays_rules_and_the_last_held_out_one_moved():
+    design = verdict_table.load(ROOT / "benchmarks/results/standard-design")
+    assert seeds_of(design) <= set(DESIGN_SEEDS) and judged_today(design)
+    # the last held-out study ran on 1000–1004 under the rules before issue 42: design seeds now, since the range
+    # moved when those rules changed
+    held = verdict_table.load(ROOT / "benchmarks/results/standard")
+    assert seeds_of(held) <= set(range(1000, 1010)) <= set(DESIGN_SEEDS) and not judged_today(held)
 
 
 def test_the_packaged_design_record_is_the_committed_design_study():

@@ -130,8 +130,11 @@ def test_about_k_seeds_needed_projects_the_split_and_the_interval():
     # 4 of 5 discordant seeds one way: the share holds, 0.8 of them
     assert needed(sign_evidence(4, 1, 5, "x"), 0.0028) > 10
     assert needed(sign_evidence(2, 2, 5, "x"), 0.05) is None  # no lean, no projection
-    # an interval [−0.01, 0.03] at 5 seeds: centre 0.01, half 0.02: 4× the seeds to halve it
+    # an interval [−0.01, 0.03] at 5 seeds: centre 0.01, half 0.02: 4× the seeds to halve it past 0
     assert needed({"test": "t", "interval": [-0.01, 0.03], "seeds": 5}, 0.05) == 20
+    # a loss gap in nats must also clear the margin it straddles: [0.005, 0.025] is 0.005 from +0.02
+    assert needed({"test": "t", "interval": [0.005, 0.025], "statistic": "gap (nats)", "seeds": 5}, 0.05) == 20
+    assert needed({"test": "t", "interval": [0.1, 0.3], "seeds": 5}, 0.05) is None  # straddles nothing known
 
 
 def test_an_inconclusive_verdict_says_which_kind_it_is():

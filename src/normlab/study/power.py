@@ -127,14 +127,22 @@ def plan_text(rows: list[PlanRow]) -> list[str]:
 
 # -- evidence, leaning and "about k needed" ------------------------------------------------------------------------
 def evidence(verdict: Verdict) -> dict[str, Any] | None:
-    """The primary test's evidence a verdict recorded (`details["evidence"]`), or its interval for a t test."""
+    """The primary test's evidence a verdict recorded (`details["evidence"]`: a failure split), or else the interval
+    still open: an inconclusive part's where the verdict has parts, the verdict's own otherwise."""
     found = (verdict.details or {}).get("evidence")
-    if found:
+    if found and found.get("n"):
         return found
-    if verdict.interval and all(isinstance(x, (int, float)) for x in verdict.interval):
-        return {"test": "t", "interval": list(verdict.interval), "value": verdict.value,
+    open_parts = [p for p in verdict.parts if p["verdict"] == INCONCLUSIVE and _finite(p.get("interval"))]
+    source = open_parts[0] if open_parts else ({"interval": verdict.interval, "statistic": verdict.statistic}
+                                               if not verdict.parts else None)
+    if source and _finite(source.get("interval")):
+        return {"test": "t", "interval": list(source["interval"]), "statistic": source.get("statistic") or "",
                 "seeds": len(verdict.seeds) or verdict.n_seeds}
-    return None
+    return found  # a split with no discordant seed, or None: nothing to narrow
+
+
+def _finite(interval) -> bool:
+    return bool(interval) and all(isinstance(x, (int, float)) and math.isfinite(x) for x in interval)
 
 
 def leans(verdict: Verdict) -> bool:
@@ -153,7 +161,8 @@ def leans(verdict: Verdict) -> bool:
 def needed(e: dict[str, Any], alpha: float) -> int | None:
     """About how many seeds in all would bring the evidence past `alpha`, if added seeds fall as these did: for a
     failure split, the same share of discordant seeds and of them the same share one way; for an interval, its
-    half-width shrinking as 1/√n until it excludes 0. None: nothing to project."""
+    half-width shrinking as 1/√n until it clears every boundary it straddles (0, and ±margin for a loss gap in
+    nats). None: nothing to project."""
     seeds = e.get("seeds") or 0
     if seeds < 1:
         return None
@@ -167,9 +176,12 @@ def needed(e: dict[str, Any], alpha: float) -> int | None:
         return None
     lo, hi = e["interval"]
     centre, half = (lo + hi) / 2, (hi - lo) / 2
-    if centre == 0 or half <= 0:
+    # the boundaries the interval straddles: 0, and ±margin for a loss gap in nats; it must shrink past each
+    bounds = [0.0] + ([LOSS_MARGIN, -LOSS_MARGIN] if "nats" in e.get("statistic", "") else [])
+    inside = [abs(centre - b) for b in bounds if lo < b < hi]
+    if not inside or min(inside) == 0 or half <= 0:
         return None
-    total = math.ceil(seeds * (half / abs(centre)) ** 2 - 1e-9)  # 4.0000000001 seeds are 4
+    total = math.ceil(seeds * (half / min(inside)) ** 2 - 1e-9)  # 4.0000000001 seeds are 4
     return max(total, seeds + 1) if total <= MAX_NEEDED else None
 
 
@@ -187,7 +199,7 @@ def explain(verdict: Verdict, alpha: float) -> None:
     if e["test"] == "sign" and not e["n"]:
         verdict.why = EQUIVALENT if e["seeds"] >= MIN_SEEDS else TOO_FEW_TRAINED
         return
-    if e["test"] == "t" and "nats" in (verdict.statistic or "") and -LOSS_MARGIN < e["interval"][0] \
+    if e["test"] == "t" and "nats" in e["statistic"] and -LOSS_MARGIN < e["interval"][0] \
             and e["interval"][1] < LOSS_MARGIN:
         verdict.why = EQUIVALENT
         return

@@ -21,8 +21,10 @@ MIN_SEEDS = 2
 TRAINS = 0.8  # a configuration "trains" when at least this fraction of its seeds trained (C11, C14)
 # Sequential seed rounds (`Preset.seed_rounds`): a fixed schedule of looks, and the share of ALPHA each look spends.
 # Bonferroni over the looks (the union bound): the chance of a false decision at any look is at most the sum of the
-# looks' levels, ALPHA, however the looks are correlated. Why 0.7 at the first of two: it keeps the 5-seed 5–0
-# sign test (p = 1/32 = 0.031 < 0.035) decisive at the first look; the second look, at 10 seeds, has 0.015
+# looks' levels, ALPHA, however the looks are correlated. These are the shares of the claims whose tests are
+# continuous (a loss gap's t interval can reach any level): 0.7 at the first of two looks, where most of them
+# decide. A claim whose exact test has a floor that its first look cannot reach under Holm (5–0: 1/32, against
+# 0.05/16 × 0.7) spends its α at its last look instead: its shares come from the power plan (study/power.py)
 SPENDING = {1: (1.0,), 2: (0.7, 0.3), 3: (0.6, 0.25, 0.15)}
 
 
@@ -40,8 +42,8 @@ class Level:
     `look` spends where the claim is on a schedule of seed rounds ((look, of how many); None: it looks once),
     divided among `parts` where one decision is a union of several (a bundled claim's "does not hold").
 
-    `shares`: the claim's own spending over its looks, where its power plan sets one (study/power.py: a look whose
-    exact test cannot reach its level spends nothing, so the last look keeps it all); None: SPENDING's."""
+    `shares`: the claim's own spending over its looks, where its power plan sets one (study/power.py: a first look
+    whose exact test cannot reach its level spends 0.1 of α, the last look the rest); None: SPENDING's."""
 
     family: float = ALPHA
     look: tuple[int, int] | None = None
