@@ -1,12 +1,17 @@
 """Shared fixtures: tiny configs that train in a second or two on 2 CPU cores."""
 from __future__ import annotations
 
+import os
 import signal
 
 import pytest
 import torch
 
 from normlab.config import RunConfig, validate_config
+
+# a study times one reference run at its start (study/reference.py, ~10 s): the suite's tiny studies skip it, and
+# tests/study/test_reference.py times it where it is the subject
+os.environ.setdefault("NORMLAB_REFERENCE_RUN", "off")
 
 
 def tiny_config(**sections) -> RunConfig:

@@ -76,6 +76,8 @@ def render(out: Path, monkeypatch) -> dict[str, str]:
     from normlab.study import publish
 
     monkeypatch.setattr(publish, "environment", lambda device, *a: dict(ENVIRONMENT))
+    # the rules' fingerprint moves with every rule change (tests/study/test_rules.py holds it): not the report's
+    monkeypatch.setattr(publish, "rules_record", lambda: {"fingerprint": "golden"})
     publish.publish(out)
     html = (out / "report.html").read_text("utf-8")
     html = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "data:image/png;base64,<PNG>", html)

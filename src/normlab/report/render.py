@@ -19,7 +19,8 @@ FINAL = {"final": True, "status": "final", "done": None, "total": None}  # a rep
 def render_report(out_dir: Path, *, title: str, verdicts: list, claim_info: dict[str, dict],
                   claim_figures: dict[str, list], sections: list | None = None,
                   study_info: dict, completion: dict | None = None,
-                  failed_runs: list[dict] | None = None, rules: dict | None = None) -> dict[str, Path]:
+                  failed_runs: list[dict] | None = None, rules: dict | None = None,
+                  cost: dict | None = None) -> dict[str, Path]:
     """Write the three report files into out_dir; returns {"html", "markdown", "json"} -> path.
 
     verdicts: `Verdict`s (or their dicts); claim_info: id -> {"title", "statement", "sources"};
@@ -30,7 +31,8 @@ def render_report(out_dir: Path, *, title: str, verdicts: list, claim_info: dict
     that is not final says so on its first line; failed_runs: {"id", "settings", "attempts", "reason"}.
 
     verdicts.json is {"final", "status", "done", "total", "outcomes", "verdicts": [...], "failed_runs": [...]}, and
-    `rules` (the fingerprint of the rules the verdicts were judged by: study/rules.py) where given.
+    `rules` (the fingerprint of the rules the verdicts were judged by: study/rules.py) and `cost` (the training
+    wall time in seconds and in reference runs: study/reference.py) where given.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -40,7 +42,7 @@ def render_report(out_dir: Path, *, title: str, verdicts: list, claim_info: dict
     failed = json_safe(list(failed_runs or []))
     paths = {"html": out_dir / "report.html", "markdown": out_dir / "report.md", "json": out_dir / "verdicts.json"}
     document = {**status, "outcomes": outcome_counts(rows), "verdicts": rows, "failed_runs": failed,
-                **({"rules": rules} if rules else {})}
+                **({"rules": rules} if rules else {}), **({"cost": cost} if cost else {})}
     _write(paths["json"], json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     _write(paths["markdown"], markdown(title, study_info or {}, rows, claim_info or {}, status, failed))
     _write(paths["html"], page(title, study_info or {}, rows, claims, claim_info or {}, claim_figures or {},

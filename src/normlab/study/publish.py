@@ -17,8 +17,9 @@ from normlab.study import power
 from normlab.study.claims import statistics
 from normlab.study.design import design_beside, family_text
 from normlab.study.ledger import Ledger
-from normlab.study.runner import (Completion, completion, compute_verdicts, judge_trained, main_records,
+from normlab.study.runner import (REFERENCE_KEY, Completion, completion, compute_verdicts, judge_trained, main_records,
                                   study_ids)
+from normlab.study.reference import in_reference_runs
 from normlab.study.rules import rules_record
 from normlab.study.sections import general_sections
 from normlab.study.spec import StudySpec, spec_from_meta
@@ -43,15 +44,21 @@ def publish(out: str | Path, judged: tuple[list[Verdict], dict[str, list[Figure]
     design_beside(spec, verdicts)
     info = {cid: {"title": CLAIMS.get(cid).title, "statement": CLAIMS.get(cid).statement,
                   "sources": CLAIMS.get(cid).sources} for cid in spec.claims}
+    wall = train_wall_s(ledger, ids)
+    reference = meta.get(REFERENCE_KEY)
+    cost = {"train_wall_s": wall, "reference_run_s": (reference or {}).get("s"),
+            "train_wall_reference_runs": in_reference_runs(wall, reference), "reference_run": reference}
     study_info = {**{k: v for k, v in meta["study"].items() if k not in HIDDEN},
-                  "counts": ledger.counts(set(ids)), "train_wall_s": train_wall_s(ledger, ids),
+                  "counts": ledger.counts(set(ids)), "train_wall_s": wall,
+                  **({"train_wall_reference_runs": round(cost["train_wall_reference_runs"], 1),
+                      "reference_run_s": reference["s"]} if cost["train_wall_reference_runs"] else {}),
                   "environment": environment(resolve_device("cpu")), "thresholds": thresholds(verdicts),
                   "power_plan": {"scheme": power.SCHEME, **{r.claim: r.text() for r in power.plan(spec)}}}
     sections = general_sections(main_records(spec, judge_trained(ledger.records(set(ids)), spec)),
                                 ledger.measurements())
     paths = render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
                           claim_figures=figures, sections=sections, study_info=study_info,
-                          completion=status.to_dict(), failed_runs=status.failed, rules=rules_record())
+                          completion=status.to_dict(), failed_runs=status.failed, rules=rules_record(), cost=cost)
     return paths, verdicts, status
 
 

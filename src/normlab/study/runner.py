@@ -34,6 +34,7 @@ from normlab.study.records import UNPINNED, flatten, with_defaults
 from normlab.study.jobs import (EXECUTORS, claim_jobs, done_cost, events_dir, is_stacked, record_results, run_cost,
                                 train_jobs)
 from normlab.study.ledger import Ledger
+from normlab.study.reference import measure_reference
 from normlab.data.corpus import trained_line
 from normlab.study.spec import INIT_KEY, StudySpec, _lines, corpus_key, level_name
 
@@ -159,6 +160,10 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
     ledger = Ledger(study_dir)
     ledger.add_runs([(r.id, r.data) for r in runs])
     ledger.set_meta("study", describe(spec, [r.id for r in runs]))
+    known = ledger.meta().get(REFERENCE_KEY)
+    reference = measure_reference(known)  # before any worker starts: the machine is quiet
+    if reference and reference is not known:
+        ledger.set_meta(REFERENCE_KEY, reference)
     ids = [r.id for r in runs]
     costs = {r.id: run_cost(r.data) for r in runs}
     workers = workers or default_workers()
@@ -384,6 +389,7 @@ def measure_claims(spec: StudySpec, ledger: Ledger) -> None:
                 ledger.set_measurement(claim_id, CLAIMS.get(claim_id)().measure(spec.preset))
 
 
+REFERENCE_KEY = "reference_run"  # the ledger's meta: the reference run timed at the study's start (reference.py)
 MEASURE_LOCK = ".measuring.lock"  # in the study directory: held by the one process measuring
 
 
