@@ -23,6 +23,7 @@ from normlab.study.ledger import Ledger
 from normlab.study.runner import compute_verdicts, study_ids
 from normlab.study.design import outcome_counts
 from normlab.report.outcome import replicated
+from normlab.study.reference import in_reference_runs
 from normlab.study.spec import INIT_KEY, factor_overrides, spec_from_meta
 
 
@@ -107,8 +108,10 @@ def main(argv: list[str] | None = None) -> int:
         c["train_s"] += elapsed[rid]
         c["did_not_train"] += r.did_not_train
     n_decisive = sum(v.outcome.kind in (HOLDS, FAILS) for v in verdicts.values())
+    ref = meta.get("reference_run")
     summary = {"study": str(args.study), "preset": spec.preset.name, "runs": len(records), "train_s": train_s,
-               "wall_s": wall, "decisive": n_decisive, "claims": len(verdicts),
+               "wall_s": wall, "reference_run_s": (ref or {}).get("s"),
+               "wall_reference_runs": in_reference_runs(wall, ref), "decisive": n_decisive, "claims": len(verdicts),
                "wall_s_per_decisive_verdict": wall / n_decisive if n_decisive else None,
                "outcomes": outcome_counts(list(verdicts.values()))}
     # each nuisance pass (`--vary`): its runs (those at the factor's other level) and their training time; its
