@@ -761,3 +761,28 @@ def pre_failures_partly_censored():
 
 
 test_verdict, test_verdict_and_figures_are_json_serializable = table_tests(scenario)
+
+
+# =========================================================================================
+# The power plan on a failure split: what Holm over the standard preset's 16 claims asks of C4 (study/power.py)
+# =========================================================================================
+def test_c4s_five_of_five_is_underpowered_under_holm_and_ten_of_ten_decides_at_the_last_look():
+    from normlab.report.outcome import UNDERPOWERED
+    from normlab.study.claims import CLAIMS
+    from normlab.study.claims.statistics import ALPHA, Level
+    from normlab.study.power import explain, leans, shares
+
+    strictest = ALPHA / 16  # Holm's first step over the standard preset's claims
+    plan = shares("sign", [5, 10], 16)
+    assert plan == (0.1, 0.9)
+    five_fail = _c4({2: five(1.915), 4: five(1.955), 8: [None] * 5}, PRE5)
+    first = CLAIMS.get("C4")(Level(strictest, (1, 2), plan)).judge(five_fail, None, P)
+    assert first.verdict == INCONCLUSIVE and leans(first)  # 5 of 5 leans, but 1/32 is far from 0.0003
+    explain(first, strictest * plan[1])  # what its last look could reach
+    assert (first.why, first.needed) == (UNDERPOWERED, 9)  # 2⁻⁹ = 0.00195 < 0.0028
+    ten = [1.915 + 0.001 * s for s in range(10)]
+    ten_fail = _c4({2: ten, 4: ten, 8: [None] * 10}, {d: [1.905 + 0.001 * s for s in range(10)] for d in P.depths})
+    last = CLAIMS.get("C4")(Level(strictest, (2, 2), plan)).judge(ten_fail, None, P)
+    assert last.verdict == HOLDS  # 2⁻¹⁰ = 0.00098 < 0.05/16 × 0.9
+    # under the old spending (0.7, 0.3) the same 10 of 10 could not decide: 0.00098 > 0.05/16 × 0.3
+    assert CLAIMS.get("C4")(Level(strictest, (2, 2))).judge(ten_fail, None, P).verdict == INCONCLUSIVE
