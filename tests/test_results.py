@@ -127,41 +127,64 @@ def test_the_cost_page_quotes_the_held_out_studys_cost_file():
 
 
 def test_the_readmes_findings_quote_the_committed_files():
-    """Every figure in the README's findings beside the table is read here from the committed study files."""
-    held = {v["id"]: v for v in verdict_table.load(ROOT / "benchmarks/results/standard")["verdicts"]}
+    """Every figure in the README's "At a glance" is read here from the committed design study's files."""
     design = {v["id"]: v for v in verdict_table.load(ROOT / "benchmarks/results/standard-design")["verdicts"]}
-    stops = {name: json.loads((ROOT / f"benchmarks/results/{name}/plateau_validation.json").read_text("utf-8"))
-             for name in ("standard", "standard-design")}
-    start, end = README.index("- **Pre-LN is the safe placement"), README.index("The claims, each with its paper")
+    cost = verdict_table.load(ROOT / "benchmarks/results/standard-design")["cost"]
+    line = json.loads((ROOT / "benchmarks/results/trained_line.json").read_text("utf-8"))
+    plan = json.loads((ROOT / "benchmarks/results/standard_plan_cost.json").read_text("utf-8"))
+    start, end = README.index("**At a glance**"), README.index("**Which study gives which table.**")
     findings = " ".join(README[start:end].split())
+    quick = " ".join(README[README.index("## Quick start"):README.index("## Presets")].split())
 
-    def level(cid: str, factor: str, name: str) -> str:
-        found = held[cid]["scope"][factor][name]  # a verdict, or the level's whole verdict record
-        return found if isinstance(found, str) else found["verdict"]
+    def outcome(cid: str) -> str:
+        return design[cid]["outcome"]["text"] + (" where judged" if design[cid]["outcome"]["open_levels"] else "")
 
-    c4 = re.search(r"\((\d+) failed to train of (\d+)\)", held["C4"]["reading"])
-    c14 = re.search(r"above Pre-LN's in (\d+) of (\d+) seeds and below it in 0", held["C14"]["reading"])
-    ties = re.search(r"the same in (\d+)", design["C14"]["summary"]).group(1)
-    c11 = re.search(r"at least (\d+)×", held["C11"]["reading"]).group(1)
+    c4 = re.search(r"\((\d+) failed to train of (\d+)\)", design["C4"]["reading"])
+    c11 = re.search(r"at least (\d+)×", design["C11"]["reading"])[1]
+    c14 = re.search(r"above Pre-LN's in (\d+) of (\d+) seeds", design["C14"]["reading"])
+    sweep = design["C14"]["details"]["sweep"]
+    regions = design["C1"]["details"]["regions"]
     said = [
-        f"16 layers in {c4[1]} of {c4[2]} seeds",
-        f"its norm takes {re.search(r'takes ([0-9.]+)×', held['C10']['reading'])[1]}× LayerNorm's time",
-        f"the stack ends {re.search(r'ends ([0-9.]+) nats worse', held['C13']['reading'])[1]} nats worse",
-        f"C11: at least {c11}×",
-        f"above Pre-LN's in {c14[1]} of {c14[2]} seeds, below in none",
-        f"{len(stops['standard']['recovered'])} of the {stops['standard']['continued']} held-out runs it ended, and "
-        f"{len(stops['standard-design']['recovered'])} of the {stops['standard-design']['continued']} on the design",
-        f"ties Pre-LN's in {ties} of the {design['C14']['n_seeds']} design seeds",
+        f"16 layers in {c4[1]} of {c4[2]} seeds", f"p = {design['C4']['details']['deficit_growth']['p_up']:.3g}",
+        "C11 hold", f"at least {c11}×",
+        f"above Pre-LN's in {c14[1]} of {c14[2]} seeds",
+        f"(3.35)", f"old \"trained\" line ({line['old_line']:.3f})", f"a bigram model, {line['line']:.3f})",
+        f"ends {re.search(r'ends ([0-9.]+) nats worse', design['C8']['reading'])[1]} nats worse than Pre-LN",
+        f"ratio, {re.search(r'takes ([0-9.]+)×', design['C10']['reading'])[1]}×",
+        f"ends {re.search(r'ends ([0-9.]+) nats worse', design['C15']['reading'])[1]} nats worse",
+        f"about {design['C15']['outcome']['needed']} seeds would decide",
     ]
     for text in said:
         assert text in findings, f"the README's findings should say {text!r} (benchmarks/results/)"
-    # the verdicts the findings name, at the levels they name
-    assert held["C1"]["verdict"] == design["C1"]["verdict"] == "does not hold"
-    assert level("C1", "width", "d 128") == level("C1", "init", "gpt2") == "inconclusive"
-    assert {level("C6", f, n) for f, n in (("init", "gpt2"), ("context", "64 tokens"), ("width", "d 128"))} == {"holds"}
-    assert (level("C3", "init", "xiong"), level("C3", "init", "gpt2")) == ("holds", "inconclusive")
-    assert {level("C10", f, n) for f in ("init", "context", "width") for n in held["C10"]["scope"][f]} == {"holds"}
-    assert held["C13"]["verdict"] == "depends on init"
-    assert (level("C15", "init", "xiong"), level("C15", "width", "d 128")) == ("holds", "holds")
-    assert held["C7"]["verdict"] == "inconclusive"
-    assert (level("C7", "init", "gpt2"), level("C7", "context", "64 tokens")) == ("does not hold", "does not hold")
+    for where in ("neither scheme needs warmup at lr 1e-3 and 3e-3", "at 1e-2 Post-LN needs it and Pre-LN's change "
+                  "is undecided", "at 3e-2 Pre-LN needs it too"):
+        assert where in findings
+    assert regions == {"0.001": "neither needs warmup", "0.003": "neither needs warmup",
+                       "0.01": "Post-LN needs warmup, Pre-LN undecided", "0.03": "Post-LN undecided, Pre-LN needs it"}
+    # the loss ranges the C14 finding quotes, from the runs' own records (the sweep's means bound them)
+    assert sweep["pre"]["0"]["0.3"]["n_failed_to_train"] == sweep["pre"]["0"]["0.5"]["n_failed_to_train"] == 10
+    assert 2.52 <= sweep["peri"]["0"]["0.3"]["mean_val_loss"] <= 2.57 and sweep["peri"]["0"]["0.5"]["n_trained"] == 10
+    # the verdicts the findings name
+    assert [outcome(c) for c in ("C4", "C11", "C14", "C3", "C6")] == ["holds"] * 5
+    assert [outcome(c) for c in ("C8", "C5")] == ["does not hold"] * 2 and outcome("C1") == "does not hold where judged"
+    assert outcome("C13") == "depends on init" and design["C10"]["family"]["alone"] == "holds"
+    assert outcome("C10") == outcome("C15") == "inconclusive"
+    # the cost lines of the quick start
+    assert f"{cost['reference_run_s']:.2f} s on this release's 2-core" in quick
+    assert f"up to {plan['every_round_over_before']:.2f}× that compute" in quick
+    assert f"({plan['every_round']['runs']} runs when every round is taken" in quick
+
+
+def test_the_plans_cost_file_is_what_the_preset_expands_to():
+    """benchmarks/results/standard_plan_cost.json (docs/cost.md quotes it) is regenerated here."""
+    committed = json.loads((ROOT / "benchmarks/results/standard_plan_cost.json").read_text("utf-8"))
+    plan_cost = _module("plan_cost")
+    from normlab.study.spec import load_study
+
+    spec = load_study("standard")
+    rounds = [c for c in spec.claims if spec.look(c) is not None]
+    assert committed["round_claims"] == rounds
+    assert committed["every_round"] == plan_cost.cost(load_study("standard"), rounds)
+    assert committed["first_look"] == plan_cost.cost(load_study("standard"), [])
+    before = plan_cost.cost(load_study("standard"), list(plan_cost.BEFORE_PLAN))
+    assert committed["every_round_before_the_plan"] == before
