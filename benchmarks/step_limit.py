@@ -11,8 +11,9 @@ AdamW, what `--stack-runs` does), at one thread. Beside each, in the same proces
   products, attention's QKᵀ and AV and their backward, the head), replayed as bare `torch.bmm` calls on
   preallocated tensors. A step cannot be faster than its matmuls.
 - **where the rest goes**: the step's phases timed in place (forward, backward, clip, optimizer), and a
-  `torch.profiler` split of the op time (matmuls, norms, attention, the optimizer's element-wise ops, other ops),
-  the difference between the step's wall time and the ops' own time being Python and dispatch.
+  `torch.profiler` split of the op time (matmuls, norms, attention, the MLP's activation, the loss, the
+  optimizer's element-wise ops, copies, other ops), the difference between the step's wall time under the profiler
+  and the ops' own time being Python and dispatch (the profiler adds its own cost to that wall time).
 
 Run it on an otherwise idle machine: it reports medians over rounds with their spread.
 """
@@ -132,8 +133,11 @@ class Matmuls:
 
 CATEGORIES = (("matmul", ("mm", "bmm", "addmm", "baddbmm", "linear", "matmul")),
               ("norm", ("layer_norm", "rms_norm", "normlab")),
-              ("attention", ("scaled_dot_product", "softmax", "attention", "_flash")),
-              ("optimizer", ("_foreach", "addcdiv", "addcmul", "lerp", "sqrt", "mul_", "add_", "div_")))
+              ("attention", ("scaled_dot_product", "attention", "_flash")),
+              ("activation", ("gelu", "silu", "relu", "tanh")),
+              ("loss", ("log_softmax", "nll_loss", "cross_entropy")),
+              ("optimizer", ("_foreach", "addcdiv", "addcmul", "lerp", "sqrt", "mul_", "add_", "div_")),
+              ("copies", ("copy_", "cat", "fill_", "clone", "stack", "contiguous")))
 
 
 def profile(side, x, y, steps: int = 5) -> dict[str, float]:

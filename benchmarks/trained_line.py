@@ -22,7 +22,7 @@ from pathlib import Path
 
 from normlab.data.corpus import TRAINED_SHARE, trained_line
 from normlab.study.ledger import Ledger
-from normlab.study.spec import _lines, corpus_key
+from normlab.study.trained import _lines, corpus_key
 
 NEAR = 0.05  # nats: "near the line"
 BIN = 0.05

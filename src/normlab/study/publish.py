@@ -17,8 +17,8 @@ from normlab.study import power
 from normlab.study.claims import statistics
 from normlab.study.design import design_beside, family_text
 from normlab.study.ledger import Ledger
-from normlab.study.runner import (REFERENCE_KEY, Completion, completion, compute_verdicts, judge_trained, main_records,
-                                  study_ids)
+from normlab.study.runner import REFERENCE_KEY, Completion, completion, compute_verdicts, main_records, study_ids
+from normlab.study.trained import judge_trained
 from normlab.study.reference import in_reference_runs
 from normlab.study.rules import rules_record
 from normlab.study.sections import general_sections
@@ -54,7 +54,7 @@ def publish(out: str | Path, judged: tuple[list[Verdict], dict[str, list[Figure]
                       "reference_run_s": reference["s"]} if cost["train_wall_reference_runs"] else {}),
                   "environment": environment(resolve_device("cpu")), "thresholds": thresholds(verdicts),
                   "power_plan": {"scheme": power.SCHEME, **{r.claim: r.text() for r in power.plan(spec)}}}
-    sections = general_sections(main_records(spec, judge_trained(ledger.records(set(ids)), spec)),
+    sections = general_sections(main_records(spec, judge_trained(ledger.records(set(ids)), spec.lines)),
                                 ledger.measurements())
     paths = render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
                           claim_figures=figures, sections=sections, study_info=study_info,

@@ -6,8 +6,9 @@ Seeds 0–999 (and every earlier held-out range) are for designing rules; preset
 records this fingerprint, and tests/test_results.py fails when a committed held-out result's fingerprint is not
 the code's: a rule change moves the held-out range to fresh seeds, and CHANGELOG.md says so.
 
-The fingerprint is a hash of each rule module's syntax tree without its docstrings (`ast.dump` drops comments):
-a reworded comment or docstring leaves it as it is, a changed threshold, grid, test or preset moves it.
+The fingerprint is a hash of each rule module's syntax tree without its docstrings (`ast.dump` drops comments),
+and of the presets as data: a reworded comment or docstring leaves it as it is, a changed threshold, grid, test
+or preset moves it.
 """
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ import functools
 import hashlib
 from importlib import resources
 
-# the modules whose code decides a verdict, as package paths under normlab
-RULE_MODULES = ("study/claims/*.py", "study/spec.py", "study/family.py", "study/power.py", "study/runner.py",
-                "report/outcome.py", "data/corpus.py")
+# the modules whose code decides a verdict, as package paths under normlab: the claims and their statistics and
+# decisions, the family-wise control, the power plan, what "trained" means, what an outcome is. The presets enter
+# as data (`presets_data`), not as spec.py's code, and the study's machinery (runner.py: workers, ledger, rounds)
+# not at all, so that moving machinery code leaves the rules' fingerprint as it is
+RULE_MODULES = ("study/claims/*.py", "study/family.py", "study/power.py", "study/trained.py", "report/outcome.py")
 
 
 def _sources() -> list[tuple[str, str]]:
@@ -50,13 +53,26 @@ def fingerprint_of(sources: list[tuple[str, str]]) -> str:
     return digest.hexdigest()[:16]
 
 
+def presets_data() -> str:
+    """Every preset's settings and the trained line's share, as data: what spec.py decides of a verdict."""
+    import dataclasses
+    import json
+
+    from normlab.data.corpus import TRAINED_SHARE
+    from normlab.study.spec import HELD_OUT, PRESETS
+
+    return json.dumps({"presets": {n: dataclasses.asdict(p) for n, p in sorted(PRESETS.items())},
+                       "held_out": HELD_OUT, "trained_share": TRAINED_SHARE}, sort_keys=True, default=repr)
+
+
 @functools.lru_cache(maxsize=1)
 def fingerprint() -> str:
     """The fingerprint of the rules as this normlab has them."""
-    return fingerprint_of(_sources())
+    return fingerprint_of(_sources() + [("presets", f"PRESETS = {presets_data()!r}")])
 
 
 def rules_record() -> dict:
     """What verdicts.json records of the rules."""
-    return {"fingerprint": fingerprint(), "modules": list(RULE_MODULES),
-            "what": "a hash of the rule modules' syntax trees without docstrings or comments (study/rules.py)"}
+    return {"fingerprint": fingerprint(), "modules": list(RULE_MODULES) + ["the presets, as data"],
+            "what": "a hash of the rule modules' syntax trees without docstrings or comments, and of the presets "
+                    "(study/rules.py)"}

@@ -35,8 +35,8 @@ from normlab.study.jobs import (EXECUTORS, claim_jobs, done_cost, events_dir, is
                                 train_jobs)
 from normlab.study.ledger import Ledger
 from normlab.study.reference import measure_reference
-from normlab.data.corpus import trained_line
-from normlab.study.spec import INIT_KEY, StudySpec, _lines, corpus_key, level_name
+from normlab.study.spec import INIT_KEY, StudySpec, level_name
+from normlab.study.trained import judge_trained
 
 ProgressCallback = Callable[[float, float, dict[str, int]], None]  # (done cost, total cost, status counts)
 
@@ -399,7 +399,7 @@ def compute_verdicts(spec: StudySpec, ledger: Ledger, ids: list[str] | None = No
     but the family-wise control (`family.holm`) always runs over every claim of the study."""
     if claims is not None and not claims:  # nothing asked for (a study with no claim on a schedule of looks)
         return [], {}
-    records = judge_trained(ledger.records(set(ids) if ids is not None else None), spec)
+    records = judge_trained(ledger.records(set(ids) if ids is not None else None), spec.lines)
     base = spec.base_flat()
     measurements = ledger.measurements()
     figures: dict[str, list[Figure]] = {}
@@ -419,35 +419,6 @@ def compute_verdicts(spec: StudySpec, ledger: Ledger, ids: list[str] | None = No
         power.explain(verdict, power.last_alpha(verdict))
     wanted = set(claims if claims is not None else spec.claims)
     return [decided[c] for c in family if c in wanted], {c: figures[c] for c in family if c in wanted}
-
-
-def judge_trained(records: list, spec: StudySpec) -> list:
-    """The records with "trained" decided by the study's one line (`data.corpus.trained_line`): a run that completed
-    above it did not train. The line's ends come from the study (stored at its start); a study stored before them
-    reads its corpus once, and where it cannot, its runs keep the status they trained with."""
-    out = []
-    for r in records:
-        ends = spec.lines.get(corpus_key(r.config))
-        if ends is None:
-            try:
-                ends = spec.lines[corpus_key(r.config)] = list(_lines(corpus_key(r.config),
-                                                                     r.config["model"]["block_size"]))
-            except Exception:  # the corpus moved away: this run keeps its own judgement
-                out.append(r)
-                continue
-        out.append(above_line(r, trained_line(*ends)))
-    return out
-
-
-def above_line(record, line: float):
-    """The record as failed to train when it completed above the trained line, saying by how much; a run whose
-    config says never to judge it (`train.untrained_margin = "off"`) is left as it is."""
-    if record.status != "completed" or record.val_loss is None or record.val_loss <= line \
-            or record.get("train.untrained_margin") in ("off", 0, 0.0):
-        return record
-    return dataclasses.replace(record, status="failed_to_train", reason=(
-        f"did not train: final val loss {record.val_loss:.4f} is above {line:.4f}, the line halfway from the "
-        "corpus's unigram to its bigram cross-entropy"))
 
 
 def judge(spec: StudySpec, claim, records: list, base: dict[str, Any], measurement

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from normlab.config import ConfigError, RunConfig, apply_override, derive, upgrade_overrides
-from normlab.data.corpus import corpus_tokenizer, load_corpus
+from normlab.data.corpus import corpus_tokenizer
+from normlab.study.trained import corpus_key, corpus_lines
 from normlab.rundir.load import with_vocab
 from normlab.study.claims import CLAIMS, FRONTIER_CLAIMS, SEED_CLAIMS
 from normlab.study.records import flatten
@@ -327,28 +328,6 @@ def corpus_vocab(config: RunConfig) -> tuple[int, int | None]:
     process."""
     d = config.data
     return _text_vocab(d.path, d.tokenizer, d.vocab_from, d.tokenizer_dir)
-
-
-def corpus_key(config: RunConfig | dict[str, Any]) -> str:
-    """What names a run's tokens: its data section (the corpus, its tokenizer, a vocabulary it borrows); a config
-    or a record's config dict."""
-    data = config.data.model_dump(mode="json", exclude_none=True) if isinstance(config, RunConfig) else \
-        {k: v for k, v in (config.get("data") or {}).items() if v is not None}
-    return json.dumps(data, sort_keys=True)
-
-
-@functools.lru_cache(maxsize=32)
-def _lines(key: str, block_size: int) -> tuple[float, float]:
-    data = json.loads(key)
-    corpus = load_corpus(data.get("path"), data.get("tokenizer", "char"), block_size, data.get("vocab_from"),
-                         data.get("tokenizer_dir"))
-    return corpus.unigram_cross_entropy(), corpus.bigram_cross_entropy()
-
-
-def corpus_lines(config: RunConfig) -> tuple[float, float]:
-    """A run's corpus's unigram and bigram cross-entropies (nats/token), read once per corpus per process: the two
-    ends of the line a run must end below to have trained (`data.corpus.trained_line`)."""
-    return _lines(corpus_key(config), config.model.block_size)
 
 
 def build_config(preset: Preset, overrides: dict[str, Any], seed: int) -> RunConfig:
