@@ -238,3 +238,17 @@ def test_the_license_file_is_the_license_pyproject_names():
     license_name = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["license"]
     text = (ROOT / "LICENSE").read_text("utf-8")
     assert license_name == "MIT" and text.startswith("MIT License")
+
+
+def test_the_step_limit_table_is_its_json():
+    data = json.loads((RESULTS / "step_limit_2core_cpu.json").read_text("utf-8"))
+    text = DOCS["performance.md"]
+    rows = {str(r["K"]): r for r in data["rows"]}
+    for k, r in rows.items():
+        s = r["step_ms"]
+        assert (f"| {s['median']:.1f} ms ({s['min']:.1f}–{s['max']:.1f}) | {r['step_ms_per_run']:.1f} ms | "
+                f"{r['matmuls_ms']['median']:.1f} ms | {r['step_over_matmuls']:.2f}× |") in text, k
+    flat = " ".join(text.split())
+    p16 = rows["16"]["profile_ms"]
+    assert f"matmuls {p16['matmul']:.1f}, attention" in flat and f"GELU {p16['activation']:.1f}" in flat
+    assert all(r["step_over_matmuls"] > 1.5 for r in rows.values())  # what the page says of the limit
