@@ -240,7 +240,7 @@ def followup_runs(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list:
     done, total = ledger.progress(set(ids))
     if done < total:
         return []
-    records = ledger.records(set(ids))
+    records = judge_trained(ledger.records(set(ids)), spec.lines)  # "trained" as the verdicts read it
     base = spec.base_flat()
     # a follow-up registered earlier is the same run even if the study directory has moved since (its
     # init_from then names the old place): it is found by its config with init_from cut to the source's id
