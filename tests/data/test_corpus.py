@@ -112,3 +112,19 @@ def test_corpus_tokenizer_refuses_what_load_corpus_refuses(tmp_path):
         corpus_tokenizer(str(tmp_path / "empty.txt"))
     with pytest.raises(CorpusError, match="does not exist"):
         corpus_tokenizer(str(tmp_path / "gone.txt"))
+
+
+def test_the_bigram_cross_entropy_is_a_dense_add_one_table_and_the_trained_line_lies_halfway():
+    import torch
+
+    from normlab.data.corpus import load_corpus, trained_line
+
+    c = load_corpus(block_size=32)
+    v = c.tokenizer.vocab_size
+    table = torch.zeros(v, v, dtype=torch.float64)
+    table.index_put_((c.train[:-1], c.train[1:]), torch.ones(len(c.train) - 1, dtype=torch.float64), accumulate=True)
+    table += 1
+    dense = -(table.log() - table.sum(1, keepdim=True).log())[c.val[:-1], c.val[1:]].mean()
+    assert c.bigram_cross_entropy() == pytest.approx(float(dense), rel=1e-12)
+    unigram, bigram = c.unigram_cross_entropy(), c.bigram_cross_entropy()
+    assert bigram < unigram and trained_line(unigram, bigram) == pytest.approx((unigram + bigram) / 2)

@@ -28,11 +28,12 @@ TESTS = {
     "sign": "exact sign test over the seeds where one arm alone failed, one-sided (floor ½ⁿ)",
     "measured": "an exact measurement, not sampled over seeds (no floor)",
 }
-SCHEME = ("spending: Bonferroni over the looks; a claim whose exact test cannot reach its first look's level at "
-          "Holm's strictest step spends 0.1 of α there and 0.9 at its last look, every other claim on the schedule "
-          "0.7 and 0.3; a seed round goes to a claim whose evidence leans one way (a failure split's majority, an "
-          "interval straddling its boundary), up to the preset's cap")
 FLOOR_FIRST = 0.1  # the share of α a floored test's first look spends (its loss tests may still decide there)
+SCHEME = (f"spending: Bonferroni over the looks; a claim whose exact test cannot reach its first look's level at "
+          f"Holm's strictest step spends {FLOOR_FIRST:g} of α there and {1 - FLOOR_FIRST:g} at its last look, every "
+          f"other claim on the schedule {' and '.join(f'{x:g}' for x in SPENDING[2])} (of two looks); a seed round "
+          "goes to a claim whose evidence leans one way (a failure split's majority, an interval straddling its "
+          "boundary), up to the preset's cap")
 MAX_NEEDED = 200  # "about k seeds needed" is projected up to this many; beyond it: more than that
 
 
@@ -169,7 +170,7 @@ def needed(e: dict[str, Any], alpha: float) -> int | None:
     if e["test"] == "sign":
         if not e["n"] or 2 * e["k"] <= e["n"]:
             return None
-        for total in range(seeds, MAX_NEEDED + 1):
+        for total in range(seeds + 1, MAX_NEEDED + 1):  # at `seeds` it did not pass: it is inconclusive
             d = round(e["n"] * total / seeds)
             if sign_test(round(e["k"] * total / seeds), d) < alpha:
                 return total

@@ -25,7 +25,7 @@ from normlab.study.sections import general_sections
 from normlab.study.spec import StudySpec, spec_from_meta
 from normlab.train.lifecycle import environment
 
-HIDDEN = ("run_ids", "preset_settings", "init_pass_flag", "tokens")  # stored for `normlab report`, not for a reader
+HIDDEN = ("run_ids", "preset_settings", "init_pass_flag", "tokens", "lines")  # stored for `normlab report`, not for a reader
 
 
 def publish(out: str | Path, judged: tuple[list[Verdict], dict[str, list[Figure]]] | None = None,

@@ -1,7 +1,8 @@
 """The fingerprint of the rules a verdict is judged by: the claims, the presets, the statistics and decisions, the
 family-wise control, the power plan, what "trained" means, and what an outcome is.
 
-Seeds 0–999 (and every earlier held-out range) are for designing rules; presets run on held-out seeds
+Seeds below `spec.HELD_OUT` (every earlier held-out range among them) are for designing rules; presets run on
+held-out seeds
 (`spec.HELD_OUT`). A held-out verdict is only held out if its rules were frozen before it ran, so verdicts.json
 records this fingerprint, and tests/test_results.py fails when a committed held-out result's fingerprint is not
 the code's: a rule change moves the held-out range to fresh seeds, and CHANGELOG.md says so.

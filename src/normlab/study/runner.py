@@ -188,6 +188,7 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
         more = [r for r in more if r.id not in known]
         if not more:
             return
+        spec.resolve_lines(more)  # a follow-up on another corpus (C7's fine-tunes): its line, stored with the study
         ledger.add_runs([(r.id, r.data) for r in more])
         costs.update({r.id: run_cost(r.data) for r in more})
         ids.extend(r.id for r in more)

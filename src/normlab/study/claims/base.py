@@ -50,7 +50,8 @@ def claim(cid: str, title: str, *, sources: str, paper: str):
 
 # a rule's three words, and the typed outcome a verdict becomes once the study has judged it at every level it
 # measured (`Verdict.outcome`: `depends on <factor>`, where judged, an inconclusive verdict's kind)
-from normlab.report.outcome import FAILS, HOLDS, INCONCLUSIVE, Outcome, decisive, split_and_open  # noqa: E402,F401
+from normlab.report.outcome import (FAILS, HOLDS, INCONCLUSIVE, Outcome, decisive, outcome_of,  # noqa: E402,F401
+                                    split_and_open)
 
 
 @dataclass
@@ -108,7 +109,9 @@ class Verdict:
     def from_dict(cls, row: dict[str, Any]) -> "Verdict":
         """A verdicts.json row back as a Verdict: its rule's word is `primary`; `outcome` is derived, not stored."""
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{**{k: v for k, v in row.items() if k in names}, "verdict": row.get("primary") or row["verdict"]})
+        outcome = outcome_of(row)  # a row from before typed outcomes is read from its data, never its words
+        return cls(**{**{k: v for k, v in row.items() if k in names}, "verdict": outcome.verdict,
+                      "depends_on": list(outcome.depends_on)})
 
     def to_dict(self) -> dict[str, Any]:
         """As verdicts.json holds it: `verdict` is the outcome's text (`depends on init`), `primary` the rule's word

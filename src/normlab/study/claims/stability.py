@@ -125,6 +125,10 @@ class WarmupC1(Claim):
     def runs(self, preset):
         return lr_sweep(preset, ("pre", "post"))
 
+    def judge(self, records, measurement, preset):
+        """`verdict`: it corrects each lr's bundle for its parts itself (`Claim.corrected`)."""
+        return self.verdict(records, measurement, preset)
+
     def verdict(self, records, measurement, preset):
         # the rule at every lr the sweep trains without warmup: the claim is about warmup at a given lr, and what
         # happens depends on the lr (at small lrs neither scheme needs warmup, at large ones both may). Its own
@@ -307,8 +311,10 @@ PRE_SAYS = {HOLDS: "Pre-LN does not need it", FAILS: "Pre-LN needs it", INCONCLU
 
 def region(verdict) -> str:
     """What C1's parts say at one lr: which scheme needs warmup there (`neither needs warmup`), each part's say
-    where one is undecided (`Post-LN undecided, Pre-LN does not need it`)."""
-    post, pre = (p["verdict"] for p in verdict.parts)
+    where one is undecided (`Post-LN undecided, Pre-LN does not need it`). A part's "does not hold" that the level
+    split over the parts did not confirm (the lr's verdict left inconclusive: `Claim.corrected`) is undecided."""
+    post, pre = (INCONCLUSIVE if verdict.verdict == INCONCLUSIVE and p["verdict"] == FAILS else p["verdict"]
+                 for p in verdict.parts)
     return REGIONS.get((post, pre), f"{POST_SAYS[post]}, {PRE_SAYS[pre]}")
 
 
@@ -330,7 +336,7 @@ def leaning_split(at: dict[float, Any]) -> dict[str, Any] | None:
             continue
         post = v.details.get("post_failed") or {}
         k, against = post.get("only_a_failed", 0), post.get("only_b_failed", 0)
-        if k + against and (best is None or k - against > best["k"] - (best["n"] - best["k"])):
+        if k + against and (best is None or abs(k - against) > 2 * best["k"] - best["n"]):
             best = {**sign_evidence(k, against, len(post.get("seeds") or []),
                                     f"Post-LN without warmup alone did not train, at lr {lr:g}"), "open": True}
     return best
