@@ -148,7 +148,10 @@ def test_the_readmes_findings_quote_the_committed_files():
         f"16 layers in {c4[1]} of {c4[2]} seeds", f"p = {design['C4']['details']['deficit_growth']['p_up']:.3g}",
         "C11 hold", f"at least {c11}×",
         f"above Pre-LN's in {c14[1]} of {c14[2]} seeds",
-        f"(3.35)", f"old \"trained\" line ({line['old_line']:.3f})", f"a bigram model, {line['line']:.3f})",
+        f"Peri-LN ends at {sweep['peri']['0']['0.3']['mean_val_loss']:.3f} and "
+        f"{sweep['peri']['0']['0.5']['mean_val_loss']:.3f} nats (means over 10 seeds)",
+        f"the unigram loss ({line['unigram_ce']:.3f}) to a bigram model's ({line['bigram_ce']:.3f}), "
+        f"{line['line']:.3f}", f"under the unigram loss ({line['old_line']:.3f})",
         f"ends {re.search(r'ends ([0-9.]+) nats worse', design['C8']['reading'])[1]} nats worse than Pre-LN",
         f"ratio, {re.search(r'takes ([0-9.]+)×', design['C10']['reading'])[1]}×",
         f"ends {re.search(r'ends ([0-9.]+) nats worse', design['C15']['reading'])[1]} nats worse",
@@ -163,7 +166,7 @@ def test_the_readmes_findings_quote_the_committed_files():
                        "0.01": "Post-LN needs warmup, Pre-LN undecided", "0.03": "Post-LN undecided, Pre-LN needs it"}
     # the loss ranges the C14 finding quotes, from the runs' own records (the sweep's means bound them)
     assert sweep["pre"]["0"]["0.3"]["n_failed_to_train"] == sweep["pre"]["0"]["0.5"]["n_failed_to_train"] == 10
-    assert 2.52 <= sweep["peri"]["0"]["0.3"]["mean_val_loss"] <= 2.57 and sweep["peri"]["0"]["0.5"]["n_trained"] == 10
+    assert sweep["peri"]["0"]["0.3"]["n_trained"] == sweep["peri"]["0"]["0.5"]["n_trained"] == 10
     # the verdicts the findings name
     assert [outcome(c) for c in ("C4", "C11", "C14", "C3", "C6")] == ["holds"] * 5
     assert [outcome(c) for c in ("C8", "C5")] == ["does not hold"] * 2 and outcome("C1") == "does not hold where judged"
