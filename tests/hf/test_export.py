@@ -126,3 +126,19 @@ def test_special_token_ids_are_the_tokenizers_own_or_null(tmp_path, case):
     assert [config[f"{k}_token_id"] for k in ("bos", "eos", "pad")] == [69, 70, 68]
     loaded = transformers.AutoConfig.from_pretrained(tmp_path / "own", local_files_only=True)
     assert (loaded.bos_token_id, loaded.eos_token_id, loaded.pad_token_id) == (69, 70, 68)
+
+
+def test_an_export_makes_its_parents_and_takes_the_users_umask(tmp_path):
+    import os
+    import stat
+
+    model = _model(LAYOUTS["gpt2"][0])
+    old = os.umask(0o022)
+    try:
+        out = export_hf(model, model.cfg, tmp_path / "exports" / "nested" / "x", char_vocab=[chr(32 + i) for i in range(71)])
+    finally:
+        os.umask(old)
+    assert out.is_dir()  # its parents were made, as `normlab train --out a/b` makes them
+    assert stat.S_IMODE(out.stat().st_mode) == 0o755  # not mkdtemp's 0700: a server as another user reads it
+    assert {stat.S_IMODE(p.stat().st_mode) for p in out.iterdir()} == {0o644}
+    assert (out / "model.safetensors").is_file()

@@ -90,14 +90,14 @@ def export_hf(model: nn.Module, cfg: ModelConfig, out: str | Path, tokenizer_fro
         tensors["lm_head.weight"] = state["lm_head.weight"].contiguous()
     elif not tied:
         raise ValueError("an encoder whose head is not tied to its embedding has no place in the BERT layout")
-    if not out.parent.is_dir():
-        raise ValueError(f"{str(out.parent)!r} does not exist: export makes the directory {out.name!r}, not its parents")
+    out.parent.mkdir(parents=True, exist_ok=True)  # as `normlab train --out a/b` does
     tmp = Path(tempfile.mkdtemp(prefix=".normlab-export-", dir=out.parent))
     try:
         _tokenizer(tmp, tokenizer_from, char_vocab, mask_token)
         # the tokenizer's special tokens, not the config class's defaults: those name characters here
         layout.hf_config(cfg, tied, **special_token_ids(tmp)).save_pretrained(tmp)
         save_file(tensors, tmp / "model.safetensors", metadata={"format": "pt"})
+        with_umask(tmp)
         if out.exists():
             out.rmdir()
         os.replace(tmp, out)
@@ -105,6 +105,16 @@ def export_hf(model: nn.Module, cfg: ModelConfig, out: str | Path, tokenizer_fro
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def with_umask(directory: Path) -> None:
+    """Give the export the user's umask, as a run directory has: `mkdtemp` makes its directory private (0700), so a
+    server running as another user could not read the model."""
+    mask = os.umask(0)
+    os.umask(mask)
+    directory.chmod(0o777 & ~mask)
+    for path in directory.rglob("*"):
+        path.chmod((0o777 if path.is_dir() else 0o666) & ~mask)
 
 
 SPECIAL_TOKENS = ("bos", "eos", "pad")
