@@ -10,10 +10,10 @@ the study can train). A ratio of run_cost units is a ratio of compute on one mac
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from normlab.jsonsafe import write_json
 from normlab.study.claims import CLAIMS
 from normlab.study.jobs import run_cost
 from normlab.study.spec import load_study
@@ -43,10 +43,7 @@ def main(argv: list[str] | None = None) -> int:
            "every_round_before_the_plan": before,
            "every_round_over_before": now["run_cost"] / before["run_cost"],
            "what": "run_cost units (study/jobs.py), not a measured time"}
-    text = json.dumps(out, indent=2) + "\n"
-    if args.out:
-        args.out.write_text(text, "utf-8")
-    print(text)
+    print(write_json(out, args.out))
     return 0
 
 

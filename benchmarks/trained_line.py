@@ -14,7 +14,6 @@ Diverged runs have no final loss and are counted apart.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections import Counter
@@ -22,7 +21,8 @@ from pathlib import Path
 
 from normlab.data.corpus import TRAINED_SHARE, trained_line
 from normlab.study.ledger import Ledger
-from normlab.study.trained import _lines, corpus_key
+from normlab.jsonsafe import write_json
+from normlab.study.trained import corpus_ends, corpus_key
 
 NEAR = 0.05  # nats: "near the line"
 BIN = 0.05
@@ -33,7 +33,7 @@ def losses(study: Path) -> tuple[list[float], dict[str, int], tuple[float, float
     """(final val losses of the runs at their budget, counts of the others, (unigram, bigram) of their corpus)."""
     records = Ledger(study).records()
     key, _ = Counter(corpus_key(r.config) for r in records).most_common(1)[0]  # the study's own corpus
-    ends = _lines(key, records[0].config["model"]["block_size"])
+    ends = corpus_ends(key, records[0].config["model"]["block_size"])
     out, other = [], Counter()
     for r in records:
         if corpus_key(r.config) != key:
@@ -93,10 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         print("no run reached its budget", file=sys.stderr)
         return 2
     result = {"studies": [str(s) for s in args.studies], **summary(values, *ends), "left_out": dict(other)}
-    text = json.dumps(result, indent=2) + "\n"
-    if args.out:
-        args.out.write_text(text, "utf-8")
-    print(text)
+    print(write_json(result, args.out))
     return 0
 
 

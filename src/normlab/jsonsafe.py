@@ -1,7 +1,9 @@
 """JSON has no NaN or infinity: a diverged loss is written as null, not lost and not invalid JSON."""
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 
@@ -16,3 +18,12 @@ def json_safe(value: Any) -> Any:
     if hasattr(value, "item") and callable(value.item) and not isinstance(value, (str, bytes)):
         return json_safe(value.item())
     return value
+
+
+def write_json(data: Any, path: str | Path | None = None) -> str:
+    """`data` as indented JSON text (JSON-safe, one trailing newline), written to `path` where given: what a
+    benchmark prints and commits under benchmarks/results/."""
+    text = json.dumps(json_safe(data), indent=2) + "\n"
+    if path is not None:
+        Path(path).write_text(text, "utf-8")
+    return text

@@ -41,11 +41,6 @@ def design_beside(spec: StudySpec, verdicts: list) -> None:
             v.design["replicated"] = same_everywhere(v.to_dict(), seen)
 
 
-def replicated(verdicts: list) -> int:
-    """How many verdicts replicate (`report.outcome.replicated`, the one definition)."""
-    return sum(1 for v in verdicts if same_everywhere(_row(v)))
-
-
 def outcome_counts(verdicts: list) -> dict[str, int]:
     """How many verdicts of each total (`report.outcome.outcome_counts`), as verdicts.json counts them."""
     return count_outcomes([_row(v) for v in verdicts])

@@ -21,7 +21,8 @@ def corpus_key(config: RunConfig | dict[str, Any]) -> str:
 
 
 @functools.lru_cache(maxsize=32)
-def _lines(key: str, block_size: int) -> tuple[float, float]:
+def corpus_ends(key: str, block_size: int) -> tuple[float, float]:
+    """The unigram and bigram cross-entropies of the corpus a `corpus_key` names, read once per process."""
     data = json.loads(key)
     corpus = load_corpus(data.get("path"), data.get("tokenizer", "char"), block_size, data.get("vocab_from"),
                          data.get("tokenizer_dir"))
@@ -31,7 +32,7 @@ def _lines(key: str, block_size: int) -> tuple[float, float]:
 def corpus_lines(config: RunConfig) -> tuple[float, float]:
     """A run's corpus's unigram and bigram cross-entropies (nats/token), read once per corpus per process: the two
     ends of the line a run must end below to have trained (`data.corpus.trained_line`)."""
-    return _lines(corpus_key(config), config.model.block_size)
+    return corpus_ends(corpus_key(config), config.model.block_size)
 
 
 def judge_trained(records: list, lines: dict[str, list]) -> list:
@@ -44,7 +45,7 @@ def judge_trained(records: list, lines: dict[str, list]) -> list:
         ends = lines.get(corpus_key(r.config))
         if ends is None:
             try:
-                ends = lines[corpus_key(r.config)] = list(_lines(corpus_key(r.config),
+                ends = lines[corpus_key(r.config)] = list(corpus_ends(corpus_key(r.config),
                                                                      r.config["model"]["block_size"]))
             except Exception:  # the corpus moved away: this run keeps its own judgement
                 out.append(r)
