@@ -250,6 +250,10 @@ def config_hash(data: dict[str, Any]) -> str:
         section, key = dotted.split(".")
         if data.get(section, {}).get(key) == value:
             del data[section][key]
+    for dotted, (old, meaning) in HASH_MEANING_CHANGED.items():
+        section, key = dotted.split(".")
+        if data.get(section, {}).get(key) == old:
+            data[section][key] = meaning
     blob = json.dumps(data, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:12]
 
@@ -258,8 +262,14 @@ def config_hash(data: dict[str, Any]) -> str:
 HASH_NEUTRAL = {"model.arch": "decoder", "train.activation_checkpointing": False, "diagnostics.layer_skip_most": 100,
                 "model.positions": "learned", "model.rope_theta": 10000.0, "model.rope_fraction": 1.0, "model.qk_norm": "none",
                 "model.gelu_approximate": "none", "model.head_transform": False, "model.head_bias": False,
-                "train.init_from_match": "exact", "train.plateau_stop": 0.0, "model.learned_embed_scale": False,
+                "train.init_from_match": "exact", "train.plateau_stop": 0.0, "model.learned_embed_scale": False, "model.embed_scale_positions": False,
                 "diagnostics.end_of_run_budget": 0.25, "diagnostics.layer_skip_budgeted": True}
+
+
+# values whose meaning changed after runs were hashed with them: hashed as the new meaning, so a ledger or run
+# directory made under the old one never answers for a run of the new (2026-11-28: `gpt2`'s σ scales with the
+# width; the old weights are `gpt2-fixed-std`, hashed under that name)
+HASH_MEANING_CHANGED = {"model.init": ("gpt2", "gpt2 (sigma*sqrt(d) kept from width 768)")}
 
 
 class ConfigError(ValueError):

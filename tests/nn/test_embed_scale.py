@@ -32,6 +32,21 @@ def test_starts_at_sqrt_d_and_multiplies_the_token_embedding():
     torch.testing.assert_close(seen[0], model.wte.weight[tokens] * 2.5)
 
 
+def test_with_positions_it_multiplies_token_and_position_embeddings_together():
+    """Derf's patch (model_derf.patch L127): (wte + wpe)·s; refused without a position table."""
+    model = build_model({**TINY, "positions": "learned", "norm": "derf", "learned_embed_scale": True,
+                         "embed_scale_positions": True})
+    tokens = torch.tensor([[1, 2, 3, 4]])
+    seen = []
+    handle = model.blocks[0].attn.in_norm.register_forward_pre_hook(lambda m, args: seen.append(args[0]))
+    with torch.no_grad():
+        model(tokens)
+    handle.remove()
+    torch.testing.assert_close(seen[0], (model.wte.weight[tokens] + model.wpe.weight[:4]) * 4.0)
+    with pytest.raises(ValueError, match="positions = 'rope' has none"):
+        ModelConfig(**{**TINY, "learned_embed_scale": True, "embed_scale_positions": True})
+
+
 @pytest.mark.parametrize("norm", ["dyt", "derf", "layernorm"])
 def test_the_scalar_gets_a_gradient_and_moves(norm):
     """On a tiny model, three AdamW steps: the scalar's gradient is non-zero and its value leaves √d."""

@@ -23,17 +23,46 @@ def projections(model, roles):
     return torch.cat([w.detach().flatten() for role, w in model.projections() if role in roles])
 
 
-def test_gpt2_is_normal_with_residual_scaling_and_fixes_it():
-    """GPT-2 §2.3: N(0, 0.02), residual outputs ÷ √(2L): the same weights as the base `normal` init with
-    scaling on, whatever init_residual_scaling says (the recipe fixes it)."""
-    a, b = build("gpt2", init_residual_scaling=False), build("normal", init_residual_scaling=True)
+def test_gpt2_fixed_std_is_normal_with_residual_scaling_and_fixes_it():
+    """GPT-2 §2.3 with the constant as a number: N(0, 0.02), residual outputs ÷ √(2L): the same weights as the
+    base `normal` init with scaling on, whatever init_residual_scaling says (the recipe fixes it)."""
+    a, b = build("gpt2-fixed-std", init_residual_scaling=False), build("normal", init_residual_scaling=True)
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
     assert projections(a, RESIDUAL_OUTPUTS).std().item() == pytest.approx(0.02 / math.sqrt(2 * L), rel=0.1)
     assert projections(a, ("q", "k", "v", "ffn_in")).std().item() == pytest.approx(0.02, rel=0.05)
     assert a.embed_scale == 1.0 and a.wte.weight.std().item() == pytest.approx(0.02, rel=0.05)
-    assert a.init_record["recipe"] == "gpt2" and "GPT-2" in a.init_record["paper"]
-    assert a.init_record["residual_outputs"] == ("normal(0, 0.005) = 0.02/sqrt(2*n_layer) (gpt2: always scaled; "
-                                                 "init_residual_scaling does not apply)")  # 0.02/√16, a literal
+    assert a.init_record["recipe"] == "gpt2-fixed-std" and "GPT-2" in a.init_record["paper"]
+    assert a.init_record["residual_outputs"] == ("normal(0, 0.005) = 0.02/sqrt(2*n_layer) (gpt2-fixed-std: always "
+                                                 "scaled; init_residual_scaling does not apply)")  # 0.02/√16
+
+
+@pytest.mark.parametrize("recipe, width, scaled", [("gpt2", 768, True), ("llama", 4096, False)])
+def test_a_width_keeping_recipe_draws_its_papers_sigma_sqrt_d_at_our_width(recipe, width, scaled):
+    """σ = init_std·√(paper width / d): 0.02 at GPT-2's 768 is 0.069 at 64, 0.02 at LLaMA-7B's 4096 is 0.16; so
+    σ·√d, a linear's output RMS per unit input RMS, is the paper's. The old weights, σ = 0.02, are
+    `gpt2-fixed-std`; `gpt2` keeps residual scaling, `llama` has none."""
+    sigma = 0.02 * math.sqrt(width / D)
+    m = build(recipe)
+    assert projections(m, ("q", "k", "v", "ffn_in")).std().item() == pytest.approx(sigma, rel=0.05)
+    residual = sigma / math.sqrt(2 * L) if scaled else sigma
+    assert projections(m, RESIDUAL_OUTPUTS).std().item() == pytest.approx(residual, rel=0.1)
+    assert m.wte.weight.std().item() == pytest.approx(sigma, rel=0.05)
+    assert m.init_record["std"] == f"{sigma:g} = 0.02*sqrt({width}/{D})"
+    assert "σ·√d" in m.init_record["keeps"]
+    # at the paper's width the recipe is the paper's number
+    wide = normlab.build_model(dict(vocab_size=65, block_size=16, n_layer=1, n_head=4, d_model=width, init=recipe))
+    assert wide.init_record["std"].startswith("0.02 ")
+
+
+def test_gpt2_is_not_the_old_run_under_its_old_id():
+    """`gpt2` moved meaning (2026-11-28): its config hashes apart from before, so a ledger or run directory made
+    under the old meaning never answers for it; `gpt2-fixed-std` is the old weights under their own name."""
+    from normlab.config import RunConfig, config_hash
+    new = RunConfig.model_validate({"model": {"init": "gpt2"}})
+    raw = new.to_dict()
+    old_id = config_hash({**raw, "model": {**raw["model"], "init": "gpt2 (old)"}})
+    assert new.hash() != old_id and new.hash() != RunConfig.model_validate(
+        {"model": {"init": "gpt2-fixed-std"}}).hash()
 
 
 def test_xiong_is_fairseqs_transformer_init():
@@ -62,7 +91,7 @@ def test_xiong_scales_the_token_embedding_in_the_forward_pass():
     assert (math.sqrt(D) * m.wte.weight[idx]).pow(2).mean().sqrt().item() == pytest.approx(1.0, rel=0.1)
 
 
-@pytest.mark.parametrize("init", ["gpt2", "xiong"])
+@pytest.mark.parametrize("init", ["gpt2", "gpt2-fixed-std", "llama", "xiong"])
 def test_deepnorm_keeps_its_beta_under_every_recipe(init):
     m = build(init, scheme="deepnorm")
     assert "scheme_override" in m.init_record
@@ -117,8 +146,9 @@ def test_a_stack_scales_the_token_embedding_as_each_member_alone():
 
 
 def test_every_recipe_names_its_paper():
-    assert set(INIT_RECIPES) == {"gpt2", "xiong"}
-    assert all("§" in r.text for r in INIT_RECIPES.values())
+    assert set(INIT_RECIPES) == {"gpt2", "gpt2-fixed-std", "llama", "xiong"}
+    assert all("§" in r.text or "foundation-model-stack" in r.text for r in INIT_RECIPES.values())
+    assert all(r.keeps for r in INIT_RECIPES.values())  # each says what it keeps when the width changes
 
 
 def test_arms_sharing_a_seed_share_their_init_and_differ_only_where_the_scheme_does():

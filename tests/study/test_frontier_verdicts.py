@@ -136,19 +136,27 @@ def part_verdicts(v: Verdict) -> list[str]:
 # F1 — nGPT reaches Pre-LN's final loss in ≥ 4× fewer steps (value: the geometric mean over seeds of the factor)
 # =========================================================================================
 F1_BUDGETS = CLAIMS.get("F1")().budgets(P)
-QUARTER = round(FULL / 4)
+F1_HORIZONS = CLAIMS.get("F1")().horizons(P)
+LONGEST = F1_HORIZONS[-1]
+QUARTER = round(LONGEST / 4)
 K = 0.1  # nats per e-fold of steps: nGPT's loss falls as t − K·ln(steps / the steps it needs for t)
 
 
 def test_f1_budgets_follow_the_preset():
-    assert F1_BUDGETS == [75, 150, 300] and QUARTER in F1_BUDGETS
+    """Pre-LN at the base budget and twice it; nGPT at each one's quarter, half and whole."""
+    assert F1_HORIZONS == [FULL, 2 * FULL] and F1_BUDGETS == [75, 150, 300, 600] and QUARTER in F1_BUDGETS
 
 
-def _f1(targets: list[Any], factors: list[float], at: dict[int, list[Any]] | None = None) -> list[RunRecord]:
-    """Pre-LN at the full budget ending at `targets`; nGPT at each budget on the exact line
-    loss(b) = t_s − K·ln(b·F_s / FULL), which reaches t_s at FULL / F_s steps (so its fitted factor is F_s);
-    `at`: another loss list for a budget (a failed or diverged nGPT)."""
-    out = arm_runs("F1", run("F1", scheme="pre"), targets)
+def _f1(targets: list[Any], factors: list[float], at: dict[int, list[Any]] | None = None,
+        growth: float = 1.0) -> list[RunRecord]:
+    """Pre-LN at each horizon H ending where nGPT's line reaches it at H / F_s (its factor F_s at H, times
+    `growth` at the longest); nGPT at each budget on the exact line loss(b) = t_s − K·ln(b·F_s / FULL), which
+    reaches t_s at FULL / F_s steps; `at`: another loss list for a budget (a failed or diverged nGPT)."""
+    out = []
+    for h in F1_HORIZONS:
+        g = growth if h == LONGEST else 1.0
+        pre = [t if t in (STUCK, None) else t - K * math.log(h / (g * FULL)) for t in targets]
+        out += arm_runs("F1", run("F1", scheme="pre", steps=h), pre)
     for b in F1_BUDGETS:
         losses = (at or {}).get(b) or [t - K * math.log(b * f / FULL) for t, f in zip(targets, factors)]
         out += arm_runs("F1", run("F1", scheme="ngpt", steps=b), losses)
@@ -211,6 +219,20 @@ def f1_ngpt_diverges_at_every_budget():
     return Case(_f1(five(2.0), F1_HOLDS, at={b: [None] * 5 for b in F1_BUDGETS}), check=check)
 
 
+def test_f1_below_the_papers_budget_is_scoped_not_refuted():
+    """The authors expect the 4× at ≈ 200k steps and a smaller factor in shorter runs (NVIDIA/ngpt README.md
+    L57): a factor under 4 here is inconclusive, not at the paper's scale, with the factor at each budget and its
+    trend (paired by seed) in the verdict; a factor that reaches 4 already holds."""
+    from normlab.report.outcome import OFF_SCALE
+    claim = CLAIMS.get("F1")()
+    v = claim.judge(_f1(five(2.0), F1_FAILS, growth=1.5), None, P)
+    assert v.verdict == INCONCLUSIVE and v.why == OFF_SCALE and "not at the paper's budget" in v.summary
+    by = {int(h): f for h, f in v.details["factors_by_budget"].items()}
+    assert {int(s): f for s, f in by[FULL].items()} == {s: approx(f) for s, f in zip(SEEDS, F1_FAILS)}
+    assert v.details["trend"]["ratio"] == approx(1.5) and v.details["trend"]["from"] == FULL
+    assert claim.judge(_f1(five(2.0), F1_HOLDS), None, P).verdict == HOLDS
+
+
 @scenario("F1", INCONCLUSIVE, None)
 def f1_pre_ln_never_trains():
     # no Pre-LN loss to reach: neither part can decide
@@ -225,10 +247,11 @@ F2_LONG = CLAIMS.get("F2").knobs(P).long_steps
 
 
 def _f2(dyt_short, ln_short, dyt_long, ln_long) -> list[RunRecord]:
+    """DyT against RMSNorm, the norm it replaces in DyT's LLaMA code (`ln_*`: RMSNorm's losses)."""
     return (arm_runs("F2", run("F2", norm="dyt", steps=FULL), dyt_short)
-            + arm_runs("F2", run("F2", norm="layernorm", steps=FULL), ln_short)
+            + arm_runs("F2", run("F2", norm="rmsnorm", steps=FULL), ln_short)
             + arm_runs("F2", run("F2", norm="dyt", steps=F2_LONG), dyt_long)
-            + arm_runs("F2", run("F2", norm="layernorm", steps=F2_LONG), ln_long))
+            + arm_runs("F2", run("F2", norm="rmsnorm", steps=F2_LONG), ln_long))
 
 
 def _built(cid: str, **want: Any):
@@ -239,14 +262,31 @@ def _built(cid: str, **want: Any):
 
 def test_dyt_and_derf_arms_train_as_their_language_model_code():
     """DyT and Derf: the learnable embedding scalar from √d (their `shared_scale`), DyT's α0 from its width table
-    (1.0 / 1.0 at the preset's width 64, the table's narrowest row), Derf's α0 = 1.0; LayerNorm without the scalar."""
+    (1.0 / 1.0 at the preset's width 64, the table's narrowest row), Derf's α0 = 1.0; the baselines without the
+    scalar. F2 as DyT's LLaMA trainer: the `llama` init (σ·√d of 0.02 at 4096, no ÷ √(2L)), an untied head,
+    RMSNorm as the baseline. F3 as Derf's nanoGPT patch: GPT-2's init at 768, GELU, learned positions scaled with
+    the tokens, Derf's β, no other biases."""
     d = P.base["model.d_model"]
     for cid, want in (("F2", {"norm": "dyt", "steps": FULL}), ("F3", {"norm": "dyt"}), ("F3", {"norm": "derf"})):
         m = _built(cid, **want)
         assert isinstance(m.embed_scale, torch.nn.Parameter) and m.embed_scale.item() == pytest.approx(math.sqrt(d))
         alphas = {n: p.item() for n, p in m.named_parameters() if n.endswith(".alpha") or n == "final_norm.alpha"}
         assert alphas and set(alphas.values()) == {1.0}, alphas
-    assert _built("F2", norm="layernorm", steps=FULL).embed_scale == 1.0
+    for want in ({"norm": "dyt", "steps": FULL}, {"norm": "rmsnorm", "steps": FULL}):
+        m = _built("F2", **want)
+        assert m.cfg.init == "llama" and not m.cfg.tie_weights and m.lm_head.weight is not m.wte.weight
+        assert m.init_record["residual_outputs"].startswith("as linear")  # no ÷ √(2L)
+    assert _built("F2", norm="rmsnorm", steps=FULL).embed_scale == 1.0
+    derf, ln = _built("F3", norm="derf"), _built("F3", norm="layernorm")
+    for m in (derf, ln):
+        assert (m.cfg.init, m.cfg.mlp, m.cfg.positions, m.cfg.bias) == ("gpt2", "gelu", "learned", False)
+    assert derf.cfg.embed_scale_positions and derf.cfg.norm_bias and not ln.cfg.resolved_norm_bias()
+    assert ln.embed_scale == 1.0
+
+
+def test_ngpts_baseline_is_its_codes_untied_rmsnorm_pre_ln():
+    m = _built("F1", scheme="pre", steps=FULL)
+    assert (m.cfg.scheme, m.cfg.norm, m.cfg.tie_weights) == ("pre", "rmsnorm", False)
 
 
 SMALL = [0.003, -0.002, 0.004, -0.001, 0.001]  # a paired difference well inside ±margin
@@ -381,7 +421,7 @@ def f4_post_diverges_in_two_seeds_and_ties_elsewhere():
 
 
 # -- F6: HybridNorm and OLMo 2's reordered norm beat Pre-LN, each under its own code's init -------------
-PAPER_INIT, SCALED_INIT = "normal", "gpt2"  # N(0, 0.02) without residual scaling (LNS's and OLMo 2's); GPT-2's
+PAPER_INIT, SCALED_INIT = "llama", "gpt2"  # N(0, 0.02) at 4096 without residual scaling (LNS's, OLMo 2's); GPT-2's
 
 
 def _f6(pre, hybrid, reordered, pre_olmo=None):
@@ -395,8 +435,7 @@ def _f6(pre, hybrid, reordered, pre_olmo=None):
 
 def test_f6_olmo2_arm_is_trained_under_olmo2s_init():
     cfg = _config(json.dumps({INIT_KEY: "gpt2", **run("F6", scheme="reordered")}, sort_keys=True), 0)
-    assert (cfg["model"]["init"], cfg["model"]["init_residual_scaling"], cfg["model"]["qk_norm"]) == \
-        ("normal", False, "full_width")
+    assert (cfg["model"]["init"], cfg["model"]["qk_norm"]) == ("llama", "full_width")
     assert run("F6", scheme="pre", init=PAPER_INIT) == run("F5", scheme="pre", init=PAPER_INIT)  # shared runs
 
 
@@ -454,8 +493,7 @@ def test_f5_inits_are_the_papers_and_gpt2s():
                                sort_keys=True), 0)["model"]
     scaled = _config(json.dumps({INIT_KEY: "gpt2", **run("F5", scheme="lns", init=SCALED_INIT)},
                                 sort_keys=True), 0)["model"]
-    assert (paper["init"], paper["init_residual_scaling"]) == ("normal", False)
-    assert (scaled["init"], scaled["init_residual_scaling"]) == ("gpt2", True)
+    assert paper["init"] == "llama" and scaled["init"] == "gpt2"  # the recipes fix the residual scaling
 
 
 def _scaled(verdict, gap):
@@ -629,13 +667,15 @@ def _f8_parts(*want):
 
 @scenario("F8", HOLDS, K4)
 def f8_keel_trains_at_higher_lrs_than_both():
-    # Keel up to K4, Pre-LN up to K3, Post-LN up to K2: at K3 Post-LN fails in every seed where Keel trains (5–0,
-    # p = 1/32), at K4 Pre-LN does
+    # Keel up to K4, Pre-LN up to K3, Post-LN up to K2: pooled over the grid, Post-LN alone fails in 10 (lr, seed)
+    # pairs (K3 and K4), Pre-LN alone in 5 (K4), Keel alone in none; the p is the tail of Keel's side
     def check(v):
         assert part_verdicts(v) == [HOLDS, HOLDS]
         assert v.details["highest_lr"] == {"Keel": K4, "Post-LN": K2, "Pre-LN": K3}
-        assert v.details["limits_split"]["Post-LN"]["lr"] == K3 and v.details["limits_split"]["Pre-LN"]["lr"] == K4
-        assert v.details["limits_split"]["Post-LN"]["only_b_failed"] == 5
+        post, pre = v.details["limits_split"]["Post-LN"], v.details["limits_split"]["Pre-LN"]
+        assert (post["only_a_failed"], post["only_b_failed"], pre["only_b_failed"]) == (0, 10, 5)
+        assert post["p_one_sided"] == approx(1 / 1024) and pre["p_one_sided"] == approx(1 / 32)
+        assert "p = 0.000977" in v.parts[0]["summary"]
         assert v.n_seeds == 5 and v.settings["n_layer"] == DEPTH and v.settings["warmup_steps"] == P.warmup
     return Case(_f8(up_to(4), up_to(2), up_to(3)) + noise("F8"), check=check)
 
@@ -650,7 +690,7 @@ def f8_keel_trains_at_a_lower_lr_than_pre_ln():
     # Keel and Post-LN stop at K1 (the same limit below the top), Pre-LN trains up to K3: at K2 Keel alone fails
     def check(v):
         assert part_verdicts(v) == [FAILS, FAILS]
-        assert v.details["limits_split"]["Pre-LN"]["only_a_failed"] == 5
+        assert v.details["limits_split"]["Pre-LN"]["only_a_failed"] == 10  # K2 and K3, pooled
         assert "the paper measured 64 layers" in v.summary
     return Case(_f8(up_to(1), up_to(1), up_to(3)), check=check)
 
@@ -670,6 +710,25 @@ def f8_limits_differ_but_the_seeds_do_not_back_them():
         assert v.details["highest_lr"] == {"Keel": K3, "Post-LN": K2, "Pre-LN": K2}
         assert all("more seeds would decide" in p["summary"] for p in v.parts)
     return Case(_f8(keel, [OK, OK, TWO_FAILED, DIV, DIV], [OK, OK, DIV, DIV, DIV]), check=check)
+
+
+@scenario("F8", INCONCLUSIVE, K3)
+def f8_same_limit_as_pre_ln_is_finer_than_the_grid():
+    # Keel and Pre-LN both stop at K3 (below the top): the paper's gap, 1.01e-2 / 7.65e-3 = 1.3×, is finer than the
+    # grid's ~3× steps, so the same limit cannot say "no higher": inconclusive, not a refutation
+    def check(v):
+        assert part_verdicts(v) == [HOLDS, INCONCLUSIVE]
+        assert "finer than the grid" in v.parts[1]["summary"]
+        assert v.details["limits_split"]["Pre-LN"]["finer_than_grid"]
+    return Case(_f8(up_to(3), up_to(1), up_to(3)), check=check)
+
+
+def test_f8_inconclusive_only_by_the_grids_resolution_is_off_scale():
+    from normlab.report.outcome import OFF_SCALE
+    v = CLAIMS.get("F8")().judge(_f8(up_to(3), up_to(1), up_to(3)), None, P)
+    assert v.verdict == INCONCLUSIVE and v.why == OFF_SCALE
+    v = CLAIMS.get("F8")().judge(_f8(up_to(5), up_to(5), up_to(5)), None, P)  # a higher lr would decide: not
+    assert v.verdict == INCONCLUSIVE and v.why == ""
 
 
 @scenario("F8", INCONCLUSIVE, K5)

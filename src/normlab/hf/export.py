@@ -72,6 +72,8 @@ def hf_state(model: nn.Module, cfg: ModelConfig, layout: Adapter) -> tuple[dict[
         if tied:
             state["lm_head.weight"], tied = state["wte.weight"].clone(), False
         state["wte.weight"] = state["wte.weight"] * scale
+        if cfg.embed_scale_positions and "wpe.weight" in state:  # Derf's (wte + wpe)·s: the positions too
+            state["wpe.weight"] = state["wpe.weight"] * scale * theirs
     return state, tied
 
 

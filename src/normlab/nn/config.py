@@ -56,6 +56,10 @@ class ModelConfig(BaseModel):
     Derf's language-model code (jiachenzhu/DyT other_tasks/LLaMA/fms_fsdp/models/llama.py and
     zlab-princeton/Derf "language model/model_derf.patch", both `shared_scale`); DyT's paper says LLaMA training
     "struggles to progress" without it. Refused with `embed_scale` set, which fixes the factor."""
+    embed_scale_positions: bool = False
+    """The embedding factor multiplies token and position embeddings together, (wte + wpe)·s, as Derf's patch
+    does (zlab-princeton/Derf "language model/model_derf.patch" L127); off: the token embedding alone (DyT's code,
+    Gemma). Needs learned positions."""
     qk_norm: Literal["none", "per_head", "full_width"] = "none"
     """QK-norm (Dehghani et al. 2023, arXiv 2302.05442) with the model's normalizer: q and k normalized per
     head (Qwen3, Gemma-3) or over their full width (OLMo-2), before the rotation."""
@@ -101,17 +105,21 @@ class ModelConfig(BaseModel):
     tie_weights: bool = True
     """Share the token embedding with the output head."""
 
-    init: Literal["normal", "xavier", "gpt2", "xiong"] = "normal"
+    init: Literal["normal", "xavier", "gpt2", "gpt2-fixed-std", "llama", "xiong"] = "normal"
     """Init of the weights. Base inits: `normal` (linears N(0, init_std)) and `xavier` (Xavier-normal linears,
     gain 1); both keep embeddings and an untied head N(0, init_std), token embeddings unscaled, and residual
-    scaling per `init_residual_scaling`. Named recipes, each as its paper set it (`normlab.nn.init.INIT_RECIPES`):
-    `gpt2` (Radford et al. 2019 §2.3: every linear and embedding N(0, init_std), residual outputs ÷ √(2L);
-    the same weights as `normal` with scaling on) and `xiong` (Xiong et al. 2020, the fairseq Transformer:
-    Xavier-normal linears, no residual scaling, token and position embeddings and an untied head N(0, σ = d^-½),
-    the token embedding multiplied by √d in the forward pass). A scheme may still replace the block projections'
-    init (DeepNorm's β, Sub-LN's γ). run.json's "init" names what was used."""
+    scaling per `init_residual_scaling`. Named recipes, each as its paper set it and each keeping its paper's
+    regime when the width changes (`normlab.nn.init.INIT_RECIPES`, `benchmarks/init_regime.py`): `gpt2` (Radford
+    et al. 2019 §2.3: every linear and embedding N(0, σ), residual outputs ÷ √(2L), σ = init_std at GPT-2's width
+    768 scaled as σ·√d, so 0.069 at width 64), `gpt2-fixed-std` (the same with σ = init_std at every width: the
+    constant carried as a number), `llama` (N(0, σ) everywhere, no residual scaling, σ = init_std at LLaMA-7B's
+    width 4096 scaled as σ·√d: DyT's and OLMo 2's codes) and `xiong` (Xiong et al. 2020, the fairseq
+    Transformer: Xavier-normal linears, no residual scaling, token and position embeddings and an untied head
+    N(0, σ = d^-½), the token embedding multiplied by √d in the forward pass). A scheme may still replace the
+    block projections' init (DeepNorm's β, Sub-LN's γ). run.json's "init" names what was used and what it keeps."""
     init_std: float = Field(default=0.02, gt=0)
-    """σ of the normal init: linears under `normal`/`gpt2`, embeddings and an untied head under all but `xiong`."""
+    """σ of the normal init: linears under `normal`/`gpt2*`/`llama`, embeddings and an untied head under all but
+    `xiong`. Under `gpt2` and `llama` it is the σ at the recipe's paper width, scaled as σ·√d to the model's."""
     init_residual_scaling: bool = True
     """GPT-2: scale each residual output projection's init by 1/sqrt(2·n_layer) (`normal` only; Xavier ignores
     it). Read by the base inits only: a recipe fixes it (gpt2: always on, xiong: off), and the init record
@@ -163,6 +171,9 @@ class ModelConfig(BaseModel):
             raise ValueError(f"normalizer {self.norm!r} has no bias; set norm_bias = false")
         if self.norm_bias and not self.norm_affine:
             raise ValueError("norm_bias = true needs norm_affine = true")
+        if self.embed_scale_positions and self.positions != "learned":
+            raise ValueError(f"embed_scale_positions = true scales the learned position table with the tokens; "
+                             f"positions = {self.positions!r} has none: set positions = 'learned' or turn it off")
         if self.learned_embed_scale and self.embed_scale is not None:
             raise ValueError(f"learned_embed_scale = true learns the token embedding's factor (init √d_model); "
                              f"embed_scale = {self.embed_scale:g} fixes it: set one of them")
@@ -173,7 +184,7 @@ class ModelConfig(BaseModel):
         into the single-stack model only (its cross-attention and head know none of them)."""
         plain = {"positions": "learned", "head_transform": False, "head_bias": False, "logit_softcap": None,
                  "attn_softcap": None, "attn_scale": None, "qk_norm": "none", "n_kv_head": None, "d_head": None,
-                 "embed_scale": None, "learned_embed_scale": False}
+                 "embed_scale": None, "learned_embed_scale": False, "embed_scale_positions": False}
         for key, value in plain.items():
             if getattr(self, key) != value:
                 raise ValueError(f"{key} = {getattr(self, key)!r} is for decoder and encoder models; an "
@@ -192,7 +203,7 @@ class ModelConfig(BaseModel):
         learned positions and a plain projection only."""
         return (self.positions == "learned" and not self.head_transform and not self.head_bias
                 and self.logit_softcap is None and self.embed_scale is None and not self.learned_embed_scale
-                and SCHEMES.get(self.scheme).stackable)
+                and not self.embed_scale_positions and SCHEMES.get(self.scheme).stackable)
 
     def stacks(self) -> dict[str, "Stack"]:
         """The model's stacks ("encoder", "decoder") and what each scheme instance needs to know of them."""

@@ -18,32 +18,65 @@ RESIDUAL_OUTPUTS = ("out", "ffn_out")  # projections that write into the residua
 
 @dataclass(frozen=True)
 class InitRecipe:
-    """An init as a paper set it: the linears' base init, residual scaling, the embeddings' σ and forward scale."""
+    """An init as a paper set it: the linears' base init, residual scaling, the embeddings' σ and forward scale,
+    and what it keeps when the width changes.
 
-    linear: str  # "normal" (N(0, init_std)) or "xavier" (Xavier-normal, gain 1)
+    `paper_width`: the width at which `init_std` is the paper's σ. At width d a recipe that has one draws with
+    σ = init_std·√(paper_width/d), so σ·√d (a linear's output RMS per unit input RMS, and with the √d embedding
+    scalar the stream's RMS at init) is the paper's at every width; None: σ = init_std at every width."""
+
+    linear: str  # "normal" (N(0, σ)) or "xavier" (Xavier-normal, gain 1)
     residual_scaling: bool  # residual output projections ÷ √(2L)
-    embed_std: str  # σ of the embeddings and of an untied head: "init_std", or "d^-1/2"
+    embed_std: str  # σ of the embeddings and of an untied head: "init_std" (the recipe's σ), or "d^-1/2"
     embed_scale: str  # "1", or "sqrt(d)": the token embedding is multiplied by it in the forward pass
     text: str  # the recipe and its paper, in words
+    keeps: str  # what stays as the paper had it when the width changes
+    paper_width: int | None = None
 
+
+GPT2_WIDTH = 768  # GPT-2 small's n_embd (openai/gpt-2 src/model.py default_hparams; nanoGPT's GPTConfig)
+LLAMA_WIDTH = 4096  # LLaMA-7B's width: foundation-model-stack's 7B config (DyT's trainer), OLMo 2 7B's d_model
 
 INIT_RECIPES = {
     "gpt2": InitRecipe("normal", True, "init_std", "1",
-                       "N(0, 0.02) for every linear and embedding, residual output projections ÷ √(2L), unscaled "
-                       "embeddings (Radford et al. 2019, GPT-2, §2.3, and its released code)"),
+                       f"N(0, σ) for every linear and embedding with σ = init_std at GPT-2 small's width "
+                       f"{GPT2_WIDTH}, scaled as σ·√d to the model's, residual output projections ÷ √(2L), unscaled "
+                       "embeddings (Radford et al. 2019, GPT-2, §2.3, and its released code)",
+                       f"σ·√d = 0.02·√{GPT2_WIDTH} ≈ 0.55: a linear's output RMS per unit input RMS and the tied "
+                       "head's logit scale, as at GPT-2's width", paper_width=GPT2_WIDTH),
+    "gpt2-fixed-std": InitRecipe("normal", True, "init_std", "1",
+                                 "GPT-2's recipe with σ = init_std at every width (0.02 carried as a number: "
+                                 "normlab's `gpt2` before 2026-11-28)",
+                                 "σ itself: σ·√d shrinks with the width (0.16 at width 64, 0.55 at 768)"),
+    "llama": InitRecipe("normal", False, "init_std", "1",
+                        f"N(0, σ) for every linear and embedding with σ = init_std at LLaMA-7B's width "
+                        f"{LLAMA_WIDTH}, scaled as σ·√d to the model's, no residual scaling (foundation-model-"
+                        "stack's LLaMA, which DyT's trainer builds; OLMo 2's init_fn normal)",
+                        f"σ·√d = 0.02·√{LLAMA_WIDTH} = 1.28: a linear's output RMS per unit input RMS and, with "
+                        "DyT's √d embedding scalar, the stream's RMS at init", paper_width=LLAMA_WIDTH),
     "xiong": InitRecipe("xavier", False, "d^-1/2", "sqrt(d)",
                         "Xavier-normal linears, no residual scaling, token and position embeddings (and an untied "
                         "head) N(0, σ = d^-½) with the token embedding scaled by √d in the forward pass (Xiong et "
                         "al. 2020, arXiv 2002.04745: §4.1 for the analysis's Xavier init, §3.2 for the fairseq "
-                        "Transformer it trained)"),
+                        "Transformer it trained)",
+                        "everything, by construction: Xavier keeps a linear's output RMS at its input's, and "
+                        "d^-½·√d keeps the stream's RMS at 1, at every width"),
 }
+BASE_INIT_KEEPS = "σ itself (a base init, from no paper): σ·√d changes with the width"
 
 
 def recipe_of(cfg: ModelConfig) -> InitRecipe:
     """The config's init as a recipe: a named one, or the base init with the config's own residual scaling."""
     if cfg.init in INIT_RECIPES:
         return INIT_RECIPES[cfg.init]
-    return InitRecipe(cfg.init, cfg.init_residual_scaling, "init_std", "1", f"base init {cfg.init!r}")
+    return InitRecipe(cfg.init, cfg.init_residual_scaling, "init_std", "1", f"base init {cfg.init!r}", BASE_INIT_KEEPS)
+
+
+def recipe_std(cfg: ModelConfig) -> float:
+    """σ of the recipe's normal draws at the config's width: init_std, scaled as σ·√d from the recipe's paper
+    width where it has one (`gpt2`: 0.02 at 768 is 0.069 at 64)."""
+    width = recipe_of(cfg).paper_width
+    return cfg.init_std * math.sqrt(width / cfg.d_model) if width else cfg.init_std
 
 
 def embed_scale(cfg: ModelConfig) -> float:
@@ -57,8 +90,8 @@ def embed_scale(cfg: ModelConfig) -> float:
 
 
 def embedding_std(cfg: ModelConfig) -> float:
-    """σ of the token and position embeddings, and of an untied head: d^-½ under `xiong`, else init_std."""
-    return cfg.d_model ** -0.5 if recipe_of(cfg).embed_std == "d^-1/2" else cfg.init_std
+    """σ of the token and position embeddings, and of an untied head: d^-½ under `xiong`, else the recipe's σ."""
+    return cfg.d_model ** -0.5 if recipe_of(cfg).embed_std == "d^-1/2" else recipe_std(cfg)
 
 
 @torch.no_grad()
@@ -73,7 +106,8 @@ def init_weights(model: nn.Module, cfg: ModelConfig, scheme: Scheme,
     recipe = recipe_of(cfg)
     _init_tables(model, cfg)
     depth = cfg.n_layer + (cfg.resolved_n_dec_layer() if encoder_scheme is not None else 0)
-    residual_std = cfg.init_std / math.sqrt(2 * depth) if recipe.residual_scaling else cfg.init_std
+    std = recipe_std(cfg)
+    residual_std = std / math.sqrt(2 * depth) if recipe.residual_scaling else std
     stacks = [("decoder", scheme, list(model.projections()))]
     if encoder_scheme is not None:
         stacks.append(("encoder", encoder_scheme, list(model.encoder_projections())))
@@ -82,7 +116,7 @@ def init_weights(model: nn.Module, cfg: ModelConfig, scheme: Scheme,
             if recipe.linear == "xavier":
                 nn.init.xavier_normal_(w)
             else:
-                nn.init.normal_(w, 0.0, residual_std if role in RESIDUAL_OUTPUTS else cfg.init_std)
+                nn.init.normal_(w, 0.0, residual_std if role in RESIDUAL_OUTPUTS else std)
     record = _record(cfg, residual_std)
     _apply_scheme_gains(record, stacks, encoder_decoder=encoder_scheme is not None)
     if encoder_scheme is not None:
@@ -106,14 +140,16 @@ def _init_tables(model: nn.Module, cfg: ModelConfig) -> None:
 
 def _record(cfg: ModelConfig, residual_std: float) -> dict[str, object]:
     """What the recipe did, in words: run.json keeps it as "init"."""
-    std, recipe, emb_std = cfg.init_std, recipe_of(cfg), embedding_std(cfg)
+    std, recipe, emb_std = recipe_std(cfg), recipe_of(cfg), embedding_std(cfg)
     scaled = recipe.linear == "normal" and recipe.residual_scaling
     residual = f"normal(0, {residual_std:g}) = {std:g}/sqrt(2*n_layer)" if scaled else "as linear"
     if cfg.init in INIT_RECIPES:  # the recipe fixes the scaling; say that the config's flag was not read
         residual += (f" ({cfg.init}: {'always scaled' if recipe.residual_scaling else 'no residual scaling'}; "
                      "init_residual_scaling does not apply)")
     return {
-        "recipe": cfg.init, "paper": recipe.text,
+        "recipe": cfg.init, "paper": recipe.text, "keeps": recipe.keeps,
+        "std": (f"{std:g} = {cfg.init_std:g}*sqrt({recipe.paper_width}/{cfg.d_model})" if recipe.paper_width
+                else f"{std:g}"),
         "embeddings": f"normal(0, {emb_std:g})" + ("" if recipe.embed_std == "init_std" else " = d^-1/2"),
         "embed_scale": (f"learned, init {embed_scale(cfg):g} = sqrt(d)" if cfg.learned_embed_scale else
                         f"{embed_scale(cfg):g}" + (" = sqrt(d)" if recipe.embed_scale == "sqrt(d)" else "")),

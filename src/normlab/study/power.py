@@ -191,7 +191,7 @@ def explain(verdict: Verdict, alpha: float) -> None:
     at `alpha`, the level of its last look. Too few trained: nothing to test (no interval, no discordant seeds).
     No effect larger than the margin: a loss gap whose interval lies inside ±margin, or a failure split with no
     discordant seed among ≥ MIN_SEEDS. Otherwise an effect is seen but not past the level."""
-    if verdict.verdict != INCONCLUSIVE:
+    if verdict.verdict != INCONCLUSIVE or verdict.why:  # a claim that said its own kind (OFF_SCALE) keeps it
         return
     e = evidence(verdict)
     if e is None:

@@ -289,8 +289,19 @@ def phases(runs: list, workers: int, threads: int) -> list[tuple[list[str], int,
 
 def completion(spec: StudySpec, ledger: Ledger, ids: list[str]) -> Completion:
     done, total = ledger.progress(set(ids))
-    measured = {c for c in spec.claims if _measures(c)} <= ledger.measured()
+    measured = {c for c in spec.claims if _measures(c)} <= ledger.measured() - stale_measurements(spec, ledger)
     return Completion(done, total, measured, failed_runs(spec, ledger, ids))
+
+
+def stale_measurements(spec: StudySpec, ledger: Ledger) -> set[str]:
+    """Claims whose stored measurement carries another key than the claim gives now (`Claim.measure_key`)."""
+    stored = ledger.measurements()
+    out = set()
+    for claim_id in spec.claims:
+        key = CLAIMS.get(claim_id)().measure_key(spec.preset) if claim_id in stored else None
+        if key is not None and stored[claim_id].get("key") != key:
+            out.add(claim_id)
+    return out
 
 
 def _measures(claim_id: str) -> bool:
@@ -384,7 +395,7 @@ def measure_claims(spec: StudySpec, ledger: Ledger) -> None:
     steady_allocator()  # as `normlab bench`: freed memory stays warm, so no candidate pays another's page faults
     with open(ledger.dir / MEASURE_LOCK, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when the process dies
-        have = ledger.measured()
+        have = ledger.measured() - stale_measurements(spec, ledger)
         for claim_id in spec.claims:
             if claim_id not in have:  # None is stored too: it marks the claim measured (for `completion`)
                 ledger.set_measurement(claim_id, CLAIMS.get(claim_id)().measure(spec.preset))

@@ -186,6 +186,11 @@ class Claim:
         """Measurements that are not training runs (timings, constants, causality); stored once per study."""
         return None
 
+    def measure_key(self, preset) -> str | None:
+        """What `measure` measured, as a key its stored value carries (`"key"`): a study whose key differs (a
+        recipe's meaning moved) measures again. None: a measurement never goes stale."""
+        return None
+
     def followups(self, records: list[RunRecord], preset) -> list[tuple[RunRecord, dict[str, Any]]]:
         """Runs that start from trained runs (fine-tuning), chosen once those are done: (source record,
         overrides on the source's config). The runner sets `train.init_from` to the source's directory."""

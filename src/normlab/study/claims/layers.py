@@ -112,7 +112,7 @@ class GradientsAtInitC2(Claim):
         deepest, first = max(preset.depths), min(preset.seeds)
         seeds = list(range(first, first + self.knobs(preset).init_seeds))
         at = preset.config.model
-        out: dict = {"depth": deepest, "seeds": seeds, "profiles": {},
+        out: dict = {"depth": deepest, "seeds": seeds, "profiles": {}, "key": self.measure_key(preset),
                      "at": {"model.block_size": at.block_size, "model.d_model": at.d_model}}
         corpus = None
         for recipe in self.RECIPES:
@@ -125,6 +125,14 @@ class GradientsAtInitC2(Claim):
                     profiles[str(seed)] = step0_block_gradients(cfg, corpus)
                 out["profiles"][f"{recipe}/{scheme}"] = profiles
         return out
+
+    def measure_key(self, preset):
+        """The measured models' config ids at the first seed: a recipe whose meaning moved (`gpt2`'s σ with the
+        width, 2026-11-28) moves the key, and the study measures again."""
+        deepest, first = max(preset.depths), min(preset.seeds)
+        return " ".join(derive(preset.config, {"model.scheme": scheme, "model.n_layer": deepest, "model.init": recipe,
+                                               "train.seed": first}).hash()
+                        for recipe in self.RECIPES for scheme in ("pre", "post"))
 
     def init_profiles(self, records, measurement, scheme: str) -> tuple[dict[int, list[float]], str]:
         """{seed: step-0 block-gradient profile at the deepest depth} of the recipe these records are judged under:
