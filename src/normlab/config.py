@@ -269,7 +269,7 @@ HASH_NEUTRAL = {"model.arch": "decoder", "train.activation_checkpointing": False
 # values whose meaning changed after runs were hashed with them: hashed as the new meaning, so a ledger or run
 # directory made under the old one never answers for a run of the new (2026-11-28: `gpt2`'s σ scales with the
 # width; the old weights are `gpt2-fixed-std`, hashed under that name)
-HASH_MEANING_CHANGED = {"model.init": ("gpt2", "gpt2 (sigma*sqrt(d) kept from width 768)")}
+HASH_MEANING_CHANGED = {"model.init": ("gpt2", "gpt2 (linears sigma*sqrt(768/d), the stream as at 768)")}
 
 
 class ConfigError(ValueError):

@@ -21,13 +21,15 @@ class InitRecipe:
     """An init as a paper set it: the linears' base init, residual scaling, the embeddings' σ and forward scale,
     and what it keeps when the width changes.
 
-    `paper_width`: the width at which `init_std` is the paper's σ. At width d a recipe that has one draws with
-    σ = init_std·√(paper_width/d), so σ·√d (a linear's output RMS per unit input RMS, and with the √d embedding
-    scalar the stream's RMS at init) is the paper's at every width; None: σ = init_std at every width."""
+    `paper_width` W: the width at which `init_std` is the paper's σ. At width d a recipe that has one draws its
+    linears (and an untied head) with σ·√(W/d), so σ·√d, a linear's output RMS per unit input RMS, is the
+    paper's; its embeddings keep the stream's RMS at init as at W: σ itself (an embedding row's RMS does not
+    depend on the width), or σ·√(W/d) where a √d scalar multiplies them (DyT's and Derf's `shared_scale`), since
+    the stream is then σ·√d. None: σ = init_std for everything at every width."""
 
     linear: str  # "normal" (N(0, σ)) or "xavier" (Xavier-normal, gain 1)
     residual_scaling: bool  # residual output projections ÷ √(2L)
-    embed_std: str  # σ of the embeddings and of an untied head: "init_std" (the recipe's σ), or "d^-1/2"
+    embed_std: str  # σ of the embeddings: "init_std" (the recipe's embedding σ), or "d^-1/2"
     embed_scale: str  # "1", or "sqrt(d)": the token embedding is multiplied by it in the forward pass
     text: str  # the recipe and its paper, in words
     keeps: str  # what stays as the paper had it when the width changes
@@ -39,21 +41,25 @@ LLAMA_WIDTH = 4096  # LLaMA-7B's width: foundation-model-stack's 7B config (DyT'
 
 INIT_RECIPES = {
     "gpt2": InitRecipe("normal", True, "init_std", "1",
-                       f"N(0, σ) for every linear and embedding with σ = init_std at GPT-2 small's width "
-                       f"{GPT2_WIDTH}, scaled as σ·√d to the model's, residual output projections ÷ √(2L), unscaled "
-                       "embeddings (Radford et al. 2019, GPT-2, §2.3, and its released code)",
-                       f"σ·√d = 0.02·√{GPT2_WIDTH} ≈ 0.55: a linear's output RMS per unit input RMS and the tied "
-                       "head's logit scale, as at GPT-2's width", paper_width=GPT2_WIDTH),
+                       f"N(0, σ) for every linear and embedding, σ = init_std at GPT-2 small's width {GPT2_WIDTH}, "
+                       "residual output projections ÷ √(2L), unscaled embeddings (Radford et al. 2019, GPT-2, §2.3; "
+                       "nanoGPT's model.py scales c_proj so, the released openai/gpt-2 model.py draws it at 0.02); "
+                       "at width d the linears draw σ·√(768/d)",
+                       f"a linear's output RMS per unit input (σ·√d = 0.02·√{GPT2_WIDTH} ≈ 0.55), the stream's RMS "
+                       "at init and so each block's gain, as at GPT-2's width; not the tied head's initial logit "
+                       "RMS, σ·√d of the embedding (benchmarks/init_regime.py)", paper_width=GPT2_WIDTH),
     "gpt2-fixed-std": InitRecipe("normal", True, "init_std", "1",
                                  "GPT-2's recipe with σ = init_std at every width (0.02 carried as a number: "
                                  "normlab's `gpt2` before 2026-11-28)",
                                  "σ itself: σ·√d shrinks with the width (0.16 at width 64, 0.55 at 768)"),
     "llama": InitRecipe("normal", False, "init_std", "1",
-                        f"N(0, σ) for every linear and embedding with σ = init_std at LLaMA-7B's width "
-                        f"{LLAMA_WIDTH}, scaled as σ·√d to the model's, no residual scaling (foundation-model-"
-                        "stack's LLaMA, which DyT's trainer builds; OLMo 2's init_fn normal)",
-                        f"σ·√d = 0.02·√{LLAMA_WIDTH} = 1.28: a linear's output RMS per unit input RMS and, with "
-                        "DyT's √d embedding scalar, the stream's RMS at init", paper_width=LLAMA_WIDTH),
+                        f"N(0, σ) for every linear and embedding, σ = init_std at LLaMA-7B's width {LLAMA_WIDTH}, no "
+                        "residual scaling (foundation-model-stack's LLaMA, which DyT's trainer builds: "
+                        "fms/modules/attention.py, feedforward.py, embedding.py; OLMo 2's init_fn normal); at "
+                        f"width d the linears draw σ·√({LLAMA_WIDTH}/d)",
+                        f"a linear's output RMS per unit input (σ·√d = 0.02·√{LLAMA_WIDTH} = 1.28) and the stream's "
+                        "RMS at init, with DyT's √d embedding scalar (1.28) or without one (0.02), as at LLaMA-7B's "
+                        "width", paper_width=LLAMA_WIDTH),
     "xiong": InitRecipe("xavier", False, "d^-1/2", "sqrt(d)",
                         "Xavier-normal linears, no residual scaling, token and position embeddings (and an untied "
                         "head) N(0, σ = d^-½) with the token embedding scaled by √d in the forward pass (Xiong et "
@@ -73,10 +79,15 @@ def recipe_of(cfg: ModelConfig) -> InitRecipe:
 
 
 def recipe_std(cfg: ModelConfig) -> float:
-    """σ of the recipe's normal draws at the config's width: init_std, scaled as σ·√d from the recipe's paper
-    width where it has one (`gpt2`: 0.02 at 768 is 0.069 at 64)."""
+    """σ of the recipe's linears at the config's width: init_std, scaled as σ·√(W/d) from the recipe's paper
+    width W where it has one (`gpt2`: 0.02 at 768 is 0.069 at 64)."""
     width = recipe_of(cfg).paper_width
     return cfg.init_std * math.sqrt(width / cfg.d_model) if width else cfg.init_std
+
+
+def _width_scaled_stream(cfg: ModelConfig) -> bool:
+    """Whether the stream at init is the embedding σ times √d (a learned √d scalar on a width-keeping recipe)."""
+    return bool(recipe_of(cfg).paper_width) and cfg.learned_embed_scale
 
 
 def embed_scale(cfg: ModelConfig) -> float:
@@ -90,8 +101,17 @@ def embed_scale(cfg: ModelConfig) -> float:
 
 
 def embedding_std(cfg: ModelConfig) -> float:
-    """σ of the token and position embeddings, and of an untied head: d^-½ under `xiong`, else the recipe's σ."""
-    return cfg.d_model ** -0.5 if recipe_of(cfg).embed_std == "d^-1/2" else recipe_std(cfg)
+    """σ of the token and position embeddings: d^-½ under `xiong`; under a width-keeping recipe init_std, or its
+    linears' σ where a √d scalar multiplies the embedding (the stream is then σ·√d, kept); else init_std."""
+    if recipe_of(cfg).embed_std == "d^-1/2":
+        return cfg.d_model ** -0.5
+    return recipe_std(cfg) if _width_scaled_stream(cfg) else cfg.init_std
+
+
+def head_std(cfg: ModelConfig) -> float:
+    """σ of an untied head: a linear under a width-keeping recipe (its logits' RMS, σ·√d, kept), else the
+    embeddings' (fairseq's untied output projection is N(0, d^-½))."""
+    return recipe_std(cfg) if recipe_of(cfg).paper_width else embedding_std(cfg)
 
 
 @torch.no_grad()
@@ -125,8 +145,7 @@ def init_weights(model: nn.Module, cfg: ModelConfig, scheme: Scheme,
 
 
 def _init_tables(model: nn.Module, cfg: ModelConfig) -> None:
-    """Embeddings, biases and an untied head. The head follows the embeddings' σ, as fairseq's untied
-    output projection is N(0, d^-½) (under the base inits and gpt2 both are init_std)."""
+    """Embeddings, biases and an untied head (`embedding_std`, `head_std`)."""
     emb_std = embedding_std(cfg)
     for emb in (model.wte, model.wpe, *([model.dec_wpe] if hasattr(model, "dec_wpe") else [])):
         if emb is not None:  # rotary positions: no position table
@@ -135,7 +154,7 @@ def _init_tables(model: nn.Module, cfg: ModelConfig) -> None:
         if isinstance(module, nn.Linear) and module.bias is not None:
             nn.init.zeros_(module.bias)
     if not cfg.tie_weights:
-        nn.init.normal_(model.lm_head.weight, 0.0, emb_std)
+        nn.init.normal_(model.lm_head.weight, 0.0, head_std(cfg))
 
 
 def _record(cfg: ModelConfig, residual_std: float) -> dict[str, object]:
@@ -153,7 +172,7 @@ def _record(cfg: ModelConfig, residual_std: float) -> dict[str, object]:
         "embeddings": f"normal(0, {emb_std:g})" + ("" if recipe.embed_std == "init_std" else " = d^-1/2"),
         "embed_scale": (f"learned, init {embed_scale(cfg):g} = sqrt(d)" if cfg.learned_embed_scale else
                         f"{embed_scale(cfg):g}" + (" = sqrt(d)" if recipe.embed_scale == "sqrt(d)" else "")),
-        "head": "tied to wte" if cfg.tie_weights else f"normal(0, {emb_std:g})",
+        "head": "tied to wte" if cfg.tie_weights else f"normal(0, {head_std(cfg):g})",
         "linear": "xavier_normal(gain 1)" if recipe.linear == "xavier" else f"normal(0, {std:g})",
         "residual_outputs": residual,
     }
