@@ -92,7 +92,12 @@ class TrainConfig(BaseModel):
     beta1: float = Field(default=0.9, ge=0, lt=1)
     beta2: float = Field(default=0.99, ge=0, lt=1)
     weight_decay: float = Field(default=0.1, ge=0)
-    """AdamW decoupled weight decay, on matrices (dim >= 2) only."""
+    """AdamW decoupled weight decay, on the tensors `weight_decay_on` names."""
+    weight_decay_on: Literal["matrices", "every parameter"] = "matrices"
+    """`matrices`: tensors of 2 or more dimensions (nanoGPT's configure_optimizers), never a module that says
+    `no_weight_decay` (nGPT's scaling vectors); `every parameter`: all of them, norm gains, biases and scalars
+    too, as DyT's LLaMA trainer does (jiachenzhu/DyT other_tasks/LLaMA/main_training_llama.py L119-121:
+    AdamW(model.parameters(), ..., weight_decay=0.1))."""
     grad_clip: Annotated[float, Field(gt=0)] | Literal["off"] = 1.0
     """Clip the global gradient norm to this; `off`: no clipping."""
     eval_interval: int = Field(default=250, ge=1)
@@ -263,6 +268,7 @@ HASH_NEUTRAL = {"model.arch": "decoder", "train.activation_checkpointing": False
                 "model.positions": "learned", "model.rope_theta": 10000.0, "model.rope_fraction": 1.0, "model.qk_norm": "none",
                 "model.gelu_approximate": "none", "model.head_transform": False, "model.head_bias": False,
                 "train.init_from_match": "exact", "train.plateau_stop": 0.0, "model.learned_embed_scale": False, "model.embed_scale_positions": False,
+                "train.weight_decay_on": "matrices",
                 "diagnostics.end_of_run_budget": 0.25, "diagnostics.layer_skip_budgeted": True}
 
 

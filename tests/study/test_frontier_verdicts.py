@@ -59,7 +59,8 @@ def run(cid: str, **want: Any) -> dict[str, Any]:
     run's overrides) include `want` (`scheme="pre"`: config keys as `group` takes them)."""
     want = config_keys(want)
     init = CLAIMS.get(cid).init
-    found = [o for o in runs_of(cid) if all({**P.base, INIT_KEY: init, **o}.get(k) == v for k, v in want.items())]
+    found = [o for o in runs_of(cid) if all({**BASE, **P.base, INIT_KEY: init, **o}.get(k) == v
+                                            for k, v in want.items())]
     assert len(found) == 1, f"{cid}: {len(found)} runs with {want} in {runs_of(cid)}"
     return found[0]
 
@@ -246,9 +247,12 @@ def f1_pre_ln_never_trains():
 F2_LONG = CLAIMS.get("F2").knobs(P).long_steps
 
 
-def _f2(dyt_short, ln_short, dyt_long, ln_long) -> list[RunRecord]:
-    """DyT against RMSNorm, the norm it replaces in DyT's LLaMA code (`ln_*`: RMSNorm's losses)."""
-    return (arm_runs("F2", run("F2", norm="dyt", steps=FULL), dyt_short)
+def _f2(dyt_short, ln_short, dyt_long, ln_long, decay_all=None) -> list[RunRecord]:
+    """DyT against RMSNorm, the norm it replaces in DyT's LLaMA code (`ln_*`: RMSNorm's losses); `decay_all`: DyT
+    with every parameter decayed, as its trainer does (default: DyT's short losses + 0.5, to be ignored)."""
+    decay = decay_all or [x + 0.5 if isinstance(x, float) else x for x in dyt_short]
+    return (arm_runs("F2", run("F2", norm="dyt", steps=FULL, **{"train.weight_decay_on": "every parameter"}), decay)
+            + arm_runs("F2", run("F2", norm="dyt", steps=FULL, **{"train.weight_decay_on": "matrices"}), dyt_short)
             + arm_runs("F2", run("F2", norm="rmsnorm", steps=FULL), ln_short)
             + arm_runs("F2", run("F2", norm="dyt", steps=F2_LONG), dyt_long)
             + arm_runs("F2", run("F2", norm="rmsnorm", steps=F2_LONG), ln_long))
@@ -267,12 +271,13 @@ def test_dyt_and_derf_arms_train_as_their_language_model_code():
     RMSNorm as the baseline. F3 as Derf's nanoGPT patch: GPT-2's init at 768, GELU, learned positions scaled with
     the tokens, Derf's β, no other biases."""
     d = P.base["model.d_model"]
-    for cid, want in (("F2", {"norm": "dyt", "steps": FULL}), ("F3", {"norm": "dyt"}), ("F3", {"norm": "derf"})):
+    for cid, want in (("F2", {"norm": "dyt", "steps": FULL, "train.weight_decay_on": "matrices"}), ("F3", {"norm": "dyt"}),
+                      ("F3", {"norm": "derf"})):
         m = _built(cid, **want)
         assert isinstance(m.embed_scale, torch.nn.Parameter) and m.embed_scale.item() == pytest.approx(math.sqrt(d))
         alphas = {n: p.item() for n, p in m.named_parameters() if n.endswith(".alpha") or n == "final_norm.alpha"}
         assert alphas and set(alphas.values()) == {1.0}, alphas
-    for want in ({"norm": "dyt", "steps": FULL}, {"norm": "rmsnorm", "steps": FULL}):
+    for want in ({"norm": "dyt", "steps": FULL, "train.weight_decay_on": "matrices"}, {"norm": "rmsnorm", "steps": FULL}):
         m = _built("F2", **want)
         assert m.cfg.init == "llama" and not m.cfg.tie_weights and m.lm_head.weight is not m.wte.weight
         assert m.init_record["residual_outputs"].startswith("as linear")  # no ÷ √(2L)
@@ -301,6 +306,17 @@ def f2_dyt_matches_at_both_budgets():
         assert v.details["short_gap"] == approx(mean([-d for d in SMALL]))
         assert v.n_seeds == 5
     return Case(_f2(plus(ln, [-d for d in SMALL]), ln, plus(ln_long, SMALL), ln_long) + noise("F2"), check=check)
+
+
+def test_f2_reports_dyts_own_weight_decay_beside_the_verdict():
+    """DyT's trainer decays every parameter; normlab decays matrices. The deviation's effect is measured at the
+    base budget and reported (`decay_every_parameter`), never a part of the verdict."""
+    ln, ln_long = five(2.0), five(1.8)
+    dyt = plus(ln, [-d for d in SMALL])
+    v = run_claim("F2", Case(_f2(dyt, ln, plus(ln_long, SMALL), ln_long, decay_all=plus(dyt, [0.2] * 5))))
+    assert part_verdicts(v) == [HOLDS, HOLDS]
+    assert v.details["decay_every_parameter"]["value"] == approx(0.2)
+    assert v.details["decay_every_parameter"]["verdict"] == FAILS and "reported, not required" in v.summary
 
 
 @scenario("F2", FAILS, 0.06)

@@ -54,6 +54,21 @@ def test_weight_decay_only_on_matrices():
     assert any(p is model.wte.weight for p in decay["params"])
 
 
+def test_every_parameter_decays_as_dyts_trainer_does():
+    """`weight_decay_on = "every parameter"` (DyT's LLaMA trainer: AdamW(model.parameters(), weight_decay=0.1)):
+    norm gains, biases and the DyT α and embedding scalar decay too; such a run trains alone, not in a stack."""
+    from normlab.config import RunConfig
+    from normlab.train.group import alone_because
+    model = build_model({"vocab_size": 11, "block_size": 8, "n_layer": 2, "n_head": 2, "d_model": 16, "bias": True,
+                         "norm": "dyt", "learned_embed_scale": True})
+    decay, no_decay = build_optimizer(model, TrainConfig(weight_decay=0.1, weight_decay_on="every parameter"),
+                                      "cpu").param_groups
+    assert not no_decay["params"] and len(decay["params"]) == len(list(model.parameters()))
+    assert any(p is model.embed_scale for p in decay["params"])
+    cfg = RunConfig.model_validate({"train": {"weight_decay_on": "every parameter"}})
+    assert "decays matrices only" in alone_because(cfg)
+
+
 def test_ngpt_scaling_vectors_are_never_decayed():
     """nGPT's s_qk (heads × 1 × head_dim, a 3-D tensor), s_u, s_v, s_z and eigen learning rates stay out of weight
     decay for anyone who trains scheme `ngpt` with the default weight decay; its matrices still decay."""

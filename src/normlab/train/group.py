@@ -54,6 +54,8 @@ def alone_because(cfg: RunConfig) -> str | None:
         return "train.compile and train.activation_checkpointing work on one model's graph"
     if cfg.model.arch != "decoder":
         return f"a stack holds decoders, and this is an {cfg.model.arch}"
+    if cfg.train.weight_decay_on != "matrices":
+        return "a stack's optimizer decays matrices only (train.weight_decay_on = 'matrices')"
     if not SCHEMES.get(cfg.model.scheme).stackable:
         return (f"scheme {cfg.model.scheme!r} keeps parameters outside the Linear, Embedding and Norm leaves a "
                 "stack holds")

@@ -17,10 +17,12 @@ def exempt_from_decay(model: nn.Module) -> set[int]:
 
 def build_optimizer(model: nn.Module, cfg: TrainConfig, device_type: str) -> torch.optim.AdamW:
     """AdamW; matrices (embeddings, linear weights) decay; vectors and scalars (norm gains, biases) and the
-    parameters of modules that opt out (`exempt_from_decay`) do not."""
+    parameters of modules that opt out (`exempt_from_decay`) do not; `weight_decay_on = "every parameter"`:
+    everything decays (DyT's LLaMA trainer)."""
     params = [p for p in model.parameters() if p.requires_grad]  # tied weights appear once
     exempt = exempt_from_decay(model)
-    decays = [p.dim() >= 2 and id(p) not in exempt for p in params]
+    every = cfg.weight_decay_on == "every parameter"
+    decays = [every or (p.dim() >= 2 and id(p) not in exempt) for p in params]
     groups = [
         {"params": [p for p, d in zip(params, decays) if d], "weight_decay": cfg.weight_decay},
         {"params": [p for p, d in zip(params, decays) if not d], "weight_decay": 0.0},
