@@ -18,6 +18,11 @@ def fmt(value: float | None, spec: str = ".3f") -> str:
     return "n/a" if value is None else format(value, spec)
 
 
+def nats(value: float | None, spec: str = "+.4f") -> str:
+    """A loss gap for a summary, `+0.0123 nats`; in words where too few runs trained to give one (never `nan`)."""
+    return "no loss gap (too few runs trained to compare)" if value is None else f"{value:{spec}} nats"
+
+
 def ci_text(interval: list[float] | None, spec: str = "+.3f") -> str:
     """An interval for a summary, `[-0.012, +0.034]`; `n/a` where there is none."""
     return "n/a" if not interval else f"[{interval[0]:{spec}}, {interval[1]:{spec}}]"

@@ -16,7 +16,7 @@ from normlab.report.figure import Figure, Series
 from normlab.study.claims.base import FAILS, HOLDS, INCONCLUSIVE, Claim, Part, claim
 from normlab.study.claims.decisions import compare, loss_interval, noninferior, not_worse, worse
 from normlab.study.claims.grouping import describe, failures, group, n_seeds, select
-from normlab.study.claims.prose import ci_text, fmt, loss_test, pct, said, sign_p, tost_test
+from normlab.study.claims.prose import ci_text, fmt, loss_test, nats, pct, said, sign_p, tost_test
 from normlab.study.claims.statistics import LOSS_MARGIN, Level, t_interval
 from normlab.study.claims.stability import CellClaim, lr_sweep, sweep_figure, trains
 
@@ -273,7 +273,7 @@ class RMSNormC10(Claim):
                         HOLDS if ni == "not worse" else FAILS if ni == "worse" else INCONCLUSIVE,
                         "RMSNorm − LayerNorm final val loss (nats)", info.get("diff"), info.get("ci90"),
                         tost_test(info, self.level), info.get("seeds", []),
-                        f"{info.get('diff', float('nan')):+.4f} nats, {pct(self.level.tost)} interval "
+                        f"{nats(info.get('diff'))}, {pct(self.level.tost)} interval "
                         f"{ci_text(info.get('ci90'))} "
                         f"({said(ni, self.level)})")
         summary = (f"norm forward+backward at {TIMING_SHAPES[0]} fp32, RMSNorm/LayerNorm time as the same algorithm "
@@ -283,8 +283,7 @@ class RMSNormC10(Claim):
                      "what a step can show): "
                    + ", ".join(f"{a} norms {r:.2f}×" for a, r in step_ratios.items())
                    + (f" (torch.nn's two modules, which are different kernels: {torch_ratio:.2f}×)" if torch_ratio else "")
-                   + f"; final val loss RMSNorm − LayerNorm {info.get('diff', float('nan')):+.4f} "
-                     f"({said(ni, self.level)})")
+                   + f"; final val loss RMSNorm − LayerNorm {nats(info.get('diff'))} ({said(ni, self.level)})")
         settings = {"norm_shape": TIMING_SHAPES[0], "dtype": "fp32", "rounds": repeats,
                     "norm_algorithms": NORM_ALGORITHMS, "step_algorithms": STEP_ALGORITHMS, "deciding": DECIDING,
                     "deciding_why": "Zhang & Sennrich time each normalizer written in its framework's own ops; the "
@@ -333,7 +332,7 @@ class FinalNormC13(Claim):
         # needed: without it the stack is worse; not needed: it is not worse by more than the margin
         needed = worse(without, with_norm, self.level, sides=("without final norm", "with final norm"))
         cmp, info, failed = needed.outcome, needed.info, needed.failed
-        summary = (f"Pre-LN without the final norm ends {info.get('diff', float('nan')):+.4f} nats from Pre-LN with it "
+        summary = (f"Pre-LN without the final norm − with it: {nats(info.get('diff'))} "
                    f"({pct(self.level.two_sided)} interval {ci_text(info.get('ci95'))}, {pct(self.level.tost)} "
                    f"{ci_text(info.get('ci90'))}; {said(cmp, self.level)}; "
                    f"{failures(without)}{sign_p(failed)})")
@@ -386,7 +385,7 @@ class LlamaRecipeC15(Claim):
                   for r in ("llama", "classic")}
         speed_ratio = (sum(speeds["llama"]) / len(speeds["llama"])) / (sum(speeds["classic"]) / len(speeds["classic"])) \
             if speeds["llama"] and speeds["classic"] else None
-        summary = (f"LLaMA recipe − classic val loss {info.get('diff', float('nan')):+.4f}, {pct(self.level.tost)} "
+        summary = (f"LLaMA recipe − classic val loss {nats(info.get('diff'))}, {pct(self.level.tost)} "
                    f"interval {ci_text(info.get('ci90'))} ({said(cmp, self.level)}); "
                    f"tokens/s ratio "
                    f"{'n/a' if speed_ratio is None else format(speed_ratio, '.2f')} (from the training runs, "
