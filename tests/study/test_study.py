@@ -62,14 +62,27 @@ def test_bad_study_input_is_a_clear_error(tmp_path):
         load_study("quick", bad)
 
 
-def test_user_study_file_adds_axes(tmp_path):
+def test_a_study_file_axis_repeats_each_claims_runs_at_each_value(tmp_path):
+    """An axis judges each claim at each value: every run of the claim again at every value past the first, the
+    first the study's base; one axis at a time. C13's two runs at 3 norms: 6 runs, not 3 base runs."""
     path = tmp_path / "study.toml"
-    path.write_text('preset = "quick"\nclaims = ["C16"]\nseeds = [3]\n[base.train]\nsteps = 7\n'
+    path.write_text('preset = "quick"\nclaims = ["C13"]\nseeds = [3]\n[base.train]\nsteps = 7\nwarmup_steps = 2\n'
                     '[axes]\n"model.norm" = ["layernorm", "rmsnorm", "dyt"]\n')
     spec = load_study(study_file=path)
     runs = spec.expand(CLAIMS)
-    assert sorted(r.config.model.norm for r in runs) == ["dyt", "layernorm", "rmsnorm"]
+    assert sorted((r.config.model.norm, r.config.model.final_norm is not False) for r in runs) == [
+        ("dyt", False), ("dyt", True), ("layernorm", False), ("layernorm", True), ("rmsnorm", False),
+        ("rmsnorm", True)]
     assert {r.config.train.steps for r in runs} == {7} and {r.config.train.seed for r in runs} == {3}
+    assert spec.base_config().model.norm == "layernorm"
+
+
+def test_an_axis_no_claim_can_be_judged_along_is_refused(tmp_path):
+    """C16's runs set the norm themselves: an axis on model.norm would change nothing C16 judges."""
+    path = tmp_path / "study.toml"
+    path.write_text('preset = "quick"\nclaims = ["C16"]\n[axes]\n"model.norm" = ["layernorm", "rmsnorm"]\n')
+    with pytest.raises(ConfigError, match=r"study axis 'model.norm': no claim of the study can be judged along it"):
+        load_study(study_file=path)
 
 
 def test_ledger_claims_each_run_once(tmp_path):

@@ -465,10 +465,19 @@ def judge(spec: StudySpec, claim, records: list, base: dict[str, Any], measureme
                 levels[factor] = {level_name(factor, bases["main"]): verdict.verdict,
                                   level_name(factor, bases[key]): again.verdict if again
                                   else f"error: {error}"}
+        for key, values in spec.axes.items():  # a study file's axes: the claim judged at each value
+            if not spec.varies_axis(claim, key):
+                continue
+            levels[key] = {axis_level(key, values[0]): verdict.verdict}
+            for value in values[1:]:
+                again, error = rejudge(claim, [dataclasses.replace(r, base=bases[f"axis:{key}={value!r}"])
+                                               for r in records], measurement, spec)
+                levels[key][axis_level(key, value)] = again.verdict if again else f"error: {error}"
         if verdict.other_init.get("verdict"):
             levels = {"init": {verdict.init: verdict.verdict, verdict.other_init["recipe"]:
                                verdict.other_init["primary"]}, **levels}
-        scope_verdict(verdict, levels, spec.fixed_factors(claim))
+        fixed = spec.fixed_factors(claim) + [key for key in spec.axes if not spec.varies_axis(claim, key)]
+        scope_verdict(verdict, levels, fixed)
         if "robustness" in bases:
             mark_fragile(verdict, claim, [dataclasses.replace(r, base=bases["robustness"]) for r in records],
                          measurement, spec)
@@ -516,9 +525,16 @@ def claim_bases(spec: StudySpec, claim, base: dict[str, Any]) -> dict[str, dict[
         overrides = spec.varied(claim, factor)
         if overrides is not None:
             out[f"vary:{factor}"] = {**out["main"], **overrides}
+    for key, value in spec.axis_levels(claim):
+        out[f"axis:{key}={value!r}"] = {**out["main"], key: value}
     if spec.robustness:
         out["robustness"] = {**out["main"], **spec.robust_overrides()}
     return out
+
+
+def axis_level(key: str, value: Any) -> str:
+    """A study-file axis's level as a reader names it: `norm = rmsnorm`."""
+    return f"{key.split('.')[-1]} = {value}"
 
 
 def rejudge(claim, records: list, measurement, spec: StudySpec) -> tuple[Verdict | None, str | None]:

@@ -6,7 +6,6 @@ needed by two claims is trained once.
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import tomllib
 import dataclasses
@@ -463,6 +462,16 @@ class StudySpec:
             return None
         return overrides
 
+    def axis_levels(self, claim) -> list[tuple[str, Any]]:
+        """A study file's axes as this claim is varied along them: (key, value) for each value past the first
+        (the first is the study's base), one axis at a time; none along an axis the claim's own runs set."""
+        return [(key, value) for key, values in self.axes.items() if self.varies_axis(claim, key)
+                for value in values[1:]]
+
+    def varies_axis(self, claim, key: str) -> bool:
+        runs = claim.runs(self.preset)
+        return bool(runs) and not any(key in o for o in runs)
+
     def fixed_factors(self, claim) -> list[str]:
         """The factors the study varies that this claim's own runs fix (not re-measured for it)."""
         return [f for f in self.vary if claim.runs(self.preset) and self.varied(claim, f) is None]
@@ -488,10 +497,12 @@ class StudySpec:
         if self.robustness:
             wanted += [(f"{who} (robustness rerun)", {**o, **self.robust_overrides()}, seeds)
                        for who, o, seeds in list(wanted)]
-        if self.axes:
-            keys = list(self.axes)
-            wanted.extend(("the study's axes", dict(zip(keys, combo)), self.preset.seeds)
-                          for combo in itertools.product(*self.axes.values()))
+        for claim_id in self.claims:  # a study file's axes: each claim's runs again at each other value
+            claim = claim_registry.get(claim_id)()
+            for key, value in self.axis_levels(claim):
+                wanted.extend((f"claim {claim_id} (axis {key} = {value!r})",
+                               {INIT_KEY: self.inits(claim)[0], **o, key: value}, self.seeds_of(claim_id))
+                              for o in claim.runs(self.preset))
         runs: dict[str, RunSpec] = {}
         for source, overrides, seeds in wanted:
             for seed in seeds:
@@ -554,8 +565,18 @@ def load_study(preset: str = "standard", study_file: str | Path | None = None, c
     factors = _check_vary(vary or [])
     if "init" in factors:
         init_pass = True  # --vary init is the init pass: every training claim also under the other recipe
-    spec = StudySpec(chosen, claim_ids, _check_axes(axes, "study axis"), base_extra, robustness, init_pass,
+    axes = _check_axes(axes, "study axis")
+    if axes:  # the base takes each axis's first value: a claim's main verdict is judged there
+        first = {key: values[0] for key, values in axes.items()}
+        base_extra.update(first)
+        chosen = dataclasses.replace(chosen, base={**chosen.base, **first})
+    spec = StudySpec(chosen, claim_ids, axes, base_extra, robustness, init_pass,
                      vary=[f for f in factors if f != "init"])
+    for key in axes:
+        if not any(spec.varies_axis(CLAIMS.get(c)(), key) for c in claim_ids):
+            raise ConfigError(f"study axis {key!r}: no claim of the study can be judged along it (claims "
+                              f"{', '.join(claim_ids)}: each sets {key} in its own runs, or trains nothing); "
+                              "give an axis a claim's runs leave to the base")
     _validate(spec, CLAIMS)
     return spec
 
