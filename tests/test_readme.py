@@ -2,6 +2,8 @@
 ones run verbatim in a fresh directory (with the repository's configs/ beside them, as on a clone)."""
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 import shlex
@@ -208,6 +210,11 @@ def test_the_quick_commands_run_verbatim_on_a_fresh_directory(tmp_path):
         if "layer_metrics" in command:
             assert done.stdout.strip(), "the diagnostics query returned nothing"
     assert (tmp_path / "example-study" / "report.html").is_file()
+    # the quick start decides: C13 with a finite key number, judged under each norm of the file's axis
+    (c13,) = json.loads((tmp_path / "example-study" / "verdicts.json").read_text())["verdicts"]
+    assert c13["verdict"] in ("holds", "does not hold") and math.isfinite(c13["value"]), c13["summary"]
+    assert set(c13["scope"]["model.norm"]) == {"norm = layernorm", "norm = rmsnorm"}
+    assert "nan" not in (tmp_path / "example-study" / "report.md").read_text().lower().split()
     assert (tmp_path / "runs" / "nanogpt_cpu" / "diagnose.html").is_file()
     assert (tmp_path / "runs" / "nanogpt_cpu-hf" / "config.json").is_file()
 
