@@ -497,12 +497,15 @@ def check(
     target: Path = typer.Argument(..., metavar="TARGET", help="A config TOML, a run directory, or a checkpoint.pt."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     init: bool = typer.Option(False, "--init", help="A run without a checkpoint: check its untrained model."),
+    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE",
+                                   help="Override a key of a config TOML, as train's --set (repeatable); refused for "
+                                        "a run or checkpoint, whose weights were trained with their own config."),
 ) -> None:
     """Static checks of a model's normalization; exit 1 on any error or warning."""
     from normlab.diagnostics.check import check_target
 
     try:
-        _, at_init, findings = check_target(target, init=init)
+        _, at_init, findings = check_target(target, init=init, overrides=set_)
     except (ConfigError, CorpusError, ValueError) as e:
         fail(str(e))
     if as_json:

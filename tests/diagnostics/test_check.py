@@ -92,3 +92,18 @@ def test_cli_check_config_and_run_directory(tmp_path):
     assert result.exit_code == 0 and json.loads(result.output)["at_init"] is False
     result = runner.invoke(app, ["check", str(tmp_path)])
     assert result.exit_code == 2 and "not a normlab run directory" in result.output
+
+
+def test_cli_check_takes_set_on_a_config_and_refuses_it_on_a_run(tmp_path):
+    """`normlab check CONFIG --set KEY=VALUE` checks the changed config, as `train --set` would train it."""
+    runner = CliRunner()
+    good = tmp_path / "good.toml"
+    good.write_text(tiny_config().to_toml())
+    result = runner.invoke(app, ["check", str(good), "--set", "model.final_norm=false", "--json"])
+    assert result.exit_code == 1, result.output
+    assert [f["code"] for f in json.loads(result.output)["findings"]] == ["missing-final-norm"]
+    result = runner.invoke(app, ["check", str(good), "--set", "model.n_layr=3"])
+    assert result.exit_code == 2 and "n_layr" in result.output
+    train(tiny_config(train={"steps": 5, "warmup_steps": 1}), tmp_path / "run")
+    result = runner.invoke(app, ["check", str(tmp_path / "run"), "--set", "model.final_norm=false"])
+    assert result.exit_code == 2 and "trained with their own" in result.output

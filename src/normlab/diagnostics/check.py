@@ -185,18 +185,23 @@ def _nodes_between(start, stop) -> set[object]:
     return seen
 
 
-def check_target(target: str | Path, init: bool = False) -> tuple[GPT, bool, list[Finding]]:
-    """Check a config TOML (at init), or a run directory / checkpoint file (its trained weights).
+def check_target(target: str | Path, init: bool = False,
+                 overrides: list[str] | None = None) -> tuple[GPT, bool, list[Finding]]:
+    """Check a config TOML (at init, with `overrides` as `--set KEY=VALUE`), or a run directory / checkpoint file
+    (its trained weights, which take no overrides).
 
     A run without a checkpoint is refused unless `init` asks for its untrained model on purpose.
     """
     path = Path(target)
     if path.is_file() and path.suffix == ".toml":
-        cfg = with_vocab(read_config_file(path))
+        cfg = with_vocab(read_config_file(path, list(overrides or [])))
         model = build_model(cfg)
         return model, True, check_model(model, at_init=True)
     if not path.exists():
         raise ValueError(f"{str(target)!r} does not exist; give a config TOML, a run directory or a checkpoint")
+    if overrides:
+        raise ValueError(f"--set {overrides[0]} changes a config, and {str(target)!r} is a run or a checkpoint, whose "
+                         "weights were trained with their own; give a config TOML to check a changed one")
     loaded = load_model(path, require_checkpoint=not init)
     at_init = loaded.step == 0
     return loaded.model, at_init, check_model(loaded.model, at_init)
