@@ -50,6 +50,39 @@ def test_bench_quick_json():
     assert len(ref) == 1 and ref[0]["precision"] == "fp32" and ref[0]["speedup"] == 1.0
     assert {r["precision"] for r in out["steps"]} == {"fp32", "bf16"}
     assert {r["impl"] for r in out["steps"]} == {"reference", "normlab", "normlab-refnorm"}
+    # every figure with its spread over the rounds: min ≤ median ≤ max, and a flag where it is wide
+    for row in out["norms"]:
+        assert row["time_s_min"] <= row["median_s"] <= row["time_s_max"]
+        assert row["time_s_wide"] == (row["time_s_max"] / row["time_s_min"] > 1.5)
+    for row in out["steps"]:
+        assert row["tokens_per_s_min"] <= row["tokens_per_s"] <= row["tokens_per_s_max"]
+
+
+def test_bench_tables_show_the_spread_and_survive_a_pipe():
+    """Piped (no terminal, 80 columns) every cell is whole, and a wide spread is flagged beside its figure and in a
+    warning line."""
+    from rich.console import Console
+
+    from normlab.bench.report import noise_line, norm_table, step_table
+
+    norm = {"norm": "layernorm", "impl": "normlab-fast-with-a-long-name", "shape": [8, 64], "dtype": "fp32",
+            "median_s": 0.00048, "ratio": 0.0375, "time_s_min": 0.0004, "time_s_max": 0.0128, "time_s_wide": True}
+    step = {"config": "normlab-gpt-small-cpu", "impl": "normlab-compile", "scheme": "pre", "norm": "layernorm",
+            "precision": "fp32", "tokens_per_s": 1234.0, "tokens_per_s_min": 172.0, "tokens_per_s_max": 4331.0,
+            "tokens_per_s_wide": True, "speedup": 1.0, "peak_mem_mb": None, "mem_ratio": None}
+    console = Console(width=80, record=True, force_terminal=False)
+    console.print(norm_table([norm]))
+    console.print(step_table([step]))
+    text = console.export_text()
+    assert "…" not in text  # nothing cut: a long cell folds onto the next lines
+
+    def column(k: int) -> str:  # a column's folded cell, its lines joined
+        rows = [line.split("│") for line in text.splitlines() if line.startswith("│")]
+        return "".join(r[k].strip() for r in rows if len(r) > k)
+    assert "normlab-fast-with-a-long-name" in column(2) and "normlab-gpt-small-cpu" in column(1)
+    assert "[0.400ms–12.800ms]!" in column(3).replace(" ", "") and "[172–4,331]!" in column(5).replace(" ", "")
+    assert "2 figure(s) spread more than 1.5×" in noise_line({"norms": [norm], "steps": [step]})
+    assert noise_line({"norms": [{**norm, "time_s_wide": False}], "steps": []}) is None
 
 
 def test_bench_rejects_bad_options():

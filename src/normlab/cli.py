@@ -715,7 +715,7 @@ def bench(
     import torch
 
     from normlab.bench import run_bench, tables
-    from normlab.bench.report import environment_line
+    from normlab.bench.report import environment_line, noise_line
 
     only, clock, precision = only and only.value, clock.value, [p.value for p in precision]
     scheme, norm, config = [s.value for s in scheme], [n.value for n in norm], [c.value for c in config]
@@ -742,6 +742,8 @@ def bench(
         console.print(f"{'skipped' if note['skipped'] else 'note'} {note['scheme']}/{note['norm']}: "
                       f"{escape(note['why'])}{hint}", highlight=False)
     console.print(f"[dim]{escape(environment_line(result['environment']))}[/]", highlight=False)
+    if noise_line(result):
+        err_console.print(f"[yellow]{escape(noise_line(result))}[/]", highlight=False)
 
 
 def main() -> None:

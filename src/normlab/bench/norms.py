@@ -24,7 +24,7 @@ from typing import Callable
 
 import torch
 
-from normlab.bench.timing import interleaved_samples
+from normlab.bench.timing import interleaved_samples, spread_of
 from normlab.nn import kernels
 from normlab.nn.norms import make_norm
 
@@ -116,5 +116,6 @@ def bench_norm_group(shape, dtype_name: str, rounds: int, compile: bool, clock: 
     samples = interleaved_samples(fns, rounds, clock=clock)
     base = statistics.median(samples[BASELINE])
     return [{"norm": norm, "impl": impl, "shape": list(shape), "dtype": dtype_name,
-             "median_s": statistics.median(v), "ratio": statistics.median(v) / base, "samples_s": v}
+             "median_s": statistics.median(v), "ratio": statistics.median(v) / base, "samples_s": v,
+             **spread_of(v, "time_s")}
             for (norm, impl), v in samples.items()]

@@ -15,13 +15,14 @@ Peak memory: see timing.peak_step_memory_mb.
 from __future__ import annotations
 
 import itertools
+import statistics
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
 from normlab.bench.reference_gpt import ReferenceGPT
-from normlab.bench.timing import interleaved_medians, peak_step_memory_mb, tensor_bytes
+from normlab.bench.timing import interleaved_samples, peak_step_memory_mb, spread_of, tensor_bytes
 from normlab.nn import kernels
 from normlab.nn.config import ModelConfig
 from normlab.nn.model import build_model
@@ -180,8 +181,9 @@ def _bench_config(cfg: StepConfig, variants: list[Variant], rounds: int, steps_p
                 step()
         return run
 
-    medians = interleaved_medians({i: repeat(v.step) for i, v in enumerate(variants)}, rounds,
+    samples = interleaved_samples({i: repeat(v.step) for i, v in enumerate(variants)}, rounds,
                                   warmup=2, min_sample_s=0.0, clock=clock)
+    medians = {i: statistics.median(v) for i, v in samples.items()}
     tokens = cfg.batch_size * cfg.block_size * steps_per_sample
     rows = []
     for i, v in enumerate(variants):
@@ -189,6 +191,7 @@ def _bench_config(cfg: StepConfig, variants: list[Variant], rounds: int, steps_p
         persistent = tensor_bytes(v.model.parameters(), v.model.buffers(), state)
         rows.append({"config": cfg.name, "impl": v.impl, "scheme": v.scheme, "norm": v.norm,
                      "precision": v.precision, "tokens_per_s": tokens / medians[i],
+                     **spread_of([tokens / t for t in samples[i]], "tokens_per_s"),
                      "peak_mem_mb": peak_step_memory_mb(v.step, device, persistent)})
     ref = rows[0]
     for row in rows:

@@ -57,6 +57,17 @@ def interleaved_medians(fns: dict[str, Callable[[], object]], rounds: int, warmu
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
+WIDE_SPREAD = 1.5  # max / min over the rounds past which a figure is flagged as noise, not a finding
+
+
+def spread_of(values: list[float], name: str) -> dict[str, float | bool]:
+    """min, median and max of a figure over its timing rounds, their ratio (max / min) and whether it is wide
+    (`WIDE_SPREAD`): what a table prints beside the median, so that noise never reads as a finding."""
+    lo, hi = min(values), max(values)
+    return {f"{name}_min": lo, f"{name}_median": statistics.median(values), f"{name}_max": hi,
+            f"{name}_spread": hi / lo if lo > 0 else math.inf, f"{name}_wide": hi / lo > WIDE_SPREAD if lo > 0 else True}
+
+
 def interleaved_samples(fns: dict[str, Callable[[], object]], rounds: int, warmup: int = 2,
                         min_sample_s: float = 0.02, clock: str = "wall") -> dict[str, list[float]]:
     """Seconds per call of each function in each of `rounds` interleaved rounds: sample r of every function
