@@ -563,6 +563,8 @@ def diagnose(
 
         written = write(result, html)
         (err_console if as_json else console).print(f"wrote {written}", highlight=False)
+    if str(result.get("tokenizer", "")).startswith("none"):  # a fallback is said, never silent
+        err_console.print(f"[yellow]note:[/] tokenizer {escape(result['tokenizer'])}", highlight=False)
     if as_json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return

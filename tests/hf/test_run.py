@@ -170,3 +170,20 @@ def test_init_from_match_needs_init_from():
 
     with pytest.raises(ConfigError, match="init_from_match = 'by_stream'.*init_from, which is unset"):
         load_config(None, ["train.init_from_match=by_stream"])
+
+
+def test_a_directory_without_a_tokenizer_is_said_so_on_import_and_on_diagnose(tmp_path):
+    """No silent fallback: import-hf and diagnose each print one line naming the tokenizer they fell back to and
+    write it (run.json's hf_import, diagnose's JSON)."""
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(vocab_size=len(CHARS), n_embd=32, n_layer=2, n_head=4, n_positions=32)
+    transformers.GPT2LMHeadModel(config).save_pretrained(tmp_path / "hf")  # weights and config, no tokenizer
+    result = runner.invoke(app, ["import-hf", str(tmp_path / "hf"), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    assert "note: tokenizer: none in the directory" in result.output
+    record = json.loads((tmp_path / "run" / "run.json").read_text())["hf_import"]
+    assert record["tokenizer"].startswith("none in the directory")
+    result = runner.invoke(app, ["diagnose", str(tmp_path / "hf"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["tokenizer"].startswith("none in the directory: the text read as UTF-8 bytes")
+    assert "note: tokenizer none in the directory" in result.stderr

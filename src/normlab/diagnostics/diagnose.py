@@ -138,7 +138,7 @@ def _hf_subject(path: Path, text: str | None, device: torch.device, dtype: torch
     else:
         auto, objective = transformers.AutoModel, "infonce"
     model = _hf_model(auto, path, weights).to(device, dtype).eval()
-    ids, special = _hf_ids(path, config, text)
+    ids, special, read_as = _hf_ids(path, config, text)
     length = min(WINDOW, getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", WINDOW))
     if config.model_type in OFFSET_POSITIONS:  # positions start after the padding index (RoBERTa: 514 = 512 + 2)
         length = min(length, config.max_position_embeddings - config.pad_token_id - 1)
@@ -155,7 +155,8 @@ def _hf_subject(path: Path, text: str | None, device: torch.device, dtype: torch
     chance = ((math.log(BATCH), f"one right pair of {BATCH}") if objective == "infonce" else
               (math.log(config.vocab_size), f"uniform over {config.vocab_size} tokens"))
     return Subject(str(path), "hf", model, forward, loss, described, mask=mask,
-                   known={"architecture": arch or type(model).__name__, "model_type": config.model_type},
+                   known={"architecture": arch or type(model).__name__, "model_type": config.model_type,
+                          "tokenizer": read_as},
                    chance=chance)
 
 
@@ -198,8 +199,13 @@ def _first_line(e: Exception) -> str:
     return next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)
 
 
-def _hf_ids(path: Path, config, text: str | None) -> tuple[torch.Tensor, list[int]]:
-    """Token ids of the text with the model's tokenizer; bytes modulo the vocabulary if it has none."""
+NO_TOKENIZER = "none in the directory: the text read as UTF-8 bytes modulo the vocabulary ({vocab})"
+
+
+def _hf_ids(path: Path, config, text: str | None) -> tuple[torch.Tensor, list[int], str]:
+    """Token ids of the text with the model's tokenizer, its special ids, and how the text was read: the
+    directory's tokenizer, or, where it has none, bytes modulo the vocabulary (`NO_TOKENIZER`, said in the output
+    and in what diagnose writes, never silent)."""
     import transformers
 
     _, body = read_text(text)
@@ -208,10 +214,11 @@ def _hf_ids(path: Path, config, text: str | None) -> tuple[torch.Tensor, list[in
     tok = (transformers.AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
            if has_tokenizer else None)
     if tok is None:
-        return torch.tensor(list(body.encode("utf-8")), dtype=torch.long) % config.vocab_size, []
+        return (torch.tensor(list(body.encode("utf-8")), dtype=torch.long) % config.vocab_size, [],
+                NO_TOKENIZER.format(vocab=config.vocab_size))
     ids = tok(body, add_special_tokens=False)["input_ids"]
     special = [t for t in (tok.cls_token_id, tok.sep_token_id) if t is not None]
-    return torch.tensor(ids, dtype=torch.long), special if len(special) == 2 else []
+    return torch.tensor(ids, dtype=torch.long), special if len(special) == 2 else [], "the directory's own"
 
 
 def _hf_objective(model, objective: str, inputs, mask, config) -> Callable[[], torch.Tensor]:

@@ -50,6 +50,11 @@ def import_run(source: str | Path, out: str | Path, block_size: int | None = Non
             if (source / name).is_file():
                 shutil.copyfile(source / name, run.path / TOKENIZER_DIR / name)
     record = {"imported_from": str(source.resolve()), **imported.describe()}
+    record["tokenizer"] = ("the directory's own (tokenizer/)" if has_tokenizer else
+                           "none in the directory (no tokenizer.json): the run reads text with normlab's character "
+                           "vocabulary, which is not the model's; give the directory its tokenizer.json to keep its own")
+    if not has_tokenizer:  # a fallback is said, never silent: in the output and in run.json
+        record["notes"] = [*record.get("notes", []), f"tokenizer: {record['tokenizer']}"]
     run.write_config(config)
     run.write_meta({"config_hash": config.hash(), "normlab": __version__, "hf_import": record,
                     "model": {"n_params": sum(p.numel() for p in imported.model.parameters())}})
