@@ -28,3 +28,21 @@ def test_the_code_has_one_fingerprint_and_records_it():
     assert len(fingerprint()) == 16 and int(fingerprint(), 16) >= 0
     record = rules_record()
     assert record["fingerprint"] == fingerprint() and "study/claims/*.py" in record["modules"]
+
+
+def test_a_presets_measured_time_is_not_a_rule():
+    """A preset's prose (its summary and description quote its measured wall time) is left out of the
+    fingerprint: recording a new time moves no rule; a setting that decides a verdict does."""
+    import dataclasses
+
+    from normlab.study import rules, spec
+
+    before = rules.presets_data()
+    standard = spec.PRESETS["standard"]
+    try:
+        spec.PRESETS["standard"] = dataclasses.replace(standard, description="took 1 minute", summary="fast")
+        assert rules.presets_data() == before
+        spec.PRESETS["standard"] = dataclasses.replace(standard, lr_fixed=1e-2)
+        assert rules.presets_data() != before
+    finally:
+        spec.PRESETS["standard"] = standard

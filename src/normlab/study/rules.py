@@ -55,14 +55,18 @@ def fingerprint_of(sources: list[tuple[str, str]]) -> str:
 
 
 def presets_data() -> str:
-    """Every preset's settings and the trained line's share, as data: what spec.py decides of a verdict."""
+    """Every preset's settings and the trained line's share, as data: what spec.py decides of a verdict. Its prose
+    (`summary`, `description`, which quote the preset's measured wall time) is left out: recording a new time
+    is not a rule change."""
     import dataclasses
     import json
 
     from normlab.data.corpus import TRAINED_SHARE
     from normlab.study.spec import HELD_OUT, PRESETS
 
-    return json.dumps({"presets": {n: dataclasses.asdict(p) for n, p in sorted(PRESETS.items())},
+    prose = ("summary", "description")
+    return json.dumps({"presets": {n: {k: v for k, v in dataclasses.asdict(p).items() if k not in prose}
+                                   for n, p in sorted(PRESETS.items())},
                        "held_out": HELD_OUT, "trained_share": TRAINED_SHARE}, sort_keys=True, default=repr)
 
 
