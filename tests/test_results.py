@@ -241,3 +241,9 @@ def test_the_frontier_findings_quote_the_committed_files():
         assert all(p["interval"] and len(p["seeds"]) == 5 for p in held[cid]["parts"][:1])
     cost = json.loads((ROOT / "benchmarks/results/frontier/cost.json").read_text("utf-8"))
     assert f"{cost['runs']} runs, {cost['wall_s'] / 60:.1f} min" in text
+
+
+def test_the_readmes_quick_start_time_is_the_committed_one():
+    quick = json.loads((ROOT / "benchmarks/results/quick_start_2core_cpu.json").read_text("utf-8"))
+    readme = " ".join((ROOT / "README.md").read_text("utf-8").split())
+    assert f"{quick['wall_s']:.0f} s on a quiet 2-core Xeon" in readme and quick["verdict"] in ("holds", "does not hold")
