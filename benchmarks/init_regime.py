@@ -42,29 +42,18 @@ ROWS: dict[str, tuple[int, dict[str, Any], str]] = {
                                              "fms_fsdp/utils/config_utils.py L50-56; OLMo2-7B-stage1.yaml L6)"),
     "xiong": (512, {"model.init": "xiong"}, "the fairseq Transformer base, d 512 (Xiong et al. 2020 §3.2)"),
 }
-FRONTIER_ARMS = {"F2 DyT": ("F2", {"norm": "dyt", "steps": 300}), "F2 RMSNorm": ("F2", {"norm": "rmsnorm", "steps": 300}),
-                 "F3 Derf": ("F3", {"norm": "derf"}), "F3 LayerNorm": ("F3", {"norm": "layernorm"})}
 ARM_WIDTH = {"F2": (4096, "DyT's LLaMA-7B, emb_dim 4096"), "F3": (768, "Derf's nanoGPT GPT-2, n_embd 768")}
 
 
 def frontier_rows() -> dict[str, tuple[int, dict[str, Any], str]]:
-    """The frontier arms DyT and Derf fail without (their embedding scalar) and their baselines, as the frontier
-    preset runs them."""
-    from normlab.study.claims import CLAIMS
-    from normlab.study.claims.grouping import config_keys
-    from normlab.study.spec import INIT_KEY, PRESETS
+    """The frontier arms DyT and Derf fail without (their embedding scalar) and their baselines, with the model
+    overrides the frontier claims train them with (`DyTParityF2.ARMS`, `DERF_ARMS`)."""
+    from normlab.study.claims.frontier import DERF_ARMS, DyTParityF2
 
-    preset = PRESETS["frontier"]
-    out = {}
-    for label, (cid, want) in FRONTIER_ARMS.items():
-        want = config_keys(want)
-        claim = CLAIMS.get(cid)
-        runs = [o for o in claim().runs(preset)
-                if all({**preset.base, INIT_KEY: claim.init, **o}.get(k) == v for k, v in want.items())]
-        overrides = {k: v for k, v in {INIT_KEY: claim.init, **runs[0]}.items() if k.startswith("model.")}
-        width, why = ARM_WIDTH[cid]
-        out[label] = (width, {"frontier": True, **overrides}, why)
-    return out
+    arms = {"F2 DyT": ("F2", DyTParityF2.ARMS["DyT"]), "F2 RMSNorm": ("F2", DyTParityF2.ARMS["RMSNorm"]),
+            "F3 Derf": ("F3", DERF_ARMS["derf"]), "F3 LayerNorm": ("F3", DERF_ARMS["layernorm"])}
+    return {label: (ARM_WIDTH[cid][0], {"frontier": True, **{k: v for k, v in o.items() if k.startswith("model.")}},
+                    ARM_WIDTH[cid][1]) for label, (cid, o) in arms.items()}
 
 
 def build(overrides: dict[str, Any], width: int):

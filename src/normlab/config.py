@@ -267,8 +267,8 @@ def config_hash(data: dict[str, Any]) -> str:
 HASH_NEUTRAL = {"model.arch": "decoder", "train.activation_checkpointing": False, "diagnostics.layer_skip_most": 100,
                 "model.positions": "learned", "model.rope_theta": 10000.0, "model.rope_fraction": 1.0, "model.qk_norm": "none",
                 "model.gelu_approximate": "none", "model.head_transform": False, "model.head_bias": False,
-                "train.init_from_match": "exact", "train.plateau_stop": 0.0, "model.learned_embed_scale": False, "model.embed_scale_positions": False,
-                "train.weight_decay_on": "matrices",
+                "train.init_from_match": "exact", "train.plateau_stop": 0.0, "model.learned_embed_scale": False,
+                "model.embed_scale_positions": False, "train.weight_decay_on": "matrices",
                 "diagnostics.end_of_run_budget": 0.25, "diagnostics.layer_skip_budgeted": True}
 
 

@@ -48,12 +48,12 @@ def embed(model: nn.Module, tokens: torch.Tensor, wpe: nn.Embedding | None, embe
     if T > model.cfg.block_size:
         raise ValueError(f"{what} length {T} exceeds block_size {model.cfg.block_size}")
     x = model.wte(tokens)
-    if wpe is not None and model.cfg.embed_scale_positions:  # Derf's (wte + wpe)·s
+    if wpe is None:  # rotary positions: no table
+        x = x * model.embed_scale
+    elif model.cfg.embed_scale_positions:  # Derf's (wte + wpe)·s
         x = (x + wpe(torch.arange(T, device=tokens.device))) * model.embed_scale
     else:
-        x = x * model.embed_scale
-        if wpe is not None:
-            x = x + wpe(torch.arange(T, device=tokens.device))
+        x = x * model.embed_scale + wpe(torch.arange(T, device=tokens.device))
     return embed_norm(model.drop(x))
 
 
