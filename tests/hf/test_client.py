@@ -1,7 +1,9 @@
 """What a user of transformers meets: a run trained here, `normlab export`ed, then read with AutoTokenizer,
 AutoModelForCausalLM.generate() and pipeline(). For every exportable decoder layout greedy generate() gives
-exactly the text of `normlab sample --greedy`; for the BERT layout pipeline("fill-mask") gives normlab's
-argmax at the exported [MASK]. Tiny runs trained in the test; nothing is downloaded (HF_HUB_OFFLINE)."""
+exactly the text of `normlab sample --greedy`, a batch of prompts padded to one length gives each row its own
+text, and generate() with no length stops at the block size; for the encoder layouts (BERT with its head
+transform, XLM without) pipeline("fill-mask") gives normlab's argmax at the exported [MASK]. Any text
+encodes. Tiny runs trained in the test; nothing is downloaded (HF_HUB_OFFLINE)."""
 from __future__ import annotations
 
 import json
@@ -31,7 +33,9 @@ LAYOUTS = {  # the settings of a run each layout holds
     "gemma2": dict(scheme="sandwich", mlp="geglu", **ROPE),
     "bert": dict(arch="encoder", scheme="post", norm="layernorm", embed_norm=True, final_norm=False,
                  head_transform=True, head_bias=True),
+    "xlm": dict(arch="encoder", scheme="post", norm="layernorm", embed_norm=True, final_norm=False),
 }
+ENCODERS = ("bert", "xlm")
 SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 
 
@@ -48,11 +52,12 @@ def _trained_and_exported(tmp_path, layout: str):
     assert train(cfg, str(run)).status == "completed"
     out = export_run(run, tmp_path / "hf")
     config = json.loads((out / "config.json").read_text())
-    assert {k: config[k] for k in SPECIAL_IDS} == dict.fromkeys(SPECIAL_IDS)  # a character run has none
+    # a character run has no bos or eos; its pad is the [PAD] the export adds after [UNK], past the model's ids
+    assert {k: config[k] for k in SPECIAL_IDS} == {**dict.fromkeys(SPECIAL_IDS), "pad_token_id": load_model(run).cfg.model.vocab_size + 1}
     return run, out
 
 
-@pytest.mark.parametrize("layout", [name for name in LAYOUTS if name != "bert"])
+@pytest.mark.parametrize("layout", [name for name in LAYOUTS if name not in ENCODERS])
 def test_generate_and_the_pipeline_continue_as_normlab_sample_does(tmp_path, layout, one_torch_thread):
     run, out = _trained_and_exported(tmp_path, layout)
     result = CliRunner().invoke(app, ["sample", str(run), "--prompt", PROMPT, "--greedy", "--max-new-tokens", str(NEW)])
@@ -71,9 +76,28 @@ def test_generate_and_the_pipeline_continue_as_normlab_sample_does(tmp_path, lay
     pipe = transformers.pipeline("text-generation", model=str(out), tokenizer=str(out))
     assert pipe(PROMPT, max_new_tokens=NEW, do_sample=False)[0]["generated_text"] == ours
 
+    # a batch of prompts of unequal length, padded on the left with the real [PAD]: each row its text alone
+    prompts = [PROMPT, "JULIET: O", "Be"]
+    alone = [pipe(p, max_new_tokens=NEW, do_sample=False)[0]["generated_text"] for p in prompts]
+    batch = tok(prompts, return_tensors="pt", padding=True)
+    assert (batch["attention_mask"] == 0).any()  # the check can fail: there is padding
+    with torch.no_grad():
+        rows = model.generate(**batch, max_new_tokens=NEW, do_sample=False)
+    assert tok.batch_decode(rows, skip_special_tokens=True) == alone
+    assert [r[0]["generated_text"] for r in pipe(prompts, max_new_tokens=NEW, do_sample=False, batch_size=3)] == alone
 
-def test_fill_mask_on_a_bert_export_gives_normlabs_argmax(tmp_path, one_torch_thread):
-    run, out = _trained_and_exported(tmp_path, "bert")
+    # no length given: generation stops at the block size the model was trained at (learned positions end there)
+    assert tok.model_max_length == 48
+    with torch.no_grad():
+        assert model.generate(**tok(PROMPT, return_tensors="pt"), do_sample=False).shape[1] == 48
+    # any text encodes: a character the corpus never had is [UNK], which generation never produces
+    unk = tok("ROMEO: 2024 ☃")["input_ids"]
+    assert tok.unk_token_id in unk and tok.unk_token_id not in rows
+
+
+@pytest.mark.parametrize("layout", ENCODERS)
+def test_fill_mask_on_an_encoder_export_gives_normlabs_argmax(tmp_path, layout, one_torch_thread):
+    run, out = _trained_and_exported(tmp_path, layout)
     loaded = load_model(run)
     chars, mask_id = corpus_of(loaded.cfg).tokenizer, loaded.cfg.model.vocab_size - 1  # MASK follows the text's
     text, at = "ROMEO: What is", 3

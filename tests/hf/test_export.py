@@ -24,9 +24,11 @@ LAYOUTS = {
     "gemma2": (dict(scheme="sandwich", norm="rmsnorm", positions="rope", mlp="geglu", gelu_approximate="tanh",
                     n_kv_head=2, d_head=16, attn_softcap=5.0, logit_softcap=3.0, attn_scale=12 ** -0.5), "AutoModelForCausalLM"),
     "gemma2-unscaled": (dict(scheme="sandwich", norm="rmsnorm", positions="rope", mlp="geglu"), "AutoModelForCausalLM"),
-    "bert": (dict(arch="encoder", scheme="post", norm="layernorm", embed_norm=True, bias=True), "AutoModel"),
-    "bert-mlm": (dict(arch="encoder", scheme="post", norm="layernorm", embed_norm=True, bias=True,
-                      head_transform=True, head_bias=True), "AutoModelForMaskedLM"),
+    "xlm": (dict(arch="encoder", scheme="post", norm="layernorm", embed_norm=True, bias=True), "AutoModelForMaskedLM"),
+    "xlm-head-bias": (dict(arch="encoder", scheme="post", norm="layernorm", embed_norm=True, bias=True, head_bias=True),
+                      "AutoModelForMaskedLM"),
+    "bert": (dict(arch="encoder", scheme="post", norm="layernorm", embed_norm=True, bias=True,
+                  head_transform=True, head_bias=True), "AutoModelForMaskedLM"),
 }
 
 
@@ -42,22 +44,27 @@ def _model(settings):
 
 @pytest.mark.parametrize("case", list(LAYOUTS))
 def test_transformers_loads_the_export_with_the_same_logits(tmp_path, case):
+    """The model's own ids give its logits; the two ids a character vocabulary gains ([UNK], [PAD]) come
+    after them, and a masked LM never predicts them."""
     settings, auto = LAYOUTS[case]
     model = _model(settings)
+    assert layout_for(model.cfg).name == case.split("-")[0]
     export_hf(model, model.cfg, tmp_path / "out", char_vocab=[chr(32 + i) for i in range(71)])
     hf = getattr(transformers, auto).from_pretrained(tmp_path / "out", local_files_only=True,
                                                      trust_remote_code=False).eval()
+    assert hf.config.vocab_size == 71 + 2
     ids = torch.randint(0, 71, (2, 20), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
-        out = hf(input_ids=ids, attention_mask=torch.ones_like(ids))
-        want = out.logits if hasattr(out, "logits") else out.last_hidden_state
-        got = model(ids)[0] if auto != "AutoModel" else model.hidden(ids)
-    assert (got - want).abs().max().item() <= TOL
+        out = hf(input_ids=ids, attention_mask=torch.ones_like(ids)).logits
+        got = model(ids)[0]
+    assert (got - out[..., :71]).abs().max().item() <= TOL
+    if model.cfg.arch == "encoder":
+        assert out[..., 71:].max().item() <= -1e3
     # and back: the exported directory imports to the same function
     back = import_hf(tmp_path / "out").model
     with torch.no_grad():
-        again = back(ids)[0] if auto != "AutoModel" else back.hidden(ids)
-    assert (again - got).abs().max().item() <= TOL
+        again = back(ids)[0]
+    assert (again[..., :71] - got).abs().max().item() <= TOL
 
 
 def test_the_character_vocabulary_travels_as_a_tokenizer(tmp_path):
@@ -68,10 +75,14 @@ def test_the_character_vocabulary_travels_as_a_tokenizer(tmp_path):
     ids = tok("AB C!\nA", add_special_tokens=False)["input_ids"]
     assert ids == [chars.index(c) for c in "AB C!\nA"]
     assert tok.decode(ids) == "AB C!\nA"
+    # any text encodes: a character the corpus never had is [UNK], a token the vocabulary has
+    assert tok.unk_token == "[UNK]" and tok("A2é")["input_ids"] == [chars.index("A"), 71, 71]
+    assert (tok.pad_token, tok.pad_token_id, tok.model_max_length) == ("[PAD]", 72, 32)
+    assert tok.bos_token is None and tok.eos_token is None  # one stream of characters: no document marks
 
 
 def test_a_masked_lms_mask_token_travels_with_its_id(tmp_path):
-    model = _model(LAYOUTS["bert-mlm"][0])
+    model = _model(LAYOUTS["bert"][0])
     chars = [chr(32 + i) for i in range(70)] + ["[MASK]"]
     export_hf(model, model.cfg, tmp_path / "out", char_vocab=chars, mask_token="[MASK]")
     tok = transformers.AutoTokenizer.from_pretrained(tmp_path / "out", local_files_only=True)
@@ -102,8 +113,8 @@ def test_export_never_writes_into_a_directory_it_did_not_make(tmp_path):
 
 @pytest.mark.parametrize("case", list(LAYOUTS))
 def test_special_token_ids_are_the_tokenizers_own_or_null(tmp_path, case):
-    """bos/eos/pad in config.json: null for normlab's characters (a config class's defaults would name '!', ' '
-    or '\\n' there), and the ids an imported tokenizer defines as special tokens."""
+    """bos/eos/pad in config.json: for normlab's characters no bos or eos and the added [PAD] (a config class's
+    defaults would name '!', ' ' or '\\n' there), and the ids an imported tokenizer defines as special tokens."""
     import json
 
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
@@ -113,7 +124,7 @@ def test_special_token_ids_are_the_tokenizers_own_or_null(tmp_path, case):
     chars = ["\n", " ", "!"] + [chr(c) for c in range(ord("A"), ord("A") + 68)]
     export_hf(model, model.cfg, tmp_path / "chars", char_vocab=chars)
     config = json.loads((tmp_path / "chars" / "config.json").read_text())
-    assert [config[f"{k}_token_id"] for k in ("bos", "eos", "pad")] == [None, None, None]
+    assert [config[f"{k}_token_id"] for k in ("bos", "eos", "pad")] == [None, None, 72]  # [PAD], after [UNK]
 
     specials = {"<pad>": 68, "<s>": 69, "</s>": 70}  # the last ids of a 71-token vocabulary
     tok = Tokenizer(models.WordLevel({**{c: i for i, c in enumerate(chars[:68])}, **specials}, unk_token=None))

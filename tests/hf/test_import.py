@@ -42,6 +42,9 @@ CASES = {
                                                  final_logit_softcapping=3.0)),
     "bert-mlm": lambda: (transformers.BertForMaskedLM, transformers.BertConfig(**SMALL)),
     "bert": lambda: (transformers.BertModel, transformers.BertConfig(**SMALL)),
+    "xlm": lambda: (transformers.XLMWithLMHeadModel,
+                    transformers.XLMConfig(vocab_size=97, emb_dim=32, n_layers=2, n_heads=4, max_position_embeddings=64,
+                                           use_lang_emb=False, pad_token_id=96)),
 }
 
 
@@ -65,7 +68,7 @@ def _theirs(model, ids):
 
 def _ours(model, ids):
     with torch.no_grad():
-        if model.cfg.head_transform or model.cfg.arch == "decoder":
+        if model.cfg.head_transform or model.cfg.arch == "decoder" or model.cfg.head_bias:  # XLM's head: a bias
             return model(ids)[0]
         return model.hidden(ids)  # a BERT without its MLM head: the last hidden states
 

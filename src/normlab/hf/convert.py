@@ -40,7 +40,7 @@ MISSING = {
     "bloom": "ALiBi position biases",
     "roberta": "RoBERTa's padding-offset positions",
 }
-_HF_HEAD_NAMES = ("lm_head.weight", "cls.predictions.decoder.weight", "embed_out.weight")
+_HF_HEAD_NAMES = ("lm_head.weight", "cls.predictions.decoder.weight", "embed_out.weight", "pred_layer.proj.weight")
 
 
 @dataclass

@@ -1,18 +1,26 @@
 """A normlab model written back as a Hugging Face directory: `normlab export RUN_DIR --format hf --out DIR`.
 
-DIR gets config.json and model.safetensors in the layout of the family adapter that holds the model
-(`normlab.hf.families`; `normlab export --help` lists them), which `transformers.AutoModel*.from_pretrained(DIR)`
-loads with no remote code, and the run's tokenizer: the one an imported model came with, or normlab's character
-vocabulary as a `tokenizers` word-level tokenizer over single characters. config.json's bos/eos/pad ids are
-the ones that tokenizer defines as special tokens, null where it has none (a character vocabulary has none):
-never a config class's defaults, which in a character vocabulary are characters. The adapter's tensor map is
-read backward (normlab → checkpoint), and its `refusal`, derived from its facts, says why a model does not
-fit. A placement with no Hugging Face layout (Post-LN decoder, DeepNorm, Mix-LN, ...) is
+DIR gets config.json, generation_config.json (a decoder) and model.safetensors in the layout of the family
+adapter that holds the model (`normlab.hf.families`; `normlab export --help` lists them), which
+`transformers.AutoModel*.from_pretrained(DIR)` loads with no remote code, and the run's tokenizer: the one an
+imported model came with, or normlab's character vocabulary as a `tokenizers` word-level tokenizer over single
+characters. config.json's bos/eos/pad ids are the ones that tokenizer defines as special tokens, null where it
+has none: never a config class's defaults, which in a character vocabulary are characters. The adapter's
+tensor map is read backward (normlab → checkpoint), and its `refusal`, derived from its facts, says why a
+model does not fit. A placement with no Hugging Face layout (Post-LN decoder, DeepNorm, Mix-LN, ...) is
 refused in one line naming the layouts there are.
 
 What a layout lacks is written so that the function is the same: a bias the normlab model does not have
 is written as zeros, and a token embedding scaled in the forward pass (√d under the `xiong` init) is
 written pre-scaled, with the head untied where it was tied, so both keep their values.
+
+A character vocabulary gains two tokens after the model's own ids, so that the tokenizer serves ordinary use:
+`[UNK]` (a character the corpus never had; normlab's own encoder refuses it) and `[PAD]` (a batch of prompts
+of unequal length). Their embedding rows are zeros, so no text without them computes differently; a
+masked LM's head gives them a bias of −1e4 and a decoder's generation config suppresses them, so neither is
+ever predicted. It has no bos or eos: normlab trains on one stream of characters with no document marks, and
+a token the model never saw would mean nothing to it. The tokenizer's `model_max_length` and the generation
+config's `max_length` are the block size the model was trained at.
 """
 from __future__ import annotations
 
@@ -20,6 +28,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -31,6 +40,9 @@ from normlab.nn.config import ModelConfig
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json",
                    "merges.txt", "tokenizer.model")
+UNK, PAD = "[UNK]", "[PAD]"  # what a character vocabulary gains on export, in this order after the model's ids
+ADDED = (UNK, PAD)
+NEVER = -1e4  # a masked LM's head bias at an added token: its logit never wins
 
 
 def layout_for(cfg: ModelConfig) -> Adapter:
@@ -87,6 +99,11 @@ def export_hf(model: nn.Module, cfg: ModelConfig, out: str | Path, tokenizer_fro
     from safetensors.torch import save_file
 
     state, tied = hf_state(model, cfg, layout)
+    own_tokenizer = tokenizer_from is not None and any((tokenizer_from / f).is_file() for f in TOKENIZER_FILES)
+    chars = None if own_tokenizer or char_vocab is None else list(char_vocab)
+    if chars is not None:
+        state, cfg = with_added_tokens(state, cfg, layout)
+        chars += ADDED
     tensors = {k: v.contiguous() for k, v in hf_tensors(cfg, state, layout).items()}
     if not tied and cfg.arch == "decoder":
         tensors["lm_head.weight"] = state["lm_head.weight"].contiguous()
@@ -95,9 +112,18 @@ def export_hf(model: nn.Module, cfg: ModelConfig, out: str | Path, tokenizer_fro
     out.parent.mkdir(parents=True, exist_ok=True)  # as `normlab train --out a/b` does
     tmp = Path(tempfile.mkdtemp(prefix=".normlab-export-", dir=out.parent))
     try:
-        _tokenizer(tmp, tokenizer_from, char_vocab, mask_token)
+        if own_tokenizer:
+            for name in TOKENIZER_FILES:
+                if (tokenizer_from / name).is_file():
+                    shutil.copyfile(tokenizer_from / name, tmp / name)
+        elif chars is not None:
+            _char_tokenizer(tmp, chars, mask_token, cfg)
         # the tokenizer's special tokens, not the config class's defaults: those name characters here
-        layout.hf_config(cfg, tied, **special_token_ids(tmp)).save_pretrained(tmp)
+        special = special_token_ids(tmp)
+        layout.hf_config(cfg, tied, **special).save_pretrained(tmp)
+        if cfg.arch == "decoder":
+            generation_config(cfg, special, [cfg.vocab_size - len(ADDED) + i for i in range(len(ADDED))]
+                              if chars is not None else []).save_pretrained(tmp)
         save_file(tensors, tmp / "model.safetensors", metadata={"format": "pt"})
         with_umask(tmp)
         if out.exists():
@@ -109,6 +135,28 @@ def export_hf(model: nn.Module, cfg: ModelConfig, out: str | Path, tokenizer_fro
     return out
 
 
+def with_added_tokens(state: dict[str, torch.Tensor], cfg: ModelConfig,
+                      layout: Adapter) -> tuple[dict[str, torch.Tensor], ModelConfig]:
+    """The state and config with `ADDED`'s rows after the model's own: zero embedding (and untied head) rows,
+    and where the layout writes a head bias (a masked LM's), −1e4 there, so that an added token is never
+    predicted and every other logit is unchanged."""
+    n, rows = len(ADDED), cfg.vocab_size
+    grown = dict(state)
+    for key in ("wte.weight", "lm_head.weight"):
+        if key in grown:
+            grown[key] = torch.cat([grown[key], grown[key].new_zeros(n, grown[key].shape[1])])
+    if cfg.arch == "encoder" and any(m.ours == "lm_head.bias" for m in layout.maps(cfg)):
+        bias = grown.get("lm_head.bias", torch.zeros(rows))
+        grown["lm_head.bias"] = torch.cat([bias, bias.new_full((n,), NEVER)])
+    return grown, cfg.model_copy(update={"vocab_size": rows + n})
+
+
+def generation_config(cfg: ModelConfig, special: dict[str, int | None], suppress: list[int]) -> Any:
+    """A decoder's generation defaults: `max_length` the block size it was trained at (learned positions end
+    there), the tokenizer's special ids, and the added tokens suppressed."""
+    from transformers import GenerationConfig
+
+    return GenerationConfig(max_length=cfg.block_size, suppress_tokens=suppress or None, **special)
 def with_umask(directory: Path) -> None:
     """Give the export the user's umask, as a run directory has: `mkdtemp` makes its directory private (0700), so a
     server running as another user could not read the model."""
@@ -124,8 +172,8 @@ SPECIAL_TOKENS = ("bos", "eos", "pad")
 
 def special_token_ids(directory: Path) -> dict[str, int | None]:
     """`bos_token_id`, `eos_token_id` and `pad_token_id` as the directory's tokenizer defines them, None where it
-    has no such token (normlab's character vocabulary has none). A config class's defaults (Llama's bos 1 and
-    eos 2, Gemma-2's pad 0, eos 1, bos 2) would name characters of the text: generate() would stop at a space."""
+    has no such token (normlab's character vocabulary has [PAD] only). A config class's defaults (Llama's bos 1
+    and eos 2, Gemma-2's pad 0, eos 1, bos 2) would name characters of the text: generate() would stop at a space."""
     none = {f"{name}_token_id": None for name in SPECIAL_TOKENS}
     if not any((directory / f).is_file() for f in TOKENIZER_FILES):
         return none
@@ -135,24 +183,21 @@ def special_token_ids(directory: Path) -> dict[str, int | None]:
     return {key: getattr(tok, key) for key in none}
 
 
-def _tokenizer(out: Path, source: Path | None, char_vocab: list[str] | None, mask_token: str | None) -> None:
-    """The tokenizer files of an imported model, copied; else normlab's characters as a word-level tokenizer
-    (a masked LM's mask token, the last id, as its special token)."""
-    if source is not None and any((source / f).is_file() for f in TOKENIZER_FILES):
-        for name in TOKENIZER_FILES:
-            if (source / name).is_file():
-                shutil.copyfile(source / name, out / name)
-        return
-    if char_vocab is None:
-        return
+def _char_tokenizer(out: Path, chars: list[str], mask_token: str | None, cfg: ModelConfig) -> None:
+    """normlab's characters (and `ADDED`) as a word-level tokenizer: every character alone, one unknown to the
+    vocabulary as [UNK]; [PAD] on the left of a decoder's prompt (where generate() continues), a masked LM's
+    mask token (the last id of its own) special. No token_type_ids: a layout that embeds them as tokens (XLM)
+    would add one."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {ch: i for i, ch in enumerate(char_vocab)}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token=None))
+    vocab = {ch: i for i, ch in enumerate(chars)}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token=UNK))
     tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")  # every character alone
     tok.decoder = decoders.Fuse()  # characters join with nothing between them
-    PreTrainedTokenizerFast(tokenizer_object=tok, mask_token=mask_token).save_pretrained(out)
+    PreTrainedTokenizerFast(tokenizer_object=tok, mask_token=mask_token, unk_token=UNK, pad_token=PAD,
+                            model_max_length=cfg.block_size, model_input_names=["input_ids", "attention_mask"],
+                            padding_side="left" if cfg.arch == "decoder" else "right").save_pretrained(out)
 
 
 __all__ = ["HFDirError", "export_hf", "layout_for", "special_token_ids"]

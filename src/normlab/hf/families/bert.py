@@ -17,10 +17,12 @@ class BERT(Adapter):
     (cls.predictions, outside the base model) is read where the checkpoint has one."""
 
     family, model_types, exportable = "BERT", ("bert",), True
-    summary = "Post-LN LayerNorm encoder with an embedding norm, learned positions, GELU MLP"
+    summary = "Post-LN LayerNorm encoder with an embedding norm, learned positions, GELU MLP, BERT's masked-LM head"
+    # export writes a BERT with its masked-LM head (BertForMaskedLM), whose transform the model must have; an
+    # encoder without one goes to the XLM layout, whose head is the plain projection. Import reads either.
     facts = dict(arch="encoder", scheme="post", norm="layernorm", positions="learned", mlp="gelu", embed_norm=True,
-                 final_norm=False, bias=True)
-    free = ("head_transform", "head_bias")
+                 final_norm=False, bias=True, head_transform=True)
+    free = ("head_bias",)
     embedding, prefixes, block = "embeddings.word_embeddings.weight", ("bert.", ""), "encoder.layer.{}."
     ignore = {r"pooler\.dense\.(weight|bias)": "the pooler ([CLS] classifier input): no counterpart in a masked LM",
               r"embeddings\.position_ids": "a buffer of position indices, not a weight",
@@ -46,10 +48,10 @@ class BERT(Adapter):
             max_position_embeddings=cfg.block_size, layer_norm_eps=cfg.norm_eps, type_vocab_size=1,
             hidden_act="gelu_new" if cfg.gelu_approximate == "tanh" else "gelu", tie_word_embeddings=tied,
             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-            architectures=["BertForMaskedLM" if cfg.head_transform else "BertModel"], **special)
+            architectures=["BertForMaskedLM"], **special)
 
     def base(self, cfg):
-        return "bert." if cfg.head_transform else ""  # BertModel's tensors have no prefix
+        return "bert."  # BertForMaskedLM's base model
 
     def tensor_map(self, cfg):
         maps = [*same("wte", "embeddings.word_embeddings"),
