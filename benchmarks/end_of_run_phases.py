@@ -4,7 +4,8 @@ Each depth is the README's 1,000-layer DeepNorm command at that depth, trained t
 `normlab train` does (default settings: the layer-skip ablation fitted to `diagnostics.end_of_run_budget`):
 
     normlab train configs/nanogpt_cpu.toml --set model.scheme="deepnorm" --set model.n_layer=DEPTH
-        --set model.d_model=64 --set train.steps=10 --set train.activation_checkpointing=true --out DIR
+        --set model.d_model=64 --set train.steps=10 --set train.warmup_steps=0 --set train.activation_checkpointing=true
+        --out DIR
 
 Per depth it records: the wall time end to end (the trainer built and run, corpus and model included); the wall
 time to the last step's metrics row (what the terminal shows as `step 10/10`: set-up, the step-0 evaluation,
@@ -39,7 +40,8 @@ from normlab.rundir import RunDir
 from normlab.train.loop import Trainer
 
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "nanogpt_cpu.toml"
-COMMAND = ['model.scheme="deepnorm"', "model.d_model=64", "train.steps=10", "train.activation_checkpointing=true"]
+COMMAND = ['model.scheme="deepnorm"', "model.d_model=64", "train.steps=10", "train.warmup_steps=0",
+           "train.activation_checkpointing=true"]
 
 
 def measure(depth: int, overrides: list[str], out: Path) -> dict[str, Any]:

@@ -89,7 +89,7 @@ def test_bench_rejects_bad_options():
     result = CliRunner().invoke(app, ["bench", "--quick", "--only", "everything"])
     assert result.exit_code == 2 and "'everything' is not one of 'norms', 'steps'" in result.output
     result = CliRunner().invoke(app, ["bench", "--quick", "--scheme", "prenorm"])
-    assert result.exit_code == 2 and "'prenorm' is not one of 'post', 'pre'" in result.output
+    assert result.exit_code == 2 and "--scheme: 'prenorm' is not one of 'post', 'pre'" in result.output
 
 
 @pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])

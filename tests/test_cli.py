@@ -175,3 +175,30 @@ def test_the_cli_starts_without_the_hf_extra():
             "assert result.exit_code == 0, result.output\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_top_level_help_imports_no_torch():
+    """`normlab --help` lists the commands without importing torch (about 2 s of the 3-4 s every call took):
+    the registries its commands name are read when that command's help or values need them."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom normlab.cli import app\ntry:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print('torch imported:', 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    assert "import-hf" in out and out.rstrip().endswith("torch imported: False"), out
+
+
+def test_the_executors_the_cli_offers_are_the_studys():
+    from normlab import cli
+    from normlab.study.jobs import EXECUTORS
+
+    assert cli.EXECUTORS == EXECUTORS
+
+
+def test_a_commands_help_names_its_registrys_entries():
+    from normlab.hf.families import importable_text
+
+    assert "frontier: " in runner.invoke(app, ["study", "--help"]).output
+    assert "deepnorm" in runner.invoke(app, ["bench", "--help"]).output
+    assert importable_text().split(" ")[0] in runner.invoke(app, ["import-hf", "--help"]).output

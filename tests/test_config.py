@@ -163,11 +163,20 @@ def test_a_run_directorys_own_config_toml_reads_with_the_old_spelling_and_a_user
     run = RunDir(tmp_path / "run")
     run.create()
     run.config_path.write_text(tomli_w.dumps(old), "utf-8")
-    cfg = read_config_file(run.config_path, ["train.steps=7"])
-    assert (cfg.train.threads, cfg.train.plateau_stop, cfg.train.steps) == ("process", "off", 7)
+    cfg = read_config_file(run.config_path, ["train.steps=700"])
+    assert (cfg.train.threads, cfg.train.plateau_stop, cfg.train.steps) == ("process", "off", 700)
     with pytest.raises(ConfigError, match="train.threads: 0 is not a value here"):
         read_config_file(run.config_path, ["train.threads=0"])  # an override is today's spelling
     mine = tmp_path / "config.toml"
     mine.write_text(tomli_w.dumps(old), "utf-8")
     with pytest.raises(ConfigError, match="train.threads: 0 is not a value here; write 'process'"):
         read_config_file(mine)
+
+
+def test_a_warmup_longer_than_the_run_is_refused_naming_both_and_a_stored_run_is_read_as_it_trained(tmp_path):
+    with pytest.raises(ConfigError, match=r"train.warmup_steps = 100 is longer than the run \(train.steps = 60\)"):
+        load_config(None, ["train.steps=60"])  # the default warmup, 100 steps, in a 60-step run
+    assert load_config(None, ["train.steps=60", "train.warmup_steps=60"]).train.warmup_steps == 60
+    path = tmp_path / "config.toml"
+    path.write_text(tomli_w.dumps({"train": {"steps": 60}}))
+    assert load_config(path, stored=True).train.warmup_steps == 100  # a run that trained so is still read

@@ -27,7 +27,7 @@ RUN = [
     "normlab schemes --json",
     "normlab study --study configs/study_example.toml --out example-study",
     "normlab report example-study",
-    "normlab train configs/nanogpt_cpu.toml --set train.steps=50 --out runs/nanogpt_cpu",
+    "normlab train configs/nanogpt_cpu.toml --set train.steps=50 --set train.warmup_steps=10 --out runs/nanogpt_cpu",
     "normlab sample runs/nanogpt_cpu --prompt \"ROMEO:\" --greedy --max-new-tokens 100",
     "sqlite3 runs/nanogpt_cpu/diagnostics.sqlite "
     "\"SELECT layer, value FROM layer_metrics WHERE step = 0 AND site = 'block' AND metric = 'grad_norm'\"",
@@ -74,7 +74,7 @@ NOT_RUN = {
     "train.lr=1e-3 --set train.warmup_steps=10 --set train.steps=300 --set train.decay_steps=300 --out "
     "runs/deepnorm-1000": "a 1,000-layer model: hours on 2 cores (tests/train checks checkpointing on small ones)",
     "python benchmarks/deep_learning_budget.py --lrs 1e-3 3e-3 1e-2 --steps 300 1000 --device cuda": "a GPU's sweep",
-    "normlab train configs/nanogpt_cpu.toml --set train.steps=50 --tensorboard --out runs/tb": (
+    "normlab train configs/nanogpt_cpu.toml --set train.steps=50 --set train.warmup_steps=10 --tensorboard --out runs/tb": (
         "tests/rundir and tests/study train with --tensorboard and read the events"),
     "normlab bench --quick": "tests/test_bench.py runs `bench --quick --json`",
     "normlab bench --only norms --json": "minutes of timings (tests/test_bench.py runs the quick form)",

@@ -1,13 +1,20 @@
-"""The `normlab` command line."""
+"""The `normlab` command line.
+
+Nothing here imports torch at module level: the registries whose names the options list (schemes, normalizers,
+presets, Hugging Face families) are read when a command's help or value needs them (`_Names`, `_LazyHelp`), so
+that `normlab --help` and a bad flag answer at once (`benchmarks/cli_startup.py`); each command imports what it
+runs.
+"""
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import signal
 import time
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import typer
 from rich.console import Console
@@ -16,28 +23,73 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, Text
                            TimeRemainingColumn)
 from rich.table import Table
 
-from normlab.config import ConfigError
-from normlab.data import CorpusError
-from normlab.hf.families import exportable_text, importable_text
-from normlab.nn.norms import NORMS
-from normlab.nn.schemes import SCHEMES
-from normlab.study.jobs import EXECUTORS
-from normlab.study.spec import PRESETS
+from normlab.errors import ConfigError, CorpusError
+
 
 def _choices(name: str, values) -> type[Enum]:
     """An option's valid values, which --help lists and a bad value is told (click names both)."""
     return Enum(name, {v: v for v in values}, type=str)
 
 
-Preset = _choices("Preset", tuple(PRESETS))
+def _lazy(text: Callable[[], str]) -> type[typer.core.TyperCommand]:
+    """A command class whose help is `text()`, read when that command's help is shown (it names a registry's
+    entries, which import torch): `normlab --help` lists the command by its `short_help` and imports nothing."""
+
+    class _Lazy(typer.core.TyperCommand):
+        @property
+        def help(self) -> str:
+            return text()
+
+        @help.setter
+        def help(self, value) -> None:
+            pass
+
+    return _Lazy
+
+
+def _one_of(option: str, given: list[str], valid: tuple[str, ...]) -> None:
+    """Refuse a value of `option` that is not in `valid`, naming both (as click does for a fixed choice)."""
+    for value in given:
+        if value not in valid:
+            fail(f"{option}: {value!r} is not one of {', '.join(map(repr, valid))}")
+
+
+def _schemes() -> tuple[str, ...]:
+    from normlab.nn.schemes import SCHEMES
+
+    return tuple(SCHEMES)
+
+
+def _norms() -> tuple[str, ...]:
+    from normlab.nn.norms import NORMS
+
+    return tuple(NORMS)
+
+
+def _presets() -> tuple[str, ...]:
+    from normlab.study.spec import PRESETS
+
+    return tuple(PRESETS)
+
+
+def _study_help() -> str:
+    from normlab.study.spec import PRESETS
+
+    presets = "\n".join(f"{p.name}: {p.summary}" for p in PRESETS.values())
+    return f"{inspect.cleandoc(STUDY_HELP)}\n\n\b\nPresets (--preset; costs: docs/cost.md):\n{presets}"
+
+
+def _bench_help() -> str:
+    return (f"{BENCH_HELP}\n\n--scheme: {', '.join(_schemes())}, all.\n\n--norm: {', '.join(_norms())}.")
+
+
+EXECUTORS = ("local", "ray")  # normlab.study.jobs.EXECUTORS, which a test keeps equal
 Executor = _choices("Executor", EXECUTORS)
 Parallel = _choices("Parallel", ("ddp", "fsdp"))
 Only = _choices("Only", ("norms", "steps"))
 Clock = _choices("Clock", ("wall", "cpu"))
 Precision = _choices("Precision", ("fp32", "bf16"))
 Dtype = _choices("Dtype", ("float32", "bfloat16", "float16"))
-BenchScheme = _choices("BenchScheme", (*SCHEMES, "all"))
-BenchNorm = _choices("BenchNorm", tuple(NORMS))
 BenchConfig = _choices("BenchConfig", ("nanogpt-cpu", "baby-gpt"))
 
 # typer ≥ 0.2x writes a positional argument's Python type beside it in --help (`CONFIG <path>`); the name and the
@@ -220,6 +272,9 @@ def _print_result(result, out: Path) -> None:
 @app.command()
 def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
     """List the placement schemes and normalizers with their formulas."""
+    from normlab.nn.norms import NORMS
+    from normlab.nn.schemes import SCHEMES
+
     scheme_rows = [{"name": n, "formula": c.formula, "paper": c.paper, "final_norm": c.final_norm,
                     "options": dict(c.OPTIONS),
                     "incompatible_norms": {n: c.norm_refusal(n) for n in NORMS.names() if c.norm_refusal(n)},
@@ -246,11 +301,20 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
         console.print(table)
 
 
-@app.command()
+STUDY_HELP = """Turn the claims into verdicts: train the runs they need, measure, write the report.
+
+    \b
+    Exit codes:
+    0 final report: every run completed or diverged;
+    2 bad input: the study, or an OUT/study.sqlite that is not a study ledger;
+    4 final report, but runs failed (listed, with their reasons);
+    5 partial report (wins over 4): runs left to train or retry; run again."""
+
+
+@app.command(cls=_lazy(_study_help), short_help="Turn the claims into verdicts: train the runs they need, "
+             "measure, write the report.")
 def study(
-    preset: Preset = typer.Option("standard", "--preset",
-                                  help="; ".join(f"{p.name}: {p.summary}" for p in PRESETS.values())
-                                       + ". Costs: docs/cost.md."),
+    preset: str = typer.Option("standard", "--preset", metavar="NAME", help="The study's preset (listed above)."),
     study_file: Optional[Path] = typer.Option(None, "--study", metavar="FILE",
                                               help="A study TOML (preset, claims, seeds, axes)."),
     out: Path = typer.Option(Path("normlab-study"), "--out", "-o", metavar="DIR",
@@ -283,19 +347,11 @@ def study(
     plan: bool = typer.Option(False, "--plan", help="Print the power plan (each claim's test, the smallest p it "
                               "can reach at its seeds, the level it must beat) and exit; trains nothing."),
 ) -> None:
-    """Turn the claims into verdicts: train the runs they need, measure, write the report.
-
-    \b
-    Exit codes:
-    0 final report: every run completed or diverged;
-    2 bad input: the study, or an OUT/study.sqlite that is not a study ledger;
-    4 final report, but runs failed (listed, with their reasons);
-    5 partial report (wins over 4): runs left to train or retry; run again.
-    """
     from normlab.study.spec import load_study
 
+    _one_of("--preset", [preset], _presets())
     try:
-        spec = load_study(preset.value, study_file, _csv(claims), _seeds(seeds), set_, robustness=robustness,
+        spec = load_study(preset, study_file, _csv(claims), _seeds(seeds), set_, robustness=robustness,
                           init_pass=init_pass, vary=_csv(vary))
         if tensorboard:  # before any run starts: each would fail on it, and spend its retries
             from normlab.rundir.events import require_tensorboard
@@ -619,8 +675,20 @@ def _layer_skip_again(run: Path, device: str, as_json: bool, refused: dict) -> N
                   f"{run / 'layer_skip.json'}", highlight=False)
 
 
-@app.command("import-hf", help=f"Import a {importable_text()} model as a normlab run (train --set "
-             "train.init_from=RUN_DIR fine-tunes it; with train.init_from_match=by_name under another placement).")
+def _import_help() -> str:
+    from normlab.hf.families import importable_text
+
+    return (f"Import a {importable_text()} model as a normlab run (train --set train.init_from=RUN_DIR fine-tunes "
+            "it; with train.init_from_match=by_name under another placement).")
+
+
+def _export_help() -> str:
+    from normlab.hf.families import exportable_text
+
+    return f"Write a run in the Hugging Face layout that holds its placement: {exportable_text()}."
+
+
+@app.command("import-hf", cls=_lazy(_import_help), short_help="Import a Hugging Face model as a normlab run.")
 def import_hf(
     path: Path = typer.Argument(..., metavar="PATH", help="A local Hugging Face model directory (config.json and "
                                 "safetensors, or a .bin read weights-only). Nothing runs from it; nothing is "
@@ -641,7 +709,8 @@ def import_hf(
         console.print(f"note: {note}", highlight=False)
 
 
-@app.command(help=f"Write a run in the Hugging Face layout that holds its placement: {exportable_text()}.")
+@app.command(cls=_lazy(_export_help), short_help="Write a run in the Hugging Face layout that holds its "
+             "placement.")
 def export(
     target: Path = typer.Argument(..., metavar="RUN_DIR", help="A normlab run directory or its checkpoint."),
     fmt: str = typer.Option("hf", "--format", help="hf: a Hugging Face directory (config.json, model.safetensors, "
@@ -691,7 +760,10 @@ def _fmt(value) -> str:
     return str(value) if isinstance(value, int) else f"{value:.4g}"
 
 
-@app.command()
+BENCH_HELP = "Time normalizer forward+backward and training steps against torch.nn and a nanoGPT-style reference."
+
+
+@app.command(cls=_lazy(_bench_help), short_help=BENCH_HELP)
 def bench(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     quick: bool = typer.Option(False, "--quick", help="A tiny subset (seconds): one small shape, a tiny model."),
@@ -701,10 +773,10 @@ def bench(
     steps: int = typer.Option(2, "--steps", min=1, metavar="N", help="Training steps per timing sample."),
     compile_: bool = typer.Option(True, "--compile/--no-compile",
                                   help="Include torch.compile (norms, and normlab-compile steps); minutes on CPU."),
-    scheme: list[BenchScheme] = typer.Option(["pre"], "--scheme", help="Placement scheme(s) of the step bench "
-                                             "(repeatable); all: every one."),
-    norm: list[BenchNorm] = typer.Option([], "--norm", help="Normalizer(s) of the step bench (repeatable; default "
-                                         "layernorm, rmsnorm)."),
+    scheme: list[str] = typer.Option(["pre"], "--scheme", metavar="SCHEME", help="Placement scheme(s) of the step "
+                                     "bench (repeatable; listed above); all: every one."),
+    norm: list[str] = typer.Option([], "--norm", metavar="NORM", help="Normalizer(s) of the step bench (repeatable; "
+                                   "listed above; default layernorm, rmsnorm)."),
     config: list[BenchConfig] = typer.Option([], "--config", help="Step-bench model(s) (repeatable; default both)."),
     precision: list[Precision] = typer.Option(["fp32", "bf16"], "--precision",
                                               help="Step-bench precision(s): fp32, bf16."),
@@ -713,14 +785,16 @@ def bench(
     clock: Clock = typer.Option("wall", "--clock", help="wall, or cpu (process CPU time: with --threads 1, "
                               "steadier on a shared machine; tokens/s then are per CPU-second)."),
 ) -> None:
-    """Time normalizer forward+backward and training steps against torch.nn and a nanoGPT-style reference."""
     import torch
 
     from normlab.bench import run_bench, tables
     from normlab.bench.report import environment_line, noise_line
+    from normlab.nn.schemes import SCHEMES
 
+    _one_of("--scheme", scheme, (*SCHEMES, "all"))
+    _one_of("--norm", norm, _norms())
     only, clock, precision = only and only.value, clock.value, [p.value for p in precision]
-    scheme, norm, config = [s.value for s in scheme], [n.value for n in norm], [c.value for c in config]
+    config = [c.value for c in config]
     schemes = tuple(SCHEMES) if "all" in scheme else tuple(scheme)
     options = {"schemes": schemes, "configs": tuple(config), "precisions": tuple(precision)}
     options |= {"norms": tuple(norm)} if norm else {}

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from normlab.errors import ConfigError
 from normlab.nn.config import ModelConfig
 from normlab.registry import closest
 
@@ -278,15 +279,12 @@ HASH_NEUTRAL = {"model.arch": "decoder", "train.activation_checkpointing": False
 HASH_MEANING_CHANGED = {"model.init": ("gpt2", "gpt2 (linears sigma*sqrt(768/d), the stream as at 768)")}
 
 
-class ConfigError(ValueError):
-    """A config that cannot be used; the message says which key and what is valid."""
-
-
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None,
                 stored: bool = False) -> RunConfig:
     """Read a TOML config (or start from the defaults) and apply `key=value` overrides. `stored`: the file is
     one normlab wrote (a run directory's config.toml: `normlab.rundir.read_config_file` tells), read with an
-    older normlab's spellings upgraded (`upgrade_stored`); the overrides are held to today's."""
+    older normlab's spellings upgraded (`upgrade_stored`) and as it trained; the overrides are held to today's,
+    and a stored file they change is checked as a new config (`check_given`)."""
     raw: dict[str, Any] = {}
     if path is not None:
         p = Path(path)
@@ -300,7 +298,20 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
             raw = upgrade_stored(raw)
     for item in overrides or []:
         apply_override(raw, item)
-    return validate_config(raw)
+    config = validate_config(raw)
+    return config if stored and not overrides else check_given(config)
+
+
+def check_given(config: RunConfig, where: str = "") -> RunConfig:
+    """What a config a user gives (a file, `--set`, a study file's base and axes) must hold beyond each value's
+    own range; a run normlab stored is read as it trained, never refused here. A warmup longer than the run
+    never reaches its peak learning rate: the run would train at another lr than the one it names."""
+    t = config.train
+    if t.warmup_steps > t.steps:
+        raise ConfigError(f"{where}train.warmup_steps = {t.warmup_steps} is longer than the run (train.steps = "
+                          f"{t.steps}): its learning rate would never reach train.lr = {t.lr}; set "
+                          f"train.warmup_steps to at most {t.steps} (0: no warmup)")
+    return config
 
 
 def upgrade_stored(raw: dict[str, Any]) -> dict[str, Any]:

@@ -45,6 +45,7 @@ def test_import_check_swap_train_and_export(tmp_path):
     result = runner.invoke(app, ["train", str(run / "config.toml"), "-o", str(swapped), "--set",
                                  f"train.init_from={run}", "--set", "train.init_from_match=by_name", "--set",
                                  "model.norm=rmsnorm", "--set", "model.norm_bias=false", "--set", "train.steps=3",
+                                 "--set", "train.warmup_steps=0",
                                  "--set", "train.eval_interval=3", "--set", "train.eval_batches=1", "--set",
                                  "train.batch_size=2", "--set", "diagnostics.interval=off", "--set",
                                  "diagnostics.layer_skip=false", "--set", "train.untrained_margin=off"])
@@ -57,7 +58,8 @@ def test_import_check_swap_train_and_export(tmp_path):
     post = tmp_path / "post"
     result = runner.invoke(app, ["train", str(run / "config.toml"), "-o", str(post), "--set", f"train.init_from={run}",
                                  "--set", "train.init_from_match=by_stream", "--set", "model.scheme=post", "--set",
-                                 "model.final_norm=false", "--set", "train.steps=1", "--set", "train.eval_interval=1",
+                                 "model.final_norm=false", "--set", "train.steps=1", "--set", "train.warmup_steps=0",
+                                 "--set", "train.eval_interval=1",
                                  "--set", "train.eval_batches=1", "--set", "train.batch_size=2", "--set",
                                  "diagnostics.interval=off", "--set", "diagnostics.layer_skip=false", "--set",
                                  "train.untrained_margin=off"])
@@ -161,7 +163,8 @@ def test_a_swap_may_change_the_placement_not_the_model(tmp_path):
     assert runner.invoke(app, ["import-hf", str(source), "--out", str(run)]).exit_code == 0
     result = runner.invoke(app, ["train", str(run / "config.toml"), "-o", str(tmp_path / "deeper"), "--set",
                                  f"train.init_from={run}", "--set", "train.init_from_match=by_name", "--set",
-                                 "model.n_layer=3", "--set", "train.steps=1"])
+                                 "model.n_layer=3", "--set", "train.steps=1", "--set",
+                                 "train.warmup_steps=0"])
     assert result.exit_code == 2 and "model.n_layer = 2 there, 3 here" in result.output
 
 

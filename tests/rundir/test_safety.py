@@ -235,7 +235,8 @@ def test_unwritable_out_is_refused():
     """Root writes through file modes, so a read-only filesystem stands in for a read-only --out."""
     if os.access("/sys", os.W_OK) and not Path("/sys/normlab-probe").parent.exists():
         pytest.skip("no read-only filesystem to try")
-    result = runner.invoke(app, ["train", "--set", "train.steps=1", "--out", "/sys/normlab-test-run"])
+    result = runner.invoke(app, ["train", "--set", "train.steps=1", "--set", "train.warmup_steps=0", "--out",
+                                 "/sys/normlab-test-run"])
     one_line_error(result, "cannot create run directory", "/sys/normlab-test-run")
 
 
@@ -250,7 +251,7 @@ def test_corrupt_config_on_resume_is_one_line_and_recorded(tmp_path):
 
 def test_bogus_norm_impl_is_one_line_and_recorded(tmp_path):
     """Old: a ValueError traceback from inside the first forward pass."""
-    config = write_config(tmp_path, steps=2)
+    config = write_config(tmp_path, steps=2, warmup_steps=0)
     out = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-m", "normlab", "train", str(config), "--out", str(out)],
                           capture_output=True, text=True, env={**os.environ, "NORMLAB_NORM_IMPL": "bogus"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from normlab.study.ledger import Ledger, pid_alive
 from normlab.study.spec import PRESETS, build_config, load_study, spec_from_meta, stored_preset
 from normlab.train import RunDir
 
-TINY = ["model.d_model=16", "model.n_head=2", "model.block_size=16", "train.batch_size=4",
+TINY = ["model.d_model=16", "model.n_head=2", "model.block_size=16", "train.batch_size=4", "train.warmup_steps=5",
         "train.eval_interval=50", "train.eval_batches=2", "train.ckpt_interval=25", "diagnostics.interval=50"]
 
 
@@ -82,6 +83,19 @@ def test_an_axis_no_claim_can_be_judged_along_is_refused(tmp_path):
     path = tmp_path / "study.toml"
     path.write_text('preset = "quick"\nclaims = ["C16"]\n[axes]\n"model.norm" = ["layernorm", "rmsnorm"]\n')
     with pytest.raises(ConfigError, match=r"study axis 'model.norm': no claim of the study can be judged along it"):
+        load_study(study_file=path)
+
+
+@pytest.mark.parametrize("text, named", [
+    ('[base.train]\nsteps = 60\n', "the study's base: train.warmup_steps = 100 is longer than the run (train.steps = 60)"),
+    ('[axes]\n"train.steps" = [300, 40]\n', "study axis train.steps = 40: train.warmup_steps = 100 is longer"),
+])
+def test_a_warmup_longer_than_the_run_is_refused_naming_both(tmp_path, text, named):
+    """The quick preset warms up for 100 steps: a study file that cuts the run below it is refused before a run."""
+    path = tmp_path / "study.toml"
+    path.write_text('preset = "quick"\nclaims = ["C13"]\n' + text)
+    assert load_study("quick").preset.config.train.warmup_steps == 100
+    with pytest.raises(ConfigError, match=re.escape(named)):
         load_study(study_file=path)
 
 

@@ -12,13 +12,11 @@ from pathlib import Path
 
 import torch
 
+from normlab.errors import CorpusError
+
 DEFAULT_CORPUS = "tinyshakespeare"
 PACKAGED = {"tinyshakespeare": "tinyshakespeare.txt", "paradise_lost": "paradise_lost.txt"}  # data.path names
 TRAIN_FRACTION = 0.9  # first 90 % train, the rest val (as nanoGPT)
-
-
-class CorpusError(ValueError):
-    """A corpus that cannot be used: missing, unreadable, empty or too short."""
 
 
 class CharTokenizer:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from normlab.config import ConfigError, RunConfig, apply_override, derive, upgrade_overrides
+from normlab.config import ConfigError, RunConfig, apply_override, check_given, derive, upgrade_overrides
 from normlab.data.corpus import corpus_tokenizer
 from normlab.study.trained import corpus_key, corpus_lines
 from normlab.rundir.load import with_vocab
@@ -578,6 +578,10 @@ def load_study(preset: str = "standard", study_file: str | Path | None = None, c
                               f"{', '.join(claim_ids)}: each sets {key} in its own runs, or trains nothing); "
                               "give an axis a claim's runs leave to the base")
     _validate(spec, CLAIMS)
+    check_given(spec.preset.config, "the study's base: ")
+    for key, values in axes.items():
+        for value in values[1:]:
+            check_given(derive(spec.preset.config, {key: value}), f"study axis {key} = {value!r}: ")
     return spec
 
 
