@@ -44,11 +44,19 @@ SLOW = [
     "--out runs/bart",
     "normlab train configs/nanogpt_cpu.toml --set model.scheme=post --set train.warmup_steps=0 --out runs/post-nowarmup",
 ]
+
+
+def _measured(preset: str) -> str:
+    """A preset's wall time as the README and docs/cost.md give it: one file, src/normlab/study/measured_cost.json."""
+    m = json.loads((Path(__file__).resolve().parents[1] / "src" / "normlab" / "study" / "measured_cost.json").read_text())
+    return f"{m[preset]['wall_s'] / 60:.1f} min"
+
+
 _STUDY_DIR = "reads a finished study's directory, which only `normlab study` makes (hours on 2 cores)"
 # parsed only, and why: each needs hours of CPU, a cluster or 8 devices, a package index, or is the set-up itself
 NOT_RUN = {
     "make setup": "the set-up itself (CI runs `make test`, which makes it)",
-    "make run": "the standard study: about half an hour on 2 cores (its parts are the study tests)",
+    "make run": f"the standard study: {_measured('standard')} on 2 cores (its parts are the study tests)",
     "make test": "the suite that runs this test",
     "make test-slow": "the slow suite, which runs SLOW",
     "make setup TORCH_INDEX=https://download.pytorch.org/whl/cpu": "downloads torch from PyTorch's index",
@@ -58,8 +66,8 @@ NOT_RUN = {
     "pip install -e '.[ray]'": "installs from the package index; CI installs the test extra, which includes ray",
     "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu": "downloads torch from "
                                                                                   "PyTorch's index",
-    "normlab study --preset frontier --out frontier-study": "the frontier preset: about half an hour on 2 cores "
-                                                            "(its claims' rules: tests/study/test_frontier_verdicts.py)",
+    "normlab study --preset frontier --out frontier-study": f"the frontier preset: {_measured('frontier')} on 2 "
+                                                            "cores (its claims' rules: tests/study/test_frontier_verdicts.py)",
     "normlab study --claims C1,C11 --seeds 0,1,2 --set train.steps=600": "60 runs of 600 steps: an hour on 2 cores",
     "normlab study --claims C1,C5 --vary init,context,width": "the standard runs of two claims under four settings "
                                                               "(--vary is tested on tiny runs in tests/study)",
