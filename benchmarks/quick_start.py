@@ -1,4 +1,4 @@
-"""The README's quick start, timed as a new user meets it: its two commands verbatim, in a fresh directory with the
+"""The README's quick start, timed as a new user meets it: its command verbatim, in a fresh directory with the
 repository's configs/ beside them, on a quiet machine.
 
     python benchmarks/quick_start.py --out benchmarks/results/quick_start_2core_cpu.json
@@ -23,7 +23,7 @@ from pathlib import Path
 from normlab.jsonsafe import write_json
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMANDS = ["normlab study --study configs/study_example.toml --out example-study", "normlab report example-study"]
+COMMANDS = ["normlab study --study configs/study_example.toml --out example-study"]  # it writes its report
 
 
 def main(argv: list[str] | None = None) -> int:

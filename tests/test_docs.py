@@ -17,7 +17,7 @@ import typer
 from typer.testing import CliRunner
 
 from normlab.cli import app
-from normlab.hf.adapter import by_model_type, export_layouts
+from normlab.hf.families import by_model_type, export_layouts  # importing the families registers them
 from normlab.nn.norms import NORMS
 from normlab.nn.schemes import SCHEMES
 from normlab.study.claims import CLAIMS

@@ -26,7 +26,6 @@ PAGES = {"README.md": README, **{f"docs/{p.name}": p.read_text("utf-8") for p in
 RUN = [
     "normlab schemes --json",
     "normlab study --study configs/study_example.toml --out example-study",
-    "normlab report example-study",
     "normlab train configs/nanogpt_cpu.toml --set train.steps=50 --set train.warmup_steps=10 --out runs/nanogpt_cpu",
     "normlab sample runs/nanogpt_cpu --prompt \"ROMEO:\" --greedy --max-new-tokens 100",
     "sqlite3 runs/nanogpt_cpu/diagnostics.sqlite "

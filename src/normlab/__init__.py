@@ -7,7 +7,8 @@
 The model's names are read from `normlab.nn` when first used (PEP 562), so that `import normlab` (and the
 command line's `normlab --help`) does not import torch before it is needed.
 """
-__version__ = "0.1.0"
+from normlab.version import __version__
+
 __all__ = ["GPT", "ModelConfig", "NORMS", "SCHEMES", "build_model", "deepnorm_constants", "from_hf", "__version__"]
 _FROM_NN = ("GPT", "ModelConfig", "NORMS", "SCHEMES", "build_model", "deepnorm_constants")
 

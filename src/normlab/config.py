@@ -44,9 +44,9 @@ class DataConfig(BaseModel):
 
 
 # A field whose "nothing" is not the number 0 says so by name: `off` (no clipping, no probe, no plateau stop, never
-# judged), `process` (the process's thread count), `all` (every block). normlab until 2026-11-26 wrote 0 for each of
-# these; a config it wrote is read with the name (`upgrade_stored`) and hashes as before (`config_hash`), and a 0
-# typed today is refused with the name to write instead
+# judged), `process` (the process's thread count), `all` (every block): a 0 would read as a quantity. A stored
+# config's 0 (the older spelling) is read as the name (`upgrade_stored`) and hashes as its run did
+# (`config_hash`); a 0 a user types is refused with the name to write instead
 NAMED = {"train.grad_clip": ("off", 0.0), "train.threads": ("process", 0), "train.untrained_margin": ("off", 0.0),
          "train.plateau_stop": ("off", 0.0), "diagnostics.interval": ("off", 0),
          "diagnostics.layer_skip_most": ("all", 0)}

@@ -51,11 +51,6 @@ def with_impl(impl: str, module: torch.nn.Module):
     return forward
 
 
-def default_impl(norm: str, dtype_name: str) -> str:
-    """Which of the timed implementations a normlab model runs by default (NORMLAB_NORM_IMPL=auto)."""
-    return "normlab-fast" if DTYPES[dtype_name] in kernels.AUTO_FAST.get(norm, ()) else "normlab-reference"
-
-
 def eager_formula(norm: str, module: torch.nn.Module, eps: float = 1e-5) -> Callable[[torch.Tensor], torch.Tensor]:
     """The normalizer's textbook formula as plain torch ops, in the input dtype (no fused kernel anywhere):
     LayerNorm (x − μ)/√(σ² + ε)·w + b, RMSNorm x/√(mean x² + ε)·w."""

@@ -86,10 +86,6 @@ class Denoising(Objective):
     name, n_special = "denoising (BART-style span masking)", 2
     SPAN, START_RATE = 3, 0.05
 
-    @property
-    def bos_id(self) -> int:
-        return self.text_vocab + 1
-
     def masked(self, shape, generator: torch.Generator) -> torch.Tensor:
         starts = torch.rand(shape, generator=generator) < self.START_RATE
         starts[:, 0] |= ~starts.any(dim=1)  # every row has something to reconstruct

@@ -190,6 +190,7 @@ class Adapter:
     free: ClassVar[tuple[str, ...]] = ()  # optional ModelConfig fields config.json carries at any value
     scales_embedding: ClassVar[bool] = False  # the token embedding is multiplied by √d in the forward pass
     embedding: ClassVar[str] = ""  # the token embedding's name under the base model: finds the base prefix
+    head: ClassVar[str] = "lm_head.weight"  # the output projection's name (outside the base model), tied or its own
     prefixes: ClassVar[tuple[str, ...]] = ("",)  # the base model's prefixes, the one export writes first
     block: ClassVar[str] = ""  # a block's prefix in the checkpoint, "{}" for its index
     ignore: ClassVar[dict[str, str]] = {}  # regex over names (base prefix removed) -> why it has no counterpart

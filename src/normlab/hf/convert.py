@@ -40,7 +40,6 @@ MISSING = {
     "bloom": "ALiBi position biases",
     "roberta": "RoBERTa's padding-offset positions",
 }
-_HF_HEAD_NAMES = ("lm_head.weight", "cls.predictions.decoder.weight", "embed_out.weight", "pred_layer.proj.weight")
 
 
 @dataclass
@@ -71,7 +70,7 @@ def import_hf(path: str | Path) -> Imported:
     cfg = _model_config(adapter, reader, any(k.startswith("cls.predictions.transform") for k in weights))
     state = {m.ours: m.codec.read([checkpoint.fetch(n) for n in m.theirs], cfg) for m in adapter.maps(cfg)}
     adapter.read_extra(cfg, checkpoint, reader)
-    _head(cfg, checkpoint, state)
+    _head(cfg, checkpoint, state, adapter.head)
     ignored = _ignored(adapter, checkpoint)
     model = _load(cfg, state, path)
     return Imported(model, cfg, adapter.family, hf, checkpoint.used, ignored, reader.notes)
@@ -114,18 +113,18 @@ def _base_prefix(adapter: Adapter, weights: dict[str, torch.Tensor], path: Path)
                            f"{', '.join(repr(p) for p in adapter.prefixes)}): not a {adapter.family} checkpoint")
 
 
-def _head(cfg: ModelConfig, checkpoint: Checkpoint, state: dict) -> None:
-    """The output projection: tied to the embedding (a saved copy must equal it), or the checkpoint's own."""
-    names = [n for n in _HF_HEAD_NAMES if checkpoint.has(n)]
+def _head(cfg: ModelConfig, checkpoint: Checkpoint, state: dict, head: str) -> None:
+    """The output projection (the family's `head`): tied to the embedding (a saved copy must equal it), or the
+    checkpoint's own."""
     if cfg.tie_weights:
-        for n in names:  # a tied head saved anyway: it must be the embedding
-            if not torch.equal(checkpoint.fetch(n), state["wte.weight"]):
-                raise HFDirError(checkpoint.path, f"{n!r} differs from the token embedding, but config.json ties them")
+        if checkpoint.has(head) and not torch.equal(checkpoint.fetch(head), state["wte.weight"]):
+            # a tied head saved anyway must be the embedding
+            raise HFDirError(checkpoint.path, f"{head!r} differs from the token embedding, but config.json ties them")
         return
-    if not names:
+    if not checkpoint.has(head):
         raise HFDirError(checkpoint.path, "config.json unties the output head (tie_word_embeddings = false), but "
-                                          "the checkpoint has no lm_head.weight")
-    state["lm_head.weight"] = checkpoint.fetch(names[0])
+                                          f"the checkpoint has no {head}")
+    state["lm_head.weight"] = checkpoint.fetch(head)
 
 
 def _ignored(adapter: Adapter, checkpoint: Checkpoint) -> dict[str, str]:

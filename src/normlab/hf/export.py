@@ -106,9 +106,9 @@ def export_hf(model: nn.Module, cfg: ModelConfig, out: str | Path, tokenizer_fro
         chars += ADDED
     tensors = {k: v.contiguous() for k, v in hf_tensors(cfg, state, layout).items()}
     if not tied and cfg.arch == "decoder":
-        tensors["lm_head.weight"] = state["lm_head.weight"].contiguous()
+        tensors[layout.head] = state["lm_head.weight"].contiguous()
     elif not tied:
-        raise ValueError("an encoder whose head is not tied to its embedding has no place in the BERT layout")
+        raise ValueError(f"an encoder whose head is not tied to its embedding has no place in the {layout.family} layout")
     out.parent.mkdir(parents=True, exist_ok=True)  # as `normlab train --out a/b` does
     tmp = Path(tempfile.mkdtemp(prefix=".normlab-export-", dir=out.parent))
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from normlab import __version__
+from normlab.version import __version__
 from normlab.config import RunConfig
 from normlab.hf.convert import import_hf
 from normlab.hf.export import TOKENIZER_FILES, export_hf

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from normlab import __version__
+from normlab.version import __version__
 from normlab.config import ConfigError, RunConfig, load_config
 from normlab.jsonsafe import json_safe
 from normlab.rundir import checkpoint

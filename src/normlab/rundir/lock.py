@@ -1,7 +1,7 @@
 """One process per run directory: an exclusive `flock` on DIR/.lock, released when the process dies.
 
-Two `normlab train` on one `--out` used to both run and interleave metrics.jsonl; the
-second now stops at once with an error naming the holder (pid, host, since when). The
+Two `normlab train` on one `--out` would both run and interleave metrics.jsonl, so the
+second stops at once with an error naming the holder (pid, host, since when). The
 kernel drops an flock with its process, so a SIGKILLed holder never leaves a stale lock.
 """
 from __future__ import annotations

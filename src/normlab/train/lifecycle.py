@@ -22,7 +22,6 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-import normlab
 from normlab.config import RunConfig
 from normlab.data import Corpus
 from normlab.data.objectives import Objective
@@ -32,6 +31,7 @@ from normlab.rundir import Checkpoint, RunDir, RunDirError, RunLock, RunLockedEr
 from normlab.rundir.diagnostics_store import DiagnosticsStore
 from normlab.rundir.events import EventLog
 from normlab.train.distributed import SINGLE, Dist, full_state, shard_optimizer_state
+from normlab.version import __version__
 
 TRAINED, FAILED_TO_TRAIN = "trained", "failed_to_train"
 
@@ -64,7 +64,7 @@ class RunResult:
 def environment(device: torch.device, dist: Dist = SINGLE) -> dict[str, Any]:
     """What decides a run's numerics beyond its config: versions, CPU, threads, norm kernels, processes."""
     env = {
-        "normlab": normlab.__version__, "torch": torch.__version__, "python": sys.version.split()[0],
+        "normlab": __version__, "torch": torch.__version__, "python": sys.version.split()[0],
         "platform": platform.platform(), "device": str(device), "torch_threads": torch.get_num_threads(),
         "cpu": cpu_model(), "norm_impl": get_norm_impl(), **dist.describe(),
     }

@@ -24,6 +24,7 @@ class BERT(Adapter):
                  final_norm=False, bias=True, head_transform=True)
     free = ("head_bias",)
     embedding, prefixes, block = "embeddings.word_embeddings.weight", ("bert.", ""), "encoder.layer.{}."
+    head = "cls.predictions.decoder.weight"
     ignore = {r"pooler\.dense\.(weight|bias)": "the pooler ([CLS] classifier input): no counterpart in a masked LM",
               r"embeddings\.position_ids": "a buffer of position indices, not a weight",
               r"(cls\.)?seq_relationship\.(weight|bias)|cls\.seq_relationship\..*":

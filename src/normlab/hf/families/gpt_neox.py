@@ -11,6 +11,7 @@ class GPTNeoX(Adapter):
     head (q, k, v of head 0, then of head 1, ...): they are regrouped as normlab's q of every head, then k, v."""
 
     family, model_types = "GPT-NeoX", ("gpt_neox",)
+    head = "embed_out.weight"
     summary = "the parallel placement with two LayerNorms, RoPE on a share of each head"
     facts = dict(arch="decoder", norm="layernorm", positions="rope", mlp="gelu", final_norm=True)
     embedding, prefixes, block = "embed_in.weight", ("gpt_neox.", ""), "layers.{}."
