@@ -50,8 +50,9 @@ def judged_today(data: dict) -> bool:
 
 def test_the_readme_has_its_tables():
     sources = [b["args"].split()[0] for b in BLOCKS]
-    assert "benchmarks/results/standard-design" in sources, "the README lost the design study's table"
-    assert "benchmarks/results/standard" in sources, "the README lost the last held-out study's table"
+    assert "benchmarks/results/standard" in sources, "the README lost the held-out study's table"
+    pages = [b["args"].split()[0] for b in BLOCK.finditer((ROOT / "docs/results.md").read_text("utf-8"))]
+    assert {"benchmarks/results/standard-design", "benchmarks/results/standard-earlier"} <= set(pages)
 
 
 @pytest.mark.parametrize("folder", RESULTS, ids=[p.name for p in RESULTS])
@@ -91,8 +92,12 @@ def test_the_design_study_runs_on_design_seeds_by_todays_rules_and_the_last_held
     assert seeds_of(design) <= set(DESIGN_SEEDS) and judged_today(design)
     # the last held-out study ran on 1000–1004 under the rules before issue 42: design seeds now, since the range
     # moved when those rules changed
-    held = verdict_table.load(ROOT / "benchmarks/results/standard")
+    held = verdict_table.load(ROOT / "benchmarks/results/standard-earlier")
     assert seeds_of(held) <= set(range(1000, 1010)) <= set(DESIGN_SEEDS) and not judged_today(held)
+    # and the held-out study the README shows ran on today's held-out range, by today's rules, every claim decided
+    now = verdict_table.load(ROOT / "benchmarks/results/standard")
+    assert min(seeds_of(now)) >= HELD_OUT and judged_today(now) and now["final"]
+    assert not [v["id"] for v in now["verdicts"] if v["verdict"] == "inconclusive"]
 
 
 def test_the_packaged_design_record_is_the_committed_design_study():
@@ -101,8 +106,8 @@ def test_the_packaged_design_record_is_the_committed_design_study():
 
 
 def test_the_cost_page_quotes_the_held_out_studys_cost_file():
-    """docs/cost.md's held-out paragraph and pass table: every figure is benchmarks/results/standard/cost.json's."""
-    cost = json.loads((ROOT / "benchmarks/results/standard/cost.json").read_text("utf-8"))
+    """docs/cost.md's paragraph on the last held-out study and its pass table: every figure is its cost.json's."""
+    cost = json.loads((ROOT / "benchmarks/results/standard-earlier/cost.json").read_text("utf-8"))
     page = (ROOT / "docs/cost.md").read_text("utf-8")
     section = " ".join(page[page.index("## The held-out study"):page.index("## Measuring a study")].split())
     passes = cost["passes"]
@@ -118,12 +123,12 @@ def test_the_cost_page_quotes_the_held_out_studys_cost_file():
     width = passes["width"]["train_s"] / 120
     said.append(f"{width:.1f} min on a loaded machine is over the 45 minutes a factor's pass may take on 2 cores by "
                 f"{width - 45:.1f} min" if width > 45 else f"{width:.1f} min is within the 45 minutes")
-    quiet = json.loads((ROOT / "benchmarks/results/standard/width_quiet_sample.json").read_text("utf-8"))
+    quiet = json.loads((ROOT / "benchmarks/results/standard-earlier/width_quiet_sample.json").read_text("utf-8"))
     said.append(f"{len(quiet['runs'])} runs) took {quiet['ratio']:.2f}× the time the loaded study recorded for them, so "
                 f"the pass costs about {width * 2 * quiet['ratio']:.1f} min of training quiet: "
                 f"{width * quiet['ratio']:.1f} min on 2 workers")
     for text in said:
-        assert text in section, f"docs/cost.md should say {text!r} (benchmarks/results/standard/cost.json)"
+        assert text in section, f"docs/cost.md should say {text!r} (benchmarks/results/standard-earlier/cost.json)"
 
 
 # the design study under `gpt2-fixed-std` (then named `gpt2`), benchmarks/results/standard-design/verdicts.json at
@@ -148,7 +153,7 @@ def test_the_readmes_findings_quote_the_committed_files():
     cost = verdict_table.load(ROOT / "benchmarks/results/standard-design")["cost"]
     line = json.loads((ROOT / "benchmarks/results/trained_line.json").read_text("utf-8"))
     plan = json.loads((ROOT / "benchmarks/results/standard_plan_cost.json").read_text("utf-8"))
-    start, end = README.index("**At a glance**"), README.index("**Which study gives which table.**")
+    start, end = README.index("**At a glance**"), README.index("**The held-out study.**")
     findings = " ".join(README[start:end].split())
     quick = " ".join(README[README.index("## Quick start"):README.index("## Presets")].split())
 
@@ -203,8 +208,10 @@ def test_the_readmes_findings_quote_the_committed_files():
     assert outcome("C10") == outcome("C15") == "inconclusive"
     # the cost lines of the quick start
     assert f"{cost['reference_run_s']:.2f} s on this release's 2-core" in quick
-    assert f"up to {plan['every_round_over_before']:.2f}× that compute" in quick
-    assert f"({plan['every_round']['runs']} runs when every round is taken" in quick
+    # the plan's figures gave way to the measured make run (test_make_runs_time_is_its_file...); the plan's
+    # worst case still bounds it
+    made = json.loads((ROOT / "benchmarks/results/standard/make_run_2core_cpu.json").read_text("utf-8"))
+    assert made["runs"] <= plan["every_round"]["runs"]
 
 
 def test_the_plans_cost_file_is_what_the_preset_expands_to():
@@ -243,7 +250,40 @@ def test_the_frontier_findings_quote_the_committed_files():
     assert f"{cost['runs']} runs, {cost['wall_s'] / 60:.1f} min" in text
 
 
+README_QUICK_START = re.compile(r"first look.*?```bash\n(.*?)```", re.S)
+
+
 def test_the_readmes_quick_start_time_is_the_committed_one():
     quick = json.loads((ROOT / "benchmarks/results/quick_start_2core_cpu.json").read_text("utf-8"))
     readme = " ".join((ROOT / "README.md").read_text("utf-8").split())
     assert f"{quick['wall_s']:.0f} s on a quiet 2-core Xeon" in readme and quick["verdict"] in ("holds", "does not hold")
+    assert quick["wall_s"] <= 60  # a first look answers within a minute on 2 cores
+    # the file times the quick start the README gives today: a changed command is timed again
+    block = README_QUICK_START.search((ROOT / "README.md").read_text("utf-8")).group(1)
+    assert [line for line in block.splitlines() if line.startswith("normlab ")] == list(quick["commands"])
+
+
+def test_the_help_answers_within_a_second_as_the_committed_timing_says():
+    startup = json.loads((ROOT / "benchmarks/results/cli_startup_2core_cpu.json").read_text("utf-8"))
+    row, torch_s = startup["commands"]["normlab --help"], startup["commands"]["python -c 'import torch'"]["median_s"]
+    assert row["median_s"] <= 1.0 and row["median_vs_import_torch"] < 0.5
+    text = " ".join((ROOT / "docs" / "performance.md").read_text("utf-8").split())
+    assert (f"`normlab --help` answers in {row['median_s']:.2f} s (median of {startup['repeats']}), "
+            f"{row['median_vs_import_torch']:.2f}× the {torch_s:.2f} s of `import torch`") in text
+    assert f"`normlab train --help` takes {startup['commands']['normlab train --help']['median_s']:.2f} s" in text
+    assert f"pays torch's import, {startup['commands']['normlab study --preset nope (refused)']['median_s']:.2f} s" in text
+
+
+def test_make_runs_time_is_its_file_in_seconds_and_reference_runs():
+    run = json.loads((ROOT / "benchmarks/results/standard/make_run_2core_cpu.json").read_text("utf-8"))
+    cost = json.loads((ROOT / "benchmarks/results/standard/verdicts.json").read_text("utf-8"))["cost"]
+    runs = json.loads((ROOT / "benchmarks/results/standard/cost.json").read_text("utf-8"))["runs"]
+    assert run["reference_run_s"] == cost["reference_run_s"] and run["runs"] == runs
+    assert abs(run["total_reference_runs"] - run["total_s"] / run["reference_run_s"]) < 0.1
+    readme = " ".join(README.split())
+    for page in (readme, " ".join((ROOT / "docs/cost.md").read_text("utf-8").split())):
+        assert (f"{run['total_s'] / 60:.1f} min with the validations and the report, {run['total_reference_runs']} "
+                f"reference runs of {run['reference_run_s']} s") in page
+    assert f"from {run['first_look_runs']} runs at its first look to {run['runs']}" in readme
+    # the limit is stated as met or not by the figure, never by a word alone
+    assert ("over the 30 minutes, or 100 reference runs" in readme) == (run["total_reference_runs"] > 100)
