@@ -201,7 +201,7 @@ def test_diagnose_layer_skip_refuses_a_run_that_is_not_completed(tmp_path):
 def test_sigterm_in_the_ablation_of_normlab_train_leaves_it_completed(tmp_path):
     """The CLI turns SIGTERM into Ctrl-C's path; an ablation with no budget over many val batches is still going
     when the signal comes."""
-    cfg = tiny_config(model={"n_layer": 8}, train={"steps": 2, "eval_interval": 2, "ckpt_interval": 2,
+    cfg = tiny_config(model={"n_layer": 8}, train={"steps": 2, "warmup_steps": 0, "eval_interval": 2, "ckpt_interval": 2,
                                                    "eval_batches": 60},
                       diagnostics={"interval": "off", "layer_skip": True, "layer_skip_budgeted": False})
     (tmp_path / "config.toml").write_text(cfg.to_toml())
