@@ -1,6 +1,6 @@
 """How long the command line takes to answer before it does any work: `normlab --help`, a command's `--help`,
-and a refused flag, each as a fresh process, beside `python -c "import torch"` (what every call paid before
-the command line deferred its imports) and a bare `python -c pass`, interleaved, on a quiet machine.
+and a refused flag, each as a fresh process, beside `python -c "import torch"` (what every call would pay if
+the command line imported its registries at start) and a bare `python -c pass`, interleaved, on a quiet machine.
 
     python benchmarks/cli_startup.py --out benchmarks/results/cli_startup_2core_cpu.json [--repeats 11]
 

@@ -1,9 +1,8 @@
 """The `normlab` command line.
 
 Nothing here imports torch at module level: the registries whose names the options list (schemes, normalizers,
-presets, Hugging Face families) are read when a command's help or value needs them (`_Names`, `_LazyHelp`), so
-that `normlab --help` and a bad flag answer at once (`benchmarks/cli_startup.py`); each command imports what it
-runs.
+presets, Hugging Face families) are read when a command's help or values need them (`_lazy`, `_one_of`), so
+that `normlab --help` answers at once (`benchmarks/cli_startup.py`); each command imports what it runs.
 """
 from __future__ import annotations
 
@@ -311,8 +310,7 @@ STUDY_HELP = """Turn the claims into verdicts: train the runs they need, measure
     5 partial report (wins over 4): runs left to train or retry; run again."""
 
 
-@app.command(cls=_lazy(_study_help), short_help="Turn the claims into verdicts: train the runs they need, "
-             "measure, write the report.")
+@app.command(cls=_lazy(_study_help), short_help=STUDY_HELP.splitlines()[0])
 def study(
     preset: str = typer.Option("standard", "--preset", metavar="NAME", help="The study's preset (listed above)."),
     study_file: Optional[Path] = typer.Option(None, "--study", metavar="FILE",

@@ -99,7 +99,7 @@ def export_hf(model: nn.Module, cfg: ModelConfig, out: str | Path, tokenizer_fro
     from safetensors.torch import save_file
 
     state, tied = hf_state(model, cfg, layout)
-    own_tokenizer = tokenizer_from is not None and any((tokenizer_from / f).is_file() for f in TOKENIZER_FILES)
+    own_tokenizer = tokenizer_from is not None and has_tokenizer(tokenizer_from)
     chars = None if own_tokenizer or char_vocab is None else list(char_vocab)
     if chars is not None:
         state, cfg = with_added_tokens(state, cfg, layout)
@@ -121,9 +121,9 @@ def export_hf(model: nn.Module, cfg: ModelConfig, out: str | Path, tokenizer_fro
         # the tokenizer's special tokens, not the config class's defaults: those name characters here
         special = special_token_ids(tmp)
         layout.hf_config(cfg, tied, **special).save_pretrained(tmp)
-        if cfg.arch == "decoder":
-            generation_config(cfg, special, [cfg.vocab_size - len(ADDED) + i for i in range(len(ADDED))]
-                              if chars is not None else []).save_pretrained(tmp)
+        if cfg.arch == "decoder":  # the added tokens are the last ids
+            added = list(range(cfg.vocab_size - len(ADDED), cfg.vocab_size)) if chars is not None else []
+            generation_config(cfg, special, added).save_pretrained(tmp)
         save_file(tensors, tmp / "model.safetensors", metadata={"format": "pt"})
         with_umask(tmp)
         if out.exists():
@@ -157,6 +157,13 @@ def generation_config(cfg: ModelConfig, special: dict[str, int | None], suppress
     from transformers import GenerationConfig
 
     return GenerationConfig(max_length=cfg.block_size, suppress_tokens=suppress or None, **special)
+
+
+def has_tokenizer(directory: Path) -> bool:
+    """Whether the directory holds a tokenizer's files (an imported model's, or an export's)."""
+    return any((directory / f).is_file() for f in TOKENIZER_FILES)
+
+
 def with_umask(directory: Path) -> None:
     """Give the export the user's umask, as a run directory has: `mkdtemp` makes its directory private (0700), so a
     server running as another user could not read the model."""
@@ -175,7 +182,7 @@ def special_token_ids(directory: Path) -> dict[str, int | None]:
     has no such token (normlab's character vocabulary has [PAD] only). A config class's defaults (Llama's bos 1
     and eos 2, Gemma-2's pad 0, eos 1, bos 2) would name characters of the text: generate() would stop at a space."""
     none = {f"{name}_token_id": None for name in SPECIAL_TOKENS}
-    if not any((directory / f).is_file() for f in TOKENIZER_FILES):
+    if not has_tokenizer(directory):
         return none
     from transformers import AutoTokenizer
 
