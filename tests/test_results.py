@@ -287,3 +287,41 @@ def test_make_runs_time_is_its_file_in_seconds_and_reference_runs():
     assert f"from {run['first_look_runs']} runs at its first look to {run['runs']}" in readme
     # the limit is stated as met or not by the figure, never by a word alone
     assert ("over the 30 minutes, or 100 reference runs" in readme) == (run["total_reference_runs"] > 100)
+
+
+def test_the_cost_floor_is_its_runs_and_the_cost_page_quotes_it():
+    """benchmarks/cost_floor.py's committed answer is what its per-run rows and the two measured files add up
+    to, and docs/cost.md's section quotes it figure by figure."""
+    cost_floor = _module("cost_floor")
+    folder = ROOT / "benchmarks/results/standard"
+    out = json.loads((folder / "cost_floor.json").read_text("utf-8"))
+    make_run = json.loads((folder / "make_run_2core_cpu.json").read_text("utf-8"))
+    step_limit = json.loads((ROOT / "benchmarks/results/step_limit_2core_cpu.json").read_text("utf-8"))
+    again = cost_floor.floor(out["per_run"], out["reference_run_s"], out["workers"], make_run, step_limit,
+                             out["limit_reference_runs"])
+    assert {k: out[k] for k in again} == again
+    cost = json.loads((folder / "cost.json").read_text("utf-8"))
+    assert out["runs"] == cost["runs"] and abs(out["training"]["s"] - cost["train_s"]) < 0.1
+    assert out["reference_run_s"] == cost["reference_run_s"]
+    page = " ".join((ROOT / "docs/cost.md").read_text("utf-8").split())
+    section = page[page.index("## What stands between"):page.index("## The held-out study")]
+    look1, look2, w, s, room = out["seeds"]["preset"], out["seeds"]["rounds"], out["wall"], out["stacking"], out["room"]
+    said = [f"| training, summed over the {out['runs']} runs | {out['training']['reference_runs']} |",
+            f"| of it, on the preset's 5 seeds ({look1['runs']} runs) | {look1['reference_runs']} |",
+            f"| of it, on the seeds the rounds added ({look2['runs']} runs) | {look2['reference_runs']} |",
+            f"on {out['workers']} workers | {w['training_packed_on_workers_reference_runs']} |",
+            f"| the two study passes, measured | {w['study_passes_reference_runs']} |",
+            f"the report) | {w['make_run_reference_runs']} |",
+            f"stacked at K = {s['best_K']} ({s['gain']}× per step,",
+            f"| about {s['make_run_if_every_run_stacked_reference_runs']} |",
+            f"{out['step_share_of_reference_run'] * 100:.0f} % of a reference run is its 300 steps "
+            f"({s['step_ms_alone']} ms each, of {out['reference_run_s']} s)",
+            f"scheduling and judging {w['scheduling_and_judging_reference_runs']} reference runs, the validations "
+            f"and the report {w['validations_and_report_reference_runs']}",
+            f"Their {look1['reference_runs']} reference runs of training take {room['preset_seeds_packed_reference_runs']}",
+            f"room for {room['training_reference_runs_within_limit']} reference runs of training: "
+            f"{room['share_of_todays_training'] * 100:.0f} % of what the preset trains, "
+            f"{room['share_with_stacking'] * 100:.0f} % with every run stacked"]
+    for text in said:
+        assert text in section, f"docs/cost.md should say {text!r} (benchmarks/results/standard/cost_floor.json)"
+    assert room["preset_seeds_packed_reference_runs"] > out["limit_reference_runs"]  # "alone are over the limit"
