@@ -16,7 +16,7 @@ from normlab.study.claims.statistics import ALPHA, Level, sign_test
 from normlab.study.claims.stability import deeper_deficit, matched_failures, paired_limits, seed_limits
 from normlab.study.design import family_text, outcome_counts
 from normlab.study.family import holm
-from normlab.study.runner import scope_verdict
+from normlab.study.judge import scope_verdict
 from tests.study.scenarios import LR, LRS, PLATEAU, PLATEAU_REASON, STUCK, P, W, five, rec, runs
 
 ALONE = Level()  # a claim alone at a single look: every decision at α = 0.05

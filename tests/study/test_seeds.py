@@ -7,7 +7,8 @@ import pytest
 
 from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS
-from normlab.study.runner import claim_bases, describe
+from normlab.study.judge import claim_bases
+from normlab.study.runner import describe
 from normlab.study.spec import DESIGN_SEEDS, HELD_OUT, PRESETS, load_study, spec_from_meta
 
 DESIGN = set(DESIGN_SEEDS)

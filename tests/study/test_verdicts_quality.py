@@ -544,7 +544,7 @@ def _at_threads(records: list[RunRecord], threads: int) -> list[RunRecord]:
 def _fragility(main: list[RunRecord], rerun: list[RunRecord]):
     from types import SimpleNamespace
 
-    from normlab.study.runner import mark_fragile
+    from normlab.study.judge import mark_fragile
 
     claim = CLAIMS.get("C13")()
     spec = SimpleNamespace(preset=P, robust_overrides=lambda: {"train.threads": 2})

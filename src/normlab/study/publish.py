@@ -17,7 +17,8 @@ from normlab.study import power
 from normlab.study.claims import statistics
 from normlab.study.design import design_beside, family_text
 from normlab.study.ledger import Ledger
-from normlab.study.runner import REFERENCE_KEY, Completion, completion, compute_verdicts, main_records, study_ids
+from normlab.study.judge import compute_verdicts, main_records
+from normlab.study.runner import REFERENCE_KEY, Completion, completion, study_ids
 from normlab.study.trained import judge_trained
 from normlab.study.reference import in_reference_runs
 from normlab.study.rules import rules_record

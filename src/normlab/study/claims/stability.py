@@ -133,7 +133,7 @@ class WarmupC1(Claim):
         # the rule at every lr the sweep trains without warmup: the claim is about warmup at a given lr, and what
         # happens depends on the lr (at small lrs neither scheme needs warmup, at large ones both may). Its own
         # level is the preset's fixed lr; every other lr is a level of its scope, judged at the same family-wise
-        # level as every scope (runner.scope_verdict), so a split along lr makes it `depends on lr`
+        # level as every scope (judge.scope_verdict), so a split along lr makes it `depends on lr`
         at = {lr: self.corrected(self.at_lr(records, preset, lr), lambda c, lr=lr: c.at_lr(records, preset, lr))
               for lr in swept_lrs(preset, 0)}
         verdict = at.get(preset.lr_fixed) or self.at_lr(records, preset, preset.lr_fixed)
