@@ -1,7 +1,7 @@
 """The cost figures the standard preset's settings quote, each measured side by side with its baseline in one
 process (interleaved repeats, one thread, the median of the per-round ratios):
 
-- a step at 32 tokens of context against 64: C8's narrow 32-layer models (`DEEP_CPU` in study/spec.py), the CPU
+- a step at 32 tokens of context against 64: C8's narrow 32-layer models (`DEEP_CPU` in study/presets.py), the CPU
   presets' 4-layer base and their 12-layer depth cell (`CPU_CONTEXT`);
 - AdamW's multi-tensor (foreach) update against the one-tensor loop on the standard base model
   (train/optim.py), and whether the two give the same weights bit for bit;
@@ -25,7 +25,7 @@ import torch
 from normlab.config import RunConfig, set_value, validate_config
 from normlab.device import cpu_model
 from normlab.nn.model import build_model
-from normlab.study.spec import DEEP_CPU, PRESETS
+from normlab.study.presets import DEEP_CPU, PRESETS
 
 
 def model_config(**overrides):

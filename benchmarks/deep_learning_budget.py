@@ -38,7 +38,8 @@ def run_config(spec: dict[str, Any]):
     """The `deep` preset's C8 config for this grid point, built as the study builds it, then `--set` on top."""
     from normlab.config import apply_override, validate_config
     from normlab.study.claims import CLAIMS
-    from normlab.study.spec import PRESETS, build_config
+    from normlab.study.spec import build_config
+    from normlab.study.presets import PRESETS
 
     preset = PRESETS[spec["preset"]]
     overrides = {**CLAIMS.get("C8").knobs(preset).base, "model.scheme": spec["scheme"], "model.n_layer": spec["depth"],
@@ -162,7 +163,7 @@ def main() -> int:
     ap.add_argument("--append", action="store_true", help="add to the runs already in --out")
     args = ap.parse_args()
 
-    from normlab.study.spec import PRESETS
+    from normlab.study.presets import PRESETS
 
     preset = PRESETS[args.preset]
     specs = []

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from normlab.study.design import DESIGN_FILE
-from normlab.study.spec import DESIGN_SEEDS
+from normlab.study.presets import DESIGN_SEEDS
 
 
 def entry(data: dict) -> dict:

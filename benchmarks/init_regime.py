@@ -60,7 +60,7 @@ def build(overrides: dict[str, Any], width: int):
     """The model at `width` (heads of 64 at a paper's width, 4 at ours), `LAYERS` blocks, seed `SEED`."""
     from normlab.config import derive
     from normlab.nn import build_model
-    from normlab.study.spec import PRESETS
+    from normlab.study.presets import PRESETS
 
     frontier = overrides.get("frontier", False)
     preset = PRESETS["frontier" if frontier else "standard"]
@@ -103,7 +103,7 @@ def measure(overrides: dict[str, Any], width: int, tokens: torch.Tensor) -> dict
 def tokens_of_corpus() -> torch.Tensor:
     """One batch of the shipped corpus (its first characters): the same tokens at every width."""
     from normlab.data import corpus_of
-    from normlab.study.spec import PRESETS
+    from normlab.study.presets import PRESETS
 
     corpus = corpus_of(PRESETS["standard"].config)
     return corpus.train[: BATCH * 64].long().view(BATCH, 64)

@@ -60,7 +60,7 @@ def record(preset: str, wall: float, runs: int, decisive: int, claims: int) -> N
     import os
 
     from normlab.device import cpu_model
-    from normlab.study.spec import MEASURED
+    from normlab.study.presets import MEASURED
 
     data = json.loads(MEASURED.read_text("utf-8")) if MEASURED.is_file() else {}
     data[preset] = {"wall_s": round(wall, 1), "runs": runs, "decisive": decisive, "claims": claims,

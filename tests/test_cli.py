@@ -47,7 +47,7 @@ def test_choices_are_listed_as_choices_and_a_bad_one_is_named_with_the_valid_one
     from normlab.bench.steps import CONFIGS
     from normlab.diagnostics.diagnose import DTYPES
     from normlab.study.runner import EXECUTORS
-    from normlab.study.spec import PRESETS
+    from normlab.study.presets import PRESETS
     from normlab.train.distributed import PARALLEL
 
     # the CLI's fixed choice lists match the modules that act on them

@@ -20,7 +20,8 @@ from normlab.nn.norms import NORMS
 from normlab.nn.schemes import SCHEMES, PreLN
 from normlab.nn.stacked import StackedGPT
 from normlab.study.claims import CLAIMS
-from normlab.study.spec import INIT_KEY, PRESETS, build_config, load_study, other_init
+from normlab.study.spec import INIT_KEY, build_config, load_study, other_init
+from normlab.study.presets import PRESETS
 from normlab.train.group import alone_because
 from tests.conftest import tiny_config
 from tests.nn.test_architectures import ARCHS

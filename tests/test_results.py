@@ -16,7 +16,7 @@ import pytest
 
 from normlab.study.design import DESIGN_FILE
 from normlab.study.rules import fingerprint
-from normlab.study.spec import DESIGN_SEEDS, HELD_OUT
+from normlab.study.presets import DESIGN_SEEDS, HELD_OUT
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text("utf-8")

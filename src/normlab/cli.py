@@ -66,13 +66,13 @@ def _norms() -> tuple[str, ...]:
 
 
 def _presets() -> tuple[str, ...]:
-    from normlab.study.spec import PRESETS
+    from normlab.study.presets import PRESETS
 
     return tuple(PRESETS)
 
 
 def _study_help() -> str:
-    from normlab.study.spec import PRESETS
+    from normlab.study.presets import PRESETS
 
     presets = "\n".join(f"{p.name}: {p.summary}" for p in PRESETS.values())
     return f"{inspect.cleandoc(STUDY_HELP)}\n\n\b\nPresets (--preset; costs: docs/cost.md):\n{presets}"

@@ -10,7 +10,7 @@ import pytest
 from normlab.diagnostics.gradients import step0_block_gradients
 from normlab.study.claims import CLAIMS
 from normlab.study.records import record_from_run_dir
-from normlab.study.spec import PRESETS
+from normlab.study.presets import PRESETS
 from normlab.train import train
 from tests.conftest import tiny_config
 

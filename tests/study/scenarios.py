@@ -14,7 +14,7 @@ import pytest
 
 from normlab.study.claims import CLAIMS, Verdict
 from normlab.study.records import RunRecord, flatten
-from normlab.study.spec import PRESETS, Preset
+from normlab.study.presets import PRESETS, Preset
 
 NO_VALUE = object()
 

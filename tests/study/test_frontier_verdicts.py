@@ -28,7 +28,8 @@ from normlab.study.claims import CLAIMS, FAILS, FRONTIER_CLAIMS, HOLDS, INCONCLU
 from normlab.study.claims.grouping import config_keys
 from normlab.study.claims.statistics import LOSS_MARGIN, TRAINS
 from normlab.study.records import RunRecord, flatten
-from normlab.study.spec import HELD_OUT_SEEDS, INIT_KEY, PRESETS, build_config
+from normlab.study.spec import INIT_KEY, build_config
+from normlab.study.presets import HELD_OUT_SEEDS, PRESETS
 from tests.study.scenarios import Scenarios, approx, check_verdict, five, mean
 
 P = PRESETS["frontier"]

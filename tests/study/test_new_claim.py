@@ -12,7 +12,8 @@ import pytest
 from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS, HOLDS, Claim, Figure, Series, claim_number
 from normlab.study.claims.base import Part, claim
-from normlab.study.spec import PRESETS, spec_from_meta
+from normlab.study.spec import spec_from_meta
+from normlab.study.presets import PRESETS
 
 
 # A claim as a contributor writes it (CONTRIBUTING.md), less the `@`: each test applies it on a copy of the

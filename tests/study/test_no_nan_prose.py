@@ -6,7 +6,7 @@ import re
 import pytest
 
 from normlab.study.claims import CLAIMS
-from normlab.study.spec import PRESETS
+from normlab.study.presets import PRESETS
 
 
 @pytest.mark.parametrize("cid", CLAIMS.names())

@@ -12,7 +12,8 @@ from normlab.study.claims.decisions import compare, fails_more
 from normlab.study.claims.grouping import Group
 from normlab.study.claims.prose import pct
 from normlab.study.claims.statistics import ALPHA, SPENDING, Level, look_alpha, sign_evidence, t_interval
-from normlab.study.spec import HELD_OUT, PRESETS, load_study
+from normlab.study.spec import load_study
+from normlab.study.presets import HELD_OUT, PRESETS
 
 
 @pytest.mark.parametrize("looks", sorted(SPENDING))

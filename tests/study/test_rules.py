@@ -35,14 +35,14 @@ def test_a_presets_measured_time_is_not_a_rule():
     fingerprint: recording a new time moves no rule; a setting that decides a verdict does."""
     import dataclasses
 
-    from normlab.study import rules, spec
+    from normlab.study import presets, rules
 
     before = rules.presets_data()
-    standard = spec.PRESETS["standard"]
+    standard = presets.PRESETS["standard"]
     try:
-        spec.PRESETS["standard"] = dataclasses.replace(standard, description="took 1 minute", summary="fast")
+        presets.PRESETS["standard"] = dataclasses.replace(standard, description="took 1 minute", summary="fast")
         assert rules.presets_data() == before
-        spec.PRESETS["standard"] = dataclasses.replace(standard, lr_fixed=1e-2)
+        presets.PRESETS["standard"] = dataclasses.replace(standard, lr_fixed=1e-2)
         assert rules.presets_data() != before
     finally:
-        spec.PRESETS["standard"] = standard
+        presets.PRESETS["standard"] = standard

@@ -9,7 +9,8 @@ from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS
 from normlab.study.judge import claim_bases
 from normlab.study.runner import describe
-from normlab.study.spec import DESIGN_SEEDS, HELD_OUT, PRESETS, load_study, spec_from_meta
+from normlab.study.spec import load_study, spec_from_meta
+from normlab.study.presets import DESIGN_SEEDS, HELD_OUT, PRESETS
 
 DESIGN = set(DESIGN_SEEDS)
 

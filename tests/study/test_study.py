@@ -16,7 +16,8 @@ import pytest
 from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS
 from normlab.study.ledger import Ledger, pid_alive
-from normlab.study.spec import PRESETS, build_config, load_study, spec_from_meta, stored_preset
+from normlab.study.spec import build_config, load_study, spec_from_meta
+from normlab.study.presets import PRESETS, stored_preset
 from normlab.train import RunDir
 
 TINY = ["model.d_model=16", "model.n_head=2", "model.block_size=16", "train.batch_size=4", "train.warmup_steps=5",

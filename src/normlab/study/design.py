@@ -1,7 +1,7 @@
 """The design seeds' verdicts beside a study's: does each verdict replicate on seeds no rule was designed on?
 
-Rules, grids and presets are built on the design seeds (0–999, `spec.DESIGN_SEEDS`); the presets users run start
-at `spec.HELD_OUT`. `design_verdicts.json` (beside this module, written by `benchmarks/design_verdicts.py` from a
+Rules, grids and presets are built on the design seeds (0–999, `presets.DESIGN_SEEDS`); the presets users run start
+at `presets.HELD_OUT`. `design_verdicts.json` (beside this module, written by `benchmarks/design_verdicts.py` from a
 design-seed study whose verdicts.json is committed under `benchmarks/results/`) holds each preset's design-seed
 verdicts, so a held-out study's report shows both without training the design seeds again.
 """
@@ -13,7 +13,8 @@ from typing import Any
 
 from normlab.report.outcome import outcome_counts as count_outcomes
 from normlab.report.outcome import replicated as same_everywhere
-from normlab.study.spec import DESIGN_SEEDS, StudySpec
+from normlab.study.spec import StudySpec
+from normlab.study.presets import DESIGN_SEEDS
 
 DESIGN_FILE = Path(__file__).with_name("design_verdicts.json")
 

@@ -25,7 +25,7 @@ def reference_config():
     """The reference run: the standard preset's base run at its first held-out seed, its plateau stop off (it must
     run its 300 steps, whatever it learns)."""
     from normlab.config import derive
-    from normlab.study.spec import PRESETS
+    from normlab.study.presets import PRESETS
 
     preset = PRESETS["standard"]
     return derive({}, {**preset.base, "train.seed": preset.seeds[0], "train.plateau_stop": "off"})

@@ -1,9 +1,9 @@
 """The fingerprint of the rules a verdict is judged by: the claims, the presets, the statistics and decisions, the
 family-wise control, the power plan, what "trained" means, and what an outcome is.
 
-Seeds below `spec.HELD_OUT` (every earlier held-out range among them) are for designing rules; presets run on
+Seeds below `presets.HELD_OUT` (every earlier held-out range among them) are for designing rules; presets run on
 held-out seeds
-(`spec.HELD_OUT`). A held-out verdict is only held out if its rules were frozen before it ran, so verdicts.json
+(`presets.HELD_OUT`). A held-out verdict is only held out if its rules were frozen before it ran, so verdicts.json
 records this fingerprint, and tests/test_results.py fails when a committed held-out result's fingerprint is not
 the code's: a rule change moves the held-out range to fresh seeds, and CHANGELOG.md says so.
 
@@ -20,7 +20,7 @@ from importlib import resources
 
 # the modules whose code decides a verdict, as package paths under normlab: the claims and their statistics and
 # decisions, the family-wise control, the power plan, what "trained" means, what an outcome is. The presets enter
-# as data (`presets_data`), not as spec.py's code, and the study's machinery (runner.py: workers, ledger, rounds)
+# as data (`presets_data`), not as presets.py's code, and the study's machinery (runner.py: workers, ledger, rounds)
 # not at all, so that moving machinery code leaves the rules' fingerprint as it is
 RULE_MODULES = ("study/claims/*.py", "study/family.py", "study/power.py", "study/trained.py", "report/outcome.py")
 
@@ -55,14 +55,14 @@ def fingerprint_of(sources: list[tuple[str, str]]) -> str:
 
 
 def presets_data() -> str:
-    """Every preset's settings and the trained line's share, as data: what spec.py decides of a verdict. Its prose
+    """Every preset's settings and the trained line's share, as data: what presets.py decides of a verdict. Its prose
     (`summary`, `description`, which quote the preset's measured wall time) is left out: recording a new time
     is not a rule change."""
     import dataclasses
     import json
 
     from normlab.data.corpus import TRAINED_SHARE
-    from normlab.study.spec import HELD_OUT, PRESETS
+    from normlab.study.presets import HELD_OUT, PRESETS
 
     prose = ("summary", "description")
     return json.dumps({"presets": {n: {k: v for k, v in dataclasses.asdict(p).items() if k not in prose}
