@@ -97,9 +97,9 @@ NAMED_CASES = [("train", "grad_clip", "off"), ("train", "threads", "process"), (
 
 @pytest.mark.parametrize("section, key, word", NAMED_CASES)
 def test_zero_is_refused_where_it_meant_a_word_and_the_error_names_the_word(section, key, word):
-    from normlab.config import NAMED
+    from normlab.config import WORDS
 
-    assert NAMED[f"{section}.{key}"][0] == word
+    assert WORDS[f"{section}.{key}"].word == word
     with pytest.raises(ConfigError, match=rf"{section}\.{key}: 0 is not a value here; write '{word}'"):
         validate_config({section: {key: 0}})
     assert getattr(validate_config({section: {key: word}}), section).model_dump()[key] == word
@@ -112,15 +112,17 @@ def test_a_config_an_older_normlab_wrote_with_0_reads_as_the_word_and_keeps_its_
     import hashlib
     import json
 
-    from normlab.config import NAMED, HASH_NEUTRAL
+    from normlab.compat import HASH_NEUTRAL, WORD_WAS_NUMBER
+    from normlab.config import WORDS
     from normlab.rundir import RunDir
 
     cfg = validate_config({section: {key: word}})
     old = cfg.to_dict()
-    for dotted, (name, number) in NAMED.items():  # as that normlab wrote it: 0 for every word
+    for dotted, w in WORDS.items():  # as that normlab wrote it: 0 for every word
         s, k = dotted.split(".")
-        if old[s][k] == name:
-            old[s][k] = number
+        if old[s][k] == w.word:
+            old[s][k] = WORD_WAS_NUMBER[dotted]
+            assert WORD_WAS_NUMBER[dotted] == 0
     # the id an older normlab gave it: the plain hash of its dict, neutral fields at their value left out
     legacy = json.loads(json.dumps(old))
     for dotted, value in HASH_NEUTRAL.items():
@@ -140,15 +142,16 @@ def test_a_config_an_older_normlab_wrote_with_0_reads_as_the_word_and_keeps_its_
 
 
 def test_the_named_fields_mean_what_their_words_say():
-    import math
-
     t = validate_config({"train": {"grad_clip": "off", "threads": "process", "plateau_stop": "off",
                                    "untrained_margin": "off"}}).train
-    assert (t.clip_norm, t.intra_op_threads, t.plateau_stop_from, t.plateau_margin) == (math.inf, None, None, None)
+    words = ("grad_clip", "threads", "plateau_stop", "untrained_margin")
+    assert [t.number(k) for k in words] == [None, None, None, None]
     t = validate_config({"train": {"grad_clip": 0.5, "threads": 2, "plateau_stop": 0.5}}).train
-    assert (t.clip_norm, t.intra_op_threads, t.plateau_stop_from, t.plateau_margin) == (0.5, 2, 0.5, 0.1)
+    assert [t.number(k) for k in words] == [0.5, 2, 0.5, 0.1]
     d = validate_config({"diagnostics": {"interval": "off", "layer_skip_most": "all"}}).diagnostics
-    assert (d.probe_interval, d.skip_at_most) == (None, None)
+    assert (d.number("interval"), d.number("layer_skip_most")) == (None, None)
+    with pytest.raises(AttributeError, match="holds no word"):  # only a word field has a number to read
+        t.number("steps")
     with pytest.raises(ConfigError, match=r"train.grad_clip: should be .*, or 'off' for no clipping \(got 'of'\)"):
         validate_config({"train": {"grad_clip": "of"}})
 
@@ -180,3 +183,13 @@ def test_a_warmup_longer_than_the_run_is_refused_naming_both_and_a_stored_run_is
     path = tmp_path / "config.toml"
     path.write_text(tomli_w.dumps({"train": {"steps": 60}}))
     assert load_config(path, stored=True).train.warmup_steps == 100  # a run that trained so is still read
+
+
+def test_each_word_field_is_declared_once_and_compat_knows_what_it_was_written_as():
+    """`named` declares a word field (its number, word and meaning) once; `WORDS` is read from the declarations,
+    and the compatibility module holds the number an older normlab wrote for each word, for every word field."""
+    from normlab.compat import WORD_WAS_NUMBER
+    from normlab.config import WORDS
+
+    assert set(WORDS) == set(WORD_WAS_NUMBER)
+    assert {w.word for w in WORDS.values()} == {"off", "process", "all"}

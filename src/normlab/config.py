@@ -10,25 +10,79 @@ Unknown keys are errors that name the closest valid keys.
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 import hashlib
 import json
 import tomllib
-import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from normlab import compat
 from normlab.errors import ConfigError
 from normlab.nn.config import ModelConfig
 from normlab.registry import closest
 
 
-class DataConfig(BaseModel):
-    """Which text, and how it is cut into tokens."""
+@dataclass(frozen=True)
+class Word:
+    """The word a field holds for "none of it" (`off`: no clipping, no probe, no plateau stop, never judged;
+    `process`: the process's thread count; `all`: every block), where a 0 would read as a quantity, and what it
+    means (an error names both). A 0 a user types is refused with the word to write; a stored config's older 0 is
+    read as the word and hashes as its run did (`compat.WORD_WAS_NUMBER`)."""
+
+    word: str
+    meaning: str
+
+
+def named(number: Any, word: str, meaning: str, **limits) -> Any:
+    """The type of a field that holds a number within `limits`, or `word` for none of it: each word field is
+    declared once, here, and `WORDS`, the 0 refusal and `Section.number` read the declaration."""
+    return Annotated[Annotated[number, Field(**limits)] | Literal[word], Word(word, meaning)]  # type: ignore
+
+
+def word_of(field: Any) -> Word | None:
+    """The Word a field was declared with (`named`), or None for any other field."""
+    return next((m for m in field.metadata if isinstance(m, Word)), None)
+
+
+class Section(BaseModel):
+    """A table of the config: unknown keys are errors, each field's docstring is its help, and a word field's
+    number is read with `number`."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _zero_is_not_a_word(cls, value, info):
+        word = word_of(cls.model_fields[info.field_name])
+        if word and isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
+            raise ValueError(f"0 is not a value here; write {word.word!r} for {word.meaning}")
+        return value
+
+    def number(self, name: str) -> Any:
+        """A word field's number, or None where it holds its word: what the code reads instead of `x or None`."""
+        word = word_of(type(self).model_fields[name])
+        if word is None:
+            raise AttributeError(f"{name!r} holds no word (it is no `named` field): read it as it is")
+        value = getattr(self, name)
+        return None if value == word.word else value
+
+
+# the word fields' types, each declared once (`named`): a number, or the word for none of it
+ClipNorm = named(float, "off", "no clipping", gt=0)
+Threads = named(int, "process", "the process's thread count", ge=1)
+Margin = named(float, "off", "never judged", gt=0)
+PlateauStop = named(float, "off", "no plateau stop", gt=0, lt=1)
+ProbeInterval = named(int, "off", "no per-layer metrics", ge=1)
+SkipAtMost = named(int, "all", "every block", ge=1)
+
+
+class DataConfig(Section):
+    """Which text, and how it is cut into tokens."""
+
 
     path: str | None = None
     """A UTF-8 text file, or a packaged corpus by name (`tinyshakespeare`, `paradise_lost`); unset: tiny
@@ -43,38 +97,9 @@ class DataConfig(BaseModel):
     model's tokens); characters outside it are dropped and counted in run.json."""
 
 
-# A field whose "nothing" is not the number 0 says so by name: `off` (no clipping, no probe, no plateau stop, never
-# judged), `process` (the process's thread count), `all` (every block): a 0 would read as a quantity. A stored
-# config's 0 (the older spelling) is read as the name (`upgrade_stored`) and hashes as its run did
-# (`config_hash`); a 0 a user types is refused with the name to write instead
-NAMED = {"train.grad_clip": ("off", 0.0), "train.threads": ("process", 0), "train.untrained_margin": ("off", 0.0),
-         "train.plateau_stop": ("off", 0.0), "diagnostics.interval": ("off", 0),
-         "diagnostics.layer_skip_most": ("all", 0)}
-def number_or_none(value, word: str):
-    """A NAMED field's number, or None where it holds its word: what the code reads instead of `x or None`."""
-    return None if value == word else value
-
-
-NAMED_MEANING = {"train.grad_clip": "no clipping", "train.threads": "the process's thread count",
-                 "train.untrained_margin": "never judged", "train.plateau_stop": "no plateau stop",
-                 "diagnostics.interval": "no per-layer metrics", "diagnostics.layer_skip_most": "every block"}
-
-
-def _refuse_zero(section: str):
-    """A `mode="before"` validator for the NAMED fields of a section: 0 is refused, naming the word that means
-    what 0 used to."""
-    def check(cls, value, info):
-        dotted = f"{section}.{info.field_name}"
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
-            raise ValueError(f"0 is not a value here; write {NAMED[dotted][0]!r} for {NAMED_MEANING[dotted]}")
-        return value
-    return field_validator(*[k.split(".")[1] for k in NAMED if k.startswith(section + ".")], mode="before")(check)
-
-
-class TrainConfig(BaseModel):
+class TrainConfig(Section):
     """The optimisation: AdamW, a learning-rate schedule, evaluation and checkpoints."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     steps: int = Field(default=2000, ge=1)
     """Optimizer steps."""
@@ -99,7 +124,7 @@ class TrainConfig(BaseModel):
     `no_weight_decay` (nGPT's scaling vectors); `every parameter`: all of them, norm gains, biases and scalars
     too, as DyT's LLaMA trainer does (jiachenzhu/DyT other_tasks/LLaMA/main_training_llama.py L119-121:
     AdamW(model.parameters(), ..., weight_decay=0.1))."""
-    grad_clip: Annotated[float, Field(gt=0)] | Literal["off"] = 1.0
+    grad_clip: ClipNorm = 1.0
     """Clip the global gradient norm to this; `off`: no clipping."""
     eval_interval: int = Field(default=250, ge=1)
     """Estimate val loss every this many steps (and at the last step)."""
@@ -117,7 +142,7 @@ class TrainConfig(BaseModel):
     """bf16: autocast the forward pass (CPU and CUDA); weights, optimizer and norm statistics stay fp32."""
     compile: bool = False
     """Run the model through torch.compile."""
-    threads: Annotated[int, Field(ge=1)] | Literal["process"] = "process"
+    threads: Threads = "process"
     """torch intra-op threads for this run; `process`: the process's setting. Part of the run's numerics: a matmul
     split over 2 threads rounds differently from 1 (a study's robustness pass reruns runs with another count)."""
     diverge_loss: float = Field(default=20.0, gt=0)
@@ -134,37 +159,15 @@ class TrainConfig(BaseModel):
     (a swap): every tensor of the source with this model's name and shape is kept, the rest start at their
     init. by_stream: as by_name, and a norm the placement moved takes the gains of the source's norm at the
     same point of the residual stream. run.json's "swap" lists what was kept, moved, new and left behind."""
-    untrained_margin: Annotated[float, Field(gt=0)] | Literal["off"] = 0.1
+    untrained_margin: Margin = 0.1
     """A completed run whose final val loss is within this many nats of the corpus's unigram cross-entropy
     (or above it) failed to train: it never left the plateau of token frequencies; `off`: never judged."""
-    plateau_stop: Annotated[float, Field(gt=0, lt=1)] | Literal["off"] = "off"
+    plateau_stop: PlateauStop = "off"
     """From this fraction of the steps on, a run whose val loss at an evaluation is still within
     `untrained_margin` of the unigram plateau is finished there, as failed to train, instead of spending the rest
     of its budget; `off`: every run trains to the end. The study presets use ½: in the standard study of 2026-11-24
     none of the 43 runs still on the plateau at half their budget trained by the end, where 7 of the 50 still on
     it at a third did (benchmarks/plateau_recovery.py)."""
-
-    named_zero = _refuse_zero("train")
-
-    @property
-    def clip_norm(self) -> float:
-        """The gradient norm to clip to (inf: `off`)."""
-        return math.inf if self.grad_clip == "off" else self.grad_clip
-
-    @property
-    def intra_op_threads(self) -> int | None:
-        """torch's intra-op threads to set for the run, or None to leave the process's."""
-        return number_or_none(self.threads, "process")
-
-    @property
-    def plateau_stop_from(self) -> float | None:
-        """The fraction of the steps from which a run still on the plateau stops, or None (`off`)."""
-        return number_or_none(self.plateau_stop, "off")
-
-    @property
-    def plateau_margin(self) -> float | None:
-        """`untrained_margin` in nats, or None (`off`: never judged)."""
-        return number_or_none(self.untrained_margin, "off")
 
     @model_validator(mode="after")
     def _check(self) -> "TrainConfig":
@@ -176,16 +179,15 @@ class TrainConfig(BaseModel):
         return self
 
 
-class DiagnosticsConfig(BaseModel):
+class DiagnosticsConfig(Section):
     """What the run measures inside its layers (see normlab.diagnostics; they never change the math)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    interval: Annotated[int, Field(ge=1)] | Literal["off"] = 100
+    interval: ProbeInterval = 100
     """Per-layer metrics at step 0 and every this many steps, into DIR/diagnostics.sqlite; `off`: none."""
     layer_skip: bool = True
     """At the end, the val loss with each block skipped, into DIR/layer_skip.json."""
-    layer_skip_most: Annotated[int, Field(ge=1)] | Literal["all"] = 100
+    layer_skip_most: SkipAtMost = 100
     """The layer-skip ablation skips at most this many blocks, evenly spaced (the first and the last among them),
     and estimates the effective depth from them; `all`: every block (the full sweep). Why: one evaluation per block
     kept a 10-step 1,000-layer run going past 15 minutes (4.4 without the ablation); with 100, it pays 100."""
@@ -199,17 +201,6 @@ class DiagnosticsConfig(BaseModel):
     whatever that costs; end_of_run_budget does not bind it. `normlab diagnose RUN --layer-skip` does the same
     later, on a completed run."""
 
-    named_zero = _refuse_zero("diagnostics")
-
-    @property
-    def probe_interval(self) -> int | None:
-        """`interval` as a number of steps, or None (`off`)."""
-        return number_or_none(self.interval, "off")
-
-    @property
-    def skip_at_most(self) -> int | None:
-        """`layer_skip_most` as a number of blocks, or None (`all`)."""
-        return number_or_none(self.layer_skip_most, "all")
 
 
 class RunConfig(BaseModel):
@@ -239,44 +230,46 @@ class RunConfig(BaseModel):
 
     def hash(self) -> str:
         """A short stable id of the resolved config. A field added after runs were first hashed is left out
-        while it holds the value every earlier run had (`HASH_NEUTRAL`), so their ids and directories stay
+        while it holds the value every earlier run had (`compat.HASH_NEUTRAL`), so their ids and directories stay
         valid; fields whose default is None are left out by `to_dict` already."""
         return config_hash(self.to_dict())
 
 
+def _sections_of(model: type[BaseModel] | None = None) -> dict[str, type[BaseModel]]:
+    return {name: f.annotation for name, f in (model or RunConfig).model_fields.items()}
+
+
+# every word field, by its dotted key, from its declaration (`named`)
+WORDS: dict[str, Word] = {f"{section}.{name}": word for section, table in _sections_of().items()
+                          for name, f in table.model_fields.items() if (word := word_of(f))}
+
+
+def _stored_number(dotted: str, value: Any) -> bool:
+    """Whether `value` is the number an older normlab wrote for this word field's word (`compat.WORD_WAS_NUMBER`)."""
+    return dotted in WORDS and isinstance(value, (int, float)) and not isinstance(value, bool) and \
+        value == compat.WORD_WAS_NUMBER[dotted]
+
+
 def config_hash(data: dict[str, Any]) -> str:
     """`RunConfig.hash` of a config already resolved to its dict (`to_dict`, as a study's ledger stores it), so
-    that an id is recomputed without validating the config again."""
+    that an id is recomputed without validating the config again. The id hashes the config as the run was first
+    registered (normlab.compat): a word as the number it was written as, a field added since left out at the value
+    every earlier run had, a value whose meaning changed as its new meaning."""
     data = {section: dict(values) if isinstance(values, dict) else values for section, values in data.items()}
-    for dotted, (name, number) in NAMED.items():  # hashed as the 0 that normlab wrote until 2026-11-26
+    for dotted, word in WORDS.items():
         section, key = dotted.split(".")
-        if data.get(section, {}).get(key) == name:
-            data[section][key] = number
-    for dotted, value in HASH_NEUTRAL.items():
+        if data.get(section, {}).get(key) == word.word:
+            data[section][key] = compat.WORD_WAS_NUMBER[dotted]
+    for dotted, value in compat.HASH_NEUTRAL.items():
         section, key = dotted.split(".")
         if data.get(section, {}).get(key) == value:
             del data[section][key]
-    for dotted, (old, meaning) in HASH_MEANING_CHANGED.items():
+    for dotted, (old, meaning) in compat.HASH_MEANING_CHANGED.items():
         section, key = dotted.split(".")
         if data.get(section, {}).get(key) == old:
             data[section][key] = meaning
     blob = json.dumps(data, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:12]
-
-
-# fields added after runs were first hashed, and the value all those runs had
-HASH_NEUTRAL = {"model.arch": "decoder", "train.activation_checkpointing": False, "diagnostics.layer_skip_most": 100,
-                "model.positions": "learned", "model.rope_theta": 10000.0, "model.rope_fraction": 1.0, "model.qk_norm": "none",
-                "model.gelu_approximate": "none", "model.head_transform": False, "model.head_bias": False,
-                "train.init_from_match": "exact", "train.plateau_stop": 0.0, "model.learned_embed_scale": False,
-                "model.embed_scale_positions": False, "train.weight_decay_on": "matrices",
-                "diagnostics.end_of_run_budget": 0.25, "diagnostics.layer_skip_budgeted": True}
-
-
-# values whose meaning changed after runs were hashed with them: hashed as the new meaning, so a ledger or run
-# directory made under the old one never answers for a run of the new (2026-11-28: `gpt2`'s σ scales with the
-# width; the old weights are `gpt2-fixed-std`, hashed under that name)
-HASH_MEANING_CHANGED = {"model.init": ("gpt2", "gpt2 (linears sigma*sqrt(768/d), the stream as at 768)")}
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None,
@@ -315,24 +308,23 @@ def check_given(config: RunConfig, where: str = "") -> RunConfig:
 
 
 def upgrade_stored(raw: dict[str, Any]) -> dict[str, Any]:
-    """A config normlab wrote (a run directory's config.toml, a study ledger's row) with the 0s that normlab until
-    2026-11-26 wrote for `off`, `process` and `all` (`NAMED`) read as those names; a copy where one changes. Only for
+    """A config normlab wrote (a run directory's config.toml, a study ledger's row) with the numbers an older
+    normlab wrote for the words (`compat.WORD_WAS_NUMBER`) read as those words; a copy where one changes. Only for
     what normlab itself stored: a config a user types is held to today's spelling."""
     out = raw
-    for dotted, (name, number) in NAMED.items():
+    for dotted, word in WORDS.items():
         section, key = dotted.split(".")
         value = raw.get(section, {}).get(key) if isinstance(raw.get(section), dict) else None
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == number:
+        if _stored_number(dotted, value):
             if out is raw:
                 out = {s: dict(v) if isinstance(v, dict) else v for s, v in raw.items()}
-            out[section][key] = name
+            out[section][key] = word.word
     return out
 
 
 def upgrade_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
     """`upgrade_stored` for dotted overrides a study stored (its preset's base, a claim's overrides)."""
-    return {k: NAMED[k][0] if k in NAMED and isinstance(v, (int, float)) and not isinstance(v, bool)
-            and v == NAMED[k][1] else v for k, v in overrides.items()}
+    return {k: WORDS[k].word if _stored_number(k, v) else v for k, v in overrides.items()}
 
 
 def validate_config(raw: dict[str, Any]) -> RunConfig:
@@ -378,11 +370,11 @@ def set_value(raw: dict[str, Any], key: str, value: Any, said: str | None = None
 
 def format_validation_error(e: ValidationError) -> str:
     lines = []
-    named: dict[str, list[dict]] = {}  # a NAMED field's union branches (a number, or its word): one line
+    named: dict[str, list[dict]] = {}  # a word field's union branches (a number, or its word): one line
     for err in e.errors():
         loc = ".".join(str(p) for p in err["loc"])
         field = ".".join(str(p) for p in err["loc"][:2])
-        if field in NAMED and len(err["loc"]) > 2:
+        if field in WORDS and len(err["loc"]) > 2:
             named.setdefault(field, []).append(err)
             continue
         if err["type"] == "extra_forbidden":
@@ -398,7 +390,7 @@ def format_validation_error(e: ValidationError) -> str:
     for field, errs in named.items():
         number = next((err["msg"].removeprefix("Input should be ") for err in errs if "literal" not in
                        str(err["loc"][-1])), "a number")
-        lines.append(f"{field}: should be {number}, or {NAMED[field][0]!r} for {NAMED_MEANING[field]} "
+        lines.append(f"{field}: should be {number}, or {WORDS[field].word!r} for {WORDS[field].meaning} "
                      f"(got {errs[0].get('input')!r})")
     return "invalid config:\n  " + "\n  ".join(lines)
 

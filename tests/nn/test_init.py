@@ -88,13 +88,13 @@ def test_the_committed_regime_benchmark_says_which_recipes_keep_their_regime():
 
 def test_gpt2_is_not_the_old_run_under_its_old_id(monkeypatch):
     """`gpt2` moved meaning (2026-11-28): its config hashes apart from what the same config hashed to before
-    (`config.HASH_MEANING_CHANGED`), so a ledger or run directory made under the old meaning never answers for it;
+    (`compat.HASH_MEANING_CHANGED`), so a ledger or run directory made under the old meaning never answers for it;
     `gpt2-fixed-std` is the old weights under their own name."""
-    from normlab import config
+    from normlab import compat, config
     new = config.RunConfig.model_validate({"model": {"init": "gpt2"}})
     xiong = config.RunConfig.model_validate({"model": {"init": "xiong"}})
     with monkeypatch.context() as m:
-        m.setattr(config, "HASH_MEANING_CHANGED", {})  # the hashes as they were before the meaning moved
+        m.setattr(compat, "HASH_MEANING_CHANGED", {})  # the hashes as they were before the meaning moved
         old_id, old_xiong = new.hash(), xiong.hash()
     assert new.hash() != old_id
     assert new.hash() != config.RunConfig.model_validate({"model": {"init": "gpt2-fixed-std"}}).hash()

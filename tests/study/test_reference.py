@@ -13,7 +13,7 @@ from normlab.study.reference import in_reference_runs, measure_reference, refere
 def test_the_reference_run_is_the_standard_base_run_for_its_full_budget():
     cfg = reference_config()
     assert (cfg.model.scheme, cfg.model.n_layer, cfg.model.d_model, cfg.model.block_size) == ("pre", 4, 64, 32)
-    assert cfg.train.steps == 300 and cfg.train.plateau_stop == "off" and cfg.train.intra_op_threads == 1
+    assert cfg.train.steps == 300 and cfg.train.plateau_stop == "off" and cfg.train.number("threads") == 1
 
 
 def test_a_study_times_it_once_per_host(monkeypatch):

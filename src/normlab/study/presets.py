@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from normlab.compat import MOVED_FRONTIER_FIELDS, MOVED_PRESET_FIELDS
 from normlab.config import ConfigError, RunConfig, derive, upgrade_overrides
 from normlab.study.claims import CLAIMS, FRONTIER_CLAIMS, SEED_CLAIMS
 
@@ -250,16 +251,6 @@ PRESETS["frontier"] = Preset(
 )
 
 
-# Where the Preset fields of a normlab before claims declared their own knobs (`Claim.Knobs`) went, for a ledger
-# such a normlab wrote (`preset_settings`): each field's (claim, knob); the frontier's dict's keys likewise; each
-# list of claims, the knob it set on each claim (only where it chose anything: a schedule of looks, a depth cell)
-MOVED_FIELDS = {"stress_lrs": ("C14", "stress_lrs"), "deep_depths": ("C8", "depths"), "deep_base": ("C8", "base"),
-                "finetune": ("C7", "finetune"), "init_seeds": ("C2", "init_seeds"),
-                "timing_repeats": ("C10", "repeats")}
-MOVED_FRONTIER = {"ngpt_fractions": ("F1", "fractions"), "long_steps": ("F2", "long_steps"), "qk_lrs": ("F7", "lrs"),
-                  "keel_depth": ("F8", "depth"), "keel_lrs": ("F8", "lrs"), "keel_cell": ("F8", "cell")}
-
-
 def stored_preset(settings: dict[str, Any]) -> Preset:
     """The preset a ledger stored (`dataclasses.asdict`), in this normlab's fields: the fields of an older
     normlab that became claims' knobs are moved there, and a newer normlab's fields or knobs that this one lacks
@@ -284,10 +275,13 @@ def stored_preset(settings: dict[str, Any]) -> Preset:
 
 
 def _moved_knobs(settings: dict[str, Any]) -> list[tuple[str, str, Any]]:
-    """(claim, knob, value) of each setting an older normlab stored as a Preset field (`MOVED_FIELDS`, the
-    `frontier` dict) or as a list of claims: each registered claim with that knob is in the list or not."""
-    moved = [(*MOVED_FIELDS[k], v) for k, v in settings.items() if k in MOVED_FIELDS]
-    moved += [(*MOVED_FRONTIER[k], v) for k, v in (settings.get("frontier") or {}).items() if k in MOVED_FRONTIER]
+    """(claim, knob, value) of each setting an older normlab stored as a Preset field
+    (`compat.MOVED_PRESET_FIELDS`; the `frontier` dict's: `compat.MOVED_FRONTIER_FIELDS`) or as a list of claims:
+    each registered claim with that knob is in the list or not (only where the list chose anything: a schedule of
+    looks, a depth cell)."""
+    moved = [(*MOVED_PRESET_FIELDS[k], v) for k, v in settings.items() if k in MOVED_PRESET_FIELDS]
+    moved += [(*MOVED_FRONTIER_FIELDS[k], v) for k, v in (settings.get("frontier") or {}).items()
+              if k in MOVED_FRONTIER_FIELDS]
     members = {}  # knob: the claims the list put in, where the list chose anything
     if len(settings.get("seed_rounds") or []) > 1 and "round_claims" in settings:
         members["rounds"] = settings["round_claims"]

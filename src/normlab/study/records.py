@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from normlab.compat import UNPINNED
 from normlab.config import RunConfig, upgrade_stored
 from normlab.rundir.diagnostics_store import DiagnosticsStore
 from normlab.rundir import RunDir
@@ -25,9 +26,6 @@ LAYER_METRICS = [("grad_norm", "block"), ("residual_rms", "block"), ("contributi
                  ("block_influence", "block"),
                  ("grad_norm", "mlp.sublayer.proj.weight")]  # the FFN's output weight W²: Xiong et al.'s Theorem 1
 TRAIN_CURVE_POINTS = 100
-# never part of a group's identity: the seed, and the vocabulary (it follows from data.* and model.arch, which are
-# compared; a study stored before it resolved its runs' vocabularies at its start has none in its base)
-UNPINNED = {"train.seed", "model.vocab_size"}
 
 
 def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:

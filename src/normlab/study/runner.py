@@ -27,7 +27,8 @@ from normlab.bench.timing import steady_allocator
 from normlab.config import ConfigError, config_hash
 from normlab.study.claims import CLAIMS, Claim, Figure, Verdict
 from normlab.study import power
-from normlab.study.records import UNPINNED, flatten, with_defaults
+from normlab.compat import UNPINNED
+from normlab.study.records import flatten, with_defaults
 from normlab.study.jobs import (EXECUTORS, claim_jobs, done_cost, events_dir, is_stacked, record_results, run_cost,
                                 train_jobs)
 from normlab.study.ledger import Ledger
@@ -281,7 +282,7 @@ def phases(runs: list, workers: int, threads: int) -> list[tuple[list[str], int,
     cores = os.cpu_count() or 1
     by_threads: dict[int, list[str]] = {}
     for r in runs:
-        by_threads.setdefault(r.config.train.intra_op_threads or threads, []).append(r.id)
+        by_threads.setdefault(r.config.train.number("threads") or threads, []).append(r.id)
     return [(ids, max(1, min(workers, cores // t)), t) for t, ids in sorted(by_threads.items())]
 
 

@@ -66,7 +66,7 @@ def run_cadence(tc: TrainConfig, tokens_per_step: int, steps: Steps) -> None:
         checkpointed = step % tc.ckpt_interval == 0 or last
         if checkpointed:
             steps.checkpoint()
-        if evaluate and not last and tc.plateau_stop_from is not None and step >= tc.plateau_stop_from * tc.steps:
+        if evaluate and not last and tc.number("plateau_stop") is not None and step >= tc.number("plateau_stop") * tc.steps:
             steps.stop_on_plateau(checkpointed)
         if log or evaluate:
             window_start, window_steps = time.perf_counter(), 0

@@ -106,7 +106,7 @@ def check_settings(cfg: RunConfig, dist: Dist, fresh: bool) -> None:
     if dist.active and cfg.train.batch_size % dist.world:
         raise ValueError(f"train.batch_size = {cfg.train.batch_size} does not split over {dist.world} processes; "
                          f"valid: a multiple of {dist.world} (it is the global batch)")
-    if sharded(dist) and cfg.diagnostics.probe_interval is not None:
+    if sharded(dist) and cfg.diagnostics.number("interval") is not None:
         raise ValueError(f"diagnostics.interval = {cfg.diagnostics.interval} under --parallel fsdp: the probe "
                          "reads whole weights and FSDP holds shards; valid: diagnostics.interval = 'off', "
                          "or --parallel ddp")

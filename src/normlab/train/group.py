@@ -119,7 +119,7 @@ class GroupTrainer:
             for slot in ready:  # members resumed from different checkpoints train as separate stacks
                 by_step.setdefault(slot.trainer.step, []).append(slot)
             for slots in by_step.values():
-                with run_threads(slots[0].trainer.tc.intra_op_threads):  # shared: part of the group key
+                with run_threads(slots[0].trainer.tc.number("threads")):  # shared: part of the group key
                     _Stack(slots, self.results).train()
         return [self.results[i] for i in range(len(self.trainers))]
 
@@ -261,7 +261,8 @@ class _Stack:
         self._drop(gone)
         if not self.slots:
             return
-        norms = clip_stacked_grads([stack for stack, _ in model.pairs()], [s.trainer.tc.clip_norm for s in self.slots])
+        max_norms = [s.trainer.tc.number("grad_clip") or math.inf for s in self.slots]  # inf: `off`
+        norms = clip_stacked_grads([stack for stack, _ in model.pairs()], max_norms)
         for s, n in zip(self.slots, norms.tolist()):
             s.grad_norm = n
         self._drop(self._diverged_grads(x, y, keep))

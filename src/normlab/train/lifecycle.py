@@ -235,7 +235,7 @@ class RunLifecycle:
         to (rank 0, when diagnostics.interval asks for one), else None."""
         if not self.dist.main:
             return None
-        store = DiagnosticsStore(self.run_dir.path) if self.cfg.diagnostics.probe_interval is not None else None
+        store = DiagnosticsStore(self.run_dir.path) if self.cfg.diagnostics.number("interval") is not None else None
         self.write_meta(model)
         self.run_dir.write_status("running", step=self.resumed_from or 0)
         if self.events_dir is not None:  # from what the run kept (rewound to its checkpoint), then live

@@ -152,7 +152,7 @@ class Trainer:
     # -- the run: claim the directory, start, loop, finish ----------------------------------
     def run(self) -> RunResult:
         """Train (or resume) under the directory's lock; a reason the user can act on raises `RunError`."""
-        with self.lifecycle.claimed(), run_threads(self.tc.intra_op_threads):
+        with self.lifecycle.claimed(), run_threads(self.tc.number("threads")):
             return self.guarded(self._run)
 
     def guarded(self, fn: Callable[[], Any]) -> Any:
@@ -179,7 +179,7 @@ class Trainer:
         self.step, self.elapsed = self.lifecycle.resume(checkpoint, self.optimizer, self.data_rng)
         store = self.lifecycle.begin(self.model)
         # rank 0 alone records diagnostics, of its own slice of the batch (the gradients are the global ones)
-        self.probe = LayerProbe(self.model, store, self.cfg.diagnostics.probe_interval) if store else None
+        self.probe = LayerProbe(self.model, store, self.cfg.diagnostics.number("interval")) if store else None
         return None
 
     def _build(self) -> Checkpoint | None:
@@ -216,7 +216,8 @@ class Trainer:
         """`completed`, with its outcome (trained, or failed to train), then the layer-skip ablation: a run cut
         short in its ablation stays completed (train/end_of_run.py)."""
         plateau = self.objective.plateau(self.corpus)
-        outcome, reason = judge_training(val_loss, plateau, self.tc.plateau_margin, self.objective.plateau_what)
+        outcome, reason = judge_training(val_loss, plateau, self.tc.number("untrained_margin"),
+                                         self.objective.plateau_what)
         if self.stopped_at is not None:
             reason = (f"stopped at step {self.stopped_at} of {self.tc.steps} (train.plateau_stop = "
                       f"{self.tc.plateau_stop:g}): {reason}")
@@ -238,7 +239,7 @@ class Trainer:
         x, y = self.dist.shard(x), self.dist.shard(y)
         x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
         probe = self.probe.session(self.step) if self.probe else NO_PROBE
-        interval = self.cfg.diagnostics.probe_interval
+        interval = self.cfg.diagnostics.number("interval")
         measured = interval is not None and self.step % interval == 0  # alike on every rank; rank 0 alone has the probe
         # a measured step runs without recomputation: the probe's hooks must see each block once
         model.checkpoint_blocks = tc.activation_checkpointing and not measured
@@ -253,7 +254,7 @@ class Trainer:
                            {"lr": lr, "train_loss": loss_value}, x, y, trace=not math.isfinite(loss_value))
         loss.backward()
         probe.after_backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip_norm).item()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tc.number("grad_clip") or math.inf).item()
         if not math.isfinite(grad_norm):
             self._diverged(f"non-finite gradient norm at step {self.step + 1}",
                            {"lr": lr, "train_loss": loss_value, "grad_norm": grad_norm}, x, y, trace=True)
@@ -318,7 +319,7 @@ class Trainer:
         (checkpointed, so its directory holds the state it was judged in) and `finish` records it as failed to
         train. Under torchrun rank 0 decides for every rank."""
         plateau = self.objective.plateau(self.corpus)
-        stuck = judge_training(val_loss, plateau, self.tc.plateau_margin)[0] != TRAINED
+        stuck = judge_training(val_loss, plateau, self.tc.number("untrained_margin"))[0] != TRAINED
         if not self.dist.from_main(stuck):  # rank 0's call on every rank: a last-bit difference must not split them
             return False
         self.stopped_at = self.step
@@ -330,7 +331,7 @@ class Trainer:
         """A run killed after `train.plateau_stop` stopped it (its checkpoint written) but before its status said
         so resumes at that very evaluation: it stops there again, as the uninterrupted run did; its val loss."""
         tc = self.tc
-        start = tc.plateau_stop_from
+        start = tc.number("plateau_stop")
         if not (start is not None and 0 < self.step < tc.steps and self.step % tc.eval_interval == 0
                 and self.step >= start * tc.steps):
             return None
@@ -345,7 +346,7 @@ class Trainer:
         `budget` seconds (None: all diagnostics.layer_skip_most asks for, over every val batch); status.json's
         `layer_skip` says how it went. The record; Ctrl-C keeps what was measured and re-raises."""
         ablation = LayerSkipRun(self.model.blocks, self._ablation_loss, self.tc.eval_batches,
-                                self.cfg.diagnostics.skip_at_most, budget, self.dist.from_main,
+                                self.cfg.diagnostics.number("layer_skip_most"), budget, self.dist.from_main,
                                 batch_s=None if self.tc.compile else self.eval_batch_s)
         try:
             record = ablation.run(self.phases, self.lifecycle.save_layer_skip)
@@ -386,5 +387,5 @@ def layer_skip_again(run: str | Path, device: str | None = None, on_phase: Phase
     with trainer.lifecycle.claimed():
         trainer.device = resolve_device(device) if device else trainer.device
         trainer.model = load_model(rd, trainer.device, cfg=trainer.cfg).model
-        with run_threads(trainer.tc.intra_op_threads):
+        with run_threads(trainer.tc.number("threads")):
             return trainer.layer_skip(None)

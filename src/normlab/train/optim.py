@@ -57,7 +57,7 @@ def learning_rate(step: int, cfg: TrainConfig) -> float:
 
 def clip_stacked_grads(stacks: list[torch.Tensor], max_norms: list[float]) -> torch.Tensor:
     """Per member k: the global gradient norm over every stack's slice k (returned, before clipping), then
-    `clip_grad_norm_`'s rule with member k's own max norm (inf: no clipping, `TrainConfig.clip_norm`)."""
+    `clip_grad_norm_`'s rule with member k's own max norm (inf: no clipping, `train.grad_clip = 'off'`)."""
     grads = [s.grad for s in stacks if s.grad is not None]
     K = len(max_norms)
     norms = torch.stack([g.reshape(K, -1).float().norm(dim=1) for g in grads], dim=1).norm(dim=1)  # (K,)
