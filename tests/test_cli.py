@@ -43,7 +43,7 @@ def test_help_on_every_command_names_values_not_python_types(command, flag):
 
 
 def test_choices_are_listed_as_choices_and_a_bad_one_is_named_with_the_valid_ones():
-    from normlab.cli import BenchConfig, Dtype, Executor, Parallel
+    from normlab.cli.common import BenchConfig, Dtype, Executor, Parallel
     from normlab.bench.steps import CONFIGS
     from normlab.diagnostics.diagnose import DTYPES
     from normlab.study.runner import EXECUTORS
@@ -147,7 +147,7 @@ def test_train_prints_a_line_per_evaluation_when_output_is_not_a_terminal(tmp_pa
 def test_one_progress_line_per_active_run_comes_and_goes():
     from rich.progress import Progress
 
-    from normlab.cli import _sync_run_lines
+    from normlab.cli.study import _sync_run_lines
     from normlab.study.runner import ActiveRun
 
     bar, lines = Progress(disable=True), {}
@@ -156,7 +156,7 @@ def test_one_progress_line_per_active_run_comes_and_goes():
     assert set(lines) == {"a", "b"} and bar.tasks[0].completed == 10 and bar.tasks[0].fields["status"] == "loss 3.2000"
     _sync_run_lines(bar, lines, [ActiveRun("b", "post-b", 50, 100, 2.9)])
     assert set(lines) == {"b"} and [t.completed for t in bar.tasks] == [50]
-    assert a.describe() == "pre-a step 10/100 loss 3.2000" and b.describe() == "post-b step 0/100"
+    assert a.progress_text() == "pre-a step 10/100 loss 3.2000" and b.progress_text() == "post-b step 0/100"
 
 
 def test_the_cli_starts_without_the_hf_extra():
@@ -191,10 +191,10 @@ def test_the_top_level_help_imports_no_torch():
 
 
 def test_the_executors_the_cli_offers_are_the_studys():
-    from normlab import cli
+    from normlab.cli import common
     from normlab.study.jobs import EXECUTORS
 
-    assert cli.EXECUTORS == EXECUTORS
+    assert common.EXECUTORS == EXECUTORS
 
 
 def test_a_commands_help_names_its_registrys_entries():

@@ -170,7 +170,7 @@ def test_deepnorm_model_uses_alpha_and_beta(mlp):
     assert override["init"] == "xavier_normal"
     assert override["gain_q_k"] == 1.0
     assert override["gain_v_out_ffn"] == pytest.approx(beta, rel=1e-12)
-    desc = model.scheme.describe()
+    desc = model.scheme.record()
     assert desc["alpha"] == pytest.approx(alpha) and desc["beta"] == pytest.approx(beta)
 
 
@@ -283,9 +283,9 @@ def test_subln_inner_norm_widths(mlp):
 
 
 def test_mix_describe_counts_post_layers():
-    assert build_scheme("mix", 8).describe()["n_post_layers"] == 2
-    assert build_scheme("mix", 8, {"mix_ratio": 0.5}).describe()["n_post_layers"] == 4
-    assert build_scheme("mix", 3, {"mix_ratio": 0.5}).describe()["n_post_layers"] == 1
+    assert build_scheme("mix", 8).record()["n_post_layers"] == 2
+    assert build_scheme("mix", 8, {"mix_ratio": 0.5}).record()["n_post_layers"] == 4
+    assert build_scheme("mix", 3, {"mix_ratio": 0.5}).record()["n_post_layers"] == 1
 
 
 class _Scale(nn.Module):
@@ -410,7 +410,7 @@ def test_keel_block_is_keels_formula(n_layer, alpha_lit):
         h = _rms(alpha * x + block.attn.sublayer(_rms(x, block.attn.in_norm.weight)), block.attn.post_norm.weight)
         want = _rms(alpha * h + block.mlp.sublayer(_rms(h, block.mlp.in_norm.weight)), block.mlp.post_norm.weight)
         torch.testing.assert_close(block(x), want, rtol=1e-5, atol=1e-6)
-    assert build_scheme("keel", 4, {"alpha": 3.0}).describe()["alpha"] == 3.0
+    assert build_scheme("keel", 4, {"alpha": 3.0}).record()["alpha"] == 3.0
 
 
 def test_keel_model_is_a_direct_transcription_of_the_paper():

@@ -352,10 +352,10 @@ def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
     spec = load_study("quick", claims=["C7"], seeds=[0, 1], overrides=TINY + [
         "train.steps=8", "model.n_layer=1", "train.eval_interval=4", "diagnostics.interval=off",
         "diagnostics.layer_skip=false", "train.untrained_margin=off"])
-    spec.preset.lrs, spec.preset.warmup = [1e-3, 1e-2], 2
     # at the base (1 layer × 8 steps), not in the depth cell (12 layers × 1,000 steps), which made this test 3 min
-    spec.preset.knobs = {**spec.preset.knobs, "C7": {"in_cell": False, "finetune": {
-        "train.steps": 4, "train.lr": 3e-4, "train.warmup_steps": 1}}}
+    spec.preset = dataclasses.replace(spec.preset, lrs=[1e-3, 1e-2], warmup=2, knobs={
+        **spec.preset.knobs, "C7": {"in_cell": False, "finetune": {
+            "train.steps": 4, "train.lr": 3e-4, "train.warmup_steps": 1}}})
     out = run_study(spec, tmp_path / "s", workers=1, stack_runs=False)
     assert out.final and out.counts == {"completed": 2 * 2 * 2 + 2 * 2}  # 8 sweep runs, 2 schemes × 2 seeds tuned
     ledger = Ledger(tmp_path / "s")

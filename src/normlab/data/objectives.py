@@ -48,7 +48,7 @@ class Objective:
         """The loss of a model that learned token frequencies and nothing else, under this objective."""
         return corpus.unigram_cross_entropy()
 
-    def describe(self) -> dict[str, object]:
+    def record(self) -> dict[str, object]:
         return {"name": self.name, "special_tokens": self.n_special}
 
 
@@ -78,8 +78,8 @@ class MaskedLM(Objective):
         y = torch.where(chosen, window, IGNORE)
         return x, y
 
-    def describe(self):
-        return {**super().describe(), "rate": self.RATE, "mask/random/keep": [0.8, 0.1, 0.1]}
+    def record(self):
+        return {**super().record(), "rate": self.RATE, "mask/random/keep": [0.8, 0.1, 0.1]}
 
 
 class Denoising(Objective):
@@ -103,8 +103,8 @@ class Denoising(Objective):
         source = torch.where(self.masked(window.shape, generator), self.mask_id, window)
         return source, window
 
-    def describe(self):
-        return {**super().describe(), "span": self.SPAN, "start_rate": self.START_RATE}
+    def record(self):
+        return {**super().record(), "span": self.SPAN, "start_rate": self.START_RATE}
 
 
 OBJECTIVES: dict[str, type[Objective]] = {"decoder": NextToken, "encoder": MaskedLM, "encoder-decoder": Denoising}

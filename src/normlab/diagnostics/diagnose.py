@@ -261,29 +261,8 @@ def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
     model = subject.model
     structure = detect_placement(model, subject.forward)
     layers_name, layers = find_layers(model)
-    io: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-    with ExitStack() as hooks:
-        for i, layer in enumerate(layers):
-            def tap(mod, args, kwargs, out, i=i):
-                io[i] = (layer_input(args, kwargs).detach(), first_tensor(out).detach())
-            hooks.callback(layer.register_forward_hook(tap, with_kwargs=True).remove)
-        model.zero_grad(set_to_none=True)
-        loss = subject.loss()
-        loss.backward()
-    m = subject.mask
-    rows = []
-    for i, layer in enumerate(layers):
-        x, out = io[i]
-        grads = [p.grad.float().pow(2).sum() for p in layer.parameters() if p.grad is not None]
-        rows.append({
-            "layer": i,
-            "residual_rms": stats.rms(x, m),
-            "contribution_ratio": stats.norm_ratio(out - x, x, m),
-            "cosine": stats.mean_cosine(x, out, m),
-            "angular_distance": stats.angular_distance(x, out, m),
-            "block_influence": stats.block_influence(x, out, m),
-            "grad_norm": torch.stack(grads).sum().sqrt().item() if grads else None,
-        })
+    io, loss = _layer_io(subject, layers)
+    rows = _layer_rows(layers, io, subject.mask)
     model.zero_grad(set_to_none=True)
     result: dict[str, Any] = {
         "target": subject.name, "kind": subject.kind, **subject.known,
@@ -296,7 +275,7 @@ def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
         "detected": {k: structure[k] for k in ("placement", "normalizer", "final_norm", "embed_norm", "qk_norm")},
         "n_layer": len(layers), "layers_module": layers_name,
         "objective": subject.objective, "loss": loss.item(),
-        "final_stream_rms": stats.rms(io[len(layers) - 1][1], m),
+        "final_stream_rms": stats.rms(io[len(layers) - 1][1], subject.mask),
         "layers": rows,
     }
     stacks = find_stacks(model)
@@ -313,3 +292,37 @@ def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
         result["effective_depth"] = {k: ablation[k] for k in ("effective_depth", "effective_depth_fraction",
                                                                "threshold", "relative_to", "judged")}
     return result
+
+
+def _layer_io(subject: Subject, layers) -> tuple[dict[int, tuple[torch.Tensor, torch.Tensor]], torch.Tensor]:
+    """Each layer's input and output in one forward pass of the subject's loss, and the loss after its backward
+    pass (the layers' gradients are left in place for `_layer_rows`)."""
+    model = subject.model
+    io: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+    with ExitStack() as hooks:
+        for i, layer in enumerate(layers):
+            def tap(mod, args, kwargs, out, i=i):
+                io[i] = (layer_input(args, kwargs).detach(), first_tensor(out).detach())
+            hooks.callback(layer.register_forward_hook(tap, with_kwargs=True).remove)
+        model.zero_grad(set_to_none=True)
+        loss = subject.loss()
+        loss.backward()
+    return io, loss
+
+
+def _layer_rows(layers, io: dict[int, tuple[torch.Tensor, torch.Tensor]], m) -> list[dict[str, Any]]:
+    """One row per layer: the stream's RMS into it, what it adds, how far it turns the stream, its gradient."""
+    rows = []
+    for i, layer in enumerate(layers):
+        x, out = io[i]
+        grads = [p.grad.float().pow(2).sum() for p in layer.parameters() if p.grad is not None]
+        rows.append({
+            "layer": i,
+            "residual_rms": stats.rms(x, m),
+            "contribution_ratio": stats.norm_ratio(out - x, x, m),
+            "cosine": stats.mean_cosine(x, out, m),
+            "angular_distance": stats.angular_distance(x, out, m),
+            "block_influence": stats.block_influence(x, out, m),
+            "grad_norm": torch.stack(grads).sum().sqrt().item() if grads else None,
+        })
+    return rows

@@ -147,7 +147,7 @@ class LayerSeen:
         facts = self.facts()
         return self.norms >= block.min_norms and all(facts[k] == v for k, v in block.facts().items())
 
-    def describe(self) -> str:
+    def summary(self) -> str:
         return (f"{self.norms} norm(s), {self.read_input} on the layer input, {self.read_sublayer} on a sub-layer's "
                 f"output, output {'is' if self.give_output else 'is not'} a norm's"
                 + (", a norm on another width" if self.inner else "")
@@ -231,7 +231,7 @@ def detect_placement(model: nn.Module, run_forward: Callable[[], object],
         inside = [c for c, f in zip(inside, flags) if not f]  # the placement is about the residual stream's norms
         seen = _seen(x_in, x_out, inside, parts[i], qkv=len(qk))
         per_layer.append({"layer": i, "kind": layout_of(seen), "norms": len(inside), "qk_norms": len(qk),
-                          "seen": seen.describe()})
+                          "seen": seen.summary()})
 
     outside = [(n, a, o) for n, a, o in calls if n not in layer_of]
     last_out = layer_io[len(layers) - 1][1]

@@ -54,7 +54,7 @@ class Imported:
     ignored: dict[str, str]  # checkpoint tensor -> why it has no normlab counterpart
     notes: list[str] = field(default_factory=list)  # settings normlab reads differently, in words
 
-    def describe(self) -> dict[str, Any]:
+    def record(self) -> dict[str, Any]:
         return {"family": self.family, "model_type": self.hf_config.get("model_type"), "used": len(self.used),
                 "ignored": self.ignored, "notes": self.notes}
 

@@ -49,7 +49,7 @@ def import_run(source: str | Path, out: str | Path, block_size: int | None = Non
         for name in TOKENIZER_FILES:
             if (source / name).is_file():
                 shutil.copyfile(source / name, run.path / TOKENIZER_DIR / name)
-    record = {"imported_from": str(source.resolve()), **imported.describe()}
+    record = {"imported_from": str(source.resolve()), **imported.record()}
     record["tokenizer"] = ("the directory's own (tokenizer/)" if has_tokenizer else
                            "none in the directory (no tokenizer.json): the run reads text with normlab's character "
                            "vocabulary, which is not the model's; give the directory its tokenizer.json to keep its own")

@@ -140,7 +140,7 @@ def init_weights(model: nn.Module, cfg: ModelConfig, scheme: Scheme,
     record = _record(cfg, residual_std)
     _apply_scheme_gains(record, stacks, encoder_decoder=encoder_scheme is not None)
     if encoder_scheme is not None:
-        record["schemes"] = {"encoder": encoder_scheme.describe(), "decoder": scheme.describe()}
+        record["schemes"] = {"encoder": encoder_scheme.record(), "decoder": scheme.record()}
     return record
 
 

@@ -151,7 +151,7 @@ class Stack:
     def decoder_only(cls, n_layer: int) -> "Stack":
         return cls("decoder-only", "decoder", 0, n_layer)
 
-    def describe(self) -> dict[str, object]:
+    def record(self) -> dict[str, object]:
         return {"architecture": self.architecture, "part": self.part, "n_encoder": self.n_encoder,
                 "n_decoder": self.n_decoder}
 
@@ -282,14 +282,14 @@ class Scheme:
         """The module between the last block and the head (where `final_norm` is on): a norm."""
         return make_norm()
 
-    def describe(self) -> dict[str, object]:
+    def record(self) -> dict[str, object]:
         """What this instance actually uses (recorded in the run directory)."""
         return {"name": self.name, **self.options}
 
     def alpha_at(self, layer: int) -> float | None:
         """The residual α this scheme puts on block `layer`'s sub-layers (None: it sets none there), as
         `normlab check` verifies it: the scheme's one α, unless a block is its own special case."""
-        alpha = self.describe().get("alpha")
+        alpha = self.record().get("alpha")
         return None if alpha is None else float(alpha)
 
     def project(self, model: nn.Module) -> None:
@@ -435,8 +435,8 @@ class DeepNorm(Scheme):
                          why=f"DeepNorm β for the {st.part} of {article} {st.architecture} model "
                              f"(N = {st.n_encoder}, M = {st.n_decoder}), DeepNet Table 1")
 
-    def describe(self):
-        return {**super().describe(), **self.constants, **self.stack.describe()}
+    def record(self):
+        return {**super().record(), **self.constants, **self.stack.record()}
 
 
 @SCHEMES.register("mix")
@@ -466,8 +466,8 @@ class MixLN(Scheme):
             return Residual(sublayer, post_norm=make_norm())
         return Residual(sublayer, in_norm=make_norm())
 
-    def describe(self):
-        return {**super().describe(), "n_post_layers": self.n_post}
+    def record(self):
+        return {**super().record(), "n_post_layers": self.n_post}
 
 
 @SCHEMES.register("lns")
@@ -514,8 +514,8 @@ class SubLN(PreLN):
     def init_gains(self):
         return InitGains(qk=1.0, v_out_ffn=self.gamma, why="Sub-LN γ = sqrt(log(2·n_layer))")
 
-    def describe(self):
-        return {**super().describe(), "gamma": self.gamma}
+    def record(self):
+        return {**super().record(), "gamma": self.gamma}
 
 
 class AdminResidual(Residual):
@@ -772,8 +772,8 @@ class HybridNorm(Scheme):
             return Residual(sublayer, post_norm=make_norm())  # Norm(Y), which the FFN residual carries on
         return Residual(sublayer)
 
-    def describe(self):
-        return {**super().describe(), "qkv_norm": "per_head"}
+    def record(self):
+        return {**super().record(), "qkv_norm": "per_head"}
 
 
 @SCHEMES.register("keel")
@@ -817,8 +817,8 @@ class Keel(Scheme):
             return Residual(sublayer, in_norm=make_norm())
         return Residual(sublayer, in_norm=make_norm(), post_norm=make_norm(), alpha=self.alpha)
 
-    def describe(self):
-        return {**super().describe(), "alpha": self.alpha}
+    def record(self):
+        return {**super().record(), "alpha": self.alpha}
 
     def alpha_at(self, layer: int) -> float | None:
         return None if layer == 0 and self.options["plain_first_layer"] else self.alpha  # §3.1: a plain first layer

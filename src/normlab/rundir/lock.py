@@ -37,7 +37,7 @@ class RunLock:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                holder = _describe(self.path)
+                holder = _holder_text(self.path)
                 f.close()
                 raise RunLockedError(f"{self.path.parent} is in use by another normlab process ({holder}); "
                                      "wait for it to finish, or choose another directory") from None
@@ -62,7 +62,7 @@ class RunLock:
         self.release()
 
 
-def _describe(path: Path) -> str:
+def _holder_text(path: Path) -> str:
     try:
         holder = json.loads(path.read_text("utf-8"))
         since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder["since"]))

@@ -19,7 +19,7 @@ from normlab.config import ConfigError, RunConfig, derive, upgrade_overrides
 from normlab.study.claims import CLAIMS, FRONTIER_CLAIMS, SEED_CLAIMS
 
 
-@dataclass
+@dataclass(frozen=True)
 class Preset:
     """The settings a study runs at: what its claims share here, and what it changes of each claim's own knobs
     (`knobs`). A claim reads both from here, never from its own constants."""

@@ -173,6 +173,27 @@ def _collect(ray, ref, jobs, dirs, ledger: Ledger) -> None:
     record_results(ledger, jobs, results)
 
 
+def _cluster(ray, ledger: Ledger, threads: int, say) -> tuple[int, bool, dict, dict]:
+    """What the cluster holds, said once: how many tasks it runs at a time, whether run directories must be
+    shipped (a node does not see the study directory), and the options of a task that runs anywhere and of one
+    pinned to the driver's node (which sees the study directory)."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    seeing, blind = nodes_seeing(ray, ledger.dir)
+    shipped = bool(blind)
+    resources = ray.cluster_resources()
+    gpus = 1 if resources.get("GPU", 0) >= 1 else 0
+    capacity = max(1, int(resources.get("GPU", 0) if gpus else resources.get("CPU", 1) // threads))
+    say(f"Ray: {len(seeing) + len(blind)} nodes, {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} "
+        f"GPUs; {threads} CPU{'s' * (threads > 1)}{' + 1 GPU' if gpus else ''} a task; " +
+        (f"{len(blind)} nodes do not see {ledger.dir}: run directories are shipped to and from the tasks"
+         if shipped else "every node sees the study directory: runs train in place"))
+    anywhere = {"num_cpus": threads, "num_gpus": gpus, "max_retries": MAX_RETRIES}
+    here = {**anywhere, "scheduling_strategy":
+            NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)}
+    return capacity, shipped, anywhere, here
+
+
 def train_all_ray(ledger: Ledger, ids: list[str], costs: dict[str, float], threads: int, progress,
                   stack_runs: bool, address: str | None, say=print, tensorboard: bool = False) -> None:
     """Train `ids` on the Ray cluster until each is settled or claimed by another process (see the module doc)."""
@@ -180,21 +201,8 @@ def train_all_ray(ledger: Ledger, ids: list[str], costs: dict[str, float], threa
 
     ray, started = connect(address)
     try:
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        seeing, blind = nodes_seeing(ray, ledger.dir)
-        shipped = bool(blind)
-        resources = ray.cluster_resources()
-        gpus = 1 if resources.get("GPU", 0) >= 1 else 0
-        capacity = max(1, int(resources.get("GPU", 0) if gpus else resources.get("CPU", 1) // threads))
-        say(f"Ray: {len(seeing) + len(blind)} nodes, {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} "
-            f"GPUs; {threads} CPU{'s' * (threads > 1)}{' + 1 GPU' if gpus else ''} a task; " +
-            (f"{len(blind)} nodes do not see {ledger.dir}: run directories are shipped to and from the tasks"
-             if shipped else "every node sees the study directory: runs train in place"))
+        capacity, shipped, anywhere, here = _cluster(ray, ledger, threads, say)
         task = ray.remote(ray_train)
-        anywhere = {"num_cpus": threads, "num_gpus": gpus, "max_retries": MAX_RETRIES}
-        here = {**anywhere, "scheduling_strategy":  # the driver's node: it sees the study directory
-                NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)}
         owner, inflight = os.getpid(), {}
         total = sum(costs.values())
         try:

@@ -116,7 +116,7 @@ class Completion:
     def final(self) -> bool:
         return self.done == self.total and self.measured
 
-    def describe(self) -> str:
+    def status_text(self) -> str:
         """`final`, or `partial: N of M runs` (with why, when all runs are done but measurements are not)."""
         if self.final:
             return "final"
@@ -125,7 +125,7 @@ class Completion:
 
     def to_dict(self) -> dict[str, Any]:
         """What `render_report` and verdicts.json carry (the failed runs go separately)."""
-        return {"final": self.final, "status": self.describe(), "done": self.done, "total": self.total}
+        return {"final": self.final, "status": self.status_text(), "done": self.done, "total": self.total}
 
 
 @dataclass
@@ -154,54 +154,20 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
     if executor == "local" and address is not None:
         raise ConfigError(f"--address {address!r} is for --executor ray; valid with local: no --address")
     start = time.perf_counter()
-    runs = spec.expand(CLAIMS)  # before the ledger: an invalid study leaves nothing on disk
-    spec.resolve_lines(runs)  # each corpus's trained line, stored with the study: the report reads no corpus
-    ledger = Ledger(study_dir)
-    ledger.add_runs([(r.id, r.data) for r in runs])
-    ledger.set_meta("study", describe(spec, [r.id for r in runs]))
-    known = ledger.meta().get(REFERENCE_KEY)
-    reference = measure_reference(known)  # before any worker starts: the machine is quiet
-    if reference and reference is not known:
-        ledger.set_meta(REFERENCE_KEY, reference)
-    ids = [r.id for r in runs]
-    costs = {r.id: run_cost(r.data) for r in runs}
+    ledger, runs = register(spec, study_dir)
     workers = workers or default_workers()
-    # a Ray task gets one CPU (what one small run trains fastest on, benchmarks/study_workers.py) unless pinned
-    threads = 1 if executor == "ray" else max(1, (os.cpu_count() or 1) // workers)
-    stack_runs = default_stack_runs(spec) if stack_runs is None else stack_runs
-
-    def train_phases(phase_runs: list) -> None:
-        for phase_ids, phase_workers, phase_threads in phases(phase_runs, workers, threads):
-            if executor == "ray":
-                from normlab.study.ray_executor import train_all_ray
-
-                train_all_ray(ledger, phase_ids, costs, phase_threads, progress, stack_runs, address, say,
-                              tensorboard)
-            else:
-                _train_all(ledger, phase_ids, costs, phase_workers, phase_threads, progress, stack_runs, tensorboard)
-
-    def train_more(more: list) -> None:
-        """Register runs the study found it needs after the first ones (follow-ups, seed rounds) and train them;
-        runs it already has (the follow-ups of earlier rounds) are not listed twice."""
-        known = set(ids)
-        more = [r for r in more if r.id not in known]
-        if not more:
-            return
-        spec.resolve_lines(more)  # a follow-up on another corpus (C7's fine-tunes): its line, stored with the study
-        ledger.add_runs([(r.id, r.data) for r in more])
-        costs.update({r.id: run_cost(r.data) for r in more})
-        ids.extend(r.id for r in more)
-        ledger.set_meta("study", describe(spec, ids))
-        train_phases(more)
-
-    train_phases(runs)
-    # runs that start from trained ones (C7's fine-tunes), once those are settled
-    follow = followup_runs(spec, ledger, ids)
-    if follow:
-        train_more(follow)
-    while more := seed_round(spec, ledger, ids, say):  # sequential seed rounds, while a look leaves one undecided
-        train_more(more)
-        train_more(followup_runs(spec, ledger, ids))
+    training = Training(spec, ledger, [r.id for r in runs], {r.id: run_cost(r.data) for r in runs}, workers,
+                        # a Ray task gets one CPU (what one small run trains fastest on, benchmarks/study_workers.py)
+                        1 if executor == "ray" else max(1, (os.cpu_count() or 1) // workers),
+                        default_stack_runs(spec) if stack_runs is None else stack_runs, executor, address, progress,
+                        say, tensorboard)
+    training.phases(runs)
+    training.more(followup_runs(spec, ledger, training.ids))  # runs that start from trained ones (C7's fine-tunes)
+    # sequential seed rounds, while a look leaves a claim undecided
+    while more := seed_round(spec, ledger, training.ids, say):
+        training.more(more)
+        training.more(followup_runs(spec, ledger, training.ids))
+    ids = training.ids
     done, total = ledger.progress(set(ids))
     if done == total:  # not while another process still trains here: timings want a quiet machine
         measure_claims(spec, ledger)
@@ -209,6 +175,66 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
     verdicts, figures = compute_verdicts(spec, ledger, ids)
     return StudyOutcome(verdicts, figures, ledger.counts(set(ids)), time.perf_counter() - start,
                         status.final, status.done, status.total, status.failed)
+
+
+def register(spec: StudySpec, study_dir: str | Path) -> tuple[Ledger, list]:
+    """The study's runs registered in its ledger, with what `normlab report` reads later (the study's settings,
+    each corpus's trained line) and the reference run timed before any worker starts, while the machine is
+    quiet. The runs are expanded first: an invalid study leaves nothing on disk."""
+    runs = spec.expand(CLAIMS)
+    spec.resolve_lines(runs)  # each corpus's trained line, stored with the study: the report reads no corpus
+    ledger = Ledger(study_dir)
+    ledger.add_runs([(r.id, r.data) for r in runs])
+    ledger.set_meta("study", study_record(spec, [r.id for r in runs]))
+    known = ledger.meta().get(REFERENCE_KEY)
+    reference = measure_reference(known)
+    if reference and reference is not known:
+        ledger.set_meta(REFERENCE_KEY, reference)
+    return ledger, runs
+
+
+@dataclass
+class Training:
+    """How a study trains (its workers, threads, executor) and what it has registered so far (`ids`, `costs`)."""
+
+    spec: StudySpec
+    ledger: Ledger
+    ids: list[str]
+    costs: dict[str, float]
+    workers: int
+    threads: int
+    stack_runs: bool
+    executor: str
+    address: str | None
+    progress: ProgressCallback | None
+    say: Callable[[str], None]
+    tensorboard: bool
+
+    def phases(self, runs: list) -> None:
+        """Train `runs`, one phase per thread count (`phases`), on the study's executor."""
+        for phase_ids, phase_workers, phase_threads in phases(runs, self.workers, self.threads):
+            if self.executor == "ray":
+                from normlab.study.ray_executor import train_all_ray
+
+                train_all_ray(self.ledger, phase_ids, self.costs, phase_threads, self.progress, self.stack_runs,
+                              self.address, self.say, self.tensorboard)
+            else:
+                _train_all(self.ledger, phase_ids, self.costs, phase_workers, phase_threads, self.progress,
+                           self.stack_runs, self.tensorboard)
+
+    def more(self, more: list) -> None:
+        """Register runs the study found it needs after the first ones (follow-ups, seed rounds) and train them;
+        runs it already has (the follow-ups of earlier rounds) are not listed twice."""
+        known = set(self.ids)
+        more = [r for r in more if r.id not in known]
+        if not more:
+            return
+        self.spec.resolve_lines(more)  # a follow-up on another corpus (C7's fine-tunes): its line, with the study
+        self.ledger.add_runs([(r.id, r.data) for r in more])
+        self.costs.update({r.id: run_cost(r.data) for r in more})
+        self.ids.extend(r.id for r in more)
+        self.ledger.set_meta("study", study_record(self.spec, self.ids))
+        self.phases(more)
 
 
 def seed_round(spec: StudySpec, ledger: Ledger, ids: list[str], say: Callable[[str], None] = print) -> list:
@@ -360,7 +386,7 @@ class ActiveRun:
     loss: float | None
     phase: str | None = None  # the work after the last step, as status.json says (train/end_of_run.py)
 
-    def describe(self) -> str:
+    def progress_text(self) -> str:
         loss = "" if self.loss is None else f" loss {self.loss:.4f}"
         return f"{self.name} step {self.step}/{self.steps}{loss}" + (f", {self.phase}" if self.phase else "")
 
@@ -404,7 +430,7 @@ REFERENCE_KEY = "reference_run"  # the ledger's meta: the reference run timed at
 MEASURE_LOCK = ".measuring.lock"  # in the study directory: held by the one process measuring
 
 
-def describe(spec: StudySpec, ids: list[str]) -> dict[str, Any]:
+def study_record(spec: StudySpec, ids: list[str]) -> dict[str, Any]:
     p = spec.preset
     return {"preset": p.name, "description": p.description, "claims": spec.claims, "seeds": p.seeds,
             "robustness": spec.robustness,

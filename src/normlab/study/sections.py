@@ -71,14 +71,14 @@ def loss_curves(records: list) -> Section | None:
     for key, members in shown:
         series = [_curve_series(r, ends, ylim) for r in sorted(members, key=_scheme_rank)]
         titled = [i for i in varies if keys[i] in TITLE_KEYS or repr(key[i]) != repr(usual[i])] or varies
-        title = describe([keys[i] for i in titled], tuple(key[i] for i in titled)) or "all runs"
+        title = setting_label([keys[i] for i in titled], tuple(key[i] for i in titled)) or "all runs"
         specs.append(Figure(title, "step", "val loss (nats)", series))
     styles = {label: NORM_STYLES.get(norm, "-") for label, (_, norm) in ends.items()}
     markers = {label: END_MARKERS.get(end) for label, (end, _) in ends.items()}
     grid = dict(ncols=plots.balanced_columns(len(specs), 3), colors=scheme_colors(ends), linestyles=styles,
                 markers=markers, ylim=ylim, alpha=0.85, mark_last=True, widen=False)
     rest = [i for i in range(len(keys)) if usual[i] is not None and (keys[i] not in TITLE_KEYS or i not in varies)]
-    common = describe([keys[i] for i in rest], tuple(usual[i] for i in rest))
+    common = setting_label([keys[i] for i in rest], tuple(usual[i] for i in rest))
     endings = {end for end, _ in ends.values()}
     caption = (f"Validation loss of every run ({len(runs)} run{'' if len(runs) == 1 else 's'}), one line per run "
                "and seed, coloured by scheme" + _norm_style_note(runs) + ". "
@@ -247,7 +247,7 @@ def layer_profile(records: list, getter: Callable[[Any], list | None], ylabel: s
         lines = _group(sorted(members, key=_scheme_rank), _line_label, sort=False)
         series = [_mean_series(label, [getter(m) for m in group]) for label, group in lines.items()]
         labels.update(lines)
-        specs.append(Figure(describe(panel_keys, key), "layer", ylabel, series, logy=logy))
+        specs.append(Figure(setting_label(panel_keys, key), "layer", ylabel, series, logy=logy))
     grid = dict(ncols=plots.balanced_columns(len(specs), 4), colors=scheme_colors(labels),
                 linestyles=norm_styles(chosen))
     caption = "Mean over seeds and training settings; one panel per depth. " + _omitted(len(panels))
@@ -408,7 +408,7 @@ def varying_keys(records: list, exclude: set[str]) -> list[str]:
     return sorted(keys, key=lambda k: (list(SHORT_KEYS).index(k) if k in SHORT_KEYS else len(SHORT_KEYS), k))
 
 
-def describe(keys: list[str], values: tuple) -> str:
+def setting_label(keys: list[str], values: tuple) -> str:
     """`L=4 · lr=0.003 · warmup=0 · rmsnorm`: a panel's settings, names alone where the value says it."""
     parts = [str(v) if k in ("model.norm", "model.scheme") else f"{SHORT_KEYS.get(k, k.split('.')[-1])}={fmt_value(v)}"
              for k, v in zip(keys, values)]

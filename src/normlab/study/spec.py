@@ -61,7 +61,7 @@ def other_init(recipe: str) -> str:
     return OTHER_INIT.get(recipe, "gpt2")
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunSpec:
     """One run of a study as the study hands it on: its id, its validated config with the corpus's vocabulary
     filled in, and that config as a dict, computed once, which the ledger stores and the workers train from
@@ -296,6 +296,13 @@ def one_line(error: Exception) -> str:
 STUDY_KEYS = ("preset", "claims", "seeds", "base", "axes", "vary")
 
 
+def own_seeds(preset: Preset, seeds: list[int]) -> Preset:
+    """The preset at these seeds. A schedule of looks starts at the preset's own seeds: a user's other seeds look
+    once."""
+    rounds = preset.seed_rounds if not preset.seed_rounds or len(seeds) == preset.seed_rounds[0] else []
+    return dataclasses.replace(preset, seeds=seeds, seed_rounds=rounds)
+
+
 def load_study(preset: str = "standard", study_file: str | Path | None = None, claims: list[str] | None = None,
                seeds: list[int] | None = None, overrides: list[str] | None = None,
                axes: dict[str, list[Any]] | None = None, robustness: bool = False,
@@ -319,11 +326,9 @@ def load_study(preset: str = "standard", study_file: str | Path | None = None, c
     base_extra.update(_parse_overrides(overrides or []))
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; valid: {', '.join(PRESETS)}")
-    chosen = Preset(**{**PRESETS[preset].__dict__, "base": {**PRESETS[preset].base, **base_extra}})
+    chosen = dataclasses.replace(PRESETS[preset], base={**PRESETS[preset].base, **base_extra})
     if seeds:
-        chosen.seeds = _check_seeds(seeds, "seeds")
-        if chosen.seed_rounds and len(chosen.seeds) != chosen.seed_rounds[0]:
-            chosen.seed_rounds = []  # a schedule of looks starts at the preset's seeds: a user's own seeds look once
+        chosen = own_seeds(chosen, _check_seeds(seeds, "seeds"))
     claim_ids = list(claims) if claims else list(chosen.claims)
     for cid in claim_ids:
         CLAIMS.get(cid)  # unknown ids: a clear error listing the valid ones
@@ -446,9 +451,7 @@ def spec_from_meta(meta: dict[str, Any]) -> StudySpec:
             raise ConfigError(f"the study was run with preset {study['preset']!r}, which this normlab does not "
                               f"know; valid: {', '.join(PRESETS)}")
         preset = dataclasses.replace(PRESETS[study["preset"]])
-    preset = dataclasses.replace(preset, base=upgrade_overrides(study["base"]), seeds=list(study["seeds"]))
-    if preset.seed_rounds and len(preset.seeds) != preset.seed_rounds[0]:
-        preset.seed_rounds = []  # as `load_study`: a user's own seeds look once
+    preset = own_seeds(dataclasses.replace(preset, base=upgrade_overrides(study["base"])), list(study["seeds"]))
     for cid in study["claims"]:
         CLAIMS.get(cid)  # a claim this normlab lacks: a clear error listing the valid ones
     spec = StudySpec(preset, list(study["claims"]), study.get("axes", {}), study.get("base_extra", {}),

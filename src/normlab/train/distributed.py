@@ -71,7 +71,7 @@ class Dist:
         torch.distributed.broadcast_object_list(box, src=0)
         return box[0]
 
-    def describe(self) -> dict[str, Any]:
+    def record(self) -> dict[str, Any]:
         return {"world_size": self.world, "backend": self.backend, "parallel": self.parallel if self.active else None}
 
 

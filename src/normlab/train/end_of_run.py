@@ -60,7 +60,7 @@ class Phase:
         self.done += units
         self.show(self)
 
-    def describe(self) -> str:
+    def progress_text(self) -> str:
         """`layer-skip ablation 7/19 val batches, ~12 s left`."""
         left = self.left_s()
         return f"{self.name} {self.done}/{self.total} {self.unit}" + ("" if left is None else f", ~{left:.0f} s left")
@@ -94,7 +94,7 @@ class Phases:
         now = time.perf_counter()
         if self.writes and (phase.ended or phase.done == 0 or now - self.written >= STATUS_EVERY_S):
             self.written = now
-            self._write(None if phase.ended else phase.describe())
+            self._write(None if phase.ended else phase.progress_text())
 
     def _write(self, text: str | None) -> None:
         status = self.run_dir.read_status()

@@ -66,7 +66,7 @@ def environment(device: torch.device, dist: Dist = SINGLE) -> dict[str, Any]:
     env = {
         "normlab": __version__, "torch": torch.__version__, "python": sys.version.split()[0],
         "platform": platform.platform(), "device": str(device), "torch_threads": torch.get_num_threads(),
-        "cpu": cpu_model(), "norm_impl": get_norm_impl(), **dist.describe(),
+        "cpu": cpu_model(), "norm_impl": get_norm_impl(), **dist.record(),
     }
     if device.type == "cuda":
         env["device_name"] = torch.cuda.get_device_name(device)
@@ -254,10 +254,10 @@ class RunLifecycle:
                        "vocab_size": corpus.tokenizer.vocab_size,
                        "train_tokens": len(corpus.train), "val_tokens": len(corpus.val),
                        "vocab_from": corpus.vocab_from, "dropped_chars": corpus.dropped},
-            "objective": self.objective.describe(),
+            "objective": self.objective.record(),
             "init_from": self.cfg.train.init_from,
             **({"swap": self.swap} if self.swap else {}),
-            "model": {"n_params": model.num_params(), "scheme": model.scheme.describe(),
+            "model": {"n_params": model.num_params(), "scheme": model.scheme.record(),
                       "final_norm": self.cfg.model.resolved_final_norm(), "init": model.init_record,
                       **({"admin_omega": self.admin_omega} if self.admin_omega else {}),
                       # which stack each diagnostics layer index belongs to (encoder blocks come first)

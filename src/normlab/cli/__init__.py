@@ -1,125 +1,30 @@
 """The `normlab` command line.
 
 Nothing here imports torch at module level: the registries whose names the options list (schemes, normalizers,
-presets, Hugging Face families) are read when a command's help or values need them (`_lazy`, `_one_of`), so
+presets, Hugging Face families) are read when a command's help or values need them (`common.lazy_help`, `common.one_of`), so
 that `normlab --help` answers at once (`benchmarks/cli_startup.py`); each command imports what it runs.
 """
 from __future__ import annotations
 
-import contextlib
-import inspect
 import json
-import signal
 import time
-from enum import Enum
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from rich.progress import TaskID
 from rich.table import Table
 
+from normlab.cli.common import (PRINT_EVERY_S, BenchConfig, Clock, Dtype, Only, Parallel, Precision, app, console,
+                                err_console, exit_quietly, fail, lazy_help, norm_names, one_of, progress_bar, say_note,
+                                scheme_names, sigterm_as_interrupt, status_line)
+from normlab.cli.study import STUDY_HELP, report, study, study_help
 from normlab.errors import ConfigError, CorpusError
 
 
-def _choices(name: str, values) -> type[Enum]:
-    """An option's valid values, which --help lists and a bad value is told (click names both)."""
-    return Enum(name, {v: v for v in values}, type=str)
-
-
-def _lazy(text: Callable[[], str]) -> type[typer.core.TyperCommand]:
-    """A command class whose help is `text()`, read when that command's help is shown (it names a registry's
-    entries, which import torch): `normlab --help` lists the command by its `short_help` and imports nothing."""
-
-    class _Lazy(typer.core.TyperCommand):
-        @property
-        def help(self) -> str:
-            return text()
-
-        @help.setter
-        def help(self, value) -> None:
-            pass
-
-    return _Lazy
-
-
-def _one_of(option: str, given: list[str], valid: tuple[str, ...]) -> None:
-    """Refuse a value of `option` that is not in `valid`, naming both (as click does for a fixed choice)."""
-    for value in given:
-        if value not in valid:
-            fail(f"{option}: {value!r} is not one of {', '.join(map(repr, valid))}")
-
-
-def _schemes() -> tuple[str, ...]:
-    from normlab.nn.schemes import SCHEMES
-
-    return tuple(SCHEMES)
-
-
-def _norms() -> tuple[str, ...]:
-    from normlab.nn.norms import NORMS
-
-    return tuple(NORMS)
-
-
-def _presets() -> tuple[str, ...]:
-    from normlab.study.presets import PRESETS
-
-    return tuple(PRESETS)
-
-
-def _study_help() -> str:
-    from normlab.study.presets import PRESETS
-
-    presets = "\n".join(f"{p.name}: {p.summary}" for p in PRESETS.values())
-    return f"{inspect.cleandoc(STUDY_HELP)}\n\n\b\nPresets (--preset; costs: docs/cost.md):\n{presets}"
-
-
 def _bench_help() -> str:
-    return (f"{BENCH_HELP}\n\n--scheme: {', '.join(_schemes())}, all.\n\n--norm: {', '.join(_norms())}.")
-
-
-EXECUTORS = ("local", "ray")  # normlab.study.jobs.EXECUTORS, which a test keeps equal
-Executor = _choices("Executor", EXECUTORS)
-Parallel = _choices("Parallel", ("ddp", "fsdp"))
-Only = _choices("Only", ("norms", "steps"))
-Clock = _choices("Clock", ("wall", "cpu"))
-Precision = _choices("Precision", ("fp32", "bf16"))
-Dtype = _choices("Dtype", ("float32", "bfloat16", "float16"))
-BenchConfig = _choices("BenchConfig", ("nanogpt-cpu", "baby-gpt"))
-
-# typer ≥ 0.2x writes a positional argument's Python type beside it in --help (`CONFIG <path>`); the name and the
-# help text say it better
-typer.core.TyperArgument.display_type_rich = lambda self, ctx: None
-
-app = typer.Typer(help="normlab: where does the normalization go, and which one?",
-                  no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
-                  context_settings={"help_option_names": ["-h", "--help"]})
-console = Console(soft_wrap=True)  # messages with long paths stay on one line
-err_console = Console(stderr=True)
-
-
-def _version(value: bool) -> None:
-    if value:
-        import normlab
-
-        console.print(f"normlab {normlab.__version__}", highlight=False)
-        raise typer.Exit()
-
-
-@app.callback()
-def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Show normlab's version and exit.")) -> None:
-    """normlab: where does the normalization go, and which one?"""
-
-
-def fail(message: str, code: int = 2) -> None:
-    # escaped: an error that quotes `[base]` or `[0.001, 0.003]` must print them, not read them as markup
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code)
+    return (f"{BENCH_HELP}\n\n--scheme: {', '.join(scheme_names())}, all.\n\n--norm: {', '.join(norm_names())}.")
 
 
 @app.command()
@@ -153,18 +58,18 @@ def train(
             require_tensorboard()
         cfg = read_config_file(config, set_)
         dist = from_env(cfg.train.device, parallel.value)
-        trainer = Trainer(cfg, str(out), fresh=fresh, on_note=_note if dist.main else None, dist=dist,
+        trainer = Trainer(cfg, str(out), fresh=fresh, on_note=say_note if dist.main else None, dist=dist,
                           events=out / "tensorboard" if tensorboard else None)
     except (ConfigError, CorpusError, ValueError) as e:
         close(dist)
-        fail(str(e)) if dist.main else _exit_quietly()
+        fail(str(e)) if dist.main else exit_quietly()
     ended = False
     try:
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             result = _train_with_bar(trainer) if dist.main else trainer.run()
         ended = True  # completed or diverged: every rank ends here together (they share the global loss)
     except RunError as e:
-        fail(str(e)) if dist.main else _exit_quietly()
+        fail(str(e)) if dist.main else exit_quietly()
     except KeyboardInterrupt:
         if dist.main and trainer.result is not None:  # cut short after the last step: the run is completed
             _print_result(trainer.result, out)
@@ -184,35 +89,16 @@ def train(
         raise typer.Exit(3)
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM (a scheduler, `kill`, a timeout) stops a run as Ctrl-C does: recorded, resumable, a completed run
-    left completed; without this Python dies on it at once."""
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    before = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, before)
-
-
-def _exit_quietly(code: int = 2) -> None:
-    """Ranks other than 0 under torchrun: rank 0 has said why."""
-    raise typer.Exit(code)
-
-
 def _train_with_bar(trainer):
     from normlab.train.lifecycle import RunError
 
     live, printed = console.is_terminal, [0.0]  # not a terminal: a line at each evaluation, and every 30 s
 
     def on_log(row: dict) -> None:
-        progress.update(task, completed=row["step"], status=_status_line(row))
+        progress.update(task, completed=row["step"], status=status_line(row))
         if not live and ("val_loss" in row or time.monotonic() - printed[0] >= PRINT_EVERY_S):
             printed[0] = time.monotonic()
-            console.print(f"step {row['step']}/{trainer.tc.steps}  {_status_line(row)}", highlight=False)
+            console.print(f"step {row['step']}/{trainer.tc.steps}  {status_line(row)}", highlight=False)
 
     def on_phase(phase) -> None:  # the work after the last step (train/end_of_run.py): a bar each
         if phase.name not in phases:
@@ -220,11 +106,11 @@ def _train_with_bar(trainer):
         progress.update(phases[phase.name], total=phase.total, completed=phase.done, status=phase.note)
         if not live and (phase.ended or phase.done == 0 or time.monotonic() - printed[0] >= PRINT_EVERY_S):
             printed[0] = time.monotonic()
-            said = f"{phase.name} done in {phase.elapsed_s:.1f} s" if phase.ended else phase.describe()
+            said = f"{phase.name} done in {phase.elapsed_s:.1f} s" if phase.ended else phase.progress_text()
             console.print(said + (f"  ({phase.note})" if phase.note else ""), highlight=False)
 
     phases: dict[str, TaskID] = {}
-    with _progress(disable=not live) as progress:
+    with progress_bar(disable=not live) as progress:
         task = progress.add_task("train", total=trainer.tc.steps, status="")
         trainer.on_log = on_log
         trainer.phases.on_phase = on_phase
@@ -235,27 +121,6 @@ def _train_with_bar(trainer):
             raise
         progress.update(task, completed=result.step)
     return result
-
-
-def _note(message: str) -> None:
-    err_console.print(f"[bold yellow]note:[/] {message}", highlight=False, soft_wrap=True)
-
-
-def _progress(disable: bool = False) -> Progress:
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[status]}"),
-                    console=console, transient=False, disable=disable)
-
-
-def _status_line(row: dict) -> str:
-    parts = []
-    if row.get("train_loss") is not None:
-        parts.append(f"loss {row['train_loss']:.4f}")
-    if row.get("val_loss") is not None:
-        parts.append(f"val {row['val_loss']:.4f}")
-    if row.get("tokens_per_s") is not None:
-        parts.append(f"{row['tokens_per_s']:,.0f} tok/s")
-    return "  ".join(parts)
 
 
 def _print_result(result, out: Path) -> None:
@@ -300,250 +165,8 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
         console.print(table)
 
 
-STUDY_HELP = """Turn the claims into verdicts: train the runs they need, measure, write the report.
-
-    \b
-    Exit codes:
-    0 final report: every run completed or diverged;
-    2 bad input: the study, or an OUT/study.sqlite that is not a study ledger;
-    4 final report, but runs failed (listed, with their reasons);
-    5 partial report (wins over 4): runs left to train or retry; run again."""
-
-
-@app.command(cls=_lazy(_study_help), short_help=STUDY_HELP.splitlines()[0])
-def study(
-    preset: str = typer.Option("standard", "--preset", metavar="NAME", help="The study's preset (listed above)."),
-    study_file: Optional[Path] = typer.Option(None, "--study", metavar="FILE",
-                                              help="A study TOML (preset, claims, seeds, axes)."),
-    out: Path = typer.Option(Path("normlab-study"), "--out", "-o", metavar="DIR",
-                             help="Study directory (created, or resumed)."),
-    claims: Optional[str] = typer.Option(None, "--claims", metavar="IDS",
-                                         help="Comma-separated claim ids, e.g. C1,C11."),
-    seeds: Optional[str] = typer.Option(None, "--seeds", metavar="SEEDS", help="Comma-separated seeds, e.g. 0,1,2."),
-    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE",
-                                   help="Override the preset's base config, e.g. train.steps=100."),
-    workers: Optional[int] = typer.Option(None, "--workers", min=1, metavar="N", help="Parallel training processes."),
-    tensorboard: bool = typer.Option(False, "--tensorboard", help="Each run writes TensorBoard events live to "
-                                     "OUT/tensorboard."),
-    robustness: bool = typer.Option(False, "--robustness", help="Rerun every run at another thread count: a "
-                                    "verdict that changes is `fragile`."),
-    init_pass: Optional[bool] = typer.Option(None, "--init-pass/--no-init-pass", help="Also judge each training "
-                                             "claim under the other init recipe (xiong <-> gpt2); default: the "
-                                             "preset's choice."),
-    vary: Optional[str] = typer.Option(None, "--vary", metavar="FACTORS",
-                                       help="Also judge each training claim under the other level of init, "
-                                            "context (32/64 tokens) or width (64/128); a verdict that flips is "
-                                            "`depends on <factor>`."),
-    stack_runs: Optional[bool] = typer.Option(None, "--stack-runs/--no-stack-runs",
-                                              help="Train runs of one shape as one stacked model; default: on a "
-                                                   "GPU, not on a CPU (docs/performance.md)."),
-    executor: Executor = typer.Option("local", "--executor", help="local (worker processes) or ray (a Ray task "
-                                 "per run; pip install -e '.[ray]')."),
-    address: Optional[str] = typer.Option(None, "--address", metavar="HOST:PORT",
-                                          help="With --executor ray: the cluster (HOST:PORT or auto); unset: a "
-                                          "local Ray."),
-    plan: bool = typer.Option(False, "--plan", help="Print the power plan (each claim's test, the smallest p it "
-                              "can reach at its seeds, the level it must beat) and exit; trains nothing."),
-) -> None:
-    from normlab.study.spec import load_study
-
-    _one_of("--preset", [preset], _presets())
-    try:
-        spec = load_study(preset, study_file, _csv(claims), _seeds(seeds), set_, robustness=robustness,
-                          init_pass=init_pass, vary=_csv(vary))
-        if tensorboard:  # before any run starts: each would fail on it, and spend its retries
-            from normlab.rundir.events import require_tensorboard
-            require_tensorboard()
-    except (ConfigError, ValueError) as e:
-        fail(str(e))
-    if plan:
-        _print_plan(spec)
-        return
-    console.print(f"normlab study: preset [bold]{spec.preset.name}[/], claims {', '.join(spec.claims)}, "
-                  f"seeds {spec.preset.seeds} → {out}", highlight=False)
-    try:
-        outcome = _run_with_bar(spec, out, workers, stack_runs, executor.value, address, tensorboard)
-    except KeyboardInterrupt:
-        _study_interrupted(out)
-    except ConfigError as e:  # OUT's study.sqlite is not a study ledger; an executor that cannot start
-        fail(str(e))
-    try:
-        from normlab.study.publish import publish
-
-        if tensorboard:  # runs trained before the flag was given (or shipped to Ray nodes) get theirs now
-            from normlab.study.tensorboard import write_events
-            write_events(out)
-        # the state as the ledger has it now, so the report and the terminal never disagree; verdicts the study
-        # judged final are not judged again
-        paths, verdicts, status = publish(out, (outcome.verdicts, outcome.figures) if outcome.final else None, spec)
-    except ConfigError as e:  # OUT's study.sqlite is not a study ledger
-        fail(str(e))
-    _print_verdicts(verdicts, status.describe())
-    _print_failed(status.failed)
-    console.print(f"{status.describe()}: {sum(outcome.counts.values())} runs ({_counts(outcome.counts)}) in "
-                  f"{outcome.wall_s:.0f} s → {paths['html']}, {paths['markdown']}, {paths['json']}", highlight=False)
-    raise typer.Exit(_study_exit_code(status))
-
-
-def _run_with_bar(spec, out: Path, workers: Optional[int], stack_runs: Optional[bool], executor: str = "local",
-                  address: Optional[str] = None, tensorboard: bool = False):
-    from normlab.study.ledger import Ledger
-    from normlab.study.runner import active_runs, run_study
-
-    live = console.is_terminal  # a terminal: a bar, and a line per active run; a log file: a line now and then
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                  TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[status]}"),
-                  console=console, disable=not live) as bar:
-        task = bar.add_task("study", total=1.0, status="")
-        lines: dict[str, TaskID] = {}  # run id → its progress line
-        printed = [0.0, -1.0]  # when, and at what done cost, a line was last printed
-
-        def on_progress(done: float, total: float, counts: dict[str, int]) -> None:
-            status = "  ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-            bar.update(task, total=total, completed=done, status=status)
-            if live:
-                _sync_run_lines(bar, lines, active_runs(Ledger(out)))
-            elif time.monotonic() - printed[0] >= PRINT_EVERY_S or (done >= total and done != printed[1]):
-                printed[0], printed[1] = time.monotonic(), done
-                active = active_runs(Ledger(out))  # read only when a line is printed
-                console.print(f"study {100 * done / max(total, 1e-12):.0f}% ({status})"
-                              + "".join(f"\n  {run.describe()}" for run in active), highlight=False)
-
-        return run_study(spec, out, workers, on_progress, stack_runs=stack_runs, executor=executor, address=address,
-                         say=lambda line: bar.console.print(line, highlight=False), tensorboard=tensorboard)
-
-
-PRINT_EVERY_S = 30.0  # progress lines when the output is not a terminal (a log file, CI)
-
-
-def _sync_run_lines(bar: Progress, lines: dict, active: list) -> None:
-    """One bar line per run being trained: added when it starts, removed when it is done."""
-    now = {run.id: run for run in active}
-    for rid in [r for r in lines if r not in now]:
-        bar.remove_task(lines.pop(rid))
-    for rid, run in now.items():
-        loss = run.phase or ("" if run.loss is None else f"loss {run.loss:.4f}")
-        if rid not in lines:
-            lines[rid] = bar.add_task(f"  {run.name}", total=run.steps, status=loss)
-        bar.update(lines[rid], completed=run.step, total=run.steps, status=loss)
-
-
-def _study_interrupted(out: Path) -> None:
-    """Ctrl-C: the workers have stopped and handed their runs back; one line, no traceback, exit 130."""
-    from normlab.study.ledger import Ledger
-
-    try:
-        done, total = Ledger(out).progress()
-        where = f": {done} of {total} runs settled"
-    except ConfigError:
-        where = ""
-    err_console.print(f"[yellow]interrupted[/]{where}; run the same command again to resume (interrupted runs go on "
-                      "from their last checkpoint)", highlight=False)
-    raise typer.Exit(130)
-
-
-def _study_exit_code(status) -> int:
-    """5 partial (first: a failed run may yet be retried, and nothing is final), 4 failed runs, else 0."""
-    if not status.final:
-        return 5
-    return 4 if status.failed else 0
-
-
-@app.command()
-def report(out: Path = typer.Argument(Path("normlab-study"), metavar="OUT", help="A study directory.")) -> None:
-    """Re-render a study's report from its ledger, without re-running anything.
-
-    A study not yet finished gets a report that says "partial" (exit 0: it was written).
-    Exit 2 if OUT is not a study directory.
-    """
-    if not (out / "study.sqlite").is_file():
-        fail(f"{str(out)!r} has no study.sqlite: not a normlab study directory")
-    from normlab.study.publish import publish
-
-    try:
-        paths, _, status = publish(out)
-    except ConfigError as e:  # study.sqlite is not a ledger, or holds no study
-        fail(str(e))
-    _print_failed(status.failed)
-    console.print(f"{status.describe()} → {paths['html']}, {paths['markdown']}, {paths['json']}", highlight=False)
-
-
-def _print_plan(spec) -> None:
-    """The study's power plan, before anything trains (study/power.py)."""
-    from normlab.study import power
-
-    table = Table(title=f"power plan of {spec.preset.name}: Holm over {len(spec.claims)} claims at α = 0.05",
-                  title_justify="left")
-    for col in ("claim", "primary test", "seeds (looks)", "share of α", "floor of p", "level, strictest step",
-                "reachable"):
-        table.add_column(col, overflow="fold")
-    for r in power.plan(spec):
-        table.add_row(r.claim, r.test, ", ".join(map(str, r.seeds)), ", ".join(f"{x:g}" for x in r.shares),
-                      ", ".join(f"{x:.2g}" for x in r.floors), ", ".join(f"{x:.2g}" for x in r.strictest),
-                      r.reachable)
-    console.print(table)
-    console.print("floor: the smallest p the test can reach at those seeds (an exact sign test: ½ⁿ); level: α/m "
-                  "times the look's share, which Holm's later steps raise; " + power.SCHEME, highlight=False)
-
-
-def _print_failed(failed: list[dict]) -> None:
-    """As the report's "Failed runs": the reason's first line (the traceback stays in study.sqlite)."""
-    from normlab.report.format import first_line, fmt_settings
-
-    if not failed:
-        return
-    table = Table(title=f"failed runs ({len(failed)})", title_justify="left")
-    for col in ("run", "settings", "attempts", "reason"):
-        table.add_column(col, overflow="fold")
-    for run in failed:
-        table.add_row(escape(run["id"]), escape(fmt_settings(run["settings"])), str(run["attempts"]),
-                      f"[red]{escape(first_line(run['reason']))}[/]")
-    console.print(table)
-
-
-def _print_verdicts(verdicts, status: str = "final") -> None:
-    from normlab.report.outcome import Totals
-
-    rows = [v.to_dict() for v in verdicts]
-    title = "verdicts" if status == "final" else f"verdicts ({status}: not final)"
-    title += ": " + Totals.of(rows).text()
-    table = Table(title=title, title_justify="left")
-    design = any(v.design for v in verdicts)
-    for col in ("claim", "verdict", "key number", "seeds") + (("design seeds",) if design else ()):
-        table.add_column(col, overflow="fold")
-    colour = {"holds": "green", "does not hold": "red", "inconclusive": "yellow", "depends on": "cyan"}
-    for v, row in zip(verdicts, rows):
-        outcome = v.outcome
-        value = "n/a" if v.value is None else f"{v.value:.4g}"
-        mark = "".join(f" [bold magenta]({m})[/]" for m, on in (("fragile", v.fragile),
-                                                                ("init-dependent", v.init_dependent)) if on)
-        extra = outcome.why_text or (outcome.scope_text if outcome.open_levels else "")
-        interval = f" [{v.interval[0]:.4g}, {v.interval[1]:.4g}]" if v.interval else ""
-        beside = ((f"{v.design['verdict']}" + (" (replicated)" if v.design.get("replicated") else ""),)
-                  if design and v.design else ("—",) if design else ())
-        table.add_row(v.id, f"[{colour[outcome.kind]}]{escape(outcome.text)}[/]{mark}"
-                      + (f" ({escape(extra)})" if extra else ""),
-                      escape(v.reading or f"{v.statistic} = {value}") + escape(interval),
-                      str(len(v.seeds) if v.seeds else v.n_seeds), *beside)
-        for part in v.parts:
-            table.add_row("", f"  ↳ [{colour[part['verdict']]}]{part['verdict']}[/]", escape(part["name"]),
-                          str(len(part.get("seeds") or [])), *(("",) if design else ()))
-    console.print(table)
-
-
-def _csv(text: Optional[str]) -> list[str] | None:
-    return [t.strip() for t in text.split(",") if t.strip()] if text else None
-
-
-def _seeds(text: Optional[str]) -> list[int] | None:
-    try:
-        return [int(s) for s in _csv(text) or []] or None
-    except ValueError:
-        fail(f"--seeds {text!r}: seeds must be integers, e.g. --seeds 0,1,2")
-
-
-def _counts(counts: dict[str, int]) -> str:
-    return ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+app.command(cls=lazy_help(study_help), short_help=STUDY_HELP.splitlines()[0])(study)  # cli/study.py
+app.command()(report)
 
 
 @app.command()
@@ -658,7 +281,7 @@ def _layer_skip_again(run: Path, device: str, as_json: bool, refused: dict) -> N
 
     tasks: dict[str, TaskID] = {}
     try:
-        with _sigterm_as_interrupt(), _progress(disable=as_json or not err_console.is_terminal) as bar:
+        with sigterm_as_interrupt(), progress_bar(disable=as_json or not err_console.is_terminal) as bar:
             record = layer_skip_again(run, device, on_phase)
     except KeyboardInterrupt:
         err_console.print(f"[yellow]interrupted[/]; what was measured is in {run / 'layer_skip.json'}",
@@ -686,7 +309,7 @@ def _export_help() -> str:
     return f"Write a run in the Hugging Face layout that holds its placement: {exportable_text()}."
 
 
-@app.command("import-hf", cls=_lazy(_import_help), short_help="Import a Hugging Face model as a normlab run.")
+@app.command("import-hf", cls=lazy_help(_import_help), short_help="Import a Hugging Face model as a normlab run.")
 def import_hf(
     path: Path = typer.Argument(..., metavar="PATH", help="A local Hugging Face model directory (config.json and "
                                 "safetensors, or a .bin read weights-only). Nothing runs from it; nothing is "
@@ -707,7 +330,7 @@ def import_hf(
         console.print(f"note: {note}", highlight=False)
 
 
-@app.command(cls=_lazy(_export_help), short_help="Write a run in the Hugging Face layout that holds its "
+@app.command(cls=lazy_help(_export_help), short_help="Write a run in the Hugging Face layout that holds its "
              "placement.")
 def export(
     target: Path = typer.Argument(..., metavar="RUN_DIR", help="A normlab run directory or its checkpoint."),
@@ -761,7 +384,7 @@ def _fmt(value) -> str:
 BENCH_HELP = "Time normalizer forward+backward and training steps against torch.nn and a nanoGPT-style reference."
 
 
-@app.command(cls=_lazy(_bench_help), short_help=BENCH_HELP)
+@app.command(cls=lazy_help(_bench_help), short_help=BENCH_HELP)
 def bench(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     quick: bool = typer.Option(False, "--quick", help="A tiny subset (seconds): one small shape, a tiny model."),
@@ -789,8 +412,8 @@ def bench(
     from normlab.bench.report import environment_line, noise_line
     from normlab.nn.schemes import SCHEMES
 
-    _one_of("--scheme", scheme, (*SCHEMES, "all"))
-    _one_of("--norm", norm, _norms())
+    one_of("--scheme", scheme, (*SCHEMES, "all"))
+    one_of("--norm", norm, norm_names())
     only, clock, precision = only and only.value, clock.value, [p.value for p in precision]
     config = [c.value for c in config]
     schemes = tuple(SCHEMES) if "all" in scheme else tuple(scheme)
