@@ -325,3 +325,17 @@ def test_the_cost_floor_is_its_runs_and_the_cost_page_quotes_it():
     for text in said:
         assert text in section, f"docs/cost.md should say {text!r} (benchmarks/results/standard/cost_floor.json)"
     assert room["preset_seeds_packed_reference_runs"] > out["limit_reference_runs"]  # "alone are over the limit"
+    assert (f"packed without a gap on 2 workers, takes {w['training_packed_on_workers_min']} min; `make run` took "
+            f"{w['make_run_min']}") in section and w["training_packed_on_workers_min"] > 30
+    frontier = json.loads((ROOT / "benchmarks/results/frontier/cost_floor.json").read_text("utf-8"))
+    again = cost_floor.floor(frontier["per_run"], frontier["reference_run_s"], frontier["workers"],
+                             frontier["make_run"], step_limit, frontier["limit_reference_runs"])
+    assert {k: frontier[k] for k in again} == again
+    fw = frontier["wall"]
+    said = [f"{frontier['training']['s']:,} s of training over {frontier['runs']} runs, "
+            f"{fw['training_packed_on_workers_min']} min on 2 workers packed without a gap",
+            f"(it took {fw['make_run_min']})",
+            f"{frontier['stacking']['stackable_share'] * 100:.0f} % of its training could stack"]
+    for text in said:
+        assert text in page, f"docs/cost.md should say {text!r} (benchmarks/results/frontier/cost_floor.json)"
+    assert fw["training_packed_on_workers_min"] > 30
