@@ -24,7 +24,7 @@ def norm_factory(cfg: ModelConfig, d: int, role: str = "other"):
 def self_attention(cfg: ModelConfig, inner_norm: nn.Module | None, causal: bool,
                    qkv_norm: bool = False) -> CausalSelfAttention:
     """The config's self-attention: heads, grouped k/v, QK-norm and rotary positions as it names them;
-    `qkv_norm`: q, k and v each normalized per head (a scheme's QKV-norm: HybridNorm)."""
+    `qkv_norm`: q, k and v each normalized per head (a scheme's QKV-norm, `Scheme.qkv_norm`)."""
     if qkv_norm and cfg.qk_norm != "none":
         raise ValueError(f"scheme {cfg.scheme!r} already normalizes q, k and v per head (its QKV-norm); "
                          f"qk_norm = {cfg.qk_norm!r} would normalize q and k a second time: leave it 'none'")
@@ -59,7 +59,7 @@ class Block(nn.Module):
         d_ff = cfg.resolved_d_ff()
         inner = norm_factory(cfg, cfg.d_model) if scheme.inner_norms else lambda: None
         mlp_inner = norm_factory(cfg, d_ff)() if scheme.inner_norms else None
-        if scheme.on_sphere:  # nGPT: its sub-layers carry the scaling vectors (the config fixed rope, swiglu)
+        if scheme.on_sphere:  # its sub-layers carry the scaling vectors (`requires`: rope, swiglu)
             attention = SphereAttention(cfg.d_model, cfg.n_head, cfg.dropout, norm_factory(cfg, cfg.head_dim)(),
                                         causal, n_kv_head=cfg.n_kv_head, head_dim=cfg.d_head,
                                         rotary=Rotary(cfg.head_dim, cfg.rope_theta, cfg.rope_fraction))

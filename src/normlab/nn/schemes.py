@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from typing import Callable, ClassVar, Literal
+from typing import Any, Callable, ClassVar, Literal
 
 import torch
 from torch import nn
@@ -658,6 +658,14 @@ def profile_model(model: nn.Module, forward: Callable[[], object]) -> dict[str, 
         out.setdefault(r.stack, []).append(math.sqrt(totals[r.stack]))
         totals[r.stack] += var_branch
     return out
+
+
+def calibrate(model: nn.Module, forward: Callable[[], object]) -> dict[str, Any]:
+    """The data-dependent set-up a model's schemes do before its first step, on one batch (`forward`), and what it
+    set, for the model section of run.json: Admin's ω per stack (`profile_model`); {} for every other scheme. The
+    trainer calls this, and never names a scheme."""
+    omega = profile_model(model, forward)
+    return {"admin_omega": omega} if omega else {}
 
 
 @SCHEMES.register("reordered")

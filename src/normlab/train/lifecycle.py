@@ -85,7 +85,7 @@ class RunLifecycle:
         self.events_dir, self.events = events, None  # live TensorBoard events (rundir/events.py), when asked
         self.notes: list[str] = []  # what the user should be told (e.g. a damaged checkpoint passed over)
         self.swap: dict[str, Any] | None = None  # what a swap kept and moved (train/init_from.py); kept on resume
-        self.admin_omega: dict[str, list[float]] = {}  # Admin's ω per stack, when this start profiled them
+        self.calibration: dict[str, Any] = {}  # what the schemes' set-up pass set, when this start ran it
         self.resumed_from: int | None = None  # the checkpoint's step this start resumed from
         self.checkpoint_s: float | None = None  # how long the last checkpoint took to write
         self.result: RunResult | None = None  # set once the run is completed: what follows cannot undo that
@@ -259,7 +259,7 @@ class RunLifecycle:
             **({"swap": self.swap} if self.swap else {}),
             "model": {"n_params": model.num_params(), "scheme": model.scheme.record(),
                       "final_norm": self.cfg.model.resolved_final_norm(), "init": model.init_record,
-                      **({"admin_omega": self.admin_omega} if self.admin_omega else {}),
+                      **self.calibration,  # nn.schemes.calibrate
                       # which stack each diagnostics layer index belongs to (encoder blocks come first)
                       "stacks": _stacks(model)},
             "resumed_from_step": self.resumed_from,

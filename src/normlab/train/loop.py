@@ -21,7 +21,7 @@ from normlab.device import resolve_device
 from normlab.diagnostics import LayerProbe, find_nonfinite_origin
 from normlab.diagnostics.probe import NO_PROBE
 from normlab.nn.kernels import get_norm_impl
-from normlab.nn.schemes import profile_model
+from normlab.nn.schemes import calibrate
 from normlab.rundir import Checkpoint, RunDir, load_model, with_vocab
 from normlab.train.cadence import run_cadence
 from normlab.train.distributed import SINGLE, Dist, check_settings, global_loss, wrap
@@ -189,8 +189,8 @@ class Trainer:
         self.model = loaded.model
         if loaded.checkpoint is None and self.tc.init_from:  # a fine-tune's first start: the source's weights
             self.lifecycle.swap = init_from(self.model, self.cfg, self.device, self.lifecycle.note)
-        elif loaded.checkpoint is None:  # Admin's profiling pass (ω), on one batch of its own generator
-            self.lifecycle.admin_omega = profile_model(self.model, self._profiling_forward)
+        elif loaded.checkpoint is None:  # the schemes' set-up pass (`calibrate`), on one batch of its own generator
+            self.lifecycle.calibration = calibrate(self.model, self._profiling_forward)
         self.eager = wrap(self.model, self.dist)  # what a step calls: the model, or its DDP / FSDP form
         self.forward = torch.compile(self.eager) if self.tc.compile else self.eager
         self.optimizer = build_optimizer(self.model, self.tc, self.device.type)
@@ -260,7 +260,7 @@ class Trainer:
                            {"lr": lr, "train_loss": loss_value, "grad_norm": grad_norm}, x, y, trace=True)
         probe.before_update()
         self.optimizer.step()
-        model.project_weights()  # nGPT: the weights back on the unit sphere; nothing for every other scheme
+        model.project_weights()  # a scheme on the sphere: the weights back on it; nothing for every other scheme
         self.optimizer.zero_grad(set_to_none=True)
         probe.after_update()
         return loss_value, grad_norm
