@@ -64,7 +64,7 @@ def test_counts_of_schemes_normalizers_and_claims_are_the_registries(page):
         assert ids == list(range(1, len(ids) + 1)), f"the {family} claims are not numbered 1..n: {ids}"
         for last in re.findall(rf"\b{family}1[–-]{family}(\d+)\b", text):
             assert int(last) == len(ids), f"{page} says {family}1–{family}{last}; there are {len(ids)}"
-        for n in re.findall(rf"\ball (\d+) claims\b", text) if family == "C" else []:
+        for n in re.findall(r"\ball (\d+) claims\b", text) if family == "C" else []:
             assert int(n) == len(ids), f"{page} says all {n} claims; there are {len(ids)} C claims"
 
 

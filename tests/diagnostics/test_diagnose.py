@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 import normlab
 from normlab.cli import app
 from normlab.diagnostics import stats
-from normlab.diagnostics.diagnose import diagnose, load_subject
+from normlab.diagnostics.diagnose import load_subject
 from normlab.diagnostics.structure import classify_norm, detect_placement, find_layers, layouts
 from normlab.nn.norms import Norm
 from normlab.nn.schemes import SCHEMES

@@ -515,7 +515,7 @@ def test_final_norm_default_and_override(scheme):
     if scheme == "residual":  # its final module merges the two streams: y = x_a + Norm(x_d); it cannot go
         assert isinstance(default.final_norm.norm, Norm)
         with pytest.raises(ValueError, match="needs its final module"):
-            tiny_cfg = ModelConfig(**tiny(scheme=scheme, final_norm=False))  # noqa: F841
+            ModelConfig(**tiny(scheme=scheme, final_norm=False))
         return
     assert kind(default.final_norm) == ("norm" if FINAL_DEFAULT[scheme] else "id")
     off = normlab.build_model(tiny(scheme=scheme, final_norm=False))

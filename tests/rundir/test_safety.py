@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +17,6 @@ from typer.testing import CliRunner
 
 from normlab.cli import app
 from normlab.rundir import CheckpointError, RunDir, RunLock, checkpoint as ckpt_mod
-from normlab.train import train
 from tests.conftest import tiny_config
 from tests.train.test_trainer import curve
 

@@ -6,7 +6,6 @@ import itertools
 import sqlite3
 
 import pytest
-import torch
 
 from normlab.nn.norms import NORMS
 from normlab.nn.schemes import SCHEMES

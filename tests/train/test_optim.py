@@ -4,7 +4,6 @@ from __future__ import annotations
 import math
 
 import pytest
-import torch
 
 from normlab import build_model
 from normlab.config import TrainConfig

@@ -22,7 +22,6 @@ from torch import nn
 from normlab.diagnostics.structure import norm_modules
 from normlab.nn.model import GPT
 from normlab.rundir import build_model, load_model, read_config_file, with_vocab
-from normlab.nn.schemes import Residual
 
 INIT_STD_TOLERANCE = 0.15  # relative; a d×d matrix with d ≥ 32 estimates its std to a few %
 
@@ -153,7 +152,7 @@ def _back_to_back(calls, loss: torch.Tensor) -> list[Finding]:
                     if not outside_uses:
                         findings.append(Finding("warning", "back-to-back-norms", f"{first} → {second}",
                                                 f"{second} normalizes the output of {first} and nothing else uses it",
-                                                f"drop one of the two (e.g. final_norm after a post-norm block)"))
+                                                "drop one of the two (e.g. final_norm after a post-norm block)"))
     return findings
 
 
