@@ -10,10 +10,10 @@ Unknown keys are errors that name the closest valid keys.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 import hashlib
 import json
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -83,7 +83,6 @@ SkipAtMost = named(int, "all", "every block", ge=1)
 class DataConfig(Section):
     """Which text, and how it is cut into tokens."""
 
-
     path: str | None = None
     """A UTF-8 text file, or a packaged corpus by name (`tinyshakespeare`, `paradise_lost`); unset: tiny
     Shakespeare."""
@@ -99,7 +98,6 @@ class DataConfig(Section):
 
 class TrainConfig(Section):
     """The optimisation: AdamW, a learning-rate schedule, evaluation and checkpoints."""
-
 
     steps: int = Field(default=2000, ge=1)
     """Optimizer steps."""
@@ -182,7 +180,6 @@ class TrainConfig(Section):
 class DiagnosticsConfig(Section):
     """What the run measures inside its layers (see normlab.diagnostics; they never change the math)."""
 
-
     interval: ProbeInterval = 100
     """Per-layer metrics at step 0 and every this many steps, into DIR/diagnostics.sqlite; `off`: none."""
     layer_skip: bool = True
@@ -200,7 +197,6 @@ class DiagnosticsConfig(Section):
     """false: the ablation measures all it is asked for (layer_skip_most blocks over every train.eval_batches),
     whatever that costs; end_of_run_budget does not bind it. `normlab diagnose RUN --layer-skip` does the same
     later, on a completed run."""
-
 
 
 class RunConfig(BaseModel):
@@ -235,13 +231,9 @@ class RunConfig(BaseModel):
         return config_hash(self.to_dict())
 
 
-def _sections_of(model: type[BaseModel] | None = None) -> dict[str, type[BaseModel]]:
-    return {name: f.annotation for name, f in (model or RunConfig).model_fields.items()}
-
-
-# every word field, by its dotted key, from its declaration (`named`)
-WORDS: dict[str, Word] = {f"{section}.{name}": word for section, table in _sections_of().items()
-                          for name, f in table.model_fields.items() if (word := word_of(f))}
+# every word field, by its dotted key, from its declaration (`named`); every table of RunConfig is a model
+WORDS: dict[str, Word] = {f"{section}.{name}": word for section, table in RunConfig.model_fields.items()
+                          for name, f in table.annotation.model_fields.items() if (word := word_of(f))}
 
 
 def _stored_number(dotted: str, value: Any) -> bool:

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from normlab.bench.timing import steady_allocator
+from normlab.compat import UNPINNED
 from normlab.config import ConfigError, config_hash
 from normlab.study.claims import CLAIMS, Claim, Figure, Verdict
 from normlab.study import power
-from normlab.compat import UNPINNED
 from normlab.study.records import flatten, with_defaults
 from normlab.study.jobs import (EXECUTORS, claim_jobs, done_cost, events_dir, is_stacked, record_results, run_cost,
                                 train_jobs)
