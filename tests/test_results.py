@@ -339,3 +339,22 @@ def test_the_cost_floor_is_its_runs_and_the_cost_page_quotes_it():
     for text in said:
         assert text in page, f"docs/cost.md should say {text!r} (benchmarks/results/frontier/cost_floor.json)"
     assert fw["training_packed_on_workers_min"] > 30
+
+
+def test_the_scope_study_is_the_readmes_held_out_study_again_and_its_page_says_so():
+    """The committed `--vary init,context,width` study ran on the held-out seeds by today's rules; its verdicts
+    are the README's (make run's) one for one, and docs/results.md's prose names its runs and every level left
+    inconclusive, as its verdicts.json has them."""
+    vary = verdict_table.load(ROOT / "benchmarks/results/standard-vary")
+    main = {v["id"]: v["verdict"] for v in verdict_table.load(ROOT / "benchmarks/results/standard")["verdicts"]}
+    assert vary["final"] and judged_today(vary) and min(seeds_of(vary)) >= HELD_OUT
+    assert {v["id"]: v["verdict"] for v in vary["verdicts"]} == main
+    runs = json.loads((ROOT / "benchmarks/results/standard-vary/cost.json").read_text("utf-8"))["runs"]
+    page = " ".join((ROOT / "docs/results.md").read_text("utf-8").split())
+    assert f"{runs:,} runs, validated as `make run` validates" in page
+    open_levels = {(v["id"], level) for v in vary["verdicts"] for factor, by_level in (v.get("scope") or {}).items()
+                   if factor in ("init", "context", "width") for level, word in by_level.items()
+                   if word == "inconclusive"}
+    said = {("C1", "d 128"), ("C13", "d 128"), ("C15", "d 128"), ("C7", "gpt2"), ("C7", "64 tokens"),
+            ("C7", "d 128"), ("C10", "gpt2")}
+    assert open_levels == said, "docs/results.md lists the inconclusive levels of the scope study"
