@@ -141,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     out = floor(rows, reference, args.workers, make_run, step_limit, args.limit)
     out = {"what": "the study's measured training, wall and what a limit in reference runs leaves room for "
                    "(benchmarks/cost_floor.py; nothing re-run)",
-           "study": meta["study"].get("preset"), "make_run": str(args.make_run) if args.make_run else make_run,
-           "step_limit": str(args.step_limit), **out, "per_run": rows}
+           "study": meta["study"].get("preset"), "make_run": str(args.make_run) if args.make_run else None,
+           "job": make_run, "step_limit": str(args.step_limit), **out, "per_run": rows}
     w, s = out["wall"], out["stacking"]
     print(f"training: {out['training']['reference_runs']} reference runs over {out['runs']} runs "
           f"({out['seeds']['preset']['reference_runs']} on the preset's seeds); packed on {args.workers} workers "

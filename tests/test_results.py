@@ -296,6 +296,7 @@ def test_the_cost_floor_is_its_runs_and_the_cost_page_quotes_it():
     folder = ROOT / "benchmarks/results/standard"
     out = json.loads((folder / "cost_floor.json").read_text("utf-8"))
     make_run = json.loads((folder / "make_run_2core_cpu.json").read_text("utf-8"))
+    assert out["job"] == make_run  # the job's measured wall, as the floor read it
     step_limit = json.loads((ROOT / "benchmarks/results/step_limit_2core_cpu.json").read_text("utf-8"))
     again = cost_floor.floor(out["per_run"], out["reference_run_s"], out["workers"], make_run, step_limit,
                              out["limit_reference_runs"])
@@ -329,7 +330,7 @@ def test_the_cost_floor_is_its_runs_and_the_cost_page_quotes_it():
             f"{w['make_run_min']}") in section and w["training_packed_on_workers_min"] > 30
     frontier = json.loads((ROOT / "benchmarks/results/frontier/cost_floor.json").read_text("utf-8"))
     again = cost_floor.floor(frontier["per_run"], frontier["reference_run_s"], frontier["workers"],
-                             frontier["make_run"], step_limit, frontier["limit_reference_runs"])
+                             frontier["job"], step_limit, frontier["limit_reference_runs"])
     assert {k: frontier[k] for k in again} == again
     fw = frontier["wall"]
     said = [f"{frontier['training']['s']:,} s of training over {frontier['runs']} runs, "
