@@ -70,14 +70,15 @@ def test_a_study_resolves_each_runs_vocabulary_at_its_start_reading_the_corpus_o
     """The RunSpecs a study hands on carry the corpus's vocabulary (so a record and the study's base compare
     key for key, the vocabulary included), read once per corpus; a run's id is still the hash of its config
     as built, before the vocabulary is filled in (the ids of earlier studies)."""
+    from normlab.data.vocab import _read
     from normlab.study.claims import CLAIMS
-    from normlab.study.spec import _text_vocab, load_study
+    from normlab.study.spec import load_study
 
-    _text_vocab.cache_clear()
+    _read.cache_clear()
     spec = load_study("quick", claims=["C13", "C3"], seeds=[0, 1])
     runs = spec.expand(CLAIMS)
     assert len(runs) > 4 and {r.config.model.vocab_size for r in runs} == {65}  # tiny Shakespeare's characters
-    assert _text_vocab.cache_info().misses == 1
+    assert _read.cache_info().misses == 1
     for r in runs:
         as_built = r.config.model_copy(update={"model": r.config.model.model_copy(update={"vocab_size": None})})
         assert r.id == as_built.hash() != r.config.hash()
@@ -97,7 +98,7 @@ def test_report_reads_the_vocabulary_the_study_stored_not_the_corpus(tmp_path, m
     def unreadable(*args):
         raise OSError("the corpus is gone")
 
-    monkeypatch.setattr(spec_module, "_text_vocab", unreadable)
+    monkeypatch.setattr(spec_module, "vocabulary", unreadable)
     again = spec_module.spec_from_meta({"study": stored})
     assert again.base_flat()["model.vocab_size"] == 65 and again.base_flat() == spec.base_flat()
     # a study stored before its tokens were: its base keeps the vocabulary unset, as then, reading no corpus

@@ -21,7 +21,7 @@ from torch import nn
 
 from normlab.diagnostics.structure import norm_modules
 from normlab.nn.model import GPT
-from normlab.rundir import build_model, load_model, read_config_file, with_vocab
+from normlab.rundir import build_model, load_model, read_config_file
 
 INIT_STD_TOLERANCE = 0.15  # relative; a d×d matrix with d ≥ 32 estimates its std to a few %
 
@@ -193,8 +193,7 @@ def check_target(target: str | Path, init: bool = False,
     """
     path = Path(target)
     if path.is_file() and path.suffix == ".toml":
-        cfg = with_vocab(read_config_file(path, list(overrides or [])))
-        model = build_model(cfg)
+        model = build_model(read_config_file(path, list(overrides or [])))
         return model, True, check_model(model, at_init=True)
     if not path.exists():
         raise ValueError(f"{str(target)!r} does not exist; give a config TOML, a run directory or a checkpoint")

@@ -24,8 +24,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from normlab.data import corpus_of
-from normlab.data.objectives import objective_for
 from normlab.data.corpus import read_text
+from normlab.data.vocab import Vocabulary
 from normlab.diagnostics import stats
 from normlab.diagnostics.skip import SKIP_MOST, layer_skip
 from normlab.diagnostics.structure import detect_placement, find_layers, find_stacks, first_tensor, layer_input
@@ -89,7 +89,7 @@ def _normlab_subject(path: Path, text: str | None, init: bool, device: torch.dev
     corpus = corpus_of(cfg)
     ids = corpus.val if text is None else torch.tensor(corpus.tokenizer.encode(read_text(text)[1]), dtype=torch.long)
     x, y = _windows(ids, cfg.model.block_size + 1)
-    objective = objective_for(cfg.model.arch, corpus.tokenizer.vocab_size, corpus.tokenizer.mask_id)
+    objective = Vocabulary.of(corpus.tokenizer).objective(cfg.model.arch)
     if cfg.model.arch != "decoder":  # the run's own objective on the same windows (masks from a fixed seed)
         x, y = objective.corrupt(x, torch.Generator().manual_seed(0))
     x, y = x.to(device), y.to(device)

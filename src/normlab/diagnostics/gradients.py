@@ -9,8 +9,8 @@ import torch
 
 from normlab.config import RunConfig
 from normlab.data import Corpus, corpus_of
-from normlab.data.objectives import objective_for
-from normlab.rundir.load import build_model, with_vocab
+from normlab.data.vocab import Vocabulary, with_vocab
+from normlab.rundir.load import build_model
 
 
 def step0_block_gradients(cfg: RunConfig, corpus: Corpus | None = None) -> list[float]:
@@ -18,9 +18,9 @@ def step0_block_gradients(cfg: RunConfig, corpus: Corpus | None = None) -> list[
     the model of `cfg` at init (seeded by `train.seed`) on the first training batch of its data order, as the
     trainer's probe records `grad_norm/block` at step 0. On the CPU, in float32."""
     corpus = corpus or corpus_of(cfg)
-    tokenizer = corpus.tokenizer
-    cfg = with_vocab(cfg, tokenizer.vocab_size, tokenizer.mask_id)
-    objective = objective_for(cfg.model.arch, tokenizer.vocab_size, tokenizer.mask_id)
+    vocab = Vocabulary.of(corpus.tokenizer)
+    cfg = with_vocab(cfg, vocab)
+    objective = vocab.objective(cfg.model.arch)
     model = build_model(cfg)
     rng = torch.Generator().manual_seed(cfg.train.seed)  # the trainer's data order starts from this generator
     x, y = objective.batch(corpus, "train", cfg.train.batch_size, cfg.model.block_size, rng)

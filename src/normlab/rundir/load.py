@@ -1,4 +1,5 @@
-"""One way to turn a config or a run directory into a model: fill the vocabulary, build, load weights.
+"""One way to turn a config or a run directory into a model: fill the vocabulary (`data.vocab`), build, load
+weights.
 
 Training, `normlab check` and `normlab diagnose` all call `load_model`, so they can never
 disagree on how a run's model is rebuilt.
@@ -13,8 +14,7 @@ import torch
 from torch import nn
 
 from normlab.config import RunConfig
-from normlab.data import corpus_of
-from normlab.data.objectives import objective_for
+from normlab.data.vocab import with_vocab
 from normlab.nn.model import build_model as build_nn_model
 from normlab.rundir import checkpoint
 from normlab.rundir.layout import RunDir
@@ -31,28 +31,9 @@ class LoadedModel:
         return self.checkpoint.step if self.checkpoint else 0
 
 
-def with_vocab(cfg: RunConfig, text_vocab: int | None = None, own_mask: int | None = None) -> RunConfig:
-    """The config with model.vocab_size filled in (checked if already set): the tokenizer's vocabulary plus
-    the special tokens of the architecture's objective (an encoder's MASK; an encoder–decoder's MASK, BOS)."""
-    if text_vocab is None:
-        if cfg.model.vocab_size is not None:
-            return cfg
-        tokenizer = corpus_of(cfg).tokenizer
-        text_vocab, own_mask = tokenizer.vocab_size, tokenizer.mask_id
-    special = objective_for(cfg.model.arch, text_vocab, own_mask).specials
-    vocab_size = text_vocab + special
-    given = cfg.model.vocab_size
-    if given is not None and cfg.data.tokenizer == "hf" and given >= vocab_size:
-        return cfg  # a Hugging Face model's table may be padded past its tokenizer (Qwen: to a multiple of 128)
-    if given is not None and given != vocab_size:
-        raise ValueError(f"model.vocab_size = {given}, but the {cfg.data.tokenizer} tokenizer of this corpus "
-                         f"has {text_vocab} tokens" + (f" (+ {special} special)" if special else "")
-                         + "; leave model.vocab_size unset")
-    return cfg.model_copy(update={"model": cfg.model.model_copy(update={"vocab_size": vocab_size})})
-
-
 def build_model(cfg: RunConfig, device: torch.device | str = "cpu") -> nn.Module:
-    """The model of `cfg` at init, seeded by train.seed (vocab_size must be filled)."""
+    """The model of `cfg` at init, seeded by train.seed; a vocabulary left unset is its corpus's (`with_vocab`)."""
+    cfg = with_vocab(cfg)
     torch.manual_seed(cfg.train.seed)
     return build_nn_model(cfg.model).to(device)
 

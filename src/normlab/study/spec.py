@@ -5,21 +5,20 @@ needed by two claims is trained once.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import tomllib
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from normlab.config import ConfigError, RunConfig, apply_override, check_given, derive, upgrade_overrides
-from normlab.data.corpus import corpus_tokenizer
-from normlab.study.trained import corpus_key, corpus_lines
-from normlab.rundir.load import with_vocab
+from normlab.data.vocab import Vocabulary, vocabulary, with_vocab
 from normlab.study.claims import CLAIMS, FRONTIER_CLAIMS
 from normlab.study.presets import PRESETS, Preset, stored_preset
 from normlab.study.records import flatten
+from normlab.study.trained import corpus_key, corpus_lines
 
 
 # The nuisance factors `--vary` re-measures each training claim under, beyond its own level: the init recipe (the
@@ -83,20 +82,6 @@ class RunSpec:
         return flatten(self.data)
 
 
-@functools.lru_cache(maxsize=32)
-def _text_vocab(path: str | None, tokenizer: str, vocab_from: str | None,
-                tokenizer_dir: str | None) -> tuple[int, int | None]:
-    tok = corpus_tokenizer(path, tokenizer, vocab_from, tokenizer_dir)
-    return tok.vocab_size, tok.mask_id
-
-
-def corpus_vocab(config: RunConfig) -> tuple[int, int | None]:
-    """The tokens of a run's corpus (vocabulary size, the tokenizer's own mask id), read once per corpus per
-    process."""
-    d = config.data
-    return _text_vocab(d.path, d.tokenizer, d.vocab_from, d.tokenizer_dir)
-
-
 def build_config(preset: Preset, overrides: dict[str, Any], seed: int) -> RunConfig:
     """The run of `preset`'s base with `overrides` (dotted keys, typed values) at `seed`, validated."""
     return derive({}, {**preset.base, **overrides, "train.seed": seed})
@@ -147,8 +132,9 @@ class StudySpec:
             return RunSpec(config.hash(), config)
         key = corpus_key(config)
         if key not in self.tokens:
-            self.tokens[key] = list(corpus_vocab(config))
-        return RunSpec(config.hash(), with_vocab(config, *self.tokens[key]))
+            vocab = vocabulary(config.data)
+            self.tokens[key] = [vocab.text, vocab.mask_id]
+        return RunSpec(config.hash(), with_vocab(config, Vocabulary(*self.tokens[key])))
 
     def resolve_lines(self, runs: list[RunSpec]) -> None:
         """The trained line's two ends for each corpus the runs read (`corpus_lines`), where not already known."""

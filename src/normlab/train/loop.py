@@ -16,13 +16,13 @@ import torch
 
 from normlab.config import RunConfig
 from normlab.data import Corpus, corpus_of
-from normlab.data.objectives import objective_for
+from normlab.data.vocab import Vocabulary, with_vocab
 from normlab.device import resolve_device
 from normlab.diagnostics import LayerProbe, find_nonfinite_origin
 from normlab.diagnostics.probe import NO_PROBE
 from normlab.nn.kernels import get_norm_impl
 from normlab.nn.schemes import calibrate
-from normlab.rundir import Checkpoint, RunDir, load_model, with_vocab
+from normlab.rundir import Checkpoint, RunDir, load_model
 from normlab.train.cadence import run_cadence
 from normlab.train.distributed import SINGLE, Dist, check_settings, global_loss, wrap
 from normlab.train.end_of_run import LayerSkipRun, PhaseCallback, Phases, budget_s, skip_line, skip_note
@@ -133,10 +133,10 @@ class Trainer:
         self.on_log = on_log
         self.device = dist.device or resolve_device(cfg.train.device)
         self.corpus: Corpus = corpus or corpus_of(cfg)
-        tokenizer = self.corpus.tokenizer
-        self.cfg = with_vocab(cfg, tokenizer.vocab_size, tokenizer.mask_id)
+        vocab = Vocabulary.of(self.corpus.tokenizer)
+        self.cfg = with_vocab(cfg, vocab)
         self.tc = self.cfg.train
-        self.objective = objective_for(self.cfg.model.arch, tokenizer.vocab_size, tokenizer.mask_id)
+        self.objective = vocab.objective(self.cfg.model.arch)
         self.lifecycle = RunLifecycle(out, self.cfg, self.corpus, self.objective, self.device, dist=dist,
                                       fresh=fresh, events=events, on_note=on_note)
         self.phases = Phases(self.lifecycle.run_dir, on_phase, writes=dist.main)  # the work after the last step
