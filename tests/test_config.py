@@ -135,10 +135,12 @@ def test_a_config_an_older_normlab_wrote_with_0_reads_as_the_word_and_keeps_its_
     run.path.mkdir()
     run.config_path.write_text(tomli_w.dumps(old), "utf-8")
     assert run.read_config() == cfg
+    from normlab.config import upgrade_stored
     from normlab.study.jobs import run_config
     from normlab.study.records import with_defaults
 
-    assert run_config(old) == cfg and with_defaults(old) == cfg.to_dict()
+    # a ledger's row as a worker claims it (`claim_jobs`: read under the ledger's schema, 0 here)
+    assert run_config(upgrade_stored(old, schema=0)) == cfg and with_defaults(old) == cfg.to_dict()
 
 
 def test_the_named_fields_mean_what_their_words_say():
@@ -163,9 +165,15 @@ def test_a_run_directorys_own_config_toml_reads_with_the_old_spelling_and_a_user
 
     old = RunConfig().to_dict()
     old["train"].update(threads=0, plateau_stop=0.0)
+    from normlab.rundir.layout import MARKER
+
     run = RunDir(tmp_path / "run")
     run.create()
     run.config_path.write_text(tomli_w.dumps(old), "utf-8")
+    with pytest.raises(ConfigError, match="train.threads: 0 is not a value here"):
+        read_config_file(run.config_path)  # today's schema never wrote a number for a word
+    marker = run.read_json(MARKER)
+    run.write_json(MARKER, {k: v for k, v in marker.items() if k != "schema"})  # as an older normlab made it
     cfg = read_config_file(run.config_path, ["train.steps=700"])
     assert (cfg.train.threads, cfg.train.plateau_stop, cfg.train.steps) == ("process", "off", 700)
     with pytest.raises(ConfigError, match="train.threads: 0 is not a value here"):

@@ -6,8 +6,17 @@ must still read as it trained and keep its id. Each mapping below names the chan
 first; no normlab import, so every floor can read it. Who applies them: `config.py` (a stored config's words, a
 run's id), `study/records.py` (what a group's identity leaves out), `study/presets.py` (a stored preset's fields
 that became claims' knobs).
+
+What normlab stores carries the version of its schema: a study ledger in SQLite's `user_version`, a run
+directory in its marker file. A mapping that rewrites what was stored (not an id's hash, which every version
+keeps) applies to what an earlier version wrote, up to the version named beside it; what was stored before
+versions were recorded reads as version 0, and a version newer than this normlab's is refused, not guessed at.
 """
 from __future__ import annotations
+
+# the schema of what this normlab stores. 1: words stored as words (`WORD_WAS_NUMBER` no longer applies), a
+# preset stored with its claims' knobs (nothing for `MOVED_PRESET_FIELDS` to move)
+SCHEMA_VERSION = 1
 
 # 2024 → 2026-11-28: fields added after runs were first hashed, and the value every earlier run had. A run's id
 # leaves such a field out while it holds that value, so the ids and directories of the earlier runs stay valid
@@ -19,9 +28,10 @@ HASH_NEUTRAL = {"model.arch": "decoder", "train.activation_checkpointing": False
                 "train.weight_decay_on": "matrices", "diagnostics.end_of_run_budget": 0.25,
                 "diagnostics.layer_skip_budgeted": True}
 
-# until 2026-11-26: a field whose "nothing" is a word (`config.Word`: `off`, `process`, `all`) was written as this
-# number. A stored config's number reads as the word (`config.upgrade_stored`), and a run's id hashes the number,
-# as its run was registered under it; a number a user types for the word is refused
+# until 2026-11-26 (schema 0): a field whose "nothing" is a word (`config.Word`: `off`, `process`, `all`) was
+# written as this number. A stored config's number reads as the word (`config.upgrade_stored`), and a run's id
+# hashes the number, as its run was registered under it; a number a user types for the word is refused
+WORD_WAS_NUMBER_BEFORE = 1
 WORD_WAS_NUMBER = {"train.grad_clip": 0.0, "train.threads": 0, "train.untrained_margin": 0.0,
                    "train.plateau_stop": 0.0, "diagnostics.interval": 0, "diagnostics.layer_skip_most": 0}
 
@@ -35,11 +45,21 @@ HASH_MEANING_CHANGED = {"model.init": ("gpt2", "gpt2 (linears sigma*sqrt(768/d),
 # its base)
 UNPINNED = {"train.seed", "model.vocab_size"}
 
-# preset fields of an older normlab that became claims' knobs: each field's (claim, knob); the frontier's dict's
-# keys likewise (`presets.stored_preset` moves them)
+# preset fields of an older normlab (schema 0) that became claims' knobs: each field's (claim, knob); the
+# frontier's dict's keys likewise (`presets.stored_preset` moves them)
 MOVED_PRESET_FIELDS = {"stress_lrs": ("C14", "stress_lrs"), "deep_depths": ("C8", "depths"),
                        "deep_base": ("C8", "base"), "finetune": ("C7", "finetune"),
                        "init_seeds": ("C2", "init_seeds"), "timing_repeats": ("C10", "repeats")}
 MOVED_FRONTIER_FIELDS = {"ngpt_fractions": ("F1", "fractions"), "long_steps": ("F2", "long_steps"),
                          "qk_lrs": ("F7", "lrs"), "keel_depth": ("F8", "depth"), "keel_lrs": ("F8", "lrs"),
                          "keel_cell": ("F8", "cell")}
+
+
+
+def newer_schema(version: int, where: str) -> str | None:
+    """Why `where`, stored under schema `version`, cannot be read (None: it can): a newer normlab wrote it, and
+    this one would read its fields as they meant before."""
+    if version <= SCHEMA_VERSION:
+        return None
+    return (f"{where} was written by a newer normlab (schema {version}); this normlab reads schemas 0 to "
+            f"{SCHEMA_VERSION}: upgrade normlab to read it; nothing was changed")

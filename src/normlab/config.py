@@ -265,11 +265,11 @@ def config_hash(data: dict[str, Any]) -> str:
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None,
-                stored: bool = False) -> RunConfig:
-    """Read a TOML config (or start from the defaults) and apply `key=value` overrides. `stored`: the file is
-    one normlab wrote (a run directory's config.toml: `normlab.rundir.read_config_file` tells), read with an
-    older normlab's spellings upgraded (`upgrade_stored`) and as it trained; the overrides are held to today's,
-    and a stored file they change is checked as a new config (`check_given`)."""
+                stored: int | None = None) -> RunConfig:
+    """Read a TOML config (or start from the defaults) and apply `key=value` overrides. `stored`: the schema the
+    file was written under, where normlab wrote it (a run directory's config.toml: `normlab.rundir.read_config_file`
+    tells), read with an older normlab's spellings upgraded (`upgrade_stored`) and as it trained; the overrides are
+    held to today's, and a stored file they change is checked as a new config (`check_given`)."""
     raw: dict[str, Any] = {}
     if path is not None:
         p = Path(path)
@@ -279,12 +279,12 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
             raw = tomllib.loads(p.read_text("utf-8"))
         except tomllib.TOMLDecodeError as e:
             raise ConfigError(f"config file {str(p)!r} is not valid TOML: {e}") from None
-        if stored:
-            raw = upgrade_stored(raw)
+        if stored is not None:
+            raw = upgrade_stored(raw, stored)
     for item in overrides or []:
         apply_override(raw, item)
     config = validate_config(raw)
-    return config if stored and not overrides else check_given(config)
+    return config if stored is not None and not overrides else check_given(config)
 
 
 def check_given(config: RunConfig, where: str = "") -> RunConfig:
@@ -299,11 +299,14 @@ def check_given(config: RunConfig, where: str = "") -> RunConfig:
     return config
 
 
-def upgrade_stored(raw: dict[str, Any]) -> dict[str, Any]:
-    """A config normlab wrote (a run directory's config.toml, a study ledger's row) with the numbers an older
-    normlab wrote for the words (`compat.WORD_WAS_NUMBER`) read as those words; a copy where one changes. Only for
-    what normlab itself stored: a config a user types is held to today's spelling."""
+def upgrade_stored(raw: dict[str, Any], schema: int = 0) -> dict[str, Any]:
+    """A config normlab wrote under `schema` (a run directory's config.toml, a study ledger's row; 0: before
+    schemas were recorded) with the numbers an older normlab wrote for the words (`compat.WORD_WAS_NUMBER`) read as
+    those words; a copy where one changes. Only for what normlab itself stored: a config a user types is held to
+    today's spelling."""
     out = raw
+    if schema >= compat.WORD_WAS_NUMBER_BEFORE:
+        return out
     for dotted, word in WORDS.items():
         section, key = dotted.split(".")
         value = raw.get(section, {}).get(key) if isinstance(raw.get(section), dict) else None

@@ -323,3 +323,22 @@ def test_bench_scheme_all_lists_every_scheme(monkeypatch):
     result = runner.invoke(cli.app, ["bench", "--scheme", "all", "--quick", "--only", "steps"])
     assert result.exit_code == 0, result.output
     assert seen["schemes"] == tuple(SCHEMES.names()) and len(seen["schemes"]) == len(SCHEMES) == 15
+
+
+def test_a_run_directory_records_its_schema_and_one_a_newer_normlab_wrote_is_refused(tmp_path):
+    """The marker holds the schema the run was written under; its config is read as that schema wrote it, and a
+    newer one is refused before any of it is read, nothing changed."""
+    from normlab.compat import SCHEMA_VERSION
+    from normlab.config import ConfigError, validate_config
+    from normlab.rundir.layout import MARKER
+
+    run = RunDir(tmp_path / "run")
+    run.create()
+    run.write_config(validate_config({}))
+    assert run.schema() == SCHEMA_VERSION and run.read_config() == validate_config({})
+    marker = run.read_json(MARKER)
+    run.write_json(MARKER, {**marker, "schema": SCHEMA_VERSION + 1})
+    with pytest.raises(ConfigError, match=rf"run directory .* newer normlab \(schema {SCHEMA_VERSION + 1}\)"):
+        run.read_config()
+    run.write_json(MARKER, {k: v for k, v in marker.items() if k != "schema"})
+    assert run.schema() == 0  # a run from before schemas were recorded

@@ -85,6 +85,41 @@ def test_a_ledger_without_lease_columns_is_migrated(tmp_path):
     assert {"owner_host", "owner_start", "heartbeat"} <= columns
     assert reg.claim_next(os.getpid())[0] == "a" and reg.rows()[0]["owner_host"] == socket.gethostname()
     Ledger(tmp_path)  # opening it again: nothing left to migrate
+    assert reg.schema == 0  # made before schemas were recorded: its rows are read as schema 0 wrote them
+
+
+def test_a_ledger_records_its_schema_and_one_a_newer_normlab_made_is_refused(tmp_path):
+    from normlab.compat import SCHEMA_VERSION
+
+    assert Ledger(tmp_path / "new").schema == SCHEMA_VERSION == Ledger(tmp_path / "new").schema
+    db = sqlite3.connect(tmp_path / "new" / "study.sqlite")
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.commit()
+    db.close()
+    with pytest.raises(ConfigError, match=rf"written by a newer normlab \(schema {SCHEMA_VERSION + 1}\); this "
+                                          rf"normlab reads schemas 0 to {SCHEMA_VERSION}"):
+        Ledger(tmp_path / "new")
+
+
+def test_a_stored_number_for_a_word_is_read_as_the_word_only_under_the_schema_that_wrote_it(tmp_path):
+    """Schema 0 wrote `train.grad_clip = 0` for `off`; a worker claims it in today's spelling. Schema 1 writes
+    words as words, so nothing there is rewritten."""
+    from normlab.config import validate_config
+    from normlab.study.jobs import claim_jobs
+
+    stored = validate_config({}).to_dict()
+    stored["train"]["grad_clip"] = 0.0
+    old = Ledger(tmp_path / "old")
+    with old._tx() as db:
+        db.execute("PRAGMA user_version = 0")
+    old.schema = 0
+    old.add_runs([("a", stored)])
+    [(_, config)] = claim_jobs(old, os.getpid(), ["a"], stack_runs=True)
+    assert config["train"]["grad_clip"] == "off"
+    new = Ledger(tmp_path / "new")
+    new.add_runs([("a", stored)])
+    [(_, config)] = claim_jobs(new, os.getpid(), ["a"], stack_runs=False)
+    assert config["train"]["grad_clip"] == 0.0  # schema 1 never wrote it: today's config would refuse it
 
 
 def test_failed_runs_come_with_their_reasons(tmp_path):

@@ -19,11 +19,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from normlab.version import __version__
+from normlab.compat import SCHEMA_VERSION, newer_schema
 from normlab.config import ConfigError, RunConfig, load_config
 from normlab.jsonsafe import json_safe
 from normlab.rundir import checkpoint
 from normlab.rundir.lock import LOCK_NAME
+from normlab.version import __version__
 
 STATUSES = ("running", "completed", "diverged", "failed", "interrupted")  # interrupted: Ctrl-C; resumable
 MARKER = ".normlab-run"
@@ -82,7 +83,7 @@ class RunDir:
             raise RunDirError(f"{str(self.path)!r} is not empty and is not a normlab run directory "
                               f"(it holds {', '.join(foreign[:5])}{' …' if len(foreign) > 5 else ''}); "
                               "choose a new or empty directory; nothing was deleted or written")
-        self.write_json(MARKER, {"normlab": __version__, "created": time.time()})
+        self.write_json(MARKER, {"normlab": __version__, "schema": SCHEMA_VERSION, "created": time.time()})
 
     def clear(self) -> None:
         """Delete what normlab wrote here (for --fresh); refuse, touching nothing, if anything else is here."""
@@ -103,11 +104,24 @@ class RunDir:
     def write_config(self, cfg: RunConfig) -> None:
         _atomic_write(self.config_path, lambda p: p.write_text(cfg.to_toml(), "utf-8"))
 
+    def schema(self) -> int:
+        """The schema this run directory was written under (`compat.SCHEMA_VERSION`; 0: before it was recorded),
+        refused where a newer normlab wrote it."""
+        try:
+            version = int(self.read_json(MARKER).get("schema", 0))
+        except (OSError, ValueError, AttributeError):
+            version = 0  # a run directory from before the marker, or one whose marker is unreadable
+        why = newer_schema(version, f"run directory {str(self.path)!r}")
+        if why:
+            raise ConfigError(why)
+        return version
+
     def read_config(self) -> RunConfig:
         """The config the run was started with, as normlab wrote it (an older normlab's spellings read as
         today's: `upgrade_stored`)."""
+        schema = self.schema()
         try:
-            return load_config(self.config_path, stored=True)
+            return load_config(self.config_path, stored=schema)
         except ConfigError as e:
             raise ConfigError(f"{self.config_path}: the run's config cannot be read ({e}); "
                               "restore it, or start over with --fresh") from None
@@ -196,7 +210,8 @@ def read_config_file(path: str | Path | None, overrides: list[str] | None = None
     if path is None:
         return load_config(None, overrides)
     p = Path(path)
-    return load_config(p, overrides, stored=p.name == "config.toml" and RunDir(p.parent).is_normlab_made())
+    run = RunDir(p.parent)
+    return load_config(p, overrides, stored=run.schema() if p.name == "config.toml" and run.is_normlab_made() else None)
 
 
 def _own(p: Path) -> bool:

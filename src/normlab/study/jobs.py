@@ -10,7 +10,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from normlab.config import config_hash
+from normlab.config import config_hash, upgrade_stored
 from normlab.study.records import record_from_run_dir
 from normlab.study.ledger import Ledger, settled
 
@@ -39,14 +39,15 @@ def group_limit(config: dict[str, Any], budget_bytes: float = GROUP_MEMORY_BYTES
 
 @functools.lru_cache(maxsize=4096)
 def _config_of_json(config_json: str):
-    from normlab.config import upgrade_stored, validate_config
+    from normlab.config import validate_config
 
-    return validate_config(upgrade_stored(json.loads(config_json)))
+    return validate_config(json.loads(config_json))
 
 
 def run_config(config: dict[str, Any]):
-    """A registered run's config as a RunConfig, validated once per process: a worker groups the pending runs it
-    scans by their configs, then trains the ones it claimed from the same configs."""
+    """A registered run's config (as `claim_jobs` hands it on: in today's spelling) as a RunConfig, validated once
+    per process: a worker groups the pending runs it scans by their configs, then trains the ones it claimed from
+    the same configs."""
     return _config_of_json(json.dumps(config, sort_keys=True))
 
 
@@ -63,14 +64,15 @@ def is_stacked(jobs: list[tuple[str, dict[str, Any]]], stack_runs: bool) -> bool
 
 
 def claim_jobs(ledger: Ledger, owner: int, ids: list[str], stack_runs: bool) -> list[tuple[str, dict[str, Any]]]:
-    """The next runs to train together (up to `group_limit`), claimed for process `owner`; [] when none is left.
-    Without `stack_runs` each run is claimed alone, and no config is read to group it."""
-    if not stack_runs:
-        claimed = ledger.claim_group(owner, set(ids))
-    else:  # a run that trains alone groups with nobody: its own id is its key
-        claimed = ledger.claim_group(owner, set(ids), lambda config: group_of(config) or config_hash(config),
-                                       limit_of=group_limit)
-    return [(rid, relocated(ledger, config)) for rid, config in claimed]
+    """The next runs to train together (up to `group_limit`), claimed for process `owner`; [] when none is left:
+    their configs as the ledger's schema wrote them, read in today's spelling (`upgrade_stored`). Without
+    `stack_runs` each run is claimed alone, and no config is read to group it."""
+    def key(config: dict[str, Any]) -> str:  # a run that trains alone groups with nobody: its own id is its key
+        return group_of(upgrade_stored(config, ledger.schema)) or config_hash(config)
+
+    claimed = ledger.claim_group(owner, set(ids), key, group_limit) if stack_runs else \
+        ledger.claim_group(owner, set(ids))
+    return [(rid, relocated(ledger, upgrade_stored(config, ledger.schema))) for rid, config in claimed]
 
 
 def train_alone(cfg, out: str, events: str | None = None):

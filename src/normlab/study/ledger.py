@@ -4,6 +4,10 @@
     measurements(claim, value)          non-training measurements (timings, constants, causality)
     meta(key, value)                    the study's preset, claims, seeds
 
+SQLite's `user_version` holds the schema the ledger was created under (`compat.SCHEMA_VERSION`; 0: before it was
+recorded). Its rows are read as that schema wrote them (`config.upgrade_stored`), and a ledger a newer normlab
+created is refused.
+
 Run ids are hashes of their resolved configs, so adding a run twice is a no-op. A run is
 claimed in one `BEGIN IMMEDIATE` transaction (one writer at a time), so two `normlab study`
 processes on one directory never train the same run.
@@ -27,6 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from normlab.compat import SCHEMA_VERSION, newer_schema
 from normlab.config import ConfigError
 from normlab.study.records import RunRecord
 from normlab.study.validation import validated
@@ -124,6 +129,13 @@ class Ledger:
             if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":  # set once; later opens need no lock
                 db.execute("PRAGMA journal_mode=WAL")  # readers do not block the writer
             db.execute("BEGIN IMMEDIATE")  # two processes opening an old ledger: one migrates, one waits
+            new = db.execute("SELECT name FROM sqlite_master WHERE name = 'runs'").fetchone() is None
+            if new:
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self.schema = db.execute("PRAGMA user_version").fetchone()[0]
+            why = newer_schema(self.schema, f"study ledger {str(self.path)!r}")
+            if why:
+                raise ConfigError(why)
             for statement in filter(str.strip, SCHEMA.split(";")):
                 db.execute(statement)
             have = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
