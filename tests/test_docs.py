@@ -83,10 +83,10 @@ def test_the_schemes_page_has_a_row_for_every_scheme_and_normalizer_and_no_other
 def test_the_schemes_page_says_which_schemes_an_architecture_refuses():
     text = DOCS["schemes.md"]
     line = re.search(r"^- in an encoder–decoder: (.+?)\(", text, re.M).group(1)
-    refused = {name for name, s in SCHEMES.items() if "encoder-decoder" in getattr(s, "undefined_architectures", {})}
+    refused = {name for name, s in SCHEMES.items() if "encoder-decoder" in s.facts.undefined_architectures}
     assert set(re.findall(r"`(\w+)`", line)) == refused
     line = re.search(r"^- with `none`: (.+?)\(", text, re.M).group(1)
-    assert set(re.findall(r"`(\w+)`", line)) == {n for n, s in SCHEMES.items() if "none" in s.incompatible_norms}
+    assert set(re.findall(r"`(\w+)`", line)) == {n for n, s in SCHEMES.items() if "none" in s.facts.incompatible_norms}
 
 
 def test_every_claim_has_its_statement_in_docs_claims():

@@ -1,4 +1,4 @@
-"""Every path that goes over the registered schemes × normalizers honours what a scheme fixes (`Scheme.requires`):
+"""Every path that goes over the registered schemes × normalizers honours what a scheme fixes (`Facts.requires`):
 it fills the fixed settings in, or skips the pair and says why. `normlab bench --scheme all` once failed on nGPT
 with a pydantic error (the bench set norm = 'rmsnorm', which nGPT refuses).
 
@@ -6,6 +6,7 @@ Each path runs over every scheme × normalizer at tiny sizes; then a toy scheme 
 and a setting the paths choose themselves (bias) is registered, every path is run with it, and it is taken out."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 
@@ -34,8 +35,8 @@ class Toy(PreLN):
     """Pre-LN as an imaginary paper trains it: RMSNorm only, and biases (which the step bench leaves out)."""
 
     label = "Toy"
-    requires = {"norm": ("rmsnorm", "the toy paper normalizes with RMSNorm"),
-                "bias": (True, "the toy paper's projections have biases")}
+    facts = dataclasses.replace(PreLN.facts, requires={"norm": ("rmsnorm", "the toy paper normalizes with RMSNorm"),
+                                                       "bias": (True, "the toy paper's projections have biases")})
 
 
 @pytest.fixture
@@ -86,7 +87,7 @@ def schemes_path():
     rows = {r["name"]: r for r in json.loads(CliRunner().invoke(app, ["schemes", "--json"]).stdout)["schemes"]}
     assert list(rows) == SCHEMES.names()
     for name, scheme in SCHEMES.items():
-        assert {k: (v["value"], v["why"]) for k, v in rows[name]["requires"].items()} == scheme.requires
+        assert {k: (v["value"], v["why"]) for k, v in rows[name]["requires"].items()} == scheme.facts.requires
         refused = {n for n in NORMS.names() if scheme.fit({"norm": n}, axes=("norm",))[0] is None}
         assert set(rows[name]["incompatible_norms"]) == refused
     return rows
@@ -160,7 +161,7 @@ def robustness_path():
         recipe = other_init(preset.base[INIT_KEY])
         for overrides in (run, {**run, **reruns}, {**run, INIT_KEY: recipe}):
             cfg = build_config(preset, overrides, 0)
-            assert all(getattr(cfg.model, k) == v for k, (v, _) in SCHEMES.get(scheme).requires.items())
+            assert all(getattr(cfg.model, k) == v for k, (v, _) in SCHEMES.get(scheme).facts.requires.items())
 
 
 def test_the_robustness_and_init_passes_rerun_every_scheme_as_fitted():

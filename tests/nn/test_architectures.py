@@ -68,7 +68,7 @@ def test_every_scheme_and_normalizer_builds_and_trains_in_every_architecture(arc
 
 def undefined(scheme: str, arch: str) -> str | None:
     """Why `scheme` is refused in `arch` (its paper does not define it there), or None."""
-    return SCHEMES.get(scheme).undefined_architectures.get(ARCHITECTURES[arch])
+    return SCHEMES.get(scheme).facts.undefined_architectures.get(ARCHITECTURES[arch])
 
 
 def test_the_refused_architectures_are_the_declared_ones():

@@ -616,8 +616,9 @@ def test_every_scheme_carries_its_display_facts_and_the_report_reads_them_from_i
     from normlab.study.claims.stability import SCHEME_NAMES
 
     schemes = dict(SCHEMES.items())
-    assert all(s.label and s.color.startswith("#") for s in schemes.values())
-    assert len({s.color for s in schemes.values()}) == len(schemes)  # one colour each, no two alike
-    assert plots.SCHEME_COLORS == {n: s.color for n, s in schemes.items()} and plots.SCHEME_COLORS["post"] == "#d62728"
+    assert all(s.label and s.facts.color.startswith("#") for s in schemes.values())
+    assert len({s.facts.color for s in schemes.values()}) == len(schemes)  # one colour each, no two alike
+    assert plots.SCHEME_COLORS == {n: s.facts.color for n, s in schemes.items()}
+    assert plots.SCHEME_COLORS["post"] == "#d62728"
     assert general.SCHEME_ORDER == list(schemes) and general.SCHEME_ORDER[:2] == ["post", "pre"]
     assert SCHEME_NAMES["residual"] == "ResiDual" and SCHEME_NAMES["peri"] == "Peri-LN"

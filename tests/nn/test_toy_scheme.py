@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import normlab
 from normlab.cli import app
 from normlab.diagnostics.structure import detect_placement
-from normlab.nn.schemes import SCHEMES, BlockLayout, Layout, Residual, Scheme
+from normlab.nn.schemes import SCHEMES, BlockLayout, Facts, Layout, Residual, Scheme
 from normlab.train import train
 from tests import test_docs as docs
 from tests.conftest import tiny_config
@@ -32,9 +32,10 @@ class Toy(Scheme):
                         └────────────────────────────────┘
     """
 
-    label, color = "Toy", "#000000"
     name, formula, paper = "toy", "x ← x + Attn(Norm(x)); x ← x + Norm(MLP(Norm(x)/2)); final Norm", "none (a test)"
-    layout = Layout(BlockLayout(sum_norm=False, input_norm=True, branch_norm=True))  # Pre-LN's, and a branch norm
+    label = "Toy"
+    facts = Facts(color="#000000",  # Pre-LN's layout, and a branch norm
+                  layout=Layout(BlockLayout(sum_norm=False, input_norm=True, branch_norm=True)))
 
     def residual(self, sublayer, layer, make_norm, role):
         if role == "mlp":

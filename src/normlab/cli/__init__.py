@@ -144,8 +144,8 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
                     "incompatible_norms": {n: c.norm_refusal(n) for n in NORMS.names() if c.norm_refusal(n)},
                     # what the scheme's paper fixes: a config that leaves it unset gets it, one that sets another
                     # value is refused
-                    "requires": {key: {"value": value, "why": why} for key, (value, why) in c.requires.items()},
-                    "undefined_architectures": dict(c.undefined_architectures)}
+                    "requires": {key: {"value": value, "why": why} for key, (value, why) in c.facts.requires.items()},
+                    "undefined_architectures": dict(c.facts.undefined_architectures)}
                    for n, c in SCHEMES.items()]
     norm_rows = [{"name": n, "formula": c.formula, "paper": c.paper, "options": dict(c.OPTIONS)}
                  for n, c in NORMS.items()]
@@ -434,7 +434,7 @@ def bench(
     for table in tables(result):
         console.print(table)
     for note in result.get("scheme_notes", []):  # what a scheme's paper fixes: a pair skipped, or a setting filled in
-        own = SCHEMES.get(note["scheme"]).requires.get("norm")
+        own = SCHEMES.get(note["scheme"]).facts.requires.get("norm")
         hint = f" (--scheme {note['scheme']} --norm {own[0]} times it)" if note["skipped"] and own else ""
         console.print(f"{'skipped' if note['skipped'] else 'note'} {note['scheme']}/{note['norm']}: "
                       f"{escape(note['why'])}{hint}", highlight=False)

@@ -57,7 +57,7 @@ def _missing_final_norm(model: GPT) -> list[Finding]:
 
 
 def _degenerate(model: GPT) -> list[Finding]:
-    reason = model.scheme.degenerate_norms.get(model.cfg.norm)
+    reason = model.scheme.facts.degenerate_norms.get(model.cfg.norm)
     if reason:
         return [Finding("warning", "degenerate-combination", f"{model.cfg.scheme} × {model.cfg.norm}", reason,
                         "compare against scheme 'pre' with norm 'none' as the no-norm control")]

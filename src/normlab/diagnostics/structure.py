@@ -8,7 +8,7 @@
   sub-layers (its direct children with weights). By tensor identity it sees, per layer, which
   norms read the layer's input x, whether the layer's output *is* a norm's output, which norms
   read a sub-layer's output, and whether the sub-layers read x side by side. Each scheme declares
-  what its norms look like (`Scheme.layout`, a `BlockLayout` per block and what the stack adds: an
+  what its norms look like (`Facts.layout`, a `BlockLayout` per block and what the stack adds: an
   embedding norm, a special first block, Mix-LN's lower blocks); a layer is named after the block
   layout it fits, the stack after the scheme whose layout it fits, and a layer none fits is
   `unrecognised`, with what was seen. A norm after the last layer is the final norm. DeepNorm, Admin
@@ -161,8 +161,8 @@ def layouts() -> dict[Layout, str]:
     diagnose` reports for a model of each scheme (DeepNorm declares Post-LN's layout: "post")."""
     named: dict[Layout, str] = {}
     for name, scheme in SCHEMES.items():
-        if scheme.layout is not None:
-            named.setdefault(scheme.layout, name)
+        if scheme.facts.layout is not None:
+            named.setdefault(scheme.facts.layout, name)
     return named
 
 

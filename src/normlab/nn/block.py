@@ -59,7 +59,7 @@ class Block(nn.Module):
         d_ff = cfg.resolved_d_ff()
         inner = norm_factory(cfg, cfg.d_model) if scheme.inner_norms else lambda: None
         mlp_inner = norm_factory(cfg, d_ff)() if scheme.inner_norms else None
-        if scheme.on_sphere:  # its sub-layers carry the scaling vectors (`requires`: rope, swiglu)
+        if scheme.on_sphere:  # its sub-layers carry the scaling vectors (`facts.requires`: rope, swiglu)
             attention = SphereAttention(cfg.d_model, cfg.n_head, cfg.dropout, norm_factory(cfg, cfg.head_dim)(),
                                         causal, n_kv_head=cfg.n_kv_head, head_dim=cfg.d_head,
                                         rotary=Rotary(cfg.head_dim, cfg.rope_theta, cfg.rope_fraction))

@@ -128,10 +128,10 @@ class ModelConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _scheme_requires(cls, data):
-        """The settings the scheme's paper fixes (`Scheme.requires`: nGPT's rope, swiglu, l2), where the config
+        """The settings the scheme's paper fixes (`Facts.requires`: nGPT's rope, swiglu, l2), where the config
         leaves them unset; a config that sets another value is refused in `_check`."""
         if isinstance(data, dict) and data.get("scheme", "pre") in SCHEMES:
-            for key, (value, _) in SCHEMES.get(data.get("scheme", "pre")).requires.items():
+            for key, (value, _) in SCHEMES.get(data.get("scheme", "pre")).facts.requires.items():
                 data = {key: value, **data}
         return data
 
@@ -157,13 +157,13 @@ class ModelConfig(BaseModel):
             raise ValueError(f"n_dec_layer ({self.n_dec_layer}) is for arch = 'encoder-decoder'; this model is "
                              f"arch = {self.arch!r}")
         check_options("normalizer", self.norm, self.norm_options, norm_cls.OPTIONS)
-        if self.final_norm is False and scheme_cls.final_norm_required:
+        if self.final_norm is False and scheme_cls.facts.final_norm_required:
             raise ValueError(f"scheme {self.scheme!r} needs its final module (final_norm = false is refused): "
-                             f"{scheme_cls.final_norm_required}")
+                             f"{scheme_cls.facts.final_norm_required}")
         reason = scheme_cls.norm_refusal(self.norm)
         if reason:
             raise ValueError(f"scheme {self.scheme!r} cannot be used with normalizer {self.norm!r}: {reason}")
-        for key, (value, why) in scheme_cls.requires.items():
+        for key, (value, why) in scheme_cls.facts.requires.items():
             if getattr(self, key) != value:
                 raise ValueError(f"scheme {self.scheme!r} needs {key} = {value!r} (got {getattr(self, key)!r}): "
                                  f"{why}; leave {key} unset and the scheme sets it")
@@ -203,7 +203,7 @@ class ModelConfig(BaseModel):
         learned positions and a plain projection only."""
         return (self.positions == "learned" and not self.head_transform and not self.head_bias
                 and self.logit_softcap is None and self.embed_scale is None and not self.learned_embed_scale
-                and not self.embed_scale_positions and SCHEMES.get(self.scheme).stackable)
+                and not self.embed_scale_positions and SCHEMES.get(self.scheme).facts.stackable)
 
     def stacks(self) -> dict[str, "Stack"]:
         """The model's stacks ("encoder", "decoder") and what each scheme instance needs to know of them."""

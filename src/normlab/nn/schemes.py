@@ -1,11 +1,13 @@
 """Normalization placement schemes, looked up by name in `SCHEMES`.
 
-Every scheme is one class. It owns everything that belongs to it: which norm
-slots a sub-layer gets, the residual multiplier α, the init gains, whether
-there is a final norm (and an embedding norm), and which normalizers it cannot
-be combined with, and how `normlab diagnose` recognises it (`layout`). The block
-and the trainer only ever call `scheme.residual()`, telling it which sub-layer
-it wraps, and `scheme.init_gains()`.
+Every scheme is one class, its maths: which norm slots a sub-layer gets, the
+residual multiplier α, the init gains, whether there is a final norm (and an
+embedding norm). What others read of it is a small `Facts` object beside it:
+the report's colour, how `normlab diagnose` recognises it (`layout`), and the
+config's rules (which normalizers and architectures it refuses, the settings
+its paper fixes, whether it stacks). The block and the trainer only ever call
+`scheme.residual()`, telling it which sub-layer it wraps, and
+`scheme.init_gains()`.
 
 All schemes are special cases of one residual wrapper (`Residual`):
 
@@ -16,7 +18,7 @@ with absent slots being identities and α = s = 1 unless a scheme says otherwise
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, ClassVar, Literal
 
 import torch
@@ -156,60 +158,72 @@ class Stack:
                 "n_decoder": self.n_decoder}
 
 
+NO_NORM_COLLAPSES = {"none": "with norm 'none' nothing is normalized: the placement no longer matters and the model "
+                             "is the un-normalized control under another name"}
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a scheme's maths leaves to others, as data each reader takes on its own floor: the report's colour,
+    how `normlab diagnose` recognises it, and what a config may combine it with (nn/config.py, config.py, the
+    stacked trainer)."""
+
+    color: str = "#7f7f7f"
+    """Its colour in every plot of the report, so one scheme looks the same in all of them."""
+    layout: Layout | None = None
+    """What its norms look like around the sub-layers: how `normlab diagnose` recognises it."""
+    requires: dict[str, tuple[object, str]] = field(default_factory=dict)
+    """model setting -> (the value the scheme's paper fixes, why): a config that leaves the setting unset gets
+    the value; one that sets another is refused in one line naming both."""
+    incompatible_norms: dict[str, str] = field(default_factory=dict)
+    """normalizer name -> why the combination is refused"""
+    degenerate_norms: dict[str, str] = field(default_factory=lambda: dict(NO_NORM_COLLAPSES))
+    """normalizer name -> why the combination is allowed but collapses into another model (`normlab check`)"""
+    undefined_architectures: dict[str, str] = field(default_factory=dict)
+    """architecture (encoder-only, decoder-only, encoder-decoder) -> why the scheme is refused there (its paper
+    does not define it)"""
+    final_norm_required: str | None = None
+    """Why `final_norm = false` is refused, if it is (the final module is part of the scheme's formula)."""
+    stackable: bool = True
+    """Whether normlab.nn.stacked can train many of its models as one (its parameters live in Linear,
+    Embedding and Norm leaves only)."""
+    checkpointable: bool = True
+    """Whether a block can be recomputed in the backward pass (activation checkpointing): no state shared
+    between blocks within a forward pass."""
+
+
 class Scheme:
-    """Base class. Subclasses set the class attributes and override `residual`."""
+    """Base class: a scheme's maths. Subclasses set the class attributes and override `residual`; what others read
+    of it besides (colour, diagnose's layout, config rules) is its `facts`."""
 
     name: ClassVar[str] = ""
     formula: ClassVar[str] = ""
     paper: ClassVar[str] = ""
     label: ClassVar[str] = ""
     """How a reader names it (`Post-LN`): summaries and legends. Its place in lists is its registration order."""
-    color: ClassVar[str] = "#7f7f7f"
-    """Its colour in every plot of the report, so one scheme looks the same in all of them."""
     final_norm: ClassVar[bool] = True
     """Default: a norm before the output head."""
     embed_norm: ClassVar[bool] = False
     """A norm on the embedding output, before the first block."""
     inner_norms: ClassVar[bool] = False
     """Norms inside the sub-layers (before attention's output projection, after the FFN activation)."""
-    incompatible_norms: ClassVar[dict[str, str]] = {}
-    """normalizer name -> why the combination is refused"""
-    degenerate_norms: ClassVar[dict[str, str]] = {
-        "none": "with norm 'none' nothing is normalized: the placement no longer matters and the model "
-                "is the un-normalized control under another name"}
-    """normalizer name -> why the combination is allowed but collapses into another model (`normlab check`)"""
-    OPTIONS: ClassVar[dict[str, object]] = {}
-    """option name -> its default, whose type is the option's: a bool is a switch, a float a number.
-    `model.scheme_options` stores every value as a number (run ids hash it so), and `typed_options` reads a
-    switch's 1 or 0 back as true or false."""
-    stackable: ClassVar[bool] = True
-    """Whether normlab.nn.stacked can train many of its models as one (its parameters live in Linear,
-    Embedding and Norm leaves only)."""
-    checkpointable: ClassVar[bool] = True
-    """Whether a block can be recomputed in the backward pass (activation checkpointing): no state shared
-    between blocks within a forward pass."""
-    final_norm_required: ClassVar[str | None] = None
-    """Why `final_norm = false` is refused, if it is (the final module is part of the scheme's formula)."""
-    undefined_architectures: ClassVar[dict[str, str]] = {}
-    """architecture (encoder-only, decoder-only, encoder-decoder) -> why the scheme is refused there (its paper
-    does not define it)"""
     qkv_norm: ClassVar[bool] = False
     """q, k and v normalized per head inside self-attention (HybridNorm's QKV-norm), with the model's normalizer."""
     on_sphere: ClassVar[bool] = False
     """Hidden states, embeddings and weights on the unit sphere (nGPT): the block's attention and MLP carry nGPT's
     scaling vectors (`normlab.nn.sphere`), the head its logit scale, and `project` puts the weights back on the
     sphere after init and after every optimizer step."""
-    requires: ClassVar[dict[str, tuple[object, str]]] = {}
-    """model setting -> (the value the scheme's paper fixes, why): a config that leaves the setting unset gets
-    the value; one that sets another is refused in one line naming both."""
-    layout: ClassVar[Layout | None] = None
-    """What its norms look like around the sub-layers: how `normlab diagnose` recognises it."""
+    OPTIONS: ClassVar[dict[str, object]] = {}
+    """option name -> its default, whose type is the option's: a bool is a switch, a float a number.
+    `model.scheme_options` stores every value as a number (run ids hash it so), and `typed_options` reads a
+    switch's 1 or 0 back as true or false."""
+    facts: ClassVar[Facts] = Facts()
 
     def __init__(self, n_layer: int, stack: Stack | None = None, **options: float | bool):
         self.n_layer = n_layer
         self.stack = stack or Stack.decoder_only(n_layer)
         self.options = self.typed_options(options)
-        why = self.undefined_architectures.get(self.stack.architecture)
+        why = self.facts.undefined_architectures.get(self.stack.architecture)
         if why:
             article = "an" if self.stack.architecture.startswith("e") else "a"
             raise ValueError(f"scheme {self.name!r} is not defined for {article} {self.stack.architecture} model: "
@@ -232,11 +246,11 @@ class Scheme:
     @classmethod
     def norm_refusal(cls, norm: str) -> str | None:
         """Why the scheme cannot be used with normalizer `norm` (None: it can): the one its paper fixes
-        (`requires`), else `incompatible_norms`."""
-        required = cls.requires.get("norm")
+        (`Facts.requires`), else `Facts.incompatible_norms`."""
+        required = cls.facts.requires.get("norm")
         if required is not None and norm != required[0]:
             return f"it normalizes with {required[0]!r} only: {required[1]}"
-        return cls.incompatible_norms.get(norm)
+        return cls.facts.incompatible_norms.get(norm)
 
     @classmethod
     def fit(cls, settings: dict[str, object], axes: tuple[str, ...] = ()) -> tuple[dict[str, object] | None, str]:
@@ -249,10 +263,11 @@ class Scheme:
         refusal = cls.norm_refusal(norm) if isinstance(norm, str) else None
         if refusal:
             return None, f"scheme {cls.name!r} cannot be used with normalizer {norm!r}: {refusal}"
-        if arch in cls.undefined_architectures:
-            return None, f"scheme {cls.name!r} is not defined for {arch} models: {cls.undefined_architectures[arch]}"
+        undefined = cls.facts.undefined_architectures
+        if arch in undefined:
+            return None, f"scheme {cls.name!r} is not defined for {arch} models: {undefined[arch]}"
         fitted, replaced = dict(settings), []
-        for key, (value, why) in cls.requires.items():
+        for key, (value, why) in cls.facts.requires.items():
             if fitted.get(key, value) != value:
                 if key in axes:
                     return None, f"scheme {cls.name!r} needs {key} = {value!r} (not {fitted[key]!r}): {why}"
@@ -309,10 +324,12 @@ class PostLN(Scheme):
             └───────┘
     """
 
-    label, color = "Post-LN", "#d62728"
+    label = "Post-LN"
     name, formula, paper = "post", "x ← Norm(x + F(x))", "arXiv 1706.03762"
     final_norm = False
-    layout = Layout(BlockLayout(sum_norm=True, input_norm=False, branch_norm=False))
+    facts = Facts(
+        color="#d62728",
+        layout=Layout(BlockLayout(sum_norm=True, input_norm=False, branch_norm=False)))
 
     def residual(self, sublayer, layer, make_norm, role):
         return Residual(sublayer, post_norm=make_norm())
@@ -326,10 +343,12 @@ class PreLN(Scheme):
             └───────────────┘
     """
 
-    label, color = "Pre-LN", "#1f77b4"
+    label = "Pre-LN"
     name, formula, paper = "pre", "x ← x + F(Norm(x)); final Norm", "arXiv 2002.04745"
-    degenerate_norms = {}  # pre + none is *the* no-norm control
-    layout = Layout(BlockLayout(sum_norm=False, input_norm=True))  # sandwich, Sub-LN, parallel blocks fit it too
+    facts = Facts(
+        color="#1f77b4",
+        layout=Layout(BlockLayout(sum_norm=False, input_norm=True)),  # sandwich, Sub-LN, parallel blocks fit it too
+        degenerate_norms={})  # pre + none is *the* no-norm control
 
     def residual(self, sublayer, layer, make_norm, role):
         return Residual(sublayer, in_norm=make_norm())
@@ -345,9 +364,11 @@ class SandwichLN(Scheme):
     Same block as Peri-LN; CogView leaves the embedding un-normalized.
     """
 
-    label, color = "Sandwich-LN", "#9467bd"
+    label = "Sandwich-LN"
     name, formula, paper = "sandwich", "x ← x + Norm(F(Norm(x))); final Norm", "arXiv 2105.13290"
-    layout = Layout(BlockLayout(sum_norm=False, input_norm=True, inner_norm=False, side_by_side=False, min_norms=4))
+    facts = Facts(
+        color="#9467bd",
+        layout=Layout(BlockLayout(sum_norm=False, input_norm=True, inner_norm=False, side_by_side=False, min_norms=4)))
 
     def residual(self, sublayer, layer, make_norm, role):
         return Residual(sublayer, in_norm=make_norm(), out_norm=make_norm())
@@ -364,10 +385,13 @@ class PeriLN(SandwichLN):
     before the first block, which CogView's Sandwich-LN does not.
     """
 
-    label, color = "Peri-LN", "#2ca02c"
+    label = "Peri-LN"
     name, formula, paper = "peri", "x ← x + Norm(F(Norm(x))); Norm on embeddings; final Norm", "arXiv 2502.02732"
     embed_norm = True
-    layout = Layout(SandwichLN.layout.block, embed_norm=True)
+    facts = replace(
+        SandwichLN.facts,
+        color="#2ca02c",
+        layout=Layout(SandwichLN.facts.layout.block, embed_norm=True))
 
 
 def deepnorm_constants(architecture: str, n_encoder: int = 0, n_decoder: int = 0) -> dict[str, dict[str, float]]:
@@ -412,12 +436,15 @@ class DeepNorm(Scheme):
     query and key keep gain 1. No final norm (it is Post-LN with an up-weighted residual).
     """
 
-    label, color = "DeepNorm", "#ff7f0e"
+    label = "DeepNorm"
     name, formula, paper = ("deepnorm", "x ← Norm(α·x + F(x)); α, β per architecture (decoder-only: α=(2L)^¼, "
                                         "init gain β=(8L)^−¼)", "arXiv 2203.00555")
     final_norm = False
-    incompatible_norms = {"none": "α > 1 multiplies the residual every sub-layer; without a norm it grows as α^(2L)"}
-    layout = PostLN.layout  # α is not visible in the structure
+    facts = Facts(
+        color="#ff7f0e",
+        layout=PostLN.facts.layout,  # α is not visible in the structure
+        incompatible_norms={"none": "α > 1 multiplies the residual every sub-layer; without a norm it grows as "
+                                    "α^(2L)"})
 
     @property
     def constants(self) -> dict[str, float]:
@@ -449,10 +476,12 @@ class MixLN(Scheme):
     Option `mix_ratio` ρ (default 0.25).
     """
 
-    label, color = "Mix-LN", "#8c564b"
+    label = "Mix-LN"
     name, formula, paper = "mix", "Post-LN in blocks < ⌊ρL⌋, Pre-LN after; final Norm", "arXiv 2412.13795"
     OPTIONS = {"mix_ratio": 0.25}
-    layout = Layout(PreLN.layout.block, lower_blocks=PostLN.layout.block)
+    facts = Facts(
+        color="#8c564b",
+        layout=Layout(PreLN.facts.layout.block, lower_blocks=PostLN.facts.layout.block))
 
     def __init__(self, n_layer: int, stack: Stack | None = None, **options: float | bool):
         super().__init__(n_layer, stack, **options)
@@ -480,10 +509,13 @@ class LayerNormScaling(PreLN):
             └────────────────────────┘
     """
 
-    label, color = "LayerNorm Scaling", "#e377c2"
+    label = "LayerNorm Scaling"
     name, formula, paper = "lns", "x ← x + F(Norm(x)/√ℓ), ℓ = layer + 1; final Norm", "arXiv 2502.05795"
-    incompatible_norms = {"none": "LayerNorm Scaling scales a normalizer's output; with no normalizer there is none to scale"}
-    layout = PreLN.layout  # the 1/√ℓ is not visible in the structure: `normlab diagnose` reads it as Pre-LN
+    facts = replace(
+        PreLN.facts,  # its layout too: the 1/√ℓ is not visible in the structure, `normlab diagnose` reads Pre-LN
+        color="#e377c2",
+        incompatible_norms={"none": "LayerNorm Scaling scales a normalizer's output; with no normalizer there is "
+                                    "none to scale"})
 
     def residual(self, sublayer, layer, make_norm, role):
         return Residual(sublayer, in_norm=make_norm(), in_scale=1.0 / math.sqrt(layer + 1))
@@ -501,11 +533,14 @@ class SubLN(PreLN):
             └────────────────────────────┘
     """
 
-    label, color = "Sub-LN", "#17becf"
+    label = "Sub-LN"
     name, formula, paper = "subln", "x ← x + F(Norm(x)), F with an inner Norm; init γ=√(log 2L)", "arXiv 2210.06423"
     inner_norms = True
-    degenerate_norms = Scheme.degenerate_norms
-    layout = Layout(BlockLayout(sum_norm=False, input_norm=True, inner_norm=True))
+    facts = replace(
+        PreLN.facts,
+        color="#17becf",
+        layout=Layout(BlockLayout(sum_norm=False, input_norm=True, inner_norm=True)),
+        degenerate_norms=NO_NORM_COLLAPSES)
 
     @property
     def gamma(self) -> float:
@@ -545,14 +580,16 @@ class Admin(Scheme):
     ω₁ = √Var x₀ rather than 0. Not stackable by normlab.nn.stacked (ω lives on the residual).
     """
 
-    label, color = "Admin", "#bcbd22"
+    label = "Admin"
     name, formula, paper = "admin", "x ← Norm(ω⊙x + F(x)); ω_i = √(Var x₀ + Σ_{j<i} Var F_j) from a profiling pass", \
         "arXiv 2004.08249"
     final_norm = False
-    stackable = False
-    incompatible_norms = {"none": "Admin re-weights a Post-LN residual; without the norm ω only rescales an "
-                                  "unnormalized sum, which is no longer Admin"}
-    layout = PostLN.layout  # ω is not visible in the structure
+    facts = Facts(
+        color="#bcbd22",
+        layout=PostLN.facts.layout,  # ω is not visible in the structure
+        incompatible_norms={"none": "Admin re-weights a Post-LN residual; without the norm ω only rescales an "
+                                    "unnormalized sum, which is no longer Admin"},
+        stackable=False)
 
     def residual(self, sublayer, layer, make_norm, role):
         norm = make_norm()
@@ -608,14 +645,17 @@ class ResiDual(Scheme):
     adds to x_d: only its Post-LN path is removed. Not stackable by normlab.nn.stacked.
     """
 
-    label, color = "ResiDual", "#7f7f7f"
+    label = "ResiDual"
     name, formula, paper = "residual", "x_a ← Norm(x_a + F(x_a)); x_d ← x_d + F(x_a); y = x_a + Norm(x_d)", \
         "arXiv 2304.14802"
-    stackable = checkpointable = False
-    final_norm_required = "ResiDual's output x_a + Norm(x_d) is its final module; without it the dual stream is lost"
-    incompatible_norms = {"none": "ResiDual is defined by where its two norms sit; with no normalizer both streams are "
-                                  "the same un-normalized sum"}
-    layout = PostLN.layout  # the dual stream is no norm's input until the head, after the last block
+    facts = Facts(
+        color="#7f7f7f",
+        layout=PostLN.facts.layout,  # the dual stream is no norm's input until the head, after the last block
+        incompatible_norms={"none": "ResiDual is defined by where its two norms sit; with no normalizer both streams "
+                                    "are the same un-normalized sum"},
+        final_norm_required="ResiDual's output x_a + Norm(x_d) is its final module; without it the dual stream is lost",
+        stackable=False,
+        checkpointable=False)
 
     def __init__(self, n_layer: int, stack: Stack | None = None, **options: float | bool):
         super().__init__(n_layer, stack, **options)
@@ -678,9 +718,12 @@ class ReorderedNorm(Scheme):
             └───────────────┘
     """
 
-    label, color = "Reordered (OLMo 2)", "#393b79"
+    label = "Reordered (OLMo 2)"
     name, formula, paper = "reordered", "x ← x + Norm(F(x)); final Norm", "arXiv 2501.00656"
-    layout = Layout(BlockLayout(sum_norm=False, input_norm=False, only_branch_norms=True))  # Swin v2's res-post-norm too
+    facts = Facts(
+        color="#393b79",
+        # Swin v2's res-post-norm too
+        layout=Layout(BlockLayout(sum_norm=False, input_norm=False, only_branch_norms=True)))
 
     def residual(self, sublayer, layer, make_norm, role):
         return Residual(sublayer, out_norm=make_norm())
@@ -719,14 +762,16 @@ class Parallel(Scheme):
     puts cross-attention between the two sub-layers, a block none of these papers defines.
     """
 
-    label, color = "Parallel (GPT-J/PaLM)", "#637939"
+    label = "Parallel (GPT-J/PaLM)"
     name, formula, paper = ("parallel", "x ← x + Attn(Norm(x)) + MLP(Norm′(x)), Norm′ = Norm if shared; final Norm",
                             "arXiv 2204.02311")
     OPTIONS = {"shared_norm": True}
-    layout = Layout(BlockLayout(sum_norm=False, input_norm=True, side_by_side=True))  # GPT-J, GPT-NeoX, PaLM
-    undefined_architectures = {"encoder-decoder": "its decoder's cross-attention sits between attention and MLP, "
-                                                  "and no parallel-block paper (GPT-J, GPT-NeoX, PaLM) says where "
-                                                  "it would go"}
+    facts = Facts(
+        color="#637939",
+        layout=Layout(BlockLayout(sum_norm=False, input_norm=True, side_by_side=True)),  # GPT-J, GPT-NeoX, PaLM
+        undefined_architectures={"encoder-decoder": "its decoder's cross-attention sits between attention and MLP, "
+                                                    "and no parallel-block paper (GPT-J, GPT-NeoX, PaLM) says where "
+                                                    "it would go"})
 
     def __init__(self, n_layer: int, stack: Stack | None = None, **options: float | bool):
         super().__init__(n_layer, stack, **options)
@@ -763,15 +808,18 @@ class HybridNorm(Scheme):
     cross-attention the paper does not normalize.
     """
 
-    label, color = "HybridNorm", "#e7969c"
+    label = "HybridNorm"
     name, formula, paper = ("hybrid", "Y = X + Attn(Norm(Q), Norm(K), Norm(V)); X' = Norm(Y) + FFN(Norm(Y)); "
                                       "final Norm", "arXiv 2503.04598")
     OPTIONS = {"first_pre": False}
     qkv_norm = True
-    layout = Layout(BlockLayout(sum_norm=False, input_norm=False, branch_norm=False, carried_norm=True, qkv_norm=True),
-                    first_block=PreLN.layout.block)  # HybridNorm*
-    undefined_architectures = {"encoder-decoder": "HybridNorm (arXiv 2503.04598) defines decoder blocks only; where "
-                                                  "cross-attention's norms would go is not in the paper"}
+    facts = Facts(
+        color="#e7969c",
+        layout=Layout(BlockLayout(sum_norm=False, input_norm=False, branch_norm=False, carried_norm=True,
+                                  qkv_norm=True),
+                      first_block=PreLN.facts.layout.block),  # HybridNorm*
+        undefined_architectures={"encoder-decoder": "HybridNorm (arXiv 2503.04598) defines decoder blocks only; where "
+                                                    "cross-attention's norms would go is not in the paper"})
 
     def residual(self, sublayer, layer, make_norm, role):
         if layer == 0 and self.options["first_pre"]:
@@ -800,17 +848,19 @@ class Keel(Scheme):
     Decoder and encoder; refused in an encoder–decoder, where the paper gives no L for two stacks.
     """
 
-    label, color = "Keel", "#3182bd"
+    label = "Keel"
     name, formula, paper = ("keel", "x ← Norm(α·x + F(Norm(x))), α = L (sub-layers); first block x ← x + F(Norm(x))",
                             "arXiv 2601.19895")
     final_norm = False
     OPTIONS = {"alpha": "L", "plain_first_layer": True}
-    layout = Layout(BlockLayout(sum_norm=True, input_norm=True, inner_norm=False),
-                    first_block=PreLN.layout.block)  # §3.1's plain first layer; α is not visible
-    incompatible_norms = {"none": "α = L multiplies the residual every sub-layer; without the post-norm it grows "
-                                  "as L^(2L)"}
-    undefined_architectures = {"encoder-decoder": "Keel (arXiv 2601.19895) sets α from the depth of one stack; it "
-                                                  "defines no α for an encoder and a decoder"}
+    facts = Facts(
+        color="#3182bd",
+        layout=Layout(BlockLayout(sum_norm=True, input_norm=True, inner_norm=False),
+                      first_block=PreLN.facts.layout.block),  # §3.1's plain first layer; α is not visible
+        incompatible_norms={"none": "α = L multiplies the residual every sub-layer; without the post-norm it grows "
+                                    "as L^(2L)"},
+        undefined_architectures={"encoder-decoder": "Keel (arXiv 2601.19895) sets α from the depth of one stack; it "
+                                                    "defines no α for an encoder and a decoder"})
 
     def __init__(self, n_layer: int, stack: Stack | None = None, **options: float | bool):
         super().__init__(n_layer, stack, **options)
@@ -877,30 +927,33 @@ class NGPT(Scheme):
     frontier claim F1 does). Decoder only: the paper defines a decoder-only LM.
     """
 
-    label, color = "nGPT", "#8c6d31"
+    label = "nGPT"
     name, formula, paper = ("ngpt", "h ← Norm(h + α ⊙ (Norm(F(h)) − h)), Norm = x/‖x‖; unit-norm weights and "
                                     "embeddings", "arXiv 2410.01131")
     final_norm = False
     OPTIONS = {"alpha_init": 0.05}
     on_sphere = True
-    layout = Layout(BlockLayout(sum_norm=True, input_norm=False, branch_norm=True))  # α is not visible
-    stackable = False  # its scaling vectors and the projection after each step: normlab.nn.stacked has neither
-    requires = {
-        "norm": ("l2", "nGPT's Norm is x/‖x‖ (arXiv 2410.01131 §2.1): its update interpolates between unit vectors"),
-        "positions": ("rope", "nGPT's models use rotary positions (§2.3.2); a learned position table added to "
-                              "unit embeddings would take them off the sphere"),
-        "mlp": ("swiglu", "nGPT's MLP is SwiGLU with its scaling vectors s_u, s_v (§2.4.2)"),
-        "bias": (False, "nGPT's projections are matrices of unit vectors, with no biases (§2.6)"),
-        "qk_norm": ("none", "nGPT normalizes q and k itself, after the rotation, scaled by s_qk (§2.3.2)"),
-        "embed_scale": (1.0, "nGPT's input embeddings are unit vectors, read as they are (§2.2.1)"),
-        "learned_embed_scale": (False, "nGPT's input embeddings are unit vectors, read as they are (§2.2.1)"),
-        "tie_weights": (False, "nGPT has an input and an output embedding, each of unit rows (§2.2.1; its code: "
-                               "\"in the nGPT paper there was no weight tying\")"),
-    }
-    undefined_architectures = {
-        "encoder-only": "nGPT (arXiv 2410.01131) defines a decoder-only language model",
-        "encoder-decoder": "nGPT (arXiv 2410.01131) defines a decoder-only language model; where cross-attention "
-                           "would meet the sphere is not in the paper"}
+    facts = Facts(
+        color="#8c6d31",
+        layout=Layout(BlockLayout(sum_norm=True, input_norm=False, branch_norm=True)),  # α is not visible
+        requires={
+            "norm": ("l2", "nGPT's Norm is x/‖x‖ (arXiv 2410.01131 §2.1): its update interpolates between unit "
+                           "vectors"),
+            "positions": ("rope", "nGPT's models use rotary positions (§2.3.2); a learned position table added to "
+                                  "unit embeddings would take them off the sphere"),
+            "mlp": ("swiglu", "nGPT's MLP is SwiGLU with its scaling vectors s_u, s_v (§2.4.2)"),
+            "bias": (False, "nGPT's projections are matrices of unit vectors, with no biases (§2.6)"),
+            "qk_norm": ("none", "nGPT normalizes q and k itself, after the rotation, scaled by s_qk (§2.3.2)"),
+            "embed_scale": (1.0, "nGPT's input embeddings are unit vectors, read as they are (§2.2.1)"),
+            "learned_embed_scale": (False, "nGPT's input embeddings are unit vectors, read as they are (§2.2.1)"),
+            "tie_weights": (False, "nGPT has an input and an output embedding, each of unit rows (§2.2.1; its code: "
+                                   "\"in the nGPT paper there was no weight tying\")"),
+        },
+        undefined_architectures={
+            "encoder-only": "nGPT (arXiv 2410.01131) defines a decoder-only language model",
+            "encoder-decoder": "nGPT (arXiv 2410.01131) defines a decoder-only language model; where cross-attention "
+                               "would meet the sphere is not in the paper"},
+        stackable=False)  # its scaling vectors and the projection after each step: normlab.nn.stacked has neither
 
     def residual(self, sublayer, layer, make_norm, role):
         out_norm = make_norm()

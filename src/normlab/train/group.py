@@ -56,7 +56,7 @@ def alone_because(cfg: RunConfig) -> str | None:
         return f"a stack holds decoders, and this is an {cfg.model.arch}"
     if cfg.train.weight_decay_on != "matrices":
         return "a stack's optimizer decays matrices only (train.weight_decay_on = 'matrices')"
-    if not SCHEMES.get(cfg.model.scheme).stackable:
+    if not SCHEMES.get(cfg.model.scheme).facts.stackable:
         return (f"scheme {cfg.model.scheme!r} keeps parameters outside the Linear, Embedding and Norm leaves a "
                 "stack holds")
     if not cfg.model.stackable:  # a setting of the run, or one its scheme fixes (nGPT's rotary positions)
