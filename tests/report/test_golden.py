@@ -57,14 +57,13 @@ def build_ledger(out: Path) -> None:
     """The study of `CLAIMS` at the quick preset with 3 seeds, each run finished with `_record`."""
     from normlab.study.claims import CLAIMS as REGISTRY
     from normlab.study.ledger import Ledger
-    from normlab.study.runner import study_record
     from normlab.study.spec import load_study
 
     spec = load_study("quick", claims=CLAIMS, seeds=[0, 1, 2], init_pass=True)
     runs = spec.expand(REGISTRY)
     ledger = Ledger(out)
     ledger.add_runs([(r.id, r.config.to_dict()) for r in runs])
-    ledger.set_meta("study", study_record(spec, [r.id for r in runs]))
+    ledger.set_meta("study", spec.record([r.id for r in runs]))
     for r in runs:
         ledger.finish(r.id, _record(r.id, r.config.to_dict(), r.config.train.seed))
     with sqlite3.connect(out / "study.sqlite") as db:  # fixed times: the report's wall time is part of the page

@@ -83,17 +83,16 @@ def test_a_study_resolves_each_runs_vocabulary_at_its_start_reading_the_corpus_o
         as_built = r.config.model_copy(update={"model": r.config.model.model_copy(update={"vocab_size": None})})
         assert r.id == as_built.hash() != r.config.hash()
     assert spec.base_flat()["model.vocab_size"] == 65
-    assert list(spec.tokens.values()) == [[65, None]]  # stored with the study (`study_record`): report reads no corpus
+    assert list(spec.tokens.values()) == [[65, None]]  # stored with the study (`StudySpec.record`): report reads no corpus
 
 
 def test_report_reads_the_vocabulary_the_study_stored_not_the_corpus(tmp_path, monkeypatch):
     """`normlab report` rebuilds the spec from the ledger: the tokens it resolved at its start come with it, so a
     corpus moved away since (or unreadable) does not stop the report."""
     from normlab.study import spec as spec_module
-    from normlab.study.runner import study_record
 
     spec = spec_module.load_study("quick", claims=["C13"], seeds=[0])
-    stored = study_record(spec, [r.id for r in spec.expand(spec_module.CLAIMS)])
+    stored = spec.record([r.id for r in spec.expand(spec_module.CLAIMS)])
 
     def unreadable(*args):
         raise OSError("the corpus is gone")

@@ -8,7 +8,6 @@ import pytest
 from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS
 from normlab.study.judge import claim_bases
-from normlab.study.runner import study_record
 from normlab.study.spec import load_study, spec_from_meta
 from normlab.study.presets import DESIGN_SEEDS, HELD_OUT, PRESETS
 
@@ -111,6 +110,6 @@ def test_vary_init_is_the_init_pass():
 
 def test_the_factors_varied_are_recorded_and_read_back():
     spec = load_study("standard", claims=["C1"], vary=["context"])
-    study = study_record(spec, [])
+    study = spec.record([])
     assert study["vary"] == ["context"]
     assert spec_from_meta({"study": study}).vary == ["context"]

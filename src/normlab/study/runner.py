@@ -182,10 +182,9 @@ def register(spec: StudySpec, study_dir: str | Path) -> tuple[Ledger, list]:
     each corpus's trained line) and the reference run timed before any worker starts, while the machine is
     quiet. The runs are expanded first: an invalid study leaves nothing on disk."""
     runs = spec.expand(CLAIMS)
-    spec.resolve_lines(runs)  # each corpus's trained line, stored with the study: the report reads no corpus
     ledger = Ledger(study_dir)
     ledger.add_runs([(r.id, r.data) for r in runs])
-    ledger.set_meta("study", study_record(spec, [r.id for r in runs]))
+    ledger.set_meta("study", spec.record([r.id for r in runs]))
     known = ledger.meta().get(REFERENCE_KEY)
     reference = measure_reference(known)
     if reference and reference is not known:
@@ -229,11 +228,10 @@ class Training:
         more = [r for r in more if r.id not in known]
         if not more:
             return
-        self.spec.resolve_lines(more)  # a follow-up on another corpus (C7's fine-tunes): its line, with the study
         self.ledger.add_runs([(r.id, r.data) for r in more])
         self.costs.update({r.id: run_cost(r.data) for r in more})
         self.ids.extend(r.id for r in more)
-        self.ledger.set_meta("study", study_record(self.spec, self.ids))
+        self.ledger.set_meta("study", self.spec.record(self.ids))
         self.phases(more)
 
 
@@ -428,18 +426,3 @@ def measure_claims(spec: StudySpec, ledger: Ledger) -> None:
 
 REFERENCE_KEY = "reference_run"  # the ledger's meta: the reference run timed at the study's start (reference.py)
 MEASURE_LOCK = ".measuring.lock"  # in the study directory: held by the one process measuring
-
-
-def study_record(spec: StudySpec, ids: list[str]) -> dict[str, Any]:
-    p = spec.preset
-    return {"preset": p.name, "description": p.description, "claims": spec.claims, "seeds": p.seeds,
-            "robustness": spec.robustness,
-            "init_pass_flag": spec.init_pass_override,  # --init-pass / --no-init-pass (None: the preset's choice)
-            "init_pass": [c for c in spec.claims if spec.judges_both_inits(c) and CLAIMS.get(c)().runs(spec.preset)],
-            "claim_seeds": spec.claim_seeds,  # seeds a claim's rounds added (`Preset.seed_rounds`)
-            "tokens": spec.tokens,  # each corpus's vocabulary, resolved at the start: `normlab report` reads none
-            "lines": spec.lines,  # each corpus's unigram and bigram cross-entropy: the trained line's two ends
-            **({"vary": spec.vary} if spec.vary else {}),  # the nuisance factors beyond the init pass (`--vary`)
-            "n_runs": len(ids), "run_ids": ids, "axes": spec.axes, "base": p.base, "base_extra": spec.base_extra,
-            "lrs": p.lrs, "warmup": p.warmup, "lr_fixed": p.lr_fixed, "depths": p.depths,
-            "preset_settings": dataclasses.asdict(p)}  # the preset as run: `normlab report` judges with exactly it

@@ -106,8 +106,8 @@ class StudySpec:
     # id], resolved when a run on it is first built (the study's start) and stored with the study, so that every
     # run's config carries its vocabulary and `normlab report` reads no corpus
     tokens: dict[str, list] = field(default_factory=dict)
-    # each corpus's [unigram, bigram] cross-entropy, by `corpus_key`: the trained line's two ends, resolved when the
-    # study starts (`resolve_lines`) and stored with it, so that `normlab report` judges "trained" reading no corpus
+    # each corpus's [unigram, bigram] cross-entropy, by `corpus_key`: the trained line's two ends, resolved when a run
+    # on it is first built and stored with the study, so that `normlab report` judges "trained" reading no corpus
     lines: dict[str, list] = field(default_factory=dict)
     # False for a study stored before its tokens were (`normlab report` on an older ledger): its runs' vocabulary
     # is left unset, as it was then, so that no corpus is read (records match it all the same: `UNPINNED`)
@@ -127,21 +127,19 @@ class StudySpec:
 
     def _spec(self, config: RunConfig) -> RunSpec:
         """The run of `config` (validated): its id is the hash of the config as built, and the config it carries
-        has its corpus's vocabulary filled in (`tokens`)."""
-        if config.model.vocab_size is not None or not self.resolve_vocab:
+        has its corpus's vocabulary filled in (`tokens`). The first run built on a corpus also resolves the
+        trained line's two ends there (`lines`), so that every run the study registers has both with the study."""
+        if not self.resolve_vocab:
             return RunSpec(config.hash(), config)
         key = corpus_key(config)
+        if key not in self.lines:
+            self.lines[key] = list(corpus_lines(config))
+        if config.model.vocab_size is not None:
+            return RunSpec(config.hash(), config)
         if key not in self.tokens:
             vocab = vocabulary(config.data)
             self.tokens[key] = [vocab.text, vocab.mask_id]
         return RunSpec(config.hash(), with_vocab(config, Vocabulary(*self.tokens[key])))
-
-    def resolve_lines(self, runs: list[RunSpec]) -> None:
-        """The trained line's two ends for each corpus the runs read (`corpus_lines`), where not already known."""
-        for run in runs:
-            key = corpus_key(run.config)
-            if key not in self.lines:
-                self.lines[key] = list(corpus_lines(run.config))
 
     def followup(self, source: dict[str, Any], overrides: dict[str, Any]) -> RunSpec:
         """A run that starts from a trained one (`Claim.followups`): the source's config (a record's dict) with
@@ -264,6 +262,22 @@ class StudySpec:
                 run = self._run(overrides, seed, source)
                 runs.setdefault(run.id, run)
         return list(runs.values())
+
+    def record(self, ids: list[str]) -> dict[str, Any]:
+        """What the ledger stores of the study (its meta `study`), which `spec_from_meta` reads back for `normlab
+        report`: the preset as run, the claims, seeds and passes, each corpus's tokens and trained line, the run ids."""
+        p = self.preset
+        return {"preset": p.name, "description": p.description, "claims": self.claims, "seeds": p.seeds,
+                "robustness": self.robustness,
+                "init_pass_flag": self.init_pass_override,  # --init-pass / --no-init-pass (None: the preset's choice)
+                "init_pass": [c for c in self.claims if self.judges_both_inits(c) and CLAIMS.get(c)().runs(p)],
+                "claim_seeds": self.claim_seeds,  # seeds a claim's rounds added (`Preset.seed_rounds`)
+                "tokens": self.tokens,  # each corpus's vocabulary, resolved at the start: `normlab report` reads none
+                "lines": self.lines,  # each corpus's unigram and bigram cross-entropy: the trained line's two ends
+                **({"vary": self.vary} if self.vary else {}),  # the nuisance factors beyond the init pass (`--vary`)
+                "n_runs": len(ids), "run_ids": ids, "axes": self.axes, "base": p.base, "base_extra": self.base_extra,
+                "lrs": p.lrs, "warmup": p.warmup, "lr_fixed": p.lr_fixed, "depths": p.depths,
+                "preset_settings": dataclasses.asdict(p)}  # the preset as run: `normlab report` judges with exactly it
 
     def _run(self, overrides: dict[str, Any], seed: int, source: str) -> RunSpec:
         try:
