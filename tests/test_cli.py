@@ -13,15 +13,14 @@ from tests.conftest import tiny_config
 runner = CliRunner()
 
 
-def test_schemes_json_lists_the_15_schemes_and_8_normalizers():
+def test_schemes_json_lists_every_scheme_and_normalizer_in_registration_order():
+    from tests.nn.test_schemes import ALL_NORMS, ALL_SCHEMES  # the one list of each a new one joins
+
     result = runner.invoke(app, ["schemes", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert [s["name"] for s in data["schemes"]] == ["post", "pre", "sandwich", "peri", "deepnorm", "mix", "lns", "subln",
-                                                    "admin", "residual", "reordered", "parallel", "hybrid", "keel",
-                                                    "ngpt"]
-    assert [n["name"] for n in data["norms"]] == ["layernorm", "rmsnorm", "scalenorm", "dyt", "derf", "seednorm",
-                                                  "l2", "none"]
+    assert [s["name"] for s in data["schemes"]] == ALL_SCHEMES
+    assert [n["name"] for n in data["norms"]] == ALL_NORMS
     assert all(s["formula"] for s in data["schemes"]) and all(n["formula"] for n in data["norms"])
 
 

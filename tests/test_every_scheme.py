@@ -25,6 +25,7 @@ from normlab.study.spec import INIT_KEY, build_config, load_study, other_init
 from normlab.study.presets import PRESETS
 from normlab.train.group import alone_because
 from tests.conftest import tiny_config
+from tests.train.test_group import TRAIN_ALONE
 from tests.nn.test_architectures import ARCHS
 from tests.nn.test_architectures import \
     test_every_scheme_and_normalizer_builds_and_trains_in_every_architecture as trains_in_every_architecture
@@ -144,7 +145,7 @@ def stacked_path():
 
 def test_the_stacked_trainer_stacks_each_scheme_as_fitted_or_says_why_not(one_torch_thread):
     alone = stacked_path()
-    assert {s for s, _ in alone} == {"admin", "residual", "ngpt"}
+    assert {s for s, _ in alone} == TRAIN_ALONE
     assert "keeps parameters outside" in alone["ngpt", "l2"]
 
 

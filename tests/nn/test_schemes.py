@@ -15,10 +15,11 @@ from torch import nn
 import normlab
 from normlab.nn import NORMS, SCHEMES, ModelConfig, Residual, build_scheme, deepnorm_constants
 from normlab.nn.norms import Norm
+from tests.nn.test_norms import NAMES
 
 ALL_SCHEMES = ["post", "pre", "sandwich", "peri", "deepnorm", "mix", "lns", "subln", "admin", "residual", "reordered",
                "parallel", "hybrid", "keel", "ngpt"]
-ALL_NORMS = ["layernorm", "rmsnorm", "scalenorm", "dyt", "derf", "seednorm", "l2", "none"]
+ALL_NORMS = NAMES  # tests/nn/test_norms.py's list: a new normalizer joins it there
 INCOMPATIBLE = ({("deepnorm", "none"), ("lns", "none"), ("admin", "none"), ("residual", "none"), ("keel", "none")}
                 | {("ngpt", n) for n in ALL_NORMS if n != "l2"})  # nGPT's Norm is x/‖x‖ and nothing else
 NORM_CLASS = {name: NORMS.get(name) for name in ALL_NORMS}

@@ -23,7 +23,8 @@ TIMING_KEYS = {"tokens_per_s", "elapsed_s"}
 
 # every scheme with LayerNorm, every normalizer with Pre-LN (rmsnorm there is the fused C++ kernel
 # when alone, and the reference formula in a stack), and the schemes with their own constants on RMSNorm
-STACKABLE = [s for s in SCHEMES.names() if SCHEMES.get(s).facts.stackable]  # Admin's ω and ResiDual's x_d train alone
+TRAIN_ALONE = {"admin", "residual", "ngpt"}  # Admin's ω, ResiDual's x_d, nGPT's scaling vectors: not stackable
+STACKABLE = [s for s in SCHEMES.names() if SCHEMES.get(s).facts.stackable]
 FAST_COMBOS = sorted({(s, "layernorm") for s in STACKABLE} | {("pre", n) for n in NORMS.names()}
                      | {(s, "rmsnorm") for s in ("deepnorm", "mix", "lns", "subln")})
 ALL_COMBOS = [(s, n) for s, n in itertools.product(STACKABLE, NORMS.names())  # every pair a config accepts
@@ -33,7 +34,7 @@ ALL_COMBOS = [(s, n) for s, n in itertools.product(STACKABLE, NORMS.names())  # 
 def test_schemes_that_cannot_be_stacked_train_alone():
     from normlab.train.group import groupable
 
-    assert {s for s in SCHEMES.names() if not SCHEMES.get(s).facts.stackable} == {"admin", "residual", "ngpt"}
+    assert {s for s in SCHEMES.names() if not SCHEMES.get(s).facts.stackable} == TRAIN_ALONE
     assert not groupable(member(0, 1e-3, scheme="admin")) and not groupable(member(0, 1e-3, scheme="residual"))
     assert groupable(member(0, 1e-3, scheme="post"))
 
