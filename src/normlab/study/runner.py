@@ -27,7 +27,6 @@ from normlab.bench.timing import steady_allocator
 from normlab.compat import UNPINNED
 from normlab.config import ConfigError, config_hash
 from normlab.study.claims import CLAIMS, Claim, Figure, Verdict
-from normlab.study import power
 from normlab.study.records import flatten, with_defaults
 from normlab.study.jobs import (EXECUTORS, claim_jobs, done_cost, events_dir, is_stacked, record_results, run_cost,
                                 train_jobs)
@@ -238,22 +237,17 @@ class Training:
 def seed_round(spec: StudySpec, ledger: Ledger, ids: list[str], say: Callable[[str], None] = print) -> list:
     """The runs of the next seed round: once every run in `ids` is settled, each claim on the preset's schedule
     (`Preset.seed_rounds`) whose verdict at its look is inconclusive but leans one way (`power.leans`: a failure
-    split whose majority falls one way, an interval that straddles its boundary) gets its next look's seeds; the
-    runs those seeds add and that `ids` lacks ([] when none: every claim decided or at its last look). Runs
-    already trained are the same configs, so they are reused, never retrained."""
+    split whose majority falls one way, an interval that straddles its boundary) gets its next look's seeds
+    (`StudySpec.grow`); the runs those seeds add and that `ids` lacks ([] when none: every claim decided or at its
+    last look). Runs already trained are the same configs, so they are reused, never retrained."""
     done, total = ledger.progress(set(ids))
     if done < total:
         return []
     measure_claims(spec, ledger)  # a quiet machine now too; C10's verdict needs its timings to be judged at all
-    known, grown = set(ids), []
-    round_claims = [c for c in spec.claims if spec.look(c) is not None]
-    for verdict in compute_verdicts(spec, ledger, ids, round_claims)[0]:
-        seeds = spec.next_seeds(verdict.id)
-        if seeds is not None and power.leans(verdict):
-            spec.claim_seeds[verdict.id] = seeds
-            grown.append(f"{verdict.id} ({len(seeds)} seeds)")
+    grown = spec.grow(compute_verdicts(spec, ledger, ids, spec.on_schedule())[0])
     if grown:
         say(f"seed round: {', '.join(grown)}: its evidence leans one way but its test cannot yet reach its level")
+    known = set(ids)
     return [r for r in spec.expand(CLAIMS) if r.id not in known]
 
 

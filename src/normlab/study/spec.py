@@ -15,6 +15,7 @@ from typing import Any
 
 from normlab.config import ConfigError, RunConfig, apply_override, check_given, derive, upgrade_overrides
 from normlab.data.vocab import Vocabulary, vocabulary, with_vocab
+from normlab.study import power
 from normlab.study.claims import CLAIMS, FRONTIER_CLAIMS
 from normlab.study.presets import PRESETS, Preset, stored_preset
 from normlab.study.records import flatten
@@ -187,6 +188,21 @@ class StudySpec:
         while len(seeds) < self.preset.seed_rounds[look[0]]:
             seeds.append(max(seeds) + 1)
         return seeds
+
+    def on_schedule(self) -> list[str]:
+        """The claims on the preset's schedule of seed rounds (those with a `look`)."""
+        return [c for c in self.claims if self.look(c) is not None]
+
+    def grow(self, verdicts: list) -> list[str]:
+        """The next look's seeds (`claim_seeds`) for each claim whose verdict at this look is inconclusive but
+        leans one way (`power.leans`) and has a look left; the claims grown, each with its seeds, in words."""
+        grown = []
+        for verdict in verdicts:
+            seeds = self.next_seeds(verdict.id)
+            if seeds is not None and power.leans(verdict):
+                self.claim_seeds[verdict.id] = seeds
+                grown.append(f"{verdict.id} ({len(seeds)} seeds)")
+        return grown
 
     def robust_overrides(self) -> dict[str, Any]:
         """The one-bit change of numerics of the robustness pass: another intra-op thread count."""
