@@ -1,0 +1,44 @@
+"""Every preset's runs, pinned: their ids and the configs the ledger stores. A refactor of the study must leave
+both as they are: a run id that moves loses its run directory in every stored study, and a stored config that
+changes trains another run under the same id. A change made on purpose (a new claim, a preset's new cell, a moved
+held-out range) updates `PINNED` and says why in CHANGELOG.md."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from normlab.study.claims import CLAIMS
+from normlab.study.spec import load_study
+
+# (preset, study options) -> [runs, sha256 of the sorted ids, sha256 of the sorted (id, stored config) pairs]
+PINNED = {
+    ("standard", ""): [270, "9ea4d23d938bec62", "ab03df390d860228"],
+    ("quick", ""): [150, "e3152f367a705399", "c98b838adc9caad9"],
+    ("deep", ""): [45, "15579b828604c86e", "ac637a71bb656bf2"],
+    ("full", ""): [500, "4e99ec77cc17ac01", "f7c71d5eaeda09ff"],
+    ("frontier", ""): [230, "b1e7fb971d45bf50", "1c1e53f0a5af82ab"],
+    ("standard", "vary=init,context,width robustness"): [1560, "477ae98e25a0fd72", "3767c9c0d9e48fe8"],
+}
+OPTIONS = {"": {}, "vary=init,context,width robustness": {"vary": ["init", "context", "width"], "robustness": True}}
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@pytest.mark.parametrize("preset,options", list(PINNED))
+def test_every_presets_run_ids_and_stored_configs_are_as_pinned(preset, options):
+    runs = sorted(load_study(preset, **OPTIONS[options]).expand(CLAIMS), key=lambda r: r.id)
+    got = [len(runs), _digest("\n".join(r.id for r in runs)),
+           _digest(json.dumps([[r.id, r.data] for r in runs], sort_keys=True))]
+    assert got == PINNED[preset, options], (
+        f"preset {preset!r} {options}: {got} against {PINNED[preset, options]} (runs, ids, stored configs); if the "
+        "change is meant, pin the new figures and say why in CHANGELOG.md")
+
+
+def test_the_pins_cover_every_preset():
+    from normlab.study.presets import PRESETS
+
+    assert {p for p, _ in PINNED} == set(PRESETS)
