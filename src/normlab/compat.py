@@ -15,7 +15,7 @@ versions were recorded reads as version 0, and a version newer than this normlab
 from __future__ import annotations
 
 # the schema of what this normlab stores. 1: words stored as words (`WORD_WAS_NUMBER` no longer applies), a
-# preset stored with its claims' knobs (nothing for `MOVED_PRESET_FIELDS` to move)
+# preset stored with its claims' knobs (`MOVED_PRESET_FIELDS` no longer applies)
 SCHEMA_VERSION = 1
 
 # 2024 → 2026-11-28: fields added after runs were first hashed, and the value every earlier run had. A run's id
@@ -46,7 +46,9 @@ HASH_MEANING_CHANGED = {"model.init": ("gpt2", "gpt2 (linears sigma*sqrt(768/d),
 UNPINNED = {"train.seed", "model.vocab_size"}
 
 # preset fields of an older normlab (schema 0) that became claims' knobs: each field's (claim, knob); the
-# frontier's dict's keys likewise (`presets.stored_preset` moves them)
+# frontier's dict's keys likewise, and the lists of claims that became a knob each (`presets.stored_preset` moves
+# them)
+MOVED_FIELDS_BEFORE = 1
 MOVED_PRESET_FIELDS = {"stress_lrs": ("C14", "stress_lrs"), "deep_depths": ("C8", "depths"),
                        "deep_base": ("C8", "base"), "finetune": ("C7", "finetune"),
                        "init_seeds": ("C2", "init_seeds"), "timing_repeats": ("C10", "repeats")}

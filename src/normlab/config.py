@@ -317,8 +317,11 @@ def upgrade_stored(raw: dict[str, Any], schema: int = 0) -> dict[str, Any]:
     return out
 
 
-def upgrade_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
-    """`upgrade_stored` for dotted overrides a study stored (its preset's base, a claim's overrides)."""
+def upgrade_overrides(overrides: dict[str, Any], schema: int = 0) -> dict[str, Any]:
+    """`upgrade_stored` for dotted overrides a study stored under `schema` (its preset's base, a claim's
+    overrides)."""
+    if schema >= compat.WORD_WAS_NUMBER_BEFORE:
+        return overrides
     return {k: WORDS[k].word if _stored_number(k, v) else v for k, v in overrides.items()}
 
 

@@ -140,3 +140,16 @@ def test_a_corrupt_ledger_is_a_clear_error(tmp_path, content):
     with pytest.raises(ConfigError, match=r"study\.sqlite' is not a normlab study ledger.*not a database"):
         Ledger(tmp_path)
     assert (tmp_path / "study.sqlite").read_bytes() == content  # left as it was
+
+
+def test_a_stored_presets_older_fields_move_to_knobs_only_under_the_schema_that_wrote_them():
+    """Schema 0 stored C14's stress learning rates as a preset field; schema 1 stores knobs, so a field of that
+    name there is not read as the knob (it is no field of today's Preset, and is dropped)."""
+    import dataclasses
+
+    from normlab.study.presets import PRESETS, stored_preset
+
+    old = {**dataclasses.asdict(PRESETS["standard"]), "stress_lrs": [0.5, 0.7]}
+    assert stored_preset(old, schema=0).knobs["C14"]["stress_lrs"] == [0.5, 0.7]
+    assert "C14" not in stored_preset(old, schema=1).knobs or \
+        stored_preset(old, schema=1).knobs["C14"].get("stress_lrs") != [0.5, 0.7]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from normlab.compat import MOVED_FRONTIER_FIELDS, MOVED_PRESET_FIELDS
+from normlab.compat import MOVED_FIELDS_BEFORE, MOVED_FRONTIER_FIELDS, MOVED_PRESET_FIELDS
 from normlab.config import ConfigError, RunConfig, derive, upgrade_overrides
 from normlab.study.claims import CLAIMS, FRONTIER_CLAIMS, SEED_CLAIMS
 
@@ -251,19 +251,20 @@ PRESETS["frontier"] = Preset(
 )
 
 
-def stored_preset(settings: dict[str, Any]) -> Preset:
-    """The preset a ledger stored (`dataclasses.asdict`), in this normlab's fields: the fields of an older
-    normlab that became claims' knobs are moved there, and a newer normlab's fields or knobs that this one lacks
-    are dropped, as is a knob at its claim's default."""
+def stored_preset(settings: dict[str, Any], schema: int = 0) -> Preset:
+    """The preset a ledger stored (`dataclasses.asdict`) under `schema`, in this normlab's fields: the fields of
+    an older normlab (schema 0) that became claims' knobs are moved there, and fields or knobs this one lacks are
+    dropped, as is a knob at its claim's default."""
     settings = dict(settings)
     for key in ("base", "depth_cell"):  # an older normlab's 0 for `off`, `process`, `all`: today's names
-        settings[key] = upgrade_overrides(settings.get(key) or {})
-    knobs = {cid: {k: upgrade_overrides(v) if isinstance(v, dict) else v for k, v in values.items()}
+        settings[key] = upgrade_overrides(settings.get(key) or {}, schema)
+    knobs = {cid: {k: upgrade_overrides(v, schema) if isinstance(v, dict) else v for k, v in values.items()}
              for cid, values in settings.get("knobs", {}).items()}
-    for cid, knob, value in _moved_knobs(settings):
-        knobs.setdefault(cid, {})[knob] = value
-    if isinstance(settings.get("init_pass"), list):  # an older normlab's list: now the claims' own choice, or none
-        settings["init_pass"] = "chosen" if settings["init_pass"] else "none"
+    if schema < MOVED_FIELDS_BEFORE:
+        for cid, knob, value in _moved_knobs(settings):
+            knobs.setdefault(cid, {})[knob] = value
+        if isinstance(settings.get("init_pass"), list):  # a list of claims: now the claims' own choice, or none
+            settings["init_pass"] = "chosen" if settings["init_pass"] else "none"
     settings["knobs"] = {}
     for cid, values in knobs.items():
         defaults = _knobs_of(cid) if cid in CLAIMS else {}

@@ -38,7 +38,7 @@ def publish(out: str | Path, judged: tuple[list[Verdict], dict[str, list[Figure]
     meta = ledger.meta()
     if "study" not in meta:  # killed before it registered its runs
         raise ConfigError(f"{str(ledger.path)!r} holds no study yet: run `normlab study --out {out}` first")
-    spec = spec or spec_from_meta(meta)
+    spec = spec or spec_from_meta(meta, ledger.schema)
     ids = study_ids(spec, ledger, meta["study"]["run_ids"])
     status = completion(spec, ledger, ids)  # before the verdicts: a run settling meanwhile is not called final
     verdicts, figures = judged if judged is not None and status.final else compute_verdicts(spec, ledger, ids)

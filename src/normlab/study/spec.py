@@ -454,20 +454,21 @@ def _validate(spec: StudySpec, claim_registry) -> None:
     spec.expand(claim_registry)
 
 
-def spec_from_meta(meta: dict[str, Any]) -> StudySpec:
+def spec_from_meta(meta: dict[str, Any], schema: int = 0) -> StudySpec:
     """The spec a ledger was run with, from what it stored (for `normlab report`): its preset's knobs as they
     were when it ran, its base, claims, seeds and passes. Nothing is re-expanded or re-validated: its runs are
     the ledger's, and today's preset (which may have changed since) is not consulted where the study stored
-    its own."""
+    its own. `schema`: the ledger's (`Ledger.schema`), which says what an older normlab's spellings to read."""
     study = meta["study"]
     if "preset_settings" in study:
-        preset = stored_preset(study["preset_settings"])
+        preset = stored_preset(study["preset_settings"], schema)
     else:  # a study registered before its preset was stored: the preset of that name as it is today
         if study["preset"] not in PRESETS:
             raise ConfigError(f"the study was run with preset {study['preset']!r}, which this normlab does not "
                               f"know; valid: {', '.join(PRESETS)}")
         preset = dataclasses.replace(PRESETS[study["preset"]])
-    preset = own_seeds(dataclasses.replace(preset, base=upgrade_overrides(study["base"])), list(study["seeds"]))
+    preset = own_seeds(dataclasses.replace(preset, base=upgrade_overrides(study["base"], schema)),
+                       list(study["seeds"]))
     for cid in study["claims"]:
         CLAIMS.get(cid)  # a claim this normlab lacks: a clear error listing the valid ones
     spec = StudySpec(preset, list(study["claims"]), study.get("axes", {}), study.get("base_extra", {}),
