@@ -101,3 +101,11 @@ def test_the_docs_tests_ask_for_its_rows_and_nothing_else(toy, monkeypatch):
     monkeypatch.setitem(docs.DOCS, "schemes.md", docs.DOCS["schemes.md"] + f"\n| `{toy}` | {Toy.formula} | yes | |\n")
     docs.test_the_readme_lists_every_scheme_and_normalizer()
     docs.test_the_schemes_page_has_a_row_for_every_scheme_and_normalizer_and_no_other()
+
+
+def test_a_scheme_that_sets_a_fact_as_a_class_attribute_is_refused_naming_the_fix():
+    """Written as schemes were before `Facts`, `stackable = False` would be read by nobody: refused at once."""
+    with pytest.raises(TypeError, match=r"scheme class Old sets color, stackable as class attributes; they are its "
+                                        r"facts: write facts = Facts\(color=\.\.\., stackable=\.\.\.\)"):
+        class Old(Scheme):
+            color, stackable = "#123456", False

@@ -219,6 +219,16 @@ class Scheme:
     switch's 1 or 0 back as true or false."""
     facts: ClassVar[Facts] = Facts()
 
+    def __init_subclass__(cls, **kwargs):
+        """A scheme that sets one of `Facts`' fields as a class attribute (as schemes did before `facts`) is
+        refused where it is written: left there, the report, diagnose and the config would never read it."""
+        super().__init_subclass__(**kwargs)
+        stray = sorted({f.name for f in fields(Facts)} & set(vars(cls)))
+        if stray:
+            raise TypeError(f"scheme class {cls.__name__} sets {', '.join(stray)} as class attributes; they are "
+                            f"its facts: write facts = Facts({', '.join(f'{n}=...' for n in stray)}) (or "
+                            f"dataclasses.replace(<base>.facts, ...) on a scheme it builds on)")
+
     def __init__(self, n_layer: int, stack: Stack | None = None, **options: float | bool):
         self.n_layer = n_layer
         self.stack = stack or Stack.decoder_only(n_layer)
