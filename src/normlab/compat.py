@@ -57,7 +57,6 @@ MOVED_FRONTIER_FIELDS = {"ngpt_fractions": ("F1", "fractions"), "long_steps": ("
                          "keel_cell": ("F8", "cell")}
 
 
-
 def newer_schema(version: int, where: str) -> str | None:
     """Why `where`, stored under schema `version`, cannot be read (None: it can): a newer normlab wrote it, and
     this one would read its fields as they meant before."""

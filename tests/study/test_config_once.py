@@ -83,7 +83,7 @@ def test_a_study_resolves_each_runs_vocabulary_at_its_start_reading_the_corpus_o
         as_built = r.config.model_copy(update={"model": r.config.model.model_copy(update={"vocab_size": None})})
         assert r.id == as_built.hash() != r.config.hash()
     assert spec.base_flat()["model.vocab_size"] == 65
-    assert list(spec.tokens.values()) == [[65, None]]  # stored with the study (`StudySpec.record`): report reads no corpus
+    assert list(spec.tokens.values()) == [[65, None]]  # stored with the study (`StudySpec.record`): read by report
 
 
 def test_report_reads_the_vocabulary_the_study_stored_not_the_corpus(tmp_path, monkeypatch):

@@ -211,7 +211,8 @@ def read_config_file(path: str | Path | None, overrides: list[str] | None = None
         return load_config(None, overrides)
     p = Path(path)
     run = RunDir(p.parent)
-    return load_config(p, overrides, stored=run.schema() if p.name == "config.toml" and run.is_normlab_made() else None)
+    stored = p.name == "config.toml" and run.is_normlab_made()
+    return load_config(p, overrides, stored=run.schema() if stored else None)
 
 
 def _own(p: Path) -> bool:
