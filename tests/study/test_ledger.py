@@ -152,3 +152,20 @@ def test_a_stored_presets_older_fields_move_to_knobs_only_under_the_schema_that_
     old = {**dataclasses.asdict(PRESETS["standard"]), "stress_lrs": [0.5, 0.7]}
     assert stored_preset(old, schema=0).knobs["C14"]["stress_lrs"] == [0.5, 0.7]
     assert stored_preset(old, schema=1) == stored_preset(dataclasses.asdict(PRESETS["standard"]), schema=1)
+
+
+def test_a_stored_config_this_normlab_refuses_fails_its_run_with_the_reason_and_the_worker_goes_on(tmp_path):
+    """A stacking worker groups the runs it claims by their configs: one that no longer validates is claimed
+    alone and failed with the validation's words, never raised inside the claim (which stopped the worker)."""
+    from normlab.config import validate_config
+    from normlab.study.jobs import claim_jobs, is_stacked, record_results, train_jobs
+
+    bad = validate_config({}).to_dict()
+    bad["model"]["scheme"] = "gone"
+    reg = Ledger(tmp_path)
+    reg.add_runs([("bad", bad)])
+    jobs = claim_jobs(reg, os.getpid(), ["bad"], stack_runs=True)
+    assert [rid for rid, _ in jobs] == ["bad"] and not is_stacked(jobs, stack_runs=True)
+    record_results(reg, jobs, train_jobs([(jobs[0][1], str(reg.run_dir("bad")))], stacked=False))
+    [failed] = reg.failed()
+    assert failed["id"] == "bad" and "gone" in failed["reason"] and "scheme" in failed["reason"]

@@ -10,7 +10,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from normlab.config import config_hash, upgrade_stored
+from normlab.config import ConfigError, config_hash, upgrade_stored
 from normlab.study.records import record_from_run_dir
 from normlab.study.ledger import Ledger, settled
 
@@ -52,10 +52,15 @@ def run_config(config: dict[str, Any]):
 
 
 def group_of(config: dict[str, Any]) -> str | None:
-    """The key runs share when one worker may train them as one stack, or None where a run trains alone."""
+    """The key runs share when one worker may train them as one stack, or None where a run trains alone: as one
+    whose stored config this normlab refuses does, so that training it records why (`train_jobs`) instead of
+    stopping the worker that claimed it."""
     from normlab.train.group import group_key, groupable
 
-    cfg = run_config(config)
+    try:
+        cfg = run_config(config)
+    except ConfigError:
+        return None
     return group_key(cfg) if groupable(cfg) else None
 
 
