@@ -53,13 +53,14 @@ def _record(rid: str, config: dict, seed: int):
                      layer_skip=None if stuck else skip, tokens_per_s=1000.0, elapsed_s=10.0)
 
 
-def build_ledger(out: Path) -> None:
-    """The study of `CLAIMS` at the quick preset with 3 seeds, each run finished with `_record`."""
+def build_ledger(out: Path, claims: list[str] = CLAIMS, seeds: list[int] = (0, 1, 2)) -> None:
+    """The study of `claims` (by default `CLAIMS`) at the quick preset with `seeds`, each run finished with
+    `_record`."""
     from normlab.study.claims import CLAIMS as REGISTRY
     from normlab.study.ledger import Ledger
     from normlab.study.spec import load_study
 
-    spec = load_study("quick", claims=CLAIMS, seeds=[0, 1, 2], init_pass=True)
+    spec = load_study("quick", claims=list(claims), seeds=list(seeds), init_pass=True)
     runs = spec.expand(REGISTRY)
     ledger = Ledger(out)
     ledger.add_runs([(r.id, r.config.to_dict()) for r in runs])
@@ -97,3 +98,26 @@ def test_the_report_of_a_fixed_study_is_unchanged(tmp_path, monkeypatch):
     for name, text in written.items():
         golden = (GOLDEN / name).read_text("utf-8")
         assert text == golden, f"{name} differs from tests/report/golden/{name} (see the module docstring)"
+
+
+def test_rerender_says_same_for_a_study_as_committed_and_names_a_file_that_differs(tmp_path):
+    """benchmarks/rerender.py, the check a refactor of the study runs on the committed studies: a copy of the study
+    renders as it was committed (PNG bytes aside), the study itself is left as it was, a changed file is named."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rerender", GOLDEN.parents[2] / "benchmarks" / "rerender.py")
+    rerender = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rerender)
+    from normlab.study.publish import publish
+
+    study, results = tmp_path / "study", tmp_path / "results"
+    build_ledger(study, claims=["C13"], seeds=[0, 1])
+    publish(study)
+    results.mkdir()
+    for name in rerender.COMPARED:
+        (results / name).write_text((study / name).read_text("utf-8"), "utf-8")
+    before = {p: p.stat().st_mtime_ns for p in study.rglob("*")}
+    assert rerender.rerender(study, results) == dict.fromkeys(rerender.COMPARED, True)
+    assert {p: p.stat().st_mtime_ns for p in study.rglob("*")} == before  # rendered in a copy, nothing written here
+    (results / "report.md").write_text("# another report\n", "utf-8")
+    assert rerender.main([f"{study}:{results}"]) == 1
