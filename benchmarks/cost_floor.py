@@ -38,7 +38,7 @@ def run_rows(study: Path) -> tuple[list[dict], dict]:
     from normlab.study.jobs import group_of
     from normlab.study.ledger import Ledger
     from normlab.study.records import flatten, with_defaults
-    from normlab.study.runner import study_ids
+    from normlab.study.state import study_ids
     from normlab.study.spec import spec_from_meta
 
     ledger = Ledger(study)

@@ -21,7 +21,7 @@ from normlab.study.claims import CLAIMS, FAILS, HOLDS
 from normlab.study.records import flatten, with_defaults
 from normlab.study.ledger import Ledger
 from normlab.study.judge import compute_verdicts
-from normlab.study.runner import study_ids
+from normlab.study.state import study_ids
 from normlab.study.design import outcome_counts
 from normlab.report.outcome import replicated
 from normlab.study.reference import in_reference_runs

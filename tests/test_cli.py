@@ -147,7 +147,7 @@ def test_one_progress_line_per_active_run_comes_and_goes():
     from rich.progress import Progress
 
     from normlab.cli.study import _sync_run_lines
-    from normlab.study.runner import ActiveRun
+    from normlab.study.state import ActiveRun
 
     bar, lines = Progress(disable=True), {}
     a, b = ActiveRun("a", "pre-a", 10, 100, 3.2), ActiveRun("b", "post-b", 0, 100, None)

@@ -347,7 +347,8 @@ def test_a_ledger_from_before_the_claims_had_knobs_is_read_with_its_stored_setti
 def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
     """C7's transfer half: after the lr sweep, every seed of each scheme's best lr is fine-tuned on Paradise
     Lost (a follow-up run with train.init_from = the source's directory); `normlab report` finds the same runs."""
-    from normlab.study.runner import completion, run_study, study_ids
+    from normlab.study.runner import run_study
+    from normlab.study.state import completion, study_ids
 
     spec = load_study("quick", claims=["C7"], seeds=[0, 1], overrides=TINY + [
         "train.steps=8", "model.n_layer=1", "train.eval_interval=4", "diagnostics.interval=off",

@@ -226,7 +226,7 @@ def test_a_studys_progress_line_shows_the_phase_a_run_is_in(tmp_path):
     from rich.progress import Progress
 
     from normlab.cli.study import _sync_run_lines
-    from normlab.study.runner import active_runs
+    from normlab.study.state import active_runs
 
     cfg = quick_config()
     run = RunDir(tmp_path / "run")

@@ -110,7 +110,8 @@ def study(
 def _run_with_bar(spec, out: Path, workers: Optional[int], stack_runs: Optional[bool], executor: str = "local",
                   address: Optional[str] = None, tensorboard: bool = False):
     from normlab.study.ledger import Ledger
-    from normlab.study.runner import active_runs, run_study
+    from normlab.study.runner import run_study
+    from normlab.study.state import active_runs
 
     live = console.is_terminal  # a terminal: a bar, and a line per active run; a log file: a line now and then
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),

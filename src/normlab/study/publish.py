@@ -12,18 +12,17 @@ from typing import Any
 from normlab.config import ConfigError
 from normlab.device import resolve_device
 from normlab.report import render_report
-from normlab.study.claims import CLAIMS, Figure, Verdict
 from normlab.study import power
-from normlab.study.claims import statistics
+from normlab.study.claims import CLAIMS, Figure, Verdict, statistics
 from normlab.study.design import design_beside, family_text
-from normlab.study.ledger import Ledger
 from normlab.study.judge import compute_verdicts, main_records
-from normlab.study.runner import REFERENCE_KEY, Completion, completion, study_ids
-from normlab.study.trained import judge_trained
-from normlab.study.reference import in_reference_runs
+from normlab.study.ledger import Ledger
+from normlab.study.reference import REFERENCE_KEY, in_reference_runs
 from normlab.study.rules import rules_record
 from normlab.study.sections import general_sections
 from normlab.study.spec import StudySpec, spec_from_meta
+from normlab.study.state import Completion, completion, study_ids
+from normlab.study.trained import judge_trained
 from normlab.train.lifecycle import environment
 
 HIDDEN = ("run_ids", "preset_settings", "init_pass_flag", "tokens", "lines")  # stored for `normlab report`, not for a reader

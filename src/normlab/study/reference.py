@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 REFERENCE_ENV = "NORMLAB_REFERENCE_RUN"  # "off": no reference run
+REFERENCE_KEY = "reference_run"  # the ledger's meta: the reference run timed at the study's start
 
 
 def reference_config():

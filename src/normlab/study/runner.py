@@ -9,12 +9,12 @@ their checkpoints.
 
 A study is final only once every run is settled (completed, diverged, or failed MAX_ATTEMPTS
 times) and every claim measured; until then (another process still training here, say) its
-verdicts and report are partial and say so (`Completion`).
+verdicts and report are partial and say so (`state.Completion`: what the study directory holds is read in
+state.py, which `normlab report` reads too).
 """
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import multiprocessing
 import os
 import signal
@@ -24,17 +24,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from normlab.bench.timing import steady_allocator
-from normlab.compat import UNPINNED
-from normlab.config import ConfigError, config_hash
-from normlab.study.claims import CLAIMS, Claim, Figure, Verdict
-from normlab.study.records import flatten, with_defaults
+from normlab.config import ConfigError
+from normlab.study.claims import CLAIMS, Figure, Verdict
 from normlab.study.jobs import (EXECUTORS, claim_jobs, done_cost, events_dir, is_stacked, record_results, run_cost,
                                 train_jobs)
+from normlab.study.judge import compute_verdicts
 from normlab.study.ledger import Ledger
-from normlab.study.reference import measure_reference
-from normlab.study.judge import claim_bases, compute_verdicts
+from normlab.study.reference import REFERENCE_KEY, measure_reference
 from normlab.study.spec import StudySpec
-from normlab.study.trained import judge_trained
+from normlab.study.state import completion, followup_runs, stale_measurements
 
 ProgressCallback = Callable[[float, float, dict[str, int]], None]  # (done cost, total cost, status counts)
 
@@ -103,31 +101,6 @@ def _train_group(ledger: Ledger, jobs: list[tuple[str, dict[str, Any]]], stacked
 
 
 @dataclass
-class Completion:
-    """How far a study is: its verdicts are final only once every run is settled and every claim measured."""
-
-    done: int  # settled runs: completed, diverged, or failed with their attempts exhausted
-    total: int
-    measured: bool  # every claim's non-training measurement is stored
-    failed: list[dict[str, Any]]  # `failed_runs`
-
-    @property
-    def final(self) -> bool:
-        return self.done == self.total and self.measured
-
-    def status_text(self) -> str:
-        """`final`, or `partial: N of M runs` (with why, when all runs are done but measurements are not)."""
-        if self.final:
-            return "final"
-        pending = ", measurements pending" if self.done == self.total else ""
-        return f"partial: {self.done} of {self.total} runs{pending}"
-
-    def to_dict(self) -> dict[str, Any]:
-        """What `render_report` and verdicts.json carry (the failed runs go separately)."""
-        return {"final": self.final, "status": self.status_text(), "done": self.done, "total": self.total}
-
-
-@dataclass
 class StudyOutcome:
     verdicts: list[Verdict]
     figures: dict[str, list[Figure]]
@@ -137,8 +110,6 @@ class StudyOutcome:
     done: int  # settled runs (see `Completion`)
     total: int
     failed: list[dict[str, Any]]  # `failed_runs`
-
-
 
 
 def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None,
@@ -251,48 +222,6 @@ def seed_round(spec: StudySpec, ledger: Ledger, ids: list[str], say: Callable[[s
     return [r for r in spec.expand(CLAIMS) if r.id not in known]
 
 
-def followup_runs(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list:
-    """The runs the claims start from trained runs (`Claim.followups`), once every run in `ids` is settled
-    (chosen from partial results they could differ from the final ones). Each is its source's config with the
-    claim's overrides and `train.init_from` = the source's run directory; the robustness pass's reruns get theirs."""
-    done, total = ledger.progress(set(ids))
-    if done < total:
-        return []
-    records = judge_trained(ledger.records(set(ids)), spec.lines)  # "trained" as the verdicts read it
-    base = spec.base_flat()
-    # a follow-up registered earlier is the same run even if the study directory has moved since (its
-    # init_from then names the old place): it is found by its config with init_from cut to the source's id
-    registered = {_source_key(config): rid for rid, config in ledger.configs() if config["train"].get("init_from")}
-    out: dict[str, Any] = {}
-    for claim_id in spec.claims:
-        claim = CLAIMS.get(claim_id)()
-        seeds = set(spec.seeds_of(claim_id))
-        for pass_base in claim_bases(spec, claim, base).values():
-            judged = [dataclasses.replace(r, base=pass_base) for r in records if r.seed in seeds]
-            for source, overrides in claim.followups(judged, spec.preset):
-                run = spec.followup(source.config, {**overrides,
-                                                    "train.init_from": str(ledger.run_dir(source.id).resolve())})
-                rid = registered.get(_source_key(run.data), run.id)
-                out.setdefault(rid, run if rid == run.id else dataclasses.replace(run, id=rid))
-    return list(out.values())
-
-
-def _source_key(config: dict[str, Any]) -> str:
-    """A follow-up's identity wherever the study directory lies: the hash of its config with `train.init_from`
-    cut to the source run's id (its directory's name). A config registered before a field was added gets that
-    field's default first (`with_defaults`), so it still matches."""
-    config = with_defaults(config)
-    train = {**config["train"], "init_from": Path(str(config["train"]["init_from"])).name}
-    model = {k: v for k, v in config["model"].items() if k != "vocab_size"}
-    return config_hash({**config, "train": train, "model": model})
-
-
-def study_ids(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list[str]:
-    """A study's runs: those its claims and axes expand to (`ids`), then the follow-ups chosen from them."""
-    known = set(ids)
-    return list(ids) + [r.id for r in followup_runs(spec, ledger, ids) if r.id not in known]
-
-
 def phases(runs: list, workers: int, threads: int) -> list[tuple[list[str], int, int]]:
     """Runs grouped by the thread count they pin (train.threads; `process`: the worker's): (ids, as many workers as the
     cores allow, threads). Why: 2 workers × 2 threads on 2 cores made each 7 s run take minutes
@@ -302,41 +231,6 @@ def phases(runs: list, workers: int, threads: int) -> list[tuple[list[str], int,
     for r in runs:
         by_threads.setdefault(r.config.train.number("threads") or threads, []).append(r.id)
     return [(ids, max(1, min(workers, cores // t)), t) for t, ids in sorted(by_threads.items())]
-
-
-def completion(spec: StudySpec, ledger: Ledger, ids: list[str]) -> Completion:
-    done, total = ledger.progress(set(ids))
-    measured = {c for c in spec.claims if _measures(c)} <= ledger.measured() - stale_measurements(spec, ledger)
-    return Completion(done, total, measured, failed_runs(spec, ledger, ids))
-
-
-def stale_measurements(spec: StudySpec, ledger: Ledger) -> set[str]:
-    """Claims whose stored measurement carries another key than the claim gives now (`Claim.measure_key`)."""
-    stored = ledger.measurements()
-    out = set()
-    for claim_id in spec.claims:
-        key = CLAIMS.get(claim_id)().measure_key(spec.preset) if claim_id in stored else None
-        if key is not None and stored[claim_id].get("key") != key:
-            out.add(claim_id)
-    return out
-
-
-def _measures(claim_id: str) -> bool:
-    """Whether a claim has a non-training measurement (overrides `Claim.measure`)."""
-    return CLAIMS.get(claim_id).measure is not Claim.measure
-
-
-def failed_runs(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list[dict[str, Any]]:
-    """The failed runs: id, attempts, reason, and settings (the config keys that set the run apart from the
-    study's base, and its seed), so a reader can tell which run it was without opening the ledger."""
-    base = spec.base_flat()
-    out = []
-    for run in ledger.failed(set(ids)):
-        config = flatten(with_defaults(run["config"]))  # an older ledger's row: in today's spelling
-        settings = {k: v for k, v in config.items() if base.get(k) != v and k not in UNPINNED}
-        settings["train.seed"] = config.get("train.seed")
-        out.append({"id": run["id"], "settings": settings, "attempts": run["attempts"], "reason": run["reason"]})
-    return out
 
 
 def _train_all(ledger: Ledger, ids: list[str], costs: dict[str, float], workers: int, threads: int,
@@ -367,39 +261,6 @@ def _train_all(ledger: Ledger, ids: list[str], costs: dict[str, float], workers:
         p.join()
 
 
-@dataclass
-class ActiveRun:
-    """A run being trained now, as a progress display shows it."""
-
-    id: str
-    name: str  # rundir/events.py's run_name: scheme, norm, depth, width, lr, warmup, seed, id
-    step: int
-    steps: int
-    loss: float | None
-    phase: str | None = None  # the work after the last step, as status.json says (train/end_of_run.py)
-
-    def progress_text(self) -> str:
-        loss = "" if self.loss is None else f" loss {self.loss:.4f}"
-        return f"{self.name} step {self.step}/{self.steps}{loss}" + (f", {self.phase}" if self.phase else "")
-
-
-def active_runs(ledger: Ledger, ids: set[str] | None = None) -> list[ActiveRun]:
-    """The runs training now, each with its newest logged step and train loss (read from its metrics' tail) and
-    the phase after its last step, if in one."""
-    from normlab.rundir import RunDir
-    from normlab.rundir.events import run_name
-
-    out = []
-    for rid, config in ledger.running():
-        if ids is not None and rid not in ids:
-            continue
-        run = RunDir(ledger.run_dir(rid))
-        row = run.last_metrics() or {}
-        out.append(ActiveRun(rid, run_name(config, rid), row.get("step", 0), config["train"]["steps"],
-                             row.get("train_loss"), (run.read_status() or {}).get("phase")))
-    return out
-
-
 def measure_claims(spec: StudySpec, ledger: Ledger) -> None:
     """Timings, memory, constants, causality: once per study, after the training runs (a quiet machine).
 
@@ -418,5 +279,4 @@ def measure_claims(spec: StudySpec, ledger: Ledger) -> None:
                 ledger.set_measurement(claim_id, CLAIMS.get(claim_id)().measure(spec.preset))
 
 
-REFERENCE_KEY = "reference_run"  # the ledger's meta: the reference run timed at the study's start (reference.py)
 MEASURE_LOCK = ".measuring.lock"  # in the study directory: held by the one process measuring

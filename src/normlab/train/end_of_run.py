@@ -71,7 +71,7 @@ PhaseCallback = Callable[[Phase], None]
 
 class Phases:
     """Shows each phase to a callback (the CLI's bars) and, on the writing rank, in DIR/status.json's `phase`,
-    which a study's progress lines read (study/runner.py's `active_runs`)."""
+    which a study's progress lines read (study/state.py's `active_runs`)."""
 
     def __init__(self, run_dir: RunDir, on_phase: PhaseCallback | None, writes: bool):
         self.run_dir, self.on_phase, self.writes = run_dir, on_phase, writes
