@@ -35,7 +35,8 @@ STEPS_PER_REFERENCE_RUN = 300
 
 def run_rows(study: Path) -> tuple[list[dict], dict]:
     """One row per run of the study (id, seed, cell, training seconds, whether it trained) and its meta."""
-    from normlab.study.jobs import group_of
+    from normlab.config import upgrade_stored
+    from normlab.study.jobs import group_of, run_config
     from normlab.study.ledger import Ledger
     from normlab.study.records import flatten, with_defaults
     from normlab.study.state import study_ids
@@ -56,7 +57,7 @@ def run_rows(study: Path) -> tuple[list[dict], dict]:
                      "cell": (f"{flat['model.scheme']} L{flat['model.n_layer']} d{flat['model.d_model']} "
                               f"{flat['train.steps']} steps"),
                      "s": round(records[rid].elapsed_s or 0.0, 3), "did_not_train": bool(records[rid].did_not_train),
-                     "stackable": group_of(raw[rid]) is not None})
+                     "stackable": group_of(run_config(upgrade_stored(raw[rid], ledger.schema))) is not None})
     finished = [r["finished"] for r in ledger.rows() if r["id"] in ids and r["finished"]]
     started = [r["started"] for r in ledger.rows() if r["id"] in ids and r["started"]]
     meta["wall_s"] = max(finished) - min(started) if finished and started else 0.0

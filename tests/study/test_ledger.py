@@ -102,8 +102,8 @@ def test_a_ledger_records_its_schema_and_one_a_newer_normlab_made_is_refused(tmp
 
 
 def test_a_stored_number_for_a_word_is_read_as_the_word_only_under_the_schema_that_wrote_it(tmp_path):
-    """Schema 0 wrote `train.grad_clip = 0` for `off`; a worker claims it in today's spelling. Schema 1 writes
-    words as words, so nothing there is rewritten."""
+    """Schema 0 wrote `train.grad_clip = 0` for `off`; a worker claims it typed, in today's spelling. Schema 1
+    writes words as words, so a 0 there is no word of its: the run fails, saying why, and no worker stops."""
     from normlab.config import validate_config
     from normlab.study.jobs import claim_jobs
 
@@ -115,11 +115,12 @@ def test_a_stored_number_for_a_word_is_read_as_the_word_only_under_the_schema_th
     old.schema = 0
     old.add_runs([("a", stored)])
     [(_, config)] = claim_jobs(old, os.getpid(), ["a"], stack_runs=True)
-    assert config["train"]["grad_clip"] == "off"
+    assert config.train.grad_clip == "off"
     new = Ledger(tmp_path / "new")
     new.add_runs([("a", stored)])
-    [(_, config)] = claim_jobs(new, os.getpid(), ["a"], stack_runs=False)
-    assert config["train"]["grad_clip"] == 0.0  # schema 1 never wrote it: today's config would refuse it
+    assert claim_jobs(new, os.getpid(), ["a"], stack_runs=False) == []
+    [failed] = new.failed()
+    assert failed["attempts"] == MAX_ATTEMPTS and "train.grad_clip: 0 is not a value here" in failed["reason"]
 
 
 def test_failed_runs_come_with_their_reasons(tmp_path):
@@ -155,17 +156,17 @@ def test_a_stored_presets_older_fields_move_to_knobs_only_under_the_schema_that_
 
 
 def test_a_stored_config_this_normlab_refuses_fails_its_run_with_the_reason_and_the_worker_goes_on(tmp_path):
-    """A stacking worker groups the runs it claims by their configs: one that no longer validates is claimed
-    alone and failed with the validation's words, never raised inside the claim (which stopped the worker)."""
-    from normlab.config import validate_config
-    from normlab.study.jobs import claim_jobs, is_stacked, record_results, train_jobs
+    """A stacking worker groups the runs it claims by their configs: one that no longer validates is failed with
+    the validation's words, never raised inside the claim (which stopped the worker), and the valid runs beside
+    it are handed on, typed."""
+    from normlab.config import RunConfig, validate_config
+    from normlab.study.jobs import claim_jobs
 
-    bad = validate_config({}).to_dict()
-    bad["model"]["scheme"] = "gone"
+    good = validate_config({}).to_dict()
+    bad = {**good, "model": {**good["model"], "scheme": "gone"}}
     reg = Ledger(tmp_path)
-    reg.add_runs([("bad", bad)])
-    jobs = claim_jobs(reg, os.getpid(), ["bad"], stack_runs=True)
-    assert [rid for rid, _ in jobs] == ["bad"] and not is_stacked(jobs, stack_runs=True)
-    record_results(reg, jobs, train_jobs([(jobs[0][1], str(reg.run_dir("bad")))], stacked=False))
+    reg.add_runs([("bad", bad), ("good", good)])
+    jobs = claim_jobs(reg, os.getpid(), ["bad", "good"], stack_runs=True)
+    assert [rid for rid, _ in jobs] == ["good"] and isinstance(jobs[0][1], RunConfig)
     [failed] = reg.failed()
-    assert failed["id"] == "bad" and "gone" in failed["reason"] and "scheme" in failed["reason"]
+    assert failed["id"] == "bad" and "'gone'" in failed["reason"] and "scheme" in failed["reason"]

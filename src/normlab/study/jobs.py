@@ -10,7 +10,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from normlab.config import ConfigError, config_hash, upgrade_stored
+from normlab.config import ConfigError, RunConfig, config_hash, upgrade_stored
 from normlab.study.records import record_from_run_dir
 from normlab.study.ledger import Ledger, settled
 
@@ -51,33 +51,43 @@ def run_config(config: dict[str, Any]):
     return _config_of_json(json.dumps(config, sort_keys=True))
 
 
-def group_of(config: dict[str, Any]) -> str | None:
-    """The key runs share when one worker may train them as one stack, or None where a run trains alone: as one
-    whose stored config this normlab refuses does, so that training it records why (`train_jobs`) instead of
-    stopping the worker that claimed it."""
+def group_of(config: RunConfig) -> str | None:
+    """The key runs share when one worker may train them as one stack, or None where a run trains alone."""
     from normlab.train.group import group_key, groupable
 
-    try:
-        cfg = run_config(config)
-    except ConfigError:
-        return None
-    return group_key(cfg) if groupable(cfg) else None
+    return group_key(config) if groupable(config) else None
 
 
-def is_stacked(jobs: list[tuple[str, dict[str, Any]]], stack_runs: bool) -> bool:
+def is_stacked(jobs: list[tuple[str, RunConfig]], stack_runs: bool) -> bool:
     return stack_runs and group_of(jobs[0][1]) is not None
 
 
-def claim_jobs(ledger: Ledger, owner: int, ids: list[str], stack_runs: bool) -> list[tuple[str, dict[str, Any]]]:
-    """The next runs to train together (up to `group_limit`), claimed for process `owner`; [] when none is left:
-    their configs as the ledger's schema wrote them, read in today's spelling (`upgrade_stored`). Without
-    `stack_runs` each run is claimed alone, and no config is read to group it."""
-    def key(config: dict[str, Any]) -> str:  # a run that trains alone groups with nobody: its own id is its key
-        return group_of(upgrade_stored(config, ledger.schema)) or config_hash(config)
+def claim_jobs(ledger: Ledger, owner: int, ids: list[str], stack_runs: bool) -> list[tuple[str, RunConfig]]:
+    """The next runs to train together (up to `group_limit`), claimed for process `owner`, each with its config
+    typed: the ledger's row as its schema wrote it, read in today's spelling (`upgrade_stored`) and validated once
+    per process. [] when none is left. Without `stack_runs` each run is claimed alone, and no config is read to
+    group it. A row this normlab refuses is failed with the validation's words (its attempts count), never handed
+    on and never raised inside the claim, which would stop the worker."""
+    def today(config: dict[str, Any]) -> dict[str, Any]:
+        return upgrade_stored(config, ledger.schema)
 
-    claimed = ledger.claim_group(owner, set(ids), key, group_limit) if stack_runs else \
-        ledger.claim_group(owner, set(ids))
-    return [(rid, relocated(ledger, upgrade_stored(config, ledger.schema))) for rid, config in claimed]
+    def key(config: dict[str, Any]) -> str:  # a run that trains alone groups with nobody: its own id is its key
+        try:
+            return group_of(run_config(today(config))) or config_hash(config)
+        except ConfigError:
+            return config_hash(config)
+
+    while True:
+        claimed = ledger.claim_group(owner, set(ids), key, lambda config: group_limit(today(config))) \
+            if stack_runs else ledger.claim_group(owner, set(ids))
+        jobs = []
+        for rid, config in claimed:
+            try:
+                jobs.append((rid, relocated(ledger, run_config(today(config)))))
+            except ConfigError as e:
+                ledger.fail(rid, f"its stored config cannot be read by this normlab: {e}")
+        if jobs or not claimed:
+            return jobs
 
 
 def train_alone(cfg, out: str, events: str | None = None):
@@ -90,14 +100,16 @@ def train_alone(cfg, out: str, events: str | None = None):
         return RunResult("failed", 0, None, str(e))
 
 
-def events_dir(study_dir: Path, run_id: str, config: dict[str, Any]) -> Path:
-    """A run's live TensorBoard directory: STUDY/tensorboard/<scheme-norm-depth-lr-warmup-seed-id>."""
+def events_dir(study_dir: Path, run_id: str, config: RunConfig | dict[str, Any]) -> Path:
+    """A run's live TensorBoard directory: STUDY/tensorboard/<scheme-norm-depth-lr-warmup-seed-id>; `config`: a
+    claimed run's, or a record's dict."""
     from normlab.rundir.events import run_name
 
-    return Path(study_dir) / "tensorboard" / run_name(config, run_id)
+    data = config if isinstance(config, dict) else config.to_dict()
+    return Path(study_dir) / "tensorboard" / run_name(data, run_id)
 
 
-def train_jobs(runs: list[tuple[dict[str, Any], str]], stacked: bool, events: list[str | None] | None = None) -> list:
+def train_jobs(runs: list[tuple[RunConfig, str]], stacked: bool, events: list[str | None] | None = None) -> list:
     """Train (config, run directory) pairs as one stack, or the one run alone: a `RunResult` each. What the
     local workers and the Ray tasks both run; it touches the run directories (and `events`, each run's live
     TensorBoard directory), never the ledger."""
@@ -106,14 +118,13 @@ def train_jobs(runs: list[tuple[dict[str, Any], str]], stacked: bool, events: li
 
     events = events or [None] * len(runs)
     try:
-        runs = [(run_config(cfg), out) for cfg, out in runs]
         return GroupTrainer(runs, events=events).run() if stacked else [train_alone(*runs[0], events[0])]
     except Exception as e:  # the group itself could not run: every member failed for that reason
         reason = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
         return [RunResult("failed", 0, None, reason) for _ in runs]
 
 
-def record_results(ledger: Ledger, jobs: list[tuple[str, dict[str, Any]]], results: list) -> None:
+def record_results(ledger: Ledger, jobs: list[tuple[str, RunConfig]], results: list) -> None:
     """Each run finished (its record summarized from its run directory) or failed, with its reason."""
     for (rid, _), result in zip(jobs, results):
         try:
@@ -125,16 +136,16 @@ def record_results(ledger: Ledger, jobs: list[tuple[str, dict[str, Any]]], resul
             ledger.fail(rid, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
 
 
-def relocated(ledger: Ledger, config: dict[str, Any]) -> dict[str, Any]:
+def relocated(ledger: Ledger, config: RunConfig) -> RunConfig:
     """A claimed run's config with `train.init_from` pointing into this study's directory where it named a run
     of this study that has moved with it (a study copied or moved elsewhere: its run directories came along)."""
-    source = config["train"].get("init_from")
+    source = config.train.init_from
     if not source or Path(source).exists():
         return config
     here = ledger.run_dir(Path(source).name)
     if not (here / "config.toml").is_file():
         return config  # not one of this study's runs: the trainer says what is missing
-    return {**config, "train": {**config["train"], "init_from": str(here.resolve())}}
+    return config.model_copy(update={"train": config.train.model_copy(update={"init_from": str(here.resolve())})})
 
 
 def done_cost(ledger: Ledger, costs: dict[str, float]) -> float:

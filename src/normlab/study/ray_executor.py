@@ -28,9 +28,8 @@ import tarfile
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
-from normlab.config import ConfigError
+from normlab.config import ConfigError, RunConfig
 from normlab.rundir.lock import LOCK_NAME
 from normlab.study.ledger import Ledger
 
@@ -116,7 +115,7 @@ def unpack(data: bytes, directory: Path, replacing: bool = False) -> None:
             path.unlink()
 
 
-def ray_train(jobs: list[tuple[str, dict[str, Any]]], run_dirs: list[str], threads: int, stacked: bool,
+def ray_train(jobs: list[tuple[str, RunConfig]], run_dirs: list[str], threads: int, stacked: bool,
               packed: list[bytes | None] | None, events: list[str] | None = None, cwd: str | None = None
               ) -> tuple[list, list[bytes] | None]:
     """A Ray task: train the claimed runs in place (`packed` None) or in a temporary copy of their directories;
@@ -148,7 +147,7 @@ def _submit(task, jobs, dirs, ledger: Ledger, threads: int, stack_runs: bool, sh
     """One Ray task for one claim: in place, or shipped (fine-tunes then pinned to the driver's node)."""
     from normlab.study.jobs import events_dir, is_stacked
 
-    local = shipped and any(cfg["train"].get("init_from") for _, cfg in jobs)
+    local = shipped and any(cfg.train.init_from for _, cfg in jobs)
     packed = [pack(d) for d in dirs] if shipped and not local else None
     # live TensorBoard events where the run trains in place; shipped runs get theirs afterwards
     events = ([str(events_dir(ledger.dir.resolve(), rid, cfg)) for rid, cfg in jobs]

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from normlab.bench.timing import steady_allocator
-from normlab.config import ConfigError
+from normlab.config import ConfigError, RunConfig
 from normlab.study.claims import CLAIMS, Figure, Verdict
 from normlab.study.jobs import (EXECUTORS, claim_jobs, done_cost, events_dir, is_stacked, record_results, run_cost,
                                 train_jobs)
@@ -92,7 +92,7 @@ def _raise_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def _train_group(ledger: Ledger, jobs: list[tuple[str, dict[str, Any]]], stacked: bool,
+def _train_group(ledger: Ledger, jobs: list[tuple[str, RunConfig]], stacked: bool,
                  tensorboard: bool = False) -> None:
     """Train the claimed runs (as one stack, or the one run alone); each is finished or failed on its own."""
     runs = [(cfg, str(ledger.run_dir(rid))) for rid, cfg in jobs]
