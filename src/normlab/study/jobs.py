@@ -38,16 +38,16 @@ def group_limit(config: dict[str, Any], budget_bytes: float = GROUP_MEMORY_BYTES
 
 
 @functools.lru_cache(maxsize=4096)
-def _config_of_json(config_json: str):
+def _config_of_json(config_json: str) -> RunConfig:
     from normlab.config import validate_config
 
     return validate_config(json.loads(config_json))
 
 
-def run_config(config: dict[str, Any]):
-    """A registered run's config (as `claim_jobs` hands it on: in today's spelling) as a RunConfig, validated once
-    per process: a worker groups the pending runs it scans by their configs, then trains the ones it claimed from
-    the same configs."""
+def run_config(config: dict[str, Any]) -> RunConfig:
+    """A registered run's config, in today's spelling (`claim_jobs` reads the row so), as a RunConfig validated
+    once per process: a worker groups the pending runs it scans by their configs, then trains the ones it claimed
+    from the same configs."""
     return _config_of_json(json.dumps(config, sort_keys=True))
 
 
