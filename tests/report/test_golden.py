@@ -8,16 +8,19 @@ When a change means to alter the report, regenerate the golden files and read th
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
-import re
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 GOLDEN = Path(__file__).with_name("golden")
+_spec = importlib.util.spec_from_file_location("rerender", GOLDEN.parents[2] / "benchmarks" / "rerender.py")
+rerender = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(rerender)
 CLAIMS = ["C1", "C3", "C5", "C6", "C13", "C15"]  # comparisons, per-layer trends, sub-verdicts, both init recipes
 ENVIRONMENT = {"normlab": "golden", "torch": "golden", "python": "3.x", "platform": "golden", "device": "cpu",
                "torch_threads": 1, "cpu": "golden", "norm_impl": "reference", "processes": 1}
@@ -80,7 +83,7 @@ def render(out: Path, monkeypatch) -> dict[str, str]:
     monkeypatch.setattr(publish, "rules_record", lambda: {"fingerprint": "golden"})
     publish.publish(out)
     html = (out / "report.html").read_text("utf-8")
-    html = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "data:image/png;base64,<PNG>", html)
+    html = rerender.comparable("report.html", html)  # the one masking of PNG bytes, as benchmarks/rerender.py's
     return {"report.html": html, "report.md": (out / "report.md").read_text("utf-8"),
             "verdicts.json": (out / "verdicts.json").read_text("utf-8")}
 
@@ -103,11 +106,6 @@ def test_the_report_of_a_fixed_study_is_unchanged(tmp_path, monkeypatch):
 def test_rerender_says_same_for_a_study_as_committed_and_names_a_file_that_differs(tmp_path):
     """benchmarks/rerender.py, the check a refactor of the study runs on the committed studies: a copy of the study
     renders as it was committed (PNG bytes aside), the study itself is left as it was, a changed file is named."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("rerender", GOLDEN.parents[2] / "benchmarks" / "rerender.py")
-    rerender = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rerender)
     from normlab.study.publish import publish
 
     study, results = tmp_path / "study", tmp_path / "results"

@@ -170,3 +170,21 @@ def test_a_stored_config_this_normlab_refuses_fails_its_run_with_the_reason_and_
     assert [rid for rid, _ in jobs] == ["good"] and isinstance(jobs[0][1], RunConfig)
     [failed] = reg.failed()
     assert failed["id"] == "bad" and "'gone'" in failed["reason"] and "scheme" in failed["reason"]
+
+
+def test_a_newer_normlabs_ledger_is_refused_before_anything_is_written_to_it(tmp_path):
+    """Its journal mode (the first thing an open sets) and its bytes stay as they were."""
+    from normlab.compat import SCHEMA_VERSION
+
+    db = sqlite3.connect(tmp_path / "study.sqlite")
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, config TEXT NOT NULL)")
+    db.commit()
+    db.close()
+    before = (tmp_path / "study.sqlite").read_bytes()
+    with pytest.raises(ConfigError, match="written by a newer normlab"):
+        Ledger(tmp_path)
+    assert (tmp_path / "study.sqlite").read_bytes() == before
+    db = sqlite3.connect(tmp_path / "study.sqlite")
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    db.close()

@@ -550,7 +550,7 @@ class SubLN(PreLN):
         PreLN.facts,
         color="#17becf",
         layout=Layout(BlockLayout(sum_norm=False, input_norm=True, inner_norm=True)),
-        degenerate_norms=NO_NORM_COLLAPSES)
+        degenerate_norms=dict(NO_NORM_COLLAPSES))
 
     @property
     def gamma(self) -> float:

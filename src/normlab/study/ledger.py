@@ -126,16 +126,16 @@ class Ledger:
     def _create_or_migrate(self) -> None:
         db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         try:
+            # a newer normlab's ledger is refused before anything is written to it (its journal mode included)
+            why = newer_schema(db.execute("PRAGMA user_version").fetchone()[0], f"study ledger {str(self.path)!r}")
+            if why:
+                raise ConfigError(why)
             if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":  # set once; later opens need no lock
                 db.execute("PRAGMA journal_mode=WAL")  # readers do not block the writer
             db.execute("BEGIN IMMEDIATE")  # two processes opening an old ledger: one migrates, one waits
-            new = db.execute("SELECT name FROM sqlite_master WHERE name = 'runs'").fetchone() is None
-            if new:
+            if db.execute("SELECT name FROM sqlite_master WHERE name = 'runs'").fetchone() is None:  # a new ledger
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             self.schema = db.execute("PRAGMA user_version").fetchone()[0]
-            why = newer_schema(self.schema, f"study ledger {str(self.path)!r}")
-            if why:
-                raise ConfigError(why)
             for statement in filter(str.strip, SCHEMA.split(";")):
                 db.execute(statement)
             have = {row[1] for row in db.execute("PRAGMA table_info(runs)")}

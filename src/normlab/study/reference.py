@@ -1,7 +1,7 @@
 """The study's unit of cost: one reference run, timed on the machine the study runs on.
 
 A wall time in minutes means little across machines: hosts of one kind differ by up to 1.6×, and the committed
-figures come from hosts about 2× apart (issue 46). So a study times, at its start and in its own process, one
+figures come from hosts about 2× apart. So a study times, at its start and in its own process, one
 reference run (the standard preset's base run: Pre-LN, 4 layers × 64 wide, 32 tokens, 300 steps, one thread, as
 every CPU study run trains) and states its training wall time in reference runs beside seconds: a machine-free
 figure (`verdicts.json` → `cost`, the report, `cost.json`).
