@@ -610,11 +610,10 @@ def test_mix_ratio_outside_unit_interval_raises(ratio):
 
 
 def test_every_scheme_carries_its_display_facts_and_the_report_reads_them_from_it():
-    """A scheme's label, colour and place in lists live on its class: the report and the claims' summaries
-    derive theirs from the registry, so a new scheme needs no edit elsewhere (the report once lacked `residual`)."""
+    """A scheme's label, colour and place in lists live on its class: the report derives
+    its own from the registry, so a new scheme needs no edit elsewhere (the report once lacked `residual`)."""
     from normlab.report import plots
     from normlab.study import sections as general
-    from normlab.study.claims.stability import SCHEME_NAMES
 
     schemes = dict(SCHEMES.items())
     assert all(s.label and s.facts.color.startswith("#") for s in schemes.values())
@@ -622,4 +621,4 @@ def test_every_scheme_carries_its_display_facts_and_the_report_reads_them_from_i
     assert plots.SCHEME_COLORS == {n: s.facts.color for n, s in schemes.items()}
     assert plots.SCHEME_COLORS["post"] == "#d62728"
     assert general.SCHEME_ORDER == list(schemes) and general.SCHEME_ORDER[:2] == ["post", "pre"]
-    assert SCHEME_NAMES["residual"] == "ResiDual" and SCHEME_NAMES["peri"] == "Peri-LN"
+    assert schemes["residual"].label == "ResiDual" and schemes["peri"].label == "Peri-LN"

@@ -69,7 +69,8 @@ def test_verdicts_json_round_trips(report):
     keys = {"id", "verdict", "statistic", "value", "reading", "n_seeds", "settings", "details", "summary", "fragile",
             "robustness", "parts", "interval", "test", "seeds", "init", "init_dependent", "other_init", "look",
             "scope", "primary", "family", "design",  # where it holds, the Holm step, the design seeds' verdict
-            "depends_on", "outcome", "why", "needed", "bundled"}  # the typed outcome and what it is made of
+            "depends_on", "outcome", "why", "needed", "unit", "unit_count",  # the typed outcome, what it is made of
+            "bundled"}
     assert all(set(r) == keys for r in rows)
     for row, original in zip(rows, verdicts()):
         assert Verdict.from_dict(row).to_dict() == row

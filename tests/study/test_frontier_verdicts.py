@@ -741,11 +741,40 @@ def f8_same_limit_as_pre_ln_is_finer_than_the_grid():
 
 
 def test_f8_inconclusive_only_by_the_grids_resolution_is_off_scale():
-    from normlab.report.outcome import OFF_SCALE
+    from normlab.report.outcome import OFF_GRID, OFF_SCALE
     v = CLAIMS.get("F8")().judge(_f8(up_to(3), up_to(1), up_to(3)), None, P)
     assert v.verdict == INCONCLUSIVE and v.why == OFF_SCALE
-    v = CLAIMS.get("F8")().judge(_f8(up_to(5), up_to(5), up_to(5)), None, P)  # a higher lr would decide: not
+    # every arm trains at the grid's top: higher lrs would decide, not the paper's scale and not more seeds
+    v = CLAIMS.get("F8")().judge(_f8(up_to(5), up_to(5), up_to(5)), None, P)
+    assert v.verdict == INCONCLUSIVE and v.why == OFF_GRID
+
+
+def test_f8_limits_the_seeds_do_not_back_are_underpowered_with_their_split_as_evidence():
+    """Keel's limit above both others' but too few (lr, seed) pairs back it: the claim leaves its kind to the
+    study, and its pooled split is the evidence the power plan projects (it once had none: "too few trained")."""
+    from normlab.report.outcome import UNDERPOWERED
+    from normlab.study.power import explain, leans
+
+    keel = [OK, OK, ONE_DIVERGED, DIV, DIV]
+    v = CLAIMS.get("F8")().judge(_f8(keel, [OK, OK, TWO_FAILED, DIV, DIV], [OK, OK, DIV, DIV, DIV]), None, P)
     assert v.verdict == INCONCLUSIVE and v.why == ""
+    e = v.details["evidence"]
+    assert (e["test"], e["k"], e["n"]) == ("sign", 1, 1) and "Post-LN" in e["what"]
+    assert leans(v)
+    explain(v, 0.05)
+    assert v.why == UNDERPOWERED and v.needed is not None and v.needed > 5
+
+
+def test_f7_everything_training_is_beyond_the_grid_and_its_split_is_recorded():
+    from normlab.report.outcome import OFF_GRID
+    from normlab.study.power import leans
+
+    v = CLAIMS.get("F7")().judge(_f7(none=[OK] * 3, per_head=[OK] * 3, full_width=[OK] * 3), None, P)
+    assert v.verdict == INCONCLUSIVE and v.why == OFF_GRID and not leans(v)
+    assert v.details["evidence"]["test"] == "sign" and CLAIMS.get("F7").test_kind == "sign"
+    v = CLAIMS.get("F7")().judge(_f7(none=[OK, OK, DIV], per_head=[OK, TWO_FAILED, DIV],
+                                     full_width=[OK, OK, DIV]), None, P)
+    assert v.verdict == FAILS and v.why == ""
 
 
 @scenario("F8", INCONCLUSIVE, K5)

@@ -138,6 +138,56 @@ def test_about_k_seeds_needed_projects_the_split_and_the_interval():
     assert needed({"test": "t", "interval": [0.1, 0.3], "seeds": 5}, 0.05) is None  # straddles nothing known
 
 
+def test_an_interval_is_projected_past_its_own_boundaries_not_past_zero():
+    """A ratio is decided against 1 or a band's ends, an exponent against ½ and 1: `needed` narrows the interval
+    past the boundaries it is decided against (`Part.bounds`, `details["bounds"]`), which 0 is not."""
+    from normlab.study.power import evidence, needed
+
+    # C10's timing ratio [0.80, 1.00] against 0.95: centre 0.90, half 0.10, 0.05 from the boundary: 4× the rounds
+    ratio = {"test": "t", "interval": [0.8, 1.0], "seeds": 15, "bounds": [0.95]}
+    assert needed(ratio, 0.05) == 60
+    assert needed({**ratio, "bounds": []}, 0.05) is None  # against 0 it straddles nothing: the old projection
+    # a verdict's own interval carries its bounds in details; an open part's in the part
+    # C5's exponent [0.4, 1.2] straddles ½ and 1: centre 0.8, half 0.4, 0.2 from 1: 4× the seeds
+    v = Verdict("C5", INCONCLUSIVE, "exponent", 0.8, 5, {}, interval=[0.4, 1.2], details={"bounds": [0.5, 1.0]})
+    assert evidence(v)["bounds"] == [0.5, 1.0] and needed(evidence(v), 0.05) == 20
+    part = {"verdict": INCONCLUSIVE, "interval": [0.8, 1.0], "statistic": "time ratio", "bounds": [0.95],
+            "rounds": 15}
+    e = evidence(_verdict(INCONCLUSIVE, None, [part]))
+    assert (e["unit"], e["seeds"], e["bounds"]) == ("timing rounds", 15, [0.95])
+
+
+def test_a_measurement_left_open_asks_for_timing_rounds_not_seeds():
+    """C10's norm timing is an interval over timing rounds: a seed round adds none, so it does not lean, and its
+    kind says what would decide it. An open part over seeds is read before it."""
+    from normlab.report.outcome import UNDERPOWERED
+    from normlab.study.power import evidence, explain, leans
+
+    timing = {"verdict": INCONCLUSIVE, "interval": [0.8, 1.0], "statistic": "time ratio", "bounds": [0.95],
+              "rounds": 15}
+    v = _verdict(INCONCLUSIVE, None, [timing, {"verdict": HOLDS, "interval": [-0.01, 0.01]}])
+    assert not leans(v)
+    explain(v, 0.05)
+    assert (v.why, v.needed, v.unit, v.unit_count) == (UNDERPOWERED, 60, "timing rounds", 15)
+    assert v.outcome.why_text == "effect seen, not past the family-wise level at 15 timing rounds: about 60 needed"
+    assert v.to_dict()["outcome"]["unit"] == "timing rounds"
+    loss = {"verdict": INCONCLUSIVE, "interval": [-0.01, 0.03], "statistic": "gap (nats)"}
+    both = _verdict(INCONCLUSIVE, None, [timing, loss])
+    assert evidence(both)["unit"] == "seeds" and leans(both)  # the seeds' part first: a round can narrow it
+
+
+def test_a_verdict_open_only_by_its_grid_or_scale_gets_no_seeds():
+    from normlab.report.outcome import OFF_GRID, OFF_SCALE
+    from normlab.study.power import explain, leans
+
+    for why in (OFF_GRID, OFF_SCALE):
+        v = _split(INCONCLUSIVE, 5, 0)
+        v.why = why
+        assert not leans(v)
+        explain(v, 0.05)
+        assert v.why == why and v.needed is None
+
+
 def test_an_inconclusive_verdict_says_which_kind_it_is():
     from normlab.report.outcome import EQUIVALENT, TOO_FEW_TRAINED, UNDERPOWERED
     from normlab.study.power import explain

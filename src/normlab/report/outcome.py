@@ -24,7 +24,10 @@ TOO_FEW_TRAINED = "too few runs trained to compare"  # nothing to test: no inter
 # the claim's own: the paper states its effect where this study cannot reach (nGPT's 4× at ≈ 200k steps, a gap
 # finer than the lr grid's steps); more seeds would not decide it, a run at the paper's scale would
 OFF_SCALE = "not at the paper's scale"
-WHY = (EQUIVALENT, UNDERPOWERED, TOO_FEW_TRAINED, OFF_SCALE)
+# the claim's own: its limits lie beyond the lr grid (every arm trains at the grid's top, or none at any lr of it);
+# more seeds would not decide it, a wider grid would
+OFF_GRID = "beyond the lr grid"
+WHY = (EQUIVALENT, UNDERPOWERED, TOO_FEW_TRAINED, OFF_SCALE, OFF_GRID)
 
 EVERY_LEVEL, WHERE_JUDGED = "under every level measured", "where judged"
 
@@ -39,14 +42,16 @@ class Outcome:
     """`verdict`: the rule's word at the claim's own levels. `depends_on`: the factors whose levels give opposite
     decisive verdicts. `open_levels`: the levels (`init gpt2`, `d 128`) where a decisive verdict was inconclusive.
     `why` and `needed`: an inconclusive verdict's kind (`WHY`) and, where more seeds would decide, about how many
-    it needs in all (None: no projection)."""
+    it needs in all (None: no projection). `unit`: what `needed` and `seeds` count, seeds unless the interval left
+    open is a measurement's, over timing rounds."""
 
     verdict: str
     depends_on: tuple[str, ...] = ()
     open_levels: tuple[str, ...] = ()
     why: str = ""
     needed: int | None = None
-    seeds: int | None = None  # the seeds it was judged on, for `needed`'s sentence
+    seeds: int | None = None  # the seeds (or `unit`s) it was judged on, for `needed`'s sentence
+    unit: str = "seeds"
 
     def __post_init__(self):
         if self.verdict not in (HOLDS, FAILS, INCONCLUSIVE):
@@ -93,19 +98,19 @@ class Outcome:
             return ""
         if self.why != UNDERPOWERED:
             return self.why
-        at = f" at {self.seeds} seeds" if self.seeds else ""
-        return self.why + at + (f": about {self.needed} needed" if self.needed else ": more seeds would decide")
+        at = f" at {self.seeds} {self.unit}" if self.seeds else ""
+        return self.why + at + (f": about {self.needed} needed" if self.needed else f": more {self.unit} would decide")
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "verdict": self.verdict, "depends_on": list(self.depends_on),
                 "open_levels": list(self.open_levels), "total": self.total_key, "scope": self.scope_text,
-                "why": self.why, "needed": self.needed, "seeds": self.seeds, "text": self.text,
+                "why": self.why, "needed": self.needed, "seeds": self.seeds, "unit": self.unit, "text": self.text,
                 "why_text": self.why_text}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Outcome":
         return cls(data["verdict"], tuple(data.get("depends_on") or ()), tuple(data.get("open_levels") or ()),
-                   data.get("why") or "", data.get("needed"), data.get("seeds"))
+                   data.get("why") or "", data.get("needed"), data.get("seeds"), data.get("unit") or "seeds")
 
 
 def split_and_open(scope: dict[str, dict[str, str]]) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -54,10 +54,10 @@ def _as_dict(verdict: Any) -> dict[str, Any]:
     data = verdict.to_dict() if hasattr(verdict, "to_dict") else dict(verdict)
     keys = ("id", "verdict", "statistic", "value", "reading", "interval", "test", "n_seeds", "seeds", "parts",
             "init", "init_dependent", "other_init", "look", "scope", "depends_on", "primary", "outcome", "why", "needed",
-            "bundled", "family", "design", "settings",
+            "unit", "unit_count", "bundled", "family", "design", "settings",
             "details", "summary", "fragile", "robustness")
     empty = {"settings": {}, "details": {}, "parts": [], "seeds": [], "other_init": {}, "look": {}, "scope": {},
-             "depends_on": [], "primary": "", "outcome": {}, "why": "", "needed": None, "bundled": False,
+             "depends_on": [], "primary": "", "outcome": {}, "why": "", "needed": None, "unit": "seeds", "unit_count": None, "bundled": False,
              "family": {}, "design": {}}
     return {k: data.get(k, empty.get(k)) for k in keys}
 

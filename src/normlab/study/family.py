@@ -49,6 +49,8 @@ def _mark(v: Verdict, level: float, step: int | None, m: int, alpha: float, alon
     v.family = {"alpha": alpha, "m": m, "level": round(level, 12), "step": step, "alone": alone.outcome.text,
                 "method": f"Holm's step-down over the study's {m} claims at family-wise α = {alpha:g}"}
     if step is None and decisive(alone.verdict):
+        # a measurement's part left open (C10's timing) narrows with more timing rounds, not with more seeds
+        more = "timing rounds" if any(p.get("rounds") and not decisive(p["verdict"]) for p in v.parts) else "seeds"
         v.summary += (f"; {alone.outcome.text} at α = {alpha:g} alone, not at the family level {level:.3g} (Holm over "
-                      f"{m} claims): more seeds would decide")
+                      f"{m} claims): more {more} would decide")
     return v

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from normlab.report.outcome import EQUIVALENT, INCONCLUSIVE, TOO_FEW_TRAINED, UNDERPOWERED
+from normlab.report.outcome import EQUIVALENT, INCONCLUSIVE, OFF_GRID, OFF_SCALE, TOO_FEW_TRAINED, UNDERPOWERED
 from normlab.study.claims import CLAIMS, Verdict
 from normlab.study.claims.statistics import ALPHA, LOSS_MARGIN, MIN_SEEDS, SPENDING, Level, sign_test
 
@@ -129,16 +129,22 @@ def plan_text(rows: list[PlanRow]) -> list[str]:
 # -- evidence, leaning and "about k needed" ------------------------------------------------------------------------
 def evidence(verdict: Verdict) -> dict[str, Any] | None:
     """The primary test's evidence a verdict recorded (`details["evidence"]`: a failure split), or else the interval
-    still open: an inconclusive part's where the verdict has parts, the verdict's own otherwise."""
-    found = (verdict.details or {}).get("evidence")
+    still open: an inconclusive part's where the verdict has parts (one over seeds before a measurement's over
+    timing rounds), the verdict's own otherwise; with the boundaries it is decided against (`Part.bounds`,
+    `details["bounds"]`) and what more of would narrow it (`unit`: seeds, or a measurement's timing rounds)."""
+    details = verdict.details or {}
+    found = details.get("evidence")
     if found and found.get("n"):
         return found
-    open_parts = [p for p in verdict.parts if p["verdict"] == INCONCLUSIVE and _finite(p.get("interval"))]
-    source = open_parts[0] if open_parts else ({"interval": verdict.interval, "statistic": verdict.statistic}
-                                               if not verdict.parts else None)
+    open_parts = sorted((p for p in verdict.parts if p["verdict"] == INCONCLUSIVE and _finite(p.get("interval"))),
+                        key=lambda p: bool(p.get("rounds")))
+    source = open_parts[0] if open_parts else ({"interval": verdict.interval, "statistic": verdict.statistic,
+                                                "bounds": details.get("bounds")} if not verdict.parts else None)
     if source and _finite(source.get("interval")):
+        rounds = source.get("rounds")
         return {"test": "t", "interval": list(source["interval"]), "statistic": source.get("statistic") or "",
-                "seeds": len(verdict.seeds) or verdict.n_seeds}
+                "bounds": list(source.get("bounds") or []), "unit": "timing rounds" if rounds else "seeds",
+                "seeds": rounds or len(verdict.seeds) or verdict.n_seeds}
     return found  # a split with no discordant seed, or None: nothing to narrow
 
 
@@ -150,7 +156,11 @@ def leans(verdict: Verdict) -> bool:
     """Could more seeds decide it? A failure split whose majority falls one way, where the verdict is inconclusive
     or the split is at an open level of its scope (C1 at an lr); else, for an inconclusive verdict, an interval
     (of the verdict or an open part) that straddles its boundary."""
+    if verdict.why in (OFF_SCALE, OFF_GRID):  # the claim said more seeds would not decide it
+        return False
     e = evidence(verdict)
+    if e and e.get("unit", "seeds") != "seeds":  # a measurement's timing rounds: a seed round adds none
+        return False
     if e and e["test"] == "sign" and e["n"] and (verdict.verdict == INCONCLUSIVE or e.get("open")):
         return 2 * e["k"] > e["n"]
     if verdict.verdict != INCONCLUSIVE:
@@ -162,8 +172,9 @@ def leans(verdict: Verdict) -> bool:
 def needed(e: dict[str, Any], alpha: float) -> int | None:
     """About how many seeds in all would bring the evidence past `alpha`, if added seeds fall as these did: for a
     failure split, the same share of discordant seeds and of them the same share one way; for an interval, its
-    half-width shrinking as 1/√n until it clears every boundary it straddles (0, and ±margin for a loss gap in
-    nats). None: nothing to project."""
+    half-width shrinking as 1/√n until it clears every boundary it straddles (the evidence's `bounds`, else 0 and
+    ±margin for a loss gap in nats). For a measurement over timing rounds, the same in rounds. None: nothing to
+    project."""
     seeds = e.get("seeds") or 0
     if seeds < 1:
         return None
@@ -177,8 +188,8 @@ def needed(e: dict[str, Any], alpha: float) -> int | None:
         return None
     lo, hi = e["interval"]
     centre, half = (lo + hi) / 2, (hi - lo) / 2
-    # the boundaries the interval straddles: 0, and ±margin for a loss gap in nats; it must shrink past each
-    bounds = [0.0] + ([LOSS_MARGIN, -LOSS_MARGIN] if "nats" in e.get("statistic", "") else [])
+    # the boundaries the interval straddles (its own, else 0 and ±margin for a loss gap in nats): past each
+    bounds = e.get("bounds") or [0.0] + ([LOSS_MARGIN, -LOSS_MARGIN] if "nats" in e.get("statistic", "") else [])
     inside = [abs(centre - b) for b in bounds if lo < b < hi]
     if not inside or min(inside) == 0 or half <= 0:
         return None
@@ -206,6 +217,8 @@ def explain(verdict: Verdict, alpha: float) -> None:
         return
     verdict.why = UNDERPOWERED
     verdict.needed = needed(e, alpha)
+    if e.get("unit", "seeds") != "seeds":
+        verdict.unit, verdict.unit_count = e["unit"], e["seeds"]
 
 
 def last_alpha(verdict: Verdict) -> float:

@@ -100,8 +100,8 @@ def claims_choosing(knob: str) -> list[str]:
 # from there. Once held-out verdicts have been seen, a rule change moves HELD_OUT to fresh seeds (CHANGELOG.md says
 # so) and the seeds before it join the design seeds, so a published verdict is always one its rule never saw
 # (tests/study/test_seeds.py holds the presets to this; verdicts.json records the rules' fingerprint, study/rules.py).
-# (1000–1004 were seen under earlier rules: CHANGELOG.md, 2026-11-28)
-HELD_OUT = 2000
+# (1000–1004 and 2000–2004 were seen under earlier rules: CHANGELOG.md, 2026-11-28)
+HELD_OUT = 3000
 DESIGN_SEEDS = range(0, HELD_OUT)
 HELD_OUT_SEEDS = [HELD_OUT + i for i in range(5)]
 
@@ -247,7 +247,7 @@ PRESETS["frontier"] = Preset(
     base=FRONTIER_BASE, seeds=HELD_OUT_SEEDS, claims=list(FRONTIER_CLAIMS),
     lrs=LRS, warmup=50, lr_fixed=3e-3, depths=[4], paper_inits=True,
     # F1–F8's own knobs (nGPT's budgets, DyT's long budget, QK-norm's and Keel's lrs, Keel's depth and cell) are
-    # their defaults, beside each claim in claims/frontier.py
+    # their defaults, beside each claim in claims/frontier.py and frontier_lr.py
 )
 
 

@@ -1,5 +1,6 @@
 """The fingerprint of the rules a verdict is judged by: the claims, the presets, the statistics and decisions, the
-family-wise control, the power plan, what "trained" means, and what an outcome is.
+family-wise control, the power plan, what "trained" means, how a verdict is judged at each level, and what an
+outcome is.
 
 Seeds below `presets.HELD_OUT` (every earlier held-out range among them) are for designing rules; presets run on
 held-out seeds
@@ -19,10 +20,12 @@ import hashlib
 from importlib import resources
 
 # the modules whose code decides a verdict, as package paths under normlab: the claims and their statistics and
-# decisions, the family-wise control, the power plan, what "trained" means, what an outcome is. The presets enter
+# decisions, the family-wise control, the power plan, what "trained" means, how a verdict is judged at each level
+# (judge.py: where it holds, `depends on`), what an outcome is. The presets enter
 # as data (`presets_data`), not as presets.py's code, and the study's machinery (runner.py: workers, ledger, rounds)
 # not at all, so that moving machinery code leaves the rules' fingerprint as it is
-RULE_MODULES = ("study/claims/*.py", "study/family.py", "study/power.py", "study/trained.py", "report/outcome.py")
+RULE_MODULES = ("study/claims/*.py", "study/family.py", "study/power.py", "study/trained.py", "study/judge.py",
+                "report/outcome.py")
 
 
 def _sources() -> list[tuple[str, str]]:

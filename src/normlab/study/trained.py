@@ -45,8 +45,7 @@ def judge_trained(records: list, lines: dict[str, list]) -> list:
         ends = lines.get(corpus_key(r.config))
         if ends is None:
             try:
-                ends = lines[corpus_key(r.config)] = list(corpus_ends(corpus_key(r.config),
-                                                                     r.config["model"]["block_size"]))
+                ends = lines[corpus_key(r.config)] = list(corpus_ends(corpus_key(r.config), r.get("model.block_size")))
             except Exception:  # the corpus moved away: this run keeps its own judgement
                 out.append(r)
                 continue

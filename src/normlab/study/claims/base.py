@@ -88,6 +88,10 @@ class Verdict:
     # projection); set by the study's power plan (study/power.py)
     why: str = ""
     needed: int | None = None
+    # what `needed` counts: seeds, or "timing rounds" where the interval left open is a measurement's (C10's norm
+    # timing), and how many of those it was judged on (None: its seeds)
+    unit: str = "seeds"
+    unit_count: int | None = None
     bundled: bool = False  # its verdict is its parts combined (`combine`; corrected for them: `Claim.corrected`)
     # the family-wise control of the study's primary decisions (study/family.py): {"level": the α this verdict was
     # decided at, "step": its Holm step, "m": the family's size, "alone": the verdict at α = 0.05 alone}
@@ -103,7 +107,7 @@ class Verdict:
         _, open_levels = split_and_open(self.scope)
         return Outcome(self.verdict, tuple(self.depends_on), open_levels if decisive(self.verdict) else (),
                        self.why if self.verdict == INCONCLUSIVE and not self.depends_on else "", self.needed,
-                       len(self.seeds) or self.n_seeds or None)
+                       self.unit_count or len(self.seeds) or self.n_seeds or None, self.unit)
 
     @classmethod
     def from_dict(cls, row: dict[str, Any]) -> "Verdict":
@@ -268,9 +272,15 @@ class Part:
     test: str = ""
     seeds: list[int] = field(default_factory=list)
     summary: str = ""
+    # the boundaries its interval is decided against; () for the usual ones: 0, and ±LOSS_MARGIN for a loss gap in
+    # nats. A band's two ends (C2's 1/√L), a ratio's 1 − SPEED_SAME (C10), F1's 4×: what more data must clear
+    bounds: tuple[float, ...] = ()
+    # a measurement's interval is over this many timing rounds, not over seeds (C10's norm timing): more rounds
+    # would narrow it, more seeds would not. None: over its seeds
+    rounds: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return json_safe({**asdict(self), "seeds": sorted(set(self.seeds)),
+        return json_safe({**asdict(self), "seeds": sorted(set(self.seeds)), "bounds": list(self.bounds),
                           "interval": list(self.interval) if self.interval else None})
 
 

@@ -17,10 +17,9 @@ from normlab.report.figure import Figure, Series
 from normlab.report.outcome import OFF_SCALE
 from normlab.study.claims.base import FAILS, HOLDS, INCONCLUSIVE, Claim, Part, claim
 from normlab.study.claims.decisions import Contrast, beats, loss_interval, not_worse, same
-from normlab.study.claims.grouping import Group, describe, group, n_seeds, select
+from normlab.study.claims.grouping import Group, group_record, group, n_seeds, select
 from normlab.study.claims.prose import ci_text, fmt, loss_test, pct, said
-from normlab.study.claims.statistics import LOSS_MARGIN, TRAINS, Level, sign_test, t_interval
-from normlab.study.claims.stability import trains
+from normlab.study.claims.statistics import LOSS_MARGIN, Level, t_interval
 
 # the settings nGPT's paper fixes (the model's, as its config resolves them) and its training recipe: no weight decay,
 # no warmup (arXiv 2410.01131 §2.6, "remove weight decay and learning rate warmup"; NVIDIA/ngpt launcher.sh: its nGPT
@@ -195,7 +194,8 @@ class NGPTSpeedupF1(FrontierClaim):
                                f"{pct(self.level.two_sided)}; each seed's factor from nGPT's final losses at "
                                f"{self.budgets(preset, horizon)} steps, fitted as a + b·log(steps)",
                     sorted(s for s, f in factors.items() if f),
-                    "per seed: " + ", ".join(f"{s}: {fmt(f, '.2f')}" for s, f in sorted(factors.items()))), factors
+                    "per seed: " + ", ".join(f"{s}: {fmt(f, '.2f')}" for s, f in sorted(factors.items())),
+                    bounds=(self.FACTOR,)), factors
 
     def trend(self, by_horizon: dict[int, dict[int, float | None]]) -> dict[str, Any] | None:
         """The factor's change from the shortest horizon to the longest, paired by seed: the ratio's geometric mean
@@ -247,7 +247,7 @@ class NGPTSpeedupF1(FrontierClaim):
                                             "the factor at each budget and its trend are the finding"),
                          summary, parts=parts, interval=factor.interval, test=factor.test, seeds=factor.seeds,
                          factors=factors, factors_by_budget={h: f for h, (_, f) in measured.items()},
-                         trend=trend, reach=reach.info, pre=describe(pre), ngpt_quarter=describe(short))
+                         trend=trend, reach=reach.info, pre=group_record(pre), ngpt_quarter=group_record(short))
 
     def judge(self, records, measurement, preset):
         """Below the paper's budget a factor under 4 does not refute it (its authors expect a smaller one there):
@@ -353,7 +353,7 @@ class BeatsClaim(FrontierClaim):
                                                     "it does not beat one of them"),
                          "; ".join(f"{p.name}: {p.summary}" for p in parts), parts=parts, interval=first.interval,
                          test=first.test, seeds=first.seeds,
-                         arms={label: describe(group(records, **arm(preset, **o)))
+                         arms={label: group_record(group(records, **arm(preset, **o)))
                                for label, o in [self.winner, *self.others]})
 
     def figures(self, records, measurement, preset):
@@ -390,7 +390,7 @@ class DerfF3(FrontierClaim):
                                                     "not hold when either does not"),
                          "; ".join(f"{p.name}: {p.summary}" for p in parts), parts=parts, interval=first.interval,
                          test=first.test, seeds=first.seeds,
-                         arms={k: describe(g) for k, g in (("Derf", derf), ("LayerNorm", ln), ("DyT", dyt))})
+                         arms={k: group_record(g) for k, g in (("Derf", derf), ("LayerNorm", ln), ("DyT", dyt))})
 
     def figures(self, records, measurement, preset):
         return [self.bars(records, self.title, {label: arm(preset, **self.ARMS[n]) for label, n in
@@ -498,254 +498,3 @@ class HybridReorderedF6(FrontierClaim):
                                                 OLMO2: arm(preset, **self.ARMS[OLMO2][0])})]
 
 
-def highest_trainable(records, lrs, **fixed) -> float | None:
-    """The highest lr of `lrs` at which the configuration `fixed` (run overrides, warmup included) trains (≥ TRAINS
-    of its seeds)."""
-    ok = [lr for lr in lrs if trains(group(records, **fixed, lr=lr))]
-    return max(ok) if ok else None
-
-
-def pooled_failures(records, pairs: list[tuple[dict[str, Any], dict[str, Any]]], level: Level) -> dict[str, Any]:
-    """Arm a against arm b over a grid (`pairs`: a's and b's run overrides at each lr): the (lr, seed) pairs where
-    one arm alone did not train, pooled over the grid, each side's one-sided exact sign test. `more`: a fails more
-    (p_more, the tail where a's failures are many); `fewer`: a fails less (p_fewer, the other tail)."""
-    only_a = only_b = 0
-    seeds: set[int] = set()
-    for a_over, b_over in pairs:
-        a, b = group(records, **a_over).outcomes, group(records, **b_over).outcomes
-        for s in set(a) & set(b):
-            seeds.add(s)
-            only_a += not a[s] and b[s]
-            only_b += a[s] and not b[s]
-    n = only_a + only_b
-    p_more, p_fewer = sign_test(only_a, n), sign_test(only_b, n)
-    return {"only_a_failed": only_a, "only_b_failed": only_b, "pairs": n, "seeds": sorted(seeds),
-            "p_more": p_more, "p_fewer": p_fewer,
-            "more": only_a > only_b and p_more < level.alpha, "fewer": only_b > only_a and p_fewer < level.alpha,
-            "test": f"exact sign test over the (lr, seed) pairs where one arm alone did not train ({n}), pooled over "
-                    "the lr grid, one-sided"}
-
-
-
-
-@claim("F7", "QK-norm raises the highest trainable learning rate, per head and over the full width",
-       sources=PAPERS,
-       paper="Dehghani et al. 2023 (arXiv 2302.05442) §3.1; Wortsman et al. 2023 (arXiv 2309.14322) §3.2: QK-norm "
-             "keeps attention logits bounded and widens the trainable lr range; per head in Qwen3 and torchtitan, "
-             "full width in OLMo 2 (arXiv 2501.00656)")
-class QKNormF7(FrontierClaim):
-    """QK-norm (q and k normalized before their dot product) raises the highest learning rate at which Pre-LN
-    trains without warmup, whether per head or over the full width."""
-
-    MODES = {"per head": "per_head", "full width": "full_width"}
-    scale = "ViT-22B (Dehghani et al.) and transformers of 10M–1.2B parameters (Wortsman et al.)"
-
-    @dataclass(frozen=True)
-    class Knobs(FrontierClaim.Knobs):
-        # the lrs, without warmup: from where Pre-LN began to strain without warmup up to past where all trained (0.1
-        # in the first frontier run, on a grid 0.01–0.1 that could not decide)
-        lrs: list[float] = field(default_factory=lambda: [3e-2, 1e-1, 3e-1])
-
-    def lrs(self, preset) -> list[float]:
-        return list(self.knobs(preset).lrs)
-
-    def runs(self, preset):
-        return [{"model.qk_norm": m, "train.lr": lr, "train.warmup_steps": 0}
-                for m in ("none", *self.MODES.values()) for lr in self.lrs(preset)]
-
-    def reading(self, value):
-        return f"QK-norm per head trains up to lr {value:g} without warmup"
-
-    def paired(self, records, preset, mode) -> dict[str, Any]:
-        """Over every lr and seed, the runs where one side alone did not train (QK-norm `mode` vs none)."""
-        at = {"train.warmup_steps": 0}
-        return pooled_failures(records, [({**at, "model.qk_norm": mode, "train.lr": lr},
-                                          {**at, "model.qk_norm": "none", "train.lr": lr}) for lr in self.lrs(preset)],
-                               self.level)
-
-    def verdict(self, records, measurement, preset):
-        lrs = self.lrs(preset)
-        top = max(lrs)
-        limit = {m: highest_trainable(records, lrs, **{"model.qk_norm": m, "train.warmup_steps": 0})
-                 for m in ("none", *self.MODES.values())}
-        parts = []
-        for label, mode in self.MODES.items():
-            q, n = limit[mode] or 0.0, limit["none"] or 0.0
-            paired = self.paired(records, preset, mode)
-            if not select(records, False, qk_norm=mode) or limit[mode] is None and limit["none"] is None:
-                verdict, why = INCONCLUSIVE, "neither trains at any lr of the grid: a lower grid would decide"
-            elif q > n:
-                verdict, why = HOLDS, "higher highest trainable lr"
-            elif q < n or paired["more"]:
-                verdict, why = FAILS, "lower highest trainable lr, or more runs that did not train"
-            elif paired["fewer"]:
-                verdict, why = HOLDS, "same highest lr, fewer runs that did not train (sign test)"
-            elif q == top:
-                verdict, why = INCONCLUSIVE, f"both train at every lr up to {top:g}: a higher lr would decide"
-            else:
-                verdict, why = FAILS, "the same highest trainable lr, no fewer failures"
-            parts.append(Part(f"QK-norm {label} raises the highest trainable lr", verdict,
-                              f"highest trainable lr, QK-norm {label}", limit[mode], None, paired["test"],
-                              paired["seeds"],
-                              f"{fmt(limit[mode], 'g')} vs {fmt(limit['none'], 'g')} without QK-norm ({why}); did "
-                              f"not train: {paired['only_a_failed']} pairs QK-norm alone, "
-                              f"{paired['only_b_failed']} without it alone"))
-        summary = ("highest lr where ≥ " f"{TRAINS:.0%} of seeds train, no warmup: "
-                   + ", ".join(f"{m} {fmt(v, 'g')}" for m, v in limit.items())
-                   + f" (grid {', '.join(f'{lr:g}' for lr in lrs)}); per head vs full width: "
-                   + ("the same limit" if limit["per_head"] == limit["full_width"] else
-                      f"{'per head' if (limit['per_head'] or 0) > (limit['full_width'] or 0) else 'full width'} "
-                      "trains at a higher lr"))
-        return self.make(None, "highest trainable lr with QK-norm per head", limit["per_head"],
-                         n_seeds(select(records, False, qk_norm="per_head")),
-                         self.settings(preset, lrs=lrs, warmup_steps=0,
-                                       trainable=f"at least {TRAINS:.0%} of the seeds trained",
-                                       rule="holds when each QK-norm trains at a higher lr of the grid than none (or at "
-                                            "the same limit with fewer failures, sign test); does not hold at a lower "
-                                            "or the same limit below the grid's top"),
-                         summary, parts=parts, test=parts[0].test, seeds=parts[0].seeds, highest_lr=limit)
-
-    def figures(self, records, measurement, preset):
-        lrs = self.lrs(preset)
-        labels = [f"{lr:g}" for lr in lrs]
-        fig = Figure("Runs that trained without warmup, by lr and QK-norm", "learning rate", "share of seeds trained",
-                     kind="line")
-        for m in ("none", *self.MODES.values()):
-            gs = [group(records, qk_norm=m, lr=lr, warmup_steps=0) for lr in lrs]
-            fig.series.append(Series(m, labels, [g.n / g.n_runs if g.n_runs else None for g in gs]))
-        return [fig]
-
-
-@claim("F8", "Keel tolerates a higher learning rate than Post-LN and Pre-LN at depth, with warmup",
-       sources=PAPERS,
-       paper="Chen & Wei 2026 (Keel, \"Post-LayerNorm Is Back\", arXiv 2601.19895): the maximum tolerable lr during "
-             "warmup at depth, Keel 1.01e-2 against Post-LN 3.0e-4 at 64 layers (Pre-LN 7.65e-3 in its Table 1)")
-class KeelF8(FrontierClaim):
-    """Keel, Post-LN with a Highway-style scaled residual and a normalized branch input, trains at a higher
-    learning rate than Post-LN and than Pre-LN at depth, every arm with the same warmup (all of the paper's runs
-    warm up, 2,500–5,000 steps; it claims nothing about training without warmup)."""
-
-    OTHERS = {"Post-LN": "post", "Pre-LN": "pre"}
-    # the paper's ratio of Keel's maximum tolerable lr to each other arm's at 64 layers (1.01e-2 / 3.0e-4, / 7.65e-3)
-    PAPER_RATIO = {"Post-LN": 1.01e-2 / 3.0e-4, "Pre-LN": 1.01e-2 / 7.65e-3}
-    scale = "64 layers (Keel 1.01e-2, Post-LN 3.0e-4) in LLaMA-style models with 2,500–5,000 warmup steps"
-
-    @dataclass(frozen=True)
-    class Knobs(FrontierClaim.Knobs):
-        """The paper's claim is the highest lr that trains with warmup at depth (64 layers, Keel 1.01e-2, Post-LN
-        3.0e-4): here 16 layers, the preset's warmup, and a grid a factor ~3 apart from 1e-3 (below where Post-LN
-        is expected to stop training at 16 layers; no frontier run has measured it yet) to 1e-1 (where Pre-LN
-        still trained without warmup at 4 layers in the first frontier run). Its cell, forced by the cost of 75
-        runs of 16 layers on 2 cores: 32 tokens of context (a deep step at 32 tokens takes 0.68x the time of one
-        at 64, benchmarks/cpu_step_costs.py); no plateau stop (a run it stops is censored, not a failure, and F8
-        counts failures); not yet timed as a whole."""
-
-        depth: int = 16
-        lrs: list[float] = field(default_factory=lambda: [1e-3, 3e-3, 1e-2, 3e-2, 1e-1])
-        cell: dict[str, Any] = field(default_factory=lambda: {"model.block_size": 32, "train.eval_batches": 20})
-
-    def depth(self, preset) -> int:
-        return self.knobs(preset).depth
-
-    def lrs(self, preset) -> list[float]:
-        return sorted(self.knobs(preset).lrs)
-
-    def _arm(self, preset, scheme, lr) -> dict[str, Any]:
-        """At the preset's warmup, in Keel's cell (its knob `cell`: what the depth costs on a CPU)."""
-        return arm(preset, **{**self.knobs(preset).cell, "model.scheme": scheme,
-                              "model.n_layer": self.depth(preset), "train.lr": lr})
-
-    def runs(self, preset):
-        return [self._arm(preset, s, lr) for s in ("keel", *self.OTHERS.values()) for lr in self.lrs(preset)]
-
-    def reading(self, value):
-        return f"Keel trains up to lr {value:g} at this depth, with warmup"
-
-    def limit(self, records, preset, scheme) -> float | None:
-        fixed = {k: v for k, v in self._arm(preset, scheme, 0.0).items() if k != "train.lr"}
-        return highest_trainable(records, self.lrs(preset), **fixed)
-
-    def part(self, records, preset, label, other) -> tuple[Part, dict[str, Any]]:
-        """Keel against `other`: each one's highest trainable lr of the grid, backed by the paired exact sign test
-        over every (lr, seed) pair where one alone did not train, pooled over the grid as F7's is (a limit is a
-        threshold on a failure rate; one lr's 5 seeds cannot reach the family-wise level). Where the limits are the
-        same and the paper's gap between the two is finer than the grid's step, the grid cannot tell them apart:
-        inconclusive, not at the paper's resolution (Keel vs Pre-LN: 1.01e-2 against 7.65e-3, 1.3×)."""
-        lrs, top = self.lrs(preset), max(self.lrs(preset))
-        mine, theirs = self.limit(records, preset, "keel"), self.limit(records, preset, other)
-        pooled = pooled_failures(records, [(self._arm(preset, "keel", lr), self._arm(preset, other, lr))
-                                           for lr in lrs], self.level)
-        step = max(b / a for a, b in zip(lrs, lrs[1:])) if len(lrs) > 1 else math.inf
-        finer = self.PAPER_RATIO[label] < step
-        ran = select(records, False, **self._arm(preset, "keel", lrs[0]))
-        if not ran or (mine is None and theirs is None):
-            verdict, why = INCONCLUSIVE, "neither trains at any lr of the grid: lower lrs would decide"
-        elif (mine or 0) > (theirs or 0):
-            verdict, why = ((HOLDS, "a higher highest trainable lr, backed by fewer failures over the grid")
-                            if pooled["fewer"] else
-                            (INCONCLUSIVE, "a higher limit, but too few pairs over the grid where one alone did not "
-                                           "train to call it one: more seeds would decide"))
-        elif (mine or 0) < (theirs or 0):
-            verdict, why = ((FAILS, "a lower highest trainable lr, backed by more failures over the grid")
-                            if pooled["more"] else
-                            (INCONCLUSIVE, "a lower limit, but too few pairs over the grid where one alone did not "
-                                           "train to call it one: more seeds would decide"))
-        elif mine == top:
-            verdict, why = INCONCLUSIVE, f"both train at every lr up to {top:g}: higher lrs would decide"
-        elif finer:
-            verdict, why = INCONCLUSIVE, (f"the same limit, {fmt(mine, 'g')}; the paper's gap ({self.PAPER_RATIO[label]:.2g}×) "
-                                          f"is finer than the grid's steps ({step:.2g}×): the grid cannot resolve it")
-        else:
-            verdict, why = FAILS, f"the same highest trainable lr, {fmt(mine, 'g')}: no higher one on this grid"
-        p = pooled["p_fewer"] if (mine or 0) >= (theirs or 0) else pooled["p_more"]
-        summary = (f"Keel {fmt(mine, 'g')} vs {label} {fmt(theirs, 'g')} ({why}); over the grid, Keel alone did not "
-                   f"train in {pooled['only_a_failed']} (lr, seed) pairs, {label} alone in {pooled['only_b_failed']} "
-                   f"(p = {fmt(p, '.3g')}, one-sided, the tail of Keel's side)")
-        part = Part(f"Keel trains at a higher lr than {label}", verdict, "Keel's highest trainable lr", mine, None,
-                    pooled["test"], pooled["seeds"], summary)
-        return part, {**pooled, "p_one_sided": p, "finer_than_grid": finer and verdict == INCONCLUSIVE and
-                      mine == theirs}
-
-    def judge(self, records, measurement, preset):
-        """Inconclusive only because a paper's gap is finer than the grid: not at the paper's resolution."""
-        verdict = super().judge(records, measurement, preset)
-        splits = verdict.details.get("limits_split", {})
-        if verdict.verdict == INCONCLUSIVE and any(v.get("finer_than_grid") for v in splits.values()) and \
-                all(p["verdict"] == HOLDS or splits.get(p["name"].rsplit(" than ", 1)[-1], {}).get("finer_than_grid")
-                    for p in verdict.parts):
-            verdict.why = OFF_SCALE
-        return verdict
-
-    def verdict(self, records, measurement, preset):
-        parts, splits = [], {}
-        for label, other in self.OTHERS.items():
-            part, splits[label] = self.part(records, preset, label, other)
-            parts.append(part)
-        limits = {"Keel": self.limit(records, preset, "keel"),
-                  **{label: self.limit(records, preset, s) for label, s in self.OTHERS.items()}}
-        depth, lrs = self.depth(preset), self.lrs(preset)
-        summary = (f"highest lr where ≥ {TRAINS:.0%} of seeds train at {depth} layers, with {preset.warmup} warmup "
-                   "steps: " + ", ".join(f"{k} {fmt(v, 'g')}" for k, v in limits.items())
-                   + f" (grid {', '.join(f'{lr:g}' for lr in lrs)}); " + "; ".join(p.summary for p in parts))
-        return self.make(None, "Keel's highest trainable lr at depth, with warmup", limits["Keel"],
-                         n_seeds(select(records, False, scheme="keel")),
-                         self.settings(preset, n_layer=depth, lrs=lrs, cell=self.knobs(preset).cell,
-                                       trainable=f"at least {TRAINS:.0%} of the seeds trained",
-                                       rule="holds when Keel's highest trainable lr of the grid is above Post-LN's "
-                                            "and above Pre-LN's, each backed by the paired exact sign test over the "
-                                            "(lr, seed) pairs where one alone did not train, pooled over the grid; "
-                                            "does not hold when Keel's is lower (so backed) or the same below the "
-                                            "grid's top where the grid resolves the paper's gap; the same limit where "
-                                            "the paper's gap is finer than the grid's step is inconclusive"),
-                         summary, parts=parts, test=parts[0].test, seeds=parts[0].seeds, highest_lr=limits,
-                         limits_split=splits)
-
-    def figures(self, records, measurement, preset):
-        lrs = self.lrs(preset)
-        fig = Figure(f"Runs that trained at {self.depth(preset)} layers with warmup, by lr", "learning rate",
-                     "share of seeds trained", kind="line")
-        for label, s in {"Keel": "keel", **self.OTHERS}.items():
-            gs = [group(records, **self._arm(preset, s, lr)) for lr in lrs]
-            fig.series.append(Series(label, [f"{lr:g}" for lr in lrs], [g.n / g.n_runs if g.n_runs else None
-                                                                         for g in gs]))
-        return [fig]

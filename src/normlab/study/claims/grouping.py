@@ -1,6 +1,6 @@
 """The runs of one configuration over seeds, as a claim reads them: which records it selects (`select`, `group`,
 `from_runs`), what they say (`Group`: the losses of the runs that trained, the runs that did not, counted apart,
-the runs censored by the plateau stop, apart again) and how that reads in a verdict (`describe`, `failures`).
+the runs censored by the plateau stop, apart again) and how that reads in a verdict (`group_record`, `failures`).
 
 A configuration is named by config keys: the dotted ones a claim's `runs()` gives (`**{"model.bias": False}`), or
 the short names of the keys claims group by most (`SHORT_KEYS`): `group(records, scheme="pre", lr=1e-3)`."""
@@ -80,10 +80,6 @@ class Group:
         at the single-look level whatever level the claim decides at."""
         return t_interval(self.losses, CONFIDENCE)
 
-    @property
-    def divergence_rate(self) -> float | None:
-        return self.n_diverged / self.n_runs if self.n_runs else None
-
 
 def config_keys(where: dict[str, Any]) -> dict[str, Any]:
     """A configuration as a record matches it: short names (`SHORT_KEYS`) as the dotted keys they stand for, and a
@@ -130,7 +126,7 @@ def n_seeds(records: Iterable[RunRecord]) -> int:
     return len({r.seed for r in records})
 
 
-def describe(g: Group) -> dict[str, Any]:
+def group_record(g: Group) -> dict[str, Any]:
     """One configuration over seeds: the loss of the runs that trained (mean, sd, 95 % t interval), and the
     runs that did not, as a rate with its 95 % Wilson interval; `two_mode` when some seeds trained and some not."""
     interval = g.failure_interval

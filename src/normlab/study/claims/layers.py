@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from normlab.config import derive
 from normlab.data import corpus_of
@@ -14,7 +15,7 @@ from normlab.study.claims.decisions import band, sign
 from normlab.study.claims.grouping import group, n_seeds, select
 from normlab.study.claims.prose import ci_text, fmt, pct
 from normlab.study.claims.statistics import Level, loglog_slope, mean_over_seeds, slope, spearman, t_interval
-from normlab.study.claims.stability import CellClaim, at_depth, cell_label, depth_sweep, trains
+from normlab.study.claims.sweeps import CellClaim, at_depth, cell_label, depth_sweep, trains
 
 SQRT_BAND = (-0.75, -0.25)  # fitted exponent of Pre-LN's gradient vs L that counts as "like 1/sqrt(L)"
 # C2's "nearly uniform across layers": the fitted last/first block-gradient ratio within this factor either way.
@@ -144,59 +145,73 @@ class GradientsAtInitC2(Claim):
             return {int(k): v for k, v in measured.items()}, f"{len(measured)} seeds at init (no training)"
         return {}, ""
 
+    def settings(self, preset) -> dict[str, Any]:
+        return {"depths": preset.depths,
+                "paper": "Xiong et al. 2020 (arXiv 2002.04745), Theorem 1 (‖∂L/∂W^{2,L}‖: Post-LN O(d√ln d), "
+                         "Pre-LN O(d√(ln d / L))) and Fig. 3 (per-layer gradient norms at init)",
+                "measured": "step-0 gradient (before clipping) of the last layer's FFN output weight W² vs L, "
+                            "fitted per seed over the trained sweep; per-block gradient norms at the deepest L "
+                            f"at init over {self.knobs(preset).init_seeds} seeds (no training)",
+                "inv_sqrt_band": SQRT_BAND, "uniform_within": f"a factor of {UNIFORM:g} from the first block to "
+                                                              "the last (fitted), by equivalence (TOST)"}
+
+    def step0_profiles(self, records, measurement, preset, scheme, deepest) -> tuple[dict, str]:
+        """A scheme's step-0 gradient profiles at the deepest depth, {seed: profile}, and where they come from: many
+        seeds at init where measured, else the trained sweep's own."""
+        measured, where = self.init_profiles(records, measurement, scheme)
+        if measured:
+            return measured, where
+        return (profiles_by_seed(records, scheme, deepest, preset, "grad_norm/block", **self.WHERE),
+                "the trained sweep's seeds at step 0")
+
+    def uniform_part(self, profiles, deepest) -> tuple[Part, float | None, list[float] | None]:
+        """"Pre-LN's gradients are nearly uniform", by equivalence of the fitted log growth with 0 within
+        ±log UNIFORM; with the mean growth and its TOST interval."""
+        by_seed, where = profiles
+        growth = {seed: log_growth(p) for seed, p in by_seed.items()}
+        kept = [v for v in growth.values() if v is not None]
+        mean = sum(kept) / len(kept) if kept else None
+        tost = t_interval(kept, self.level.tost)
+        bound = math.log(UNIFORM)
+        part = Part(f"Pre-LN's gradients are nearly uniform across layers (within {UNIFORM:g}×)",
+                    band(tost, -bound, bound), f"fitted log(last / first block gradient) at L = {deepest}, step 0",
+                    mean, tost,
+                    f"equivalence (TOST) at α = {self.level.alpha:g}: the {pct(self.level.tost)} t interval over "
+                    f"{len(kept)} seeds ({where}) inside ±log {UNIFORM:g}; does not hold when it lies outside",
+                    sorted(k for k, v in growth.items() if v is not None),
+                    f"the last block's gradient is {_x(mean)} the first's, {pct(self.level.tost)} interval "
+                    f"{ci_text(tost, '+.2f')} against ±{bound:.2f} (log scale), {where}", bounds=(-bound, bound))
+        return part, mean, tost
+
     def verdict(self, records, measurement, preset):
         deepest = max(preset.depths)
         post = profile(records, "post", deepest, preset, "grad_norm/block", **self.WHERE)
         pre = profile(records, "pre", deepest, preset, "grad_norm/block", **self.WHERE)
         last = {s: self._last_ffn_by_depth(records, preset, s) for s in ("pre", "post")}
         slopes = {s: loglog_slope(list(v), list(v.values())) if len(v) >= 2 else None for s, v in last.items()}
-        settings = {"depths": preset.depths,
-                    "paper": "Xiong et al. 2020 (arXiv 2002.04745), Theorem 1 (‖∂L/∂W^{2,L}‖: Post-LN O(d√ln d), "
-                             "Pre-LN O(d√(ln d / L))) and Fig. 3 (per-layer gradient norms at init)",
-                    "measured": "step-0 gradient (before clipping) of the last layer's FFN output weight W² vs L, "
-                                "fitted per seed over the trained sweep; per-block gradient norms at the deepest L "
-                                f"at init over {self.knobs(preset).init_seeds} seeds (no training)",
-                    "inv_sqrt_band": SQRT_BAND, "uniform_within": f"a factor of {UNIFORM:g} from the first block to "
-                                                                  "the last (fitted), by equivalence (TOST)"}
+        settings = self.settings(preset)
         per_seed = {s: self._last_ffn_by_seed(records, preset, s) for s in ("pre", "post")}
         pre_p, pre_ci, pre_seeds, pre_test = seed_interval(
             {seed: loglog_slope(list(by), list(by.values())) if len(by) >= 2 else None
              for seed, by in per_seed["pre"].items()}, self.level)
-        # the step-0 profiles: many seeds at init where measured, else the sweep's own
-        profiles = {}
-        for scheme in ("pre", "post"):
-            measured, where = self.init_profiles(records, measurement, scheme)
-            profiles[scheme] = (measured, where) if measured else (
-                profiles_by_seed(records, scheme, deepest, preset, "grad_norm/block", **self.WHERE),
-                "the trained sweep's seeds at step 0")
+        profiles = {s: self.step0_profiles(records, measurement, preset, s, deepest) for s in ("pre", "post")}
         growth = {seed: log_growth(p) for seed, p in profiles["post"][0].items()}
         post_g, post_ci, post_seeds, post_test = seed_interval(growth, self.level)
-        pre_growth = {seed: log_growth(p) for seed, p in profiles["pre"][0].items()}
-        kept = [v for v in pre_growth.values() if v is not None]
-        pre_g = sum(kept) / len(kept) if kept else None
-        pre_tost = t_interval(kept, self.level.tost)
+        uniform, pre_g, pre_tost = self.uniform_part(profiles["pre"], deepest)
         bound = math.log(UNIFORM)
         parts = [Part("Pre-LN's last-layer gradient shrinks like 1/√L", band(pre_ci, *SQRT_BAND),
                       "exponent p of ‖∂L/∂W²‖ of the last layer ∝ L^p", pre_p, pre_ci,
                       f"{pre_test}; holds when the interval lies inside {SQRT_BAND} (−½ ± ¼), does not hold when "
                       f"it lies outside", pre_seeds,
                       f"L^{fmt(pre_p, '+.2f')}, {pct(self.level.two_sided)} interval {ci_text(pre_ci, '+.2f')} "
-                      "over L = "
-                      f"{', '.join(map(str, sorted(last['pre'])))}"),
+                      f"over L = {', '.join(map(str, sorted(last['pre'])))}", bounds=SQRT_BAND),
                  Part("Post-LN's gradients grow toward the output layers", sign(post_ci, +1),
                       f"fitted log(last / first block gradient) at L = {deepest}, step 0", post_g, post_ci,
                       f"{post_test} ({profiles['post'][1]}); holds when the interval is above 0, does not hold "
                       "when below", post_seeds,
                       f"the last block's gradient is {_x(post_g)} the first's, {pct(self.level.two_sided)} interval "
                       f"{ci_text(post_ci, '+.2f')} (log scale), {profiles['post'][1]}"),
-                 Part(f"Pre-LN's gradients are nearly uniform across layers (within {UNIFORM:g}×)",
-                      band(pre_tost, -bound, bound), f"fitted log(last / first block gradient) at L = {deepest}, "
-                      "step 0", pre_g, pre_tost,
-                      f"equivalence (TOST) at α = {self.level.alpha:g}: the {pct(self.level.tost)} t interval over "
-                      f"{len(kept)} seeds ({profiles['pre'][1]}) inside ±log {UNIFORM:g}; does not hold when it lies "
-                      "outside", sorted(k for k, v in pre_growth.items() if v is not None),
-                      f"the last block's gradient is {_x(pre_g)} the first's, {pct(self.level.tost)} interval "
-                      f"{ci_text(pre_tost, '+.2f')} against ±{bound:.2f} (log scale), {profiles['pre'][1]}")]
+                 uniform]
         if not profiles["post"][0] or not profiles["pre"][0] or pre_p is None:
             return self.make(INCONCLUSIVE, "no step-0 gradients recorded", None, 0, settings,
                              "the depth sweep has no per-layer gradients at two depths or more", parts=parts)
@@ -279,7 +294,7 @@ class BottomGradientsC3(Claim):
                             "when it lies below 1"}
         return self.make(verdict, "fitted first/last block gradient norm at step 0", ratio,
                          n_seeds(select(records, False, scheme="pre", n_layer=deepest)), settings, summary,
-                         interval=interval, test=f"{test} (of the log ratio)", seeds=seeds,
+                         interval=interval, bounds=[1.0], test=f"{test} (of the log ratio)", seeds=seeds,
                          trend_init=trend, trend_final=final_trend, profile_init=init, profile_final=final)
 
     def figures(self, records, measurement, preset):
@@ -334,7 +349,8 @@ class ResidualGrowthC5(CellClaim):
         return self.make(verdict, "exponent p of RMS(x_l) ∝ l^p for l ≥ 1, trained", p,
                          n_seeds(select(records, False, scheme="pre", n_layer=deepest, **where)),
                          settings, summary,
-                         interval=ci, test=test, seeds=seeds, exponent_init=p_init, exponent_init_ci95=ci_init,
+                         interval=ci, bounds=[RANDOM_WALK, LINEAR], test=test, seeds=seeds, exponent_init=p_init,
+                         exponent_init_ci95=ci_init,
                          exponent_by_seed={str(k): v for k, v in exponents.items()},
                          trend=spearman(*_from_layer_1(final)), profile_final=final, profile_init=init)
 
@@ -357,6 +373,26 @@ class WateredDownDepthC6(CellClaim):
     def runs(self, preset):
         return depth_sweep(preset, ("pre", "post")) + self.cell_runs(preset, ("pre",))
 
+    def settings(self, preset, deepest, where) -> dict[str, Any]:
+        return {"n_layer": deepest, **_budget(preset, where),
+                "measured": f"trained Pre-LN runs at {cell_label(deepest, where)}, per seed; the Post-LN contrast "
+                            "in the depth sweep, at the deepest depth where Post-LN trains",
+                "rule": f"each part: the {pct(self.level.two_sided)} interval over seeds of a fitted per-layer "
+                        "trend excludes 0 on the claimed side (holds) or on the other side (does not hold)",
+                "trend": "least-squares slope of log(value) on the layer index, times L − 1 (the fitted log "
+                         "change from the first layer to the last); for ΔL, of ΔL itself",
+                "effective_depth": "fraction of layers whose skip raises val loss by more than 1 % (reported)"}
+
+    def pre_trends(self, records, preset, deepest, where) -> tuple[tuple, tuple, tuple]:
+        """Pre-LN's three fitted per-layer trends in its cell, each an interval over seeds (`seed_interval`): the
+        contribution ratio's, the angular distance's (log change, first → last layer) and the layer-skip ΔL's."""
+        trends = {key: {seed: log_growth(p) for seed, p in
+                        profiles_by_seed(records, "pre", deepest, preset, key, when="final", **where).items()}
+                  for key in ("contribution_ratio/block", "angular_distance/block")}
+        skips = {seed: _skip_trend(r) for seed, r in _skip_records(records, "pre", deepest, preset, **where).items()}
+        return (seed_interval(trends["contribution_ratio/block"], self.level),
+                seed_interval(trends["angular_distance/block"], self.level), seed_interval(skips, self.level))
+
     def verdict(self, records, measurement, preset):
         deepest, where = self.cell(preset, max(preset.depths))
         sweep_deepest = max(preset.depths)
@@ -365,25 +401,11 @@ class WateredDownDepthC6(CellClaim):
         angle = profile(records, "pre", deepest, preset, "angular_distance/block", when="final", **where)
         eff = {"pre": _effective(records, "pre", deepest, preset, **where),
                "post": _effective(records, "post", sweep_deepest, preset)}
-        settings = {"n_layer": deepest, **_budget(preset, where),
-                    "measured": f"trained Pre-LN runs at {cell_label(deepest, where)}, per seed; the Post-LN contrast "
-                                "in the depth sweep, at the deepest depth where Post-LN trains",
-                    "rule": f"each part: the {pct(self.level.two_sided)} interval over seeds of a fitted per-layer "
-                            "trend "
-                            "excludes 0 on the claimed side (holds) or on the other side (does not hold)",
-                    "trend": "least-squares slope of log(value) on the layer index, times L − 1 (the fitted log "
-                             "change from the first layer to the last); for ΔL, of ΔL itself",
-                    "effective_depth": "fraction of layers whose skip raises val loss by more than 1 % (reported)"}
+        settings = self.settings(preset, deepest, where)
         if not pre:
             return self.make(INCONCLUSIVE, "missing diagnostics", None, 0, {"n_layer": deepest},
                              "the depth sweep lacks per-layer diagnostics of trained runs")
-        trends = {key: {seed: log_growth(p) for seed, p in
-                        profiles_by_seed(records, "pre", deepest, preset, key, when="final", **where).items()}
-                  for key in ("contribution_ratio/block", "angular_distance/block")}
-        skips = {seed: _skip_trend(r) for seed, r in _skip_records(records, "pre", deepest, preset, **where).items()}
-        contribution = seed_interval(trends["contribution_ratio/block"], self.level)
-        angular = seed_interval(trends["angular_distance/block"], self.level)
-        skip = seed_interval(skips, self.level)
+        contribution, angular, skip = self.pre_trends(records, preset, deepest, where)
         # Post-LN's contrast where it trains: an untrained net's layers say nothing about depth, and Post-LN often
         # does not train at the deepest L; the deepest depth where ≥ 80 % of its seeds trained, paired by seed
         contrast_depth = next((d for d in sorted(preset.depths, reverse=True)

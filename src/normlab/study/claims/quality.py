@@ -15,10 +15,10 @@ from normlab.data import DEFAULT_CORPUS
 from normlab.report.figure import Figure, Series
 from normlab.study.claims.base import FAILS, HOLDS, INCONCLUSIVE, Claim, Part, claim
 from normlab.study.claims.decisions import compare, loss_interval, noninferior, not_worse, worse
-from normlab.study.claims.grouping import describe, failures, group, n_seeds, select
+from normlab.study.claims.grouping import group_record, failures, group, n_seeds, select
 from normlab.study.claims.prose import ci_text, fmt, loss_test, nats, pct, said, sign_p, tost_test
 from normlab.study.claims.statistics import LOSS_MARGIN, Level, t_interval
-from normlab.study.claims.stability import CellClaim, lr_sweep, sweep_figure, trains
+from normlab.study.claims.sweeps import CellClaim, lr_sweep, sweep_figure, trains
 
 TIMING_SHAPES = [(4096, 768)]
 STEP_CONFIG = "nanogpt-cpu"  # the training step timed for C10 and C12 (normlab bench's config)
@@ -114,20 +114,21 @@ class PostLNCeilingC7(CellClaim):
                     out.append((r, finetune_overrides(r, self.knobs(preset).finetune)))
         return out
 
+    def settings(self, preset, at, finetune) -> dict[str, Any]:
+        return {"lrs": preset.lrs, "warmup_steps": preset.warmup, "n_layer": at["model.n_layer"],
+                "steps": at.get("train.steps", preset.config.train.steps), "margin_nats": LOSS_MARGIN,
+                "selection": "per scheme, the lr with the lowest mean val loss among lrs where it trains (≥ "
+                             "80 % of seeds), same budget; a best lr at the grid's edge is not tuned",
+                "rule": f"holds when Post-LN is better by more than the margin ({pct(self.level.two_sided)} "
+                        f"interval below 0); does not hold when the {pct(self.level.tost)} interval shows it cannot "
+                        "be better by more than the margin",
+                "fine_tune": {"corpus": FINETUNE_CORPUS, **finetune}}
+
     def verdict(self, records, measurement, preset):
         best = self._best(records, preset)
         at = self._at(preset, "pre", preset.lr_fixed)
         finetune = self.knobs(preset).finetune
-        settings = {"lrs": preset.lrs, "warmup_steps": preset.warmup, "n_layer": at["model.n_layer"],
-                    "steps": at.get("train.steps", preset.config.train.steps), "margin_nats": LOSS_MARGIN,
-                    "selection": "per scheme, the lr with the lowest mean val loss among lrs where it trains (≥ "
-                                 "80 % of seeds), same budget; a best lr at the grid's edge is not tuned",
-                    "rule": f"holds when Post-LN is better by more than the margin ({pct(self.level.two_sided)} "
-                            "interval "
-                            "below 0); does "
-                            f"not hold when the {pct(self.level.tost)} interval shows it cannot be better by more than "
-                            "the margin",
-                    "fine_tune": {"corpus": FINETUNE_CORPUS, **finetune}}
+        settings = self.settings(preset, at, finetune)
         if not best["pre"] or not best["post"]:
             return self.make(INCONCLUSIVE, "no converged runs", None, 0, settings,
                              "one scheme has no lr where it trains: nothing to compare")
@@ -167,7 +168,7 @@ class PostLNCeilingC7(CellClaim):
                          parts=parts, interval=loss_interval(info), test=loss_test(info), seeds=info.get("seeds"),
                          comparison=info, best_lr={s: b[0] for s, b in best.items()},
                          last_quarter_drop=fell, lr_at_grid_edge=edge, finetune=ft_info, finetune_cmp=ft_cmp,
-                         finetune_pre=describe(ft["pre"]), finetune_post=describe(ft["post"]))
+                         finetune_pre=group_record(ft["pre"]), finetune_post=group_record(ft["post"]))
 
     def _last_quarter_drop(self, records, preset, scheme, lr) -> float | None:
         """Mean over seeds of the val-loss drop from the last eval at or before 75 % of training to the end."""
@@ -241,6 +242,15 @@ class RMSNormC10(Claim):
                             norms=("layernorm", "rmsnorm"), precisions=("fp32",), impls=tuple(STEP_ALGORITHMS.values()))
         return {"norm_timings": norms, "steps": steps}
 
+    @staticmethod
+    def settings(repeats: int) -> dict[str, Any]:
+        return {"norm_shape": TIMING_SHAPES[0], "dtype": "fp32", "rounds": repeats,
+                "norm_algorithms": NORM_ALGORITHMS, "step_algorithms": STEP_ALGORITHMS, "deciding": DECIDING,
+                "deciding_why": "Zhang & Sennrich time each normalizer written in its framework's own ops; the "
+                                "eager formulas are that comparison here, the others are reported beside it",
+                "step_config": f"normlab bench's {STEP_CONFIG}", "device": "cpu",
+                "threads": torch.get_num_threads(), "margin_nats": LOSS_MARGIN, "speed_same_band": SPEED_SAME}
+
     def verdict(self, records, measurement, preset):
         repeats = self.knobs(preset).repeats
         ln, rms = (group(records, scheme="pre", norm=n, **_at(preset)) for n in ("layernorm", "rmsnorm"))
@@ -268,7 +278,8 @@ class RMSNormC10(Claim):
                     decided and decided["ratio"], decided and decided["ci95"],
                     f"paired by interleaved round: t interval of the per-round log ratio over {repeats} "
                     f"rounds, {pct(self.level.two_sided)}; holds below {1 - SPEED_SAME:g}", [],
-                    ", ".join(f"{a} {r['ratio']:.2f}× {ci_text(r['ci95'], '.2f')}" for a, r in ratios.items()))
+                    ", ".join(f"{a} {r['ratio']:.2f}× {ci_text(r['ci95'], '.2f')}" for a, r in ratios.items()),
+                    bounds=(1 - SPEED_SAME,), rounds=repeats)
         converge = Part(f"RMSNorm converges as well as LayerNorm (within {LOSS_MARGIN:g} nats)",
                         HOLDS if ni == "not worse" else FAILS if ni == "worse" else INCONCLUSIVE,
                         "RMSNorm − LayerNorm final val loss (nats)", info.get("diff"), info.get("ci90"),
@@ -284,18 +295,12 @@ class RMSNormC10(Claim):
                    + ", ".join(f"{a} norms {r:.2f}×" for a, r in step_ratios.items())
                    + (f" (torch.nn's two modules, which are different kernels: {torch_ratio:.2f}×)" if torch_ratio else "")
                    + f"; final val loss RMSNorm − LayerNorm {nats(info.get('diff'))} ({said(ni, self.level)})")
-        settings = {"norm_shape": TIMING_SHAPES[0], "dtype": "fp32", "rounds": repeats,
-                    "norm_algorithms": NORM_ALGORITHMS, "step_algorithms": STEP_ALGORITHMS, "deciding": DECIDING,
-                    "deciding_why": "Zhang & Sennrich time each normalizer written in its framework's own ops; the "
-                                    "eager formulas are that comparison here, the others are reported beside it",
-                    "step_config": f"normlab bench's {STEP_CONFIG}", "device": "cpu",
-                    "threads": torch.get_num_threads(), "margin_nats": LOSS_MARGIN, "speed_same_band": SPEED_SAME}
         return self.make(None, f"RMSNorm / LayerNorm norm time ({DECIDING})", decided and decided["ratio"],
-                         n_seeds(select(records, False, norm="rmsnorm")), settings, summary,
+                         n_seeds(select(records, False, norm="rmsnorm")), self.settings(repeats), summary,
                          parts=[cost, converge], interval=decided and decided["ci95"], test=cost.test,
                          seeds=info.get("seeds"), norm_time_ratio=ratios, step_time_ratio=step_ratios,
                          torch_nn_ratio=torch_ratio, val_loss=info,
-                         layernorm=describe(ln), rmsnorm=describe(rms), timings=measurement["norm_timings"])
+                         layernorm=group_record(ln), rmsnorm=group_record(rms), timings=measurement["norm_timings"])
 
     def figures(self, records, measurement, preset):
         rows = measurement["norm_timings"]
@@ -344,8 +349,8 @@ class FinalNormC13(Claim):
                             "lies below +margin (not needed)"}
         return self.make(needed.verdict, "val loss without − with final norm (nats)", info.get("diff"),
                          n_seeds(base), settings, summary, interval=loss_interval(info), test=loss_test(info, failed),
-                         seeds=info.get("seeds"), comparison=info, with_final_norm=describe(with_norm),
-                         without_final_norm=describe(without))
+                         seeds=info.get("seeds"), comparison=info, with_final_norm=group_record(with_norm),
+                         without_final_norm=group_record(without))
 
     def figures(self, records, measurement, preset):
         at = {"model.scheme": "pre", **_at(preset)}

@@ -2,106 +2,19 @@
 very deep DeepNorm (C8), Peri-LN as a stabilizer (C14)."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from normlab.nn.schemes import SCHEMES
-from normlab.report.figure import Figure, Series
+from normlab.report.outcome import OFF_GRID
 from normlab.study.claims.base import FAILS, HOLDS, INCONCLUSIVE, Claim, Part, claim, split_and_open
 from normlab.study.claims.decisions import (by_failures, compare, fails_more, loss_interval, noninferior, not_worse,
                                             worse)
-from normlab.study.claims.grouping import describe, failures, from_runs, group, n_seeds, select
+from normlab.study.claims.grouping import group_record, failures, from_runs, group, n_seeds, select
 from normlab.study.claims.prose import ci_text, fmt, loss_test, pct, said, sign_p, tost_test
-from normlab.study.claims.statistics import (LOSS_MARGIN, MIN_SEEDS, TRAINS, Level, sign_evidence, sign_test,
-                                             spearman)
-
-SCHEME_NAMES = {name: scheme.label for name, scheme in SCHEMES.items()}  # in summaries (nn/schemes.py)
-
-
-def lr_sweep(preset, schemes: tuple[str, ...], lrs: list[float] | None = None) -> list[dict[str, Any]]:
-    """Each scheme at each lr with and without warmup; without warmup only from `Preset.no_warmup_from` up."""
-    return [{"model.scheme": s, "train.lr": lr, "train.warmup_steps": w}
-            for s in schemes for lr in (lrs or preset.lrs) for w in (0, preset.warmup)
-            if w or lr >= preset.no_warmup_from]  # as `swept_lrs`, in the sweep's order
-
-
-def depth_sweep(preset, schemes: tuple[str, ...], depths: list[int] | None = None, **extra) -> list[dict[str, Any]]:
-    return [at_depth(preset, s, d, **extra) for s in schemes for d in (depths or preset.depths)]
-
-
-def at_depth(preset, scheme: str, depth: int, **where) -> dict[str, Any]:
-    """One point of the depth sweep, as its run's overrides and as `select` / `group` keys: a scheme at a depth, at
-    the fixed lr with warmup (and `where`: a depth cell's budget, the very deep models' width)."""
-    return {"model.scheme": scheme, "model.n_layer": depth, "train.lr": preset.lr_fixed,
-            "train.warmup_steps": preset.warmup, **where}
-
-
-class CellClaim(Claim):
-    """A depth claim measured in the preset's depth cell (`Preset.depth_cell`: deeper and longer than the sweep)
-    where it has one and the claim's knob `in_cell` says so (C5, C6; C7, which the CPU presets keep out of it)."""
-
-    @dataclass(frozen=True)
-    class Knobs(Claim.Knobs):
-        in_cell: bool = True  # measured in the preset's depth cell, where it has one
-
-    def cell_overrides(self, preset) -> dict[str, Any]:
-        """The depth cell's overrides on the base where this claim is measured in it, else {}."""
-        return dict(preset.depth_cell) if self.knobs(preset).in_cell else {}
-
-    def cell(self, preset, otherwise: int) -> tuple[int, dict[str, Any]]:
-        """Where this claim is measured: (depth, the cell's other config keys) in the depth cell, else (`otherwise`,
-        {}) at the base budget: the deepest depth of the sweep (C5, C6), the base depth (C7)."""
-        where = self.cell_overrides(preset)
-        return (where.pop("model.n_layer", preset.depth), where) if where else (otherwise, {})
-
-    def cell_runs(self, preset, schemes: tuple[str, ...]) -> list[dict[str, Any]]:
-        """The depth cell's runs of these schemes at the fixed lr with warmup ([] where the claim is not in it)."""
-        extra = self.cell_overrides(preset)
-        return [{"model.scheme": s, "train.lr": preset.lr_fixed, "train.warmup_steps": preset.warmup, **extra}
-                for s in schemes] if extra else []
-
-
-def cell_label(depth: int, where: dict[str, Any]) -> str:
-    """`L=12, 1000 steps`: a cell as a legend or a summary names it."""
-    return f"L={depth}" + (f", {where['train.steps']} steps" if "train.steps" in where else "")
-
-
-def swept_lrs(preset, warmup: int, lrs=None) -> list[float]:
-    """The lrs the sweep trains at this warmup: all of them with warmup, from `no_warmup_from` up without."""
-    return [lr for lr in (lrs or preset.lrs) if warmup or lr >= preset.no_warmup_from]
-
-
-def sweep_table(records, preset, schemes, warmups=None, lrs=None) -> dict[str, Any]:
-    """{scheme: {warmup: {lr: group description}}} over the lr sweep at the base depth."""
-    return {s: {str(w): {f"{lr:g}": describe(group(records, scheme=s, lr=lr, warmup_steps=w, n_layer=preset.depth))
-                        for lr in swept_lrs(preset, w, lrs)} for w in (warmups or (0, preset.warmup))}
-            for s in schemes}
-
-
-OMITTED = ("Mean over seeds ± one standard deviation, of the runs that trained; a point is missing where no "
-           "run did (diverged, or failed to train: see the heatmap of runs that did not train).")
-
-
-def sweep_figure(records, preset, schemes, title, warmups=None, lrs=None, **where) -> Figure:
-    """Final val loss vs lr per scheme and warmup, at the base depth (or where `where` says: a depth cell), over
-    `lrs` (the preset's grid unless given)."""
-    fig = Figure(title, "learning rate", "final val loss (nats)", kind="line", logx=True, caption=OMITTED)
-    where = {"model.n_layer": preset.depth, **where}
-    for s in schemes:
-        for w in (warmups or (0, preset.warmup)):
-            xs = swept_lrs(preset, w, lrs)
-            gs = [group(records, scheme=s, lr=lr, warmup_steps=w, **where) for lr in xs]
-            fig.series.append(Series(trained_label(f"{s}, warmup {w}", gs), xs, [g.mean for g in gs],
-                                     [g.sd for g in gs]))
-    return fig
-
-
-def trained_label(label: str, groups) -> str:
-    """A series' legend label, saying so when none of its runs trained (it has no point to show)."""
-    if any(g.n_runs for g in groups) and all(g.mean is None for g in groups):
-        return f"{label}: no run trained"
-    return label
+from normlab.study.claims.statistics import LOSS_MARGIN, MIN_SEEDS, TRAINS, sign_evidence, spearman
+from normlab.study.claims.sweeps import (at_depth, deeper_deficit, depth_figure, depth_rows, depth_sweep, fail_count,
+                                         limit_split, lr_sweep, max_stable_lr, paired_limits, seed_limits,
+                                         sweep_figure, swept_lrs, sweep_table)
 
 
 @claim("C1", "Pre-LN needs no warmup; Post-LN does", sources="000, 001, 002, 003",
@@ -183,9 +96,9 @@ class WarmupC1(Claim):
         return self.make(None, "Post-LN val-loss penalty without warmup (nats)", post_info.get("diff"),
                          n_seeds(select(records, False, **at)), settings, summary, parts=[post_part, pre_part],
                          interval=loss_interval(post_info), test=post_part.test, seeds=post_part.seeds,
-                         pre=pre_info, post=post_info, post_failed=post.failed, pre_no_warmup=describe(pre0),
-                         pre_warmup=describe(preW),
-                         post_no_warmup=describe(post0), post_warmup=describe(postW),
+                         pre=pre_info, post=post_info, post_failed=post.failed, pre_no_warmup=group_record(pre0),
+                         pre_warmup=group_record(preW),
+                         post_no_warmup=group_record(post0), post_warmup=group_record(postW),
                          sweep=sweep_table(records, preset, ("pre", "post")))
 
     def figures(self, records, measurement, preset):
@@ -209,11 +122,30 @@ class LearningRateC11(Claim):
     def runs(self, preset):
         return lr_sweep(preset, ("pre", "post"))
 
+    RULE = ("holds when Pre-LN's limit is the higher one and, at the lowest lr between the two limits, Post-LN alone "
+            "fails in significantly more seeds than Pre-LN alone (paired exact sign test); does not hold when "
+            "Post-LN's is higher by the same test, or the limits are equal and Pre-LN fails in significantly more "
+            "than half its seeds at the next lr up")
+
+    def undecided(self, pre, post, top, split, at_split, above, beyond) -> str:
+        """What would decide an inconclusive verdict, as the summary's last clause ("" where nothing is said)."""
+        if pre is None and post is None:
+            return "; neither trains at any lr of the grid: lower lrs would decide"
+        if pre == post == top:
+            return f"; both train at the grid's top lr {top:g}: a larger lr would decide"
+        if at_split is not None:
+            return (f"; the limits differ at lr {split:g}, where Pre-LN alone did not train in "
+                    f"{at_split['only_a_failed']} seeds and Post-LN alone in {at_split['only_b_failed']} (sign test "
+                    f"p = {at_split['p_one_sided']:.3g}, level {self.level.alpha:g}): more seeds would decide")
+        if beyond is not None:
+            return (f"; the same limit, and at lr {above:g} Pre-LN failed in {beyond['failed']} of "
+                    f"{beyond['n']} seeds (p = {beyond['p']:.3g}): more seeds would decide")
+        return ""
+
     def verdict(self, records, measurement, preset):
         best = {w: max_stable_lr(records, preset, ("pre", "post"), w) for w in (preset.warmup, 0)}
         pre, post = best[preset.warmup]["pre"], best[preset.warmup]["post"]
-        lrs = sorted(preset.lrs)
-        top = lrs[-1]
+        lrs, top = sorted(preset.lrs), max(preset.lrs)
         seeds = n_seeds(select(records, False, n_layer=preset.depth))
         at = dict(warmup=preset.warmup, n_layer=preset.depth)
         # a limit is a threshold on a rate (≥ 80 % of seeds trained); it decides only where the seeds at the lr that
@@ -235,21 +167,7 @@ class LearningRateC11(Claim):
             verdict = INCONCLUSIVE
         censored = pre == top  # Pre-LN trains at the grid's top: its own limit is above the grid
         ratio = pre / post if pre and post else None
-        if verdict != INCONCLUSIVE:
-            decide = ""
-        elif pre is None and post is None:
-            decide = "; neither trains at any lr of the grid: lower lrs would decide"
-        elif pre == post == top:
-            decide = f"; both train at the grid's top lr {top:g}: a larger lr would decide"
-        elif at_split is not None:
-            decide = (f"; the limits differ at lr {split:g}, where Pre-LN alone did not train in "
-                      f"{at_split['only_a_failed']} seeds and Post-LN alone in {at_split['only_b_failed']} (sign test "
-                      f"p = {at_split['p_one_sided']:.3g}, level {self.level.alpha:g}): more seeds would decide")
-        elif beyond is not None:
-            decide = (f"; the same limit, and at lr {above:g} Pre-LN failed in {beyond['failed']} of "
-                      f"{beyond['n']} seeds (p = {beyond['p']:.3g}): more seeds would decide")
-        else:
-            decide = ""
+        decide = "" if verdict != INCONCLUSIVE else self.undecided(pre, post, top, split, at_split, above, beyond)
         summary = (f"highest lr at which ≥ {TRAINS:.0%} of seeds train, with warmup {preset.warmup}: Pre-LN "
                    f"{fmt(pre, 'g')}" + (" (the grid's top: its limit is at or above it)" if censored else "")
                    + f", Post-LN {fmt(post, 'g')}; without warmup: Pre-LN {fmt(best[0]['pre'], 'g')}, "
@@ -259,27 +177,36 @@ class LearningRateC11(Claim):
         settings = {"lrs": preset.lrs, "warmup_steps": preset.warmup, "n_layer": preset.depth,
                     "trainable": f"at least {TRAINS:.0%} of the seeds trained (neither diverged nor stayed on the "
                                  f"unigram plateau); each scheme's own limit, whatever it is compared with",
-                    "rule": "holds when Pre-LN's limit is the higher one and, at the lowest lr between the two "
-                            "limits, Post-LN alone fails in significantly more seeds than Pre-LN alone (paired exact "
-                            "sign test); does not hold when Post-LN's is higher by the same test, or the limits are "
-                            "equal and Pre-LN fails in significantly more than half its seeds at the next lr up"}
+                    "rule": self.RULE}
         reading = None
         if ratio is not None:
             reading = (f"Pre-LN's highest trainable lr is {'at least ' if censored else ''}{ratio:.3g}× Post-LN's"
                        + (" (Pre-LN trains at the grid's top lr)" if censored else ""))
-        test = (at_split["test"] + f" at lr {split:g}" if at_split else
-                f"exact binomial test of Pre-LN's failures at lr {above:g} against half" if beyond else
-                f"each scheme's highest lr of the grid where ≥ {TRAINS:.0%} of seeds trained")
-        return self.make(verdict, "highest trainable lr, Pre-LN / Post-LN", ratio, seeds, settings, summary,
+        test, evidence = self.primary(split, at_split, above, beyond)
+        result = self.make(verdict, "highest trainable lr, Pre-LN / Post-LN", ratio, seeds, settings, summary,
                          test=test, seeds=(at_split or {}).get("seeds") or _seeds(records, n_layer=preset.depth),
                          reading=reading, max_stable_lr={str(w): v for w, v in best.items()},
                          limit_censored_by_grid=censored, limits_split={"lr": split, **(at_split or {})},
-                         evidence=(sign_evidence(at_split["only_b_failed"], at_split["only_a_failed"],
-                                                 len(at_split["seeds"]), f"one scheme alone did not train at lr {split:g}")
-                                   if at_split else sign_evidence(beyond["failed"], beyond["n"] - beyond["failed"],
-                                                                  beyond["n"], f"Pre-LN did not train at lr {above:g}")
-                                   if beyond else None),
-                         next_lr_failures=beyond, sweep=sweep_table(records, preset, ("pre", "post")))
+                         evidence=evidence, next_lr_failures=beyond,
+                         sweep=sweep_table(records, preset, ("pre", "post")))
+        # both limits beyond the grid (neither trains at any lr, or both at its top): a wider grid would decide
+        beyond_grid = pre == post and (pre is None or pre == top) and seeds >= MIN_SEEDS
+        result.why = OFF_GRID if verdict == INCONCLUSIVE and beyond_grid else ""
+        return result
+
+    @staticmethod
+    def primary(split, at_split, above, beyond) -> tuple[str, dict[str, Any] | None]:
+        """The primary test in words and its failure split (`details["evidence"]`): the paired failures at the lr
+        that separates the limits, else Pre-LN's failures at the next lr up, else the limits alone (no test)."""
+        if at_split:
+            return (at_split["test"] + f" at lr {split:g}",
+                    sign_evidence(at_split["only_b_failed"], at_split["only_a_failed"], len(at_split["seeds"]),
+                                  f"one scheme alone did not train at lr {split:g}"))
+        if beyond:
+            return (f"exact binomial test of Pre-LN's failures at lr {above:g} against half",
+                    sign_evidence(beyond["failed"], beyond["n"] - beyond["failed"], beyond["n"],
+                                  f"Pre-LN did not train at lr {above:g}"))
+        return f"each scheme's highest lr of the grid where ≥ {TRAINS:.0%} of seeds trained", None
 
     def figures(self, records, measurement, preset):
         return [sweep_figure(records, preset, ("pre", "post"), "Learning-rate sweep")]
@@ -342,101 +269,6 @@ def leaning_split(at: dict[float, Any]) -> dict[str, Any] | None:
     return best
 
 
-def trains(g) -> bool:
-    """A configuration trains when at least TRAINS of all its runs are known to have trained. A run censored by
-    the plateau stop is not known to: it counts in the denominator, so censoring never lifts a limit (without
-    it, one trained seed beside four censored ones would read as 'trains')."""
-    runs = g.n_runs + g.n_censored
-    return bool(runs) and (g.n_runs - g.n_failed) / runs >= TRAINS
-
-
-def max_stable_lr(records, preset, schemes, warmup, lrs=None) -> dict[str, float | None]:
-    """Each scheme's own highest lr of the sweep at which it trains (`trains`): a threshold that does not depend
-    on which schemes are compared (it once was "within 10 % of the best loss of the compared set")."""
-    out = {}
-    for s in schemes:
-        ok = [lr for lr in (lrs or preset.lrs)
-              if trains(group(records, scheme=s, lr=lr, warmup_steps=warmup, n_layer=preset.depth))]
-        out[s] = max(ok) if ok else None
-    return out
-
-
-def limit_split(records, schemes: tuple[str, str], limits: tuple[float | None, float | None], lrs: list[float],
-                level: Level, warmup: int, n_layer: int) -> tuple[float | None, dict[str, Any] | None]:
-    """The lr that separates two schemes' limits (the lowest lr of `lrs` at which one trains and the other does
-    not), and the paired failures there (`matched_failures`: a = schemes[0]); (None, None) where the limits are
-    equal. A limit is a threshold on a rate, so it counts only where these seeds back it."""
-    a_lim, b_lim = (lim or 0 for lim in limits)
-    split = next((lr for lr in sorted(lrs) if a_lim >= lr > b_lim or b_lim >= lr > a_lim), None)
-    if split is None:
-        return None, None
-    cell = [{"model.scheme": schemes[0], "train.lr": split, "train.warmup_steps": warmup, "model.n_layer": n_layer}]
-    return split, matched_failures(records, cell, schemes[1], level)
-
-
-def fail_count(records, scheme: str, lr: float, warmup: int, n_layer: int) -> dict[str, Any]:
-    """A scheme's runs at one lr: how many of its seeds did not train, and the exact one-sided binomial p of that
-    many or more if each seed failed with probability ½ (small p: it fails in most seeds there)."""
-    g = group(records, scheme=scheme, lr=lr, warmup_steps=warmup, n_layer=n_layer)
-    return {"lr": lr, "failed": g.n_failed, "n": g.n_runs, "p": sign_test(g.n_failed, g.n_runs),
-            "censored": g.n_censored}
-
-
-def seed_limits(records, scheme: str, lrs: list[float], warmup: int, n_layer: int) -> dict[int, float | None]:
-    """{seed: the highest lr of `lrs` at which this seed's run trained (0.0: at none of them)}: one outcome per
-    seed, so seeds shared across lrs are not counted as independent pairs. A seed whose limit is unknown (a run
-    above its highest trained lr censored by the plateau stop, or missing) maps to None."""
-    out: dict[int, float | None] = {}
-    # each lr named: a strict `select` without it would hold train.lr to the base's (one lr, every other unknown)
-    runs = [r for lr in lrs for r in select(records, scheme=scheme, lr=lr, warmup_steps=warmup, n_layer=n_layer)]
-    for seed in sorted({r.seed for r in runs}):
-        mine = {r.get("train.lr"): r for r in runs if r.seed == seed}
-        trained = [lr for lr, r in mine.items() if not r.did_not_train and r.status == "completed"]
-        limit = max(trained, default=0.0)
-        unknown = any(lr not in mine or mine[lr].censored for lr in lrs if lr > limit)
-        out[seed] = None if unknown else limit
-    return out
-
-
-def paired_limits(a: dict[int, float | None], b: dict[int, float | None], level: Level) -> dict[str, Any]:
-    """Two schemes' per-seed limits (`seed_limits`), paired by seed: the seeds where a's limit is higher, lower
-    or equal, and the one-sided exact sign tests over the seeds where they differ (`higher` / `lower`:
-    significant at `level`)."""
-    common = sorted(s for s in set(a) & set(b) if a[s] is not None and b[s] is not None)
-    up = sum(1 for s in common if a[s] > b[s])
-    down = sum(1 for s in common if a[s] < b[s])
-    p_up, p_down = sign_test(up, up + down), sign_test(down, up + down)
-    return {"higher": up > down and p_up < level.alpha, "lower": down > up and p_down < level.alpha, "a_higher": up,
-            "b_higher": down, "ties": len(common) - up - down, "p_higher": p_up, "p_lower": p_down,
-            "censored_seeds": sorted(s for s in set(a) | set(b) if a.get(s) is None or b.get(s) is None),
-            "seeds": common, "test": f"exact sign test over the {up + down} of {len(common)} seeds whose highest "
-                                     "trainable lr differs between the schemes (one outcome per seed), one-sided"}
-
-
-def matched_failures(records, overrides: list[dict[str, Any]], other: str, level: Level) -> dict[str, Any]:
-    """Runs of `overrides` against the same configurations with `model.scheme` = other, paired by configuration
-    and seed: `fails_more` over the pairs where exactly one side did not train, significant at `level`."""
-    pairs = []
-    for o in overrides:
-        mine = {r.seed: r for r in select(records, **o)}
-        theirs = {r.seed: r for r in select(records, **{**o, "model.scheme": other})}
-        pairs += [(mine[s], theirs[s]) for s in sorted(set(mine) & set(theirs))
-                  if not (mine[s].censored or theirs[s].censored)]  # a censored run decides no pair
-    only_a = sum(1 for a, b in pairs if a.did_not_train and not b.did_not_train)
-    only_b = sum(1 for a, b in pairs if b.did_not_train and not a.did_not_train)
-    return {"more": only_a > only_b and sign_test(only_a, only_a + only_b) < level.alpha,
-            "fewer": only_b > only_a and sign_test(only_b, only_a + only_b) < level.alpha,
-            "only_a_failed": only_a, "only_b_failed": only_b,
-            "p_one_sided": sign_test(max(only_a, only_b), only_a + only_b),
-            "test": f"exact sign test over the {only_a + only_b} of {len(pairs)} (configuration, seed) pairs where "
-                    f"one scheme alone did not train, one-sided",
-            "seeds": sorted({a.seed for a, _ in pairs})}
-
-
-def _seeds(records, **where) -> list[int]:
-    return sorted({r.seed for r in select(records, False, **where)})
-
-
 @claim("C4", "Post-LN gets harder to train with depth", sources="000, 001",
        paper="Wang et al. 2022 (DeepNet, arXiv 2203.00555) §3 and Fig. 3: Post-LN's training breaks down as depth "
              "grows; Liu et al. 2020 (Admin, arXiv 2004.08249) §3")
@@ -458,6 +290,11 @@ class DepthC4(Claim):
     def round_runs(self, preset):
         """The shallowest and deepest depths: what C4's test compares per seed."""
         return depth_sweep(preset, ("pre", "post"), [min(preset.depths), max(preset.depths)])
+
+    RULE = ("significantly many seeds (one-sided exact sign test, a failure where Pre-LN trained counting as an "
+            "infinite deficit) and Post-LN is worse at the deepest depth (one test, its failures' where they can "
+            "decide, else its losses'); does not hold when the deficit shrinks by the same test, Pre-LN fails more, "
+            "or Post-LN is not worse at the deepest depth")
 
     def verdict(self, records, measurement, preset):
         rows, gaps = depth_rows(records, preset, ("pre", "post"))
@@ -494,17 +331,9 @@ class DepthC4(Claim):
         settings = {"depths": preset.depths, "lr": preset.lr_fixed, "warmup_steps": preset.warmup,
                     "steps": preset.config.train.steps, "d_model": preset.config.model.d_model,
                     "rule": f"holds when Post-LN's deficit to Pre-LN grows from {shallowest} to {deepest} layers in "
-                            "significantly many seeds (one-sided exact sign test, a failure where Pre-LN trained "
-                            "counting as an infinite deficit) and Post-LN is worse at the deepest depth (one test, "
-                            "its failures' where they can decide, else its losses'); does not hold when the deficit shrinks "
-                            "by the same test, Pre-LN fails more, or Post-LN is not worse at the deepest depth"}
-        missing = (f"at {deepest} layers too few Post-LN runs trained to compare ({failures(post_d)}) where Pre-LN's "
-                   f"did ({failures(pre_d)}): no loss gap to give; the failure rate is the evidence"
-                   if post_d.n < MIN_SEEDS <= pre_d.n else
-                   f"no loss gap at {deepest} layers: too few runs trained to compare (Post-LN {failures(post_d)}, "
-                   f"Pre-LN {failures(pre_d)})")
+                            + self.RULE}
         return self.make(verdict, f"Post-LN − Pre-LN val loss at {deepest} layers (nats)", info.get("diff"), seeds,
-                         settings, summary, missing=missing, interval=loss_interval(info),
+                         settings, summary, missing=_no_gap(post_d, pre_d, deepest), interval=loss_interval(info),
                          test=f"{harder['test']}; at the deepest depth: {loss_test(info, post_fail)}",
                          seeds=harder["seeds"] or info.get("seeds") or post_fail["seeds"],
                          depth_trend_spearman=trend, deficit_growth=harder, by_depth=rows, deepest=info,
@@ -515,53 +344,6 @@ class DepthC4(Claim):
 
     def figures(self, records, measurement, preset):
         return [depth_figure(records, preset, ("pre", "post"))]
-
-
-def deeper_deficit(records, preset, shallow: int, deep: int, level: Level) -> dict[str, Any]:
-    """Per seed, Post-LN's deficit to Pre-LN (val-loss difference; +inf where Post-LN alone did not train, −inf
-    where Pre-LN alone did not) at two depths, and the one-sided exact sign tests over the seeds where it differs:
-    `harder` (larger at the deeper depth) / `easier`, significant at `level`. A seed with a censored or
-    missing run, or where both failed at a depth, is left out."""
-    def deficit(depth: int) -> dict[int, float]:
-        arms = {s: {r.seed: r for r in select(records, **at_depth(preset, s, depth))} for s in ("post", "pre")}
-        out = {}
-        for seed in set(arms["post"]) & set(arms["pre"]):
-            post, pre = arms["post"][seed], arms["pre"][seed]
-            if post.censored or pre.censored or (post.did_not_train and pre.did_not_train):
-                continue
-            out[seed] = (math.inf if post.did_not_train else -math.inf if pre.did_not_train else
-                         post.val_loss - pre.val_loss)
-        return out
-    low, high = deficit(shallow), deficit(deep)
-    common = sorted(set(low) & set(high))
-    up = sum(1 for s in common if high[s] > low[s])
-    down = sum(1 for s in common if high[s] < low[s])
-    p_up, p_down = sign_test(up, up + down), sign_test(down, up + down)
-    return {"harder": up > down and p_up < level.alpha, "easier": down > up and p_down < level.alpha, "up": up,
-            "down": down, "n": len(common), "p_up": p_up, "p_down": p_down, "seeds": common,
-            "depths": [shallow, deep],
-            "test": f"exact sign test over the seeds where Post-LN's deficit at {deep} layers differs from that at "
-                    f"{shallow} ({up + down} of {len(common)}), one-sided"}
-
-
-def depth_rows(records, preset, schemes, **where) -> tuple[dict[str, Any], list[float | None]]:
-    rows, gaps = {}, []
-    for d in preset.depths:
-        gs = {s: group(records, **at_depth(preset, s, d, **where)) for s in schemes}
-        rows[str(d)] = {s: describe(g) for s, g in gs.items()}
-        a, b = gs[schemes[1]], gs[schemes[0]]
-        gaps.append(float("inf") if a.n_failed and not b.n_failed else
-                    (a.mean - b.mean if a.mean is not None and b.mean is not None else None))
-    return rows, gaps
-
-
-def depth_figure(records, preset, schemes, depths=None, **where) -> Figure:
-    depths = depths or preset.depths
-    fig = Figure("Final val loss vs depth", "layers", "final val loss (nats)", logx=True, caption=OMITTED)
-    for s in schemes:
-        gs = [group(records, **at_depth(preset, s, d, **where)) for d in depths]
-        fig.series.append(Series(trained_label(s, gs), list(depths), [g.mean for g in gs], [g.sd for g in gs]))
-    return fig
 
 
 @claim("C8", "DeepNorm trains very deep models", sources="001, 003",
@@ -624,7 +406,7 @@ class DeepNormC8(Claim):
                    f"({said(cmp, self.level)}){why}. 1,000 layers are beyond this preset.")
         settings = {"depths": knobs.depths, **{k.split(".")[-1]: v for k, v in knobs.base.items()},
                     "lr": preset.lr_fixed, "warmup_steps": preset.warmup}
-        rows = {str(d): {s: describe(group(records, **at_depth(preset, s, d, **knobs.base)))
+        rows = {str(d): {s: group_record(group(records, **at_depth(preset, s, d, **knobs.base)))
                          for s in ("deepnorm", "post", "pre")} for d in knobs.depths}
         missing = (f"no loss gap at {deepest} layers: too few runs trained to compare (DeepNorm {failures(deep)}, "
                    f"Pre-LN {failures(pre)})")
@@ -672,14 +454,39 @@ class PeriC14(Claim):
         # 2026-11-25: at the fixed lr with warmup no scheme failed at any depth of it, and it was half of C14's cost)
         return [r for r in lr_sweep(preset, self.SCHEMES, self.lrs(preset)) if not r["train.warmup_steps"]]
 
-    def verdict(self, records, measurement, preset):
-        lrs = self.lrs(preset)
+    RULE = ("each seed's highest lr at which its run trained, per scheme; holds when Peri-LN's is the higher one in "
+            "significantly many seeds (one-sided exact sign test over the seeds where they differ), does not hold "
+            "when Pre-LN's is; a seed with a run censored by the plateau stop above its highest trained lr is left out")
+
+    def rates(self, records, preset) -> tuple[dict[str, float | None], dict[str, int]]:
+        """Each scheme's share of its runs that did not train (censored runs left out), and how many were censored."""
         rates, censored = {}, {}
         for s in self.SCHEMES:
             chosen = from_runs(records, [o for o in self.runs(preset) if o["model.scheme"] == s])
             counted = [r for r in chosen if not r.censored]
             rates[s] = (sum(r.did_not_train for r in counted) / len(counted)) if counted else None
             censored[s] = len(chosen) - len(counted)
+        return rates, censored
+
+    def undecided(self, paired, pre_limits, lrs) -> str:
+        """What would decide an inconclusive verdict, as the summary's last clause."""
+        n_paired, top = len(paired["seeds"]), max(lrs)
+        if n_paired < MIN_SEEDS:
+            return (f"; {n_paired} seeds with both limits known ({len(paired['censored_seeds'])} unknown: a run "
+                    "censored by the plateau stop or missing): more seeds would decide")
+        if paired["a_higher"] == paired["b_higher"] == 0:
+            known = sorted({v for v in pre_limits.values() if v is not None})
+            where = (f"lrs above {top:g} would decide" if known == [top] else
+                     f"lrs below {min(lrs):g} would decide" if known == [0.0] else
+                     "lrs between the grid's, or more seeds, would decide")
+            return (f"; the same highest trainable lr in all {paired['ties']} seeds, as stable as Pre-LN on this "
+                    f"grid: {where}")
+        return (f"; not significant at α = {self.level.alpha:g} (sign test p = "
+                f"{min(paired['p_higher'], paired['p_lower']):.3g}): more seeds would decide")
+
+    def verdict(self, records, measurement, preset):
+        lrs = self.lrs(preset)
+        rates, censored = self.rates(records, preset)
         lr_best = max_stable_lr(records, preset, self.SCHEMES, 0, lrs)
         own = [o for o in self.runs(preset) if o["model.scheme"] == "peri"]
         seeds = n_seeds(from_runs(records, own))  # C14's own Peri-LN runs, not every Peri-LN run of the study
@@ -696,22 +503,8 @@ class PeriC14(Claim):
             verdict = FAILS  # below it
         else:
             verdict = INCONCLUSIVE
-        top = max(lrs)
         up, down, ties = paired["a_higher"], paired["b_higher"], paired["ties"]
-        if verdict != INCONCLUSIVE:
-            decide = ""
-        elif n_paired < MIN_SEEDS:
-            decide = (f"; {n_paired} seeds with both limits known ({len(paired['censored_seeds'])} unknown: a run "
-                      "censored by the plateau stop or missing): more seeds would decide")
-        elif up == down == 0:
-            known = sorted({v for v in limits["pre"].values() if v is not None})
-            where = (f"lrs above {top:g} would decide" if known == [top] else
-                     f"lrs below {min(lrs):g} would decide" if known == [0.0] else
-                     "lrs between the grid's, or more seeds, would decide")
-            decide = f"; the same highest trainable lr in all {ties} seeds, as stable as Pre-LN on this grid: {where}"
-        else:
-            decide = (f"; not significant at α = {self.level.alpha:g} (sign test p = "
-                      f"{min(paired['p_higher'], paired['p_lower']):.3g}): more seeds would decide")
+        decide = "" if verdict != INCONCLUSIVE else self.undecided(paired, limits["pre"], lrs)
         per_seed = "; ".join(f"seed {k}: Peri-LN {_lr(limits['peri'].get(k))}, Pre-LN {_lr(limits['pre'].get(k))}"
                              for k in sorted(set(limits["peri"]) | set(limits["pre"])))
         summary = (f"runs that did not train over lrs {', '.join(f'{lr:g}' for lr in lrs)} without warmup: Peri-LN "
@@ -720,17 +513,16 @@ class PeriC14(Claim):
                       if any(censored.values()) else "")
                    + f"; each seed's highest trainable lr: {per_seed}; Peri-LN's is higher in {up} seeds, lower in "
                      f"{down}, the same in {ties}" + decide)
+        # every seed's limits the same, Pre-LN's all at the grid's top or at none of it: a wider grid would decide
+        known = {v for v in limits["pre"].values() if v is not None}
+        beyond_grid = n_paired >= MIN_SEEDS and up == down == 0 and known in ({max(lrs)}, {0.0})
         reading = (f"Peri-LN's highest trainable lr without warmup is above Pre-LN's in {up} of {n_paired} seeds "
                    f"and below it in {down}" + (f" (sign test p = {paired['p_higher']:.3g})" if up >= down and up
                                                 else f" (sign test p = {paired['p_lower']:.3g})" if down else "")
                    if n_paired else None)
-        return self.make(verdict, "seeds where Peri-LN's highest trainable lr is above Pre-LN's, of those paired",
+        result = self.make(verdict, "seeds where Peri-LN's highest trainable lr is above Pre-LN's, of those paired",
                          up / n_paired if n_paired else None, seeds,
-                         {"lrs": lrs, "lr_sweep_warmup_steps": 0,
-                          "rule": "each seed's highest lr at which its run trained, per scheme; holds when Peri-LN's "
-                                  "is the higher one in significantly many seeds (one-sided exact sign test over the "
-                                  "seeds where they differ), does not hold when Pre-LN's is; a seed with a run "
-                                  "censored by the plateau stop above its highest trained lr is left out"},
+                         {"lrs": lrs, "lr_sweep_warmup_steps": 0, "rule": self.RULE},
                          summary, test=paired["test"], seeds=paired["seeds"], reading=reading,
                          did_not_train_rate=rates, censored=censored, limits_paired=paired,
                          evidence=sign_evidence(up, down, n_paired, "Peri-LN's highest trainable lr differs from "
@@ -738,10 +530,17 @@ class PeriC14(Claim):
                          seed_limits={sch: {str(k): v for k, v in lim.items()} for sch, lim in limits.items()},
                          max_stable_lr_no_warmup=lr_best,
                          sweep=sweep_table(records, preset, self.SCHEMES, (0,), lrs))
+        result.why = OFF_GRID if verdict == INCONCLUSIVE and beyond_grid else ""
+        return result
 
     def figures(self, records, measurement, preset):
         return [sweep_figure(records, preset, self.SCHEMES, "Learning-rate sweep of Peri-LN and Pre-LN, no warmup",
                              (0,), self.lrs(preset))]
+
+
+def _seeds(records, **where) -> list[int]:
+    return sorted({r.seed for r in select(records, False, **where)})
+
 
 
 def _lr(limit: float | None) -> str:
@@ -749,6 +548,16 @@ def _lr(limit: float | None) -> str:
     return "censored" if limit is None else "none" if not limit else f"{limit:g}"
 
 
+
+def _no_gap(post, pre, depth: int) -> str:
+    """Why C4 gives no loss gap at its deepest depth: Post-LN's failures (its evidence), or too few runs of both."""
+    if post.n < MIN_SEEDS <= pre.n:
+        return (f"at {depth} layers too few Post-LN runs trained to compare ({failures(post)}) where Pre-LN's did "
+                f"({failures(pre)}): no loss gap to give; the failure rate is the evidence")
+    return (f"no loss gap at {depth} layers: too few runs trained to compare (Post-LN {failures(post)}, "
+            f"Pre-LN {failures(pre)})")
+
+
 def _did_not_train(g: dict[str, Any]) -> str:
-    """`4/5`: a `describe`d group's runs that did not train, of all its runs."""
+    """`4/5`: a `group_record`d group's runs that did not train, of all its runs."""
     return f"{(g.get('n_diverged') or 0) + (g.get('n_failed_to_train') or 0)}/{g.get('n_runs') or 0}"
