@@ -143,7 +143,7 @@ def test_an_interval_is_projected_past_its_own_boundaries_not_past_zero():
     past the boundaries it is decided against (`Part.bounds`, `details["bounds"]`), which 0 is not."""
     from normlab.study.power import evidence, needed
 
-    # C10's timing ratio [0.80, 1.00] against 0.95: centre 0.90, half 0.10, 0.05 from the boundary: 4× the rounds
+    # a timing ratio [0.80, 1.00] decided against 0.95: centre 0.90, half 0.10, 0.05 from it: 4× the rounds
     ratio = {"test": "t", "interval": [0.8, 1.0], "seeds": 15, "bounds": [0.95]}
     assert needed(ratio, 0.05) == 60
     assert needed({**ratio, "bounds": []}, 0.05) is None  # against 0 it straddles nothing: the old projection

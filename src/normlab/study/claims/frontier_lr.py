@@ -24,7 +24,6 @@ def highest_trainable(records, lrs, **fixed) -> float | None:
     return max(ok) if ok else None
 
 
-
 def pooled_failures(records, pairs: list[tuple[dict[str, Any], dict[str, Any]]], level: Level) -> dict[str, Any]:
     """Arm a against arm b over a grid (`pairs`: a's and b's run overrides at each lr): the (lr, seed) pairs where
     one arm alone did not train, pooled over the grid, each side's one-sided exact sign test. `more`: a fails more
@@ -44,7 +43,6 @@ def pooled_failures(records, pairs: list[tuple[dict[str, Any], dict[str, Any]]],
             "more": only_a > only_b and p_more < level.alpha, "fewer": only_b > only_a and p_fewer < level.alpha,
             "test": f"exact sign test over the (lr, seed) pairs where one arm alone did not train ({n}), pooled over "
                     "the lr grid, one-sided"}
-
 
 
 def open_split(parts: list[Part], splits: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -165,7 +163,6 @@ class QKNormF7(FrontierClaim):
             gs = [group(records, qk_norm=m, lr=lr, warmup_steps=0) for lr in lrs]
             fig.series.append(Series(m, labels, [g.n / g.n_runs if g.n_runs else None for g in gs]))
         return [fig]
-
 
 
 @claim("F8", "Keel tolerates a higher learning rate than Post-LN and Pre-LN at depth, with warmup",

@@ -542,11 +542,9 @@ def _seeds(records, **where) -> list[int]:
     return sorted({r.seed for r in select(records, False, **where)})
 
 
-
 def _lr(limit: float | None) -> str:
     """A seed's limit in words: `0.5`, `none` (trained at no lr), `censored`."""
     return "censored" if limit is None else "none" if not limit else f"{limit:g}"
-
 
 
 def _no_gap(post, pre, depth: int) -> str:
