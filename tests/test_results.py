@@ -370,3 +370,20 @@ def test_the_scope_study_is_its_held_out_study_again_and_its_page_says_so():
     said = {("C1", "d 128"), ("C13", "d 128"), ("C15", "d 128"), ("C7", "gpt2"), ("C7", "64 tokens"),
             ("C7", "d 128"), ("C10", "gpt2")}
     assert open_levels == said, "docs/results.md lists the inconclusive levels of the scope study"
+
+
+def test_the_earlier_held_out_studies_and_the_reference_runs_spread_are_quoted_from_their_files():
+    """docs/results.md's and docs/frontier.md's lines on the studies of 2000–2004, and docs/cost.md's spread of
+    the reference run, each figure read from the committed folders."""
+    made = json.loads((ROOT / "benchmarks/results/standard-2000/make_run_2core_cpu.json").read_text("utf-8"))
+    results = " ".join((ROOT / "docs/results.md").read_text("utf-8").split())
+    assert f"it took {made['total_s'] / 60:.1f} min, {made['total_reference_runs']} reference runs" in results
+    frontier = json.loads((ROOT / "benchmarks/results/frontier-2000/cost.json").read_text("utf-8"))
+    page = " ".join((ROOT / "docs/frontier.md").read_text("utf-8").split())
+    assert f"{frontier['runs']} runs, {frontier['wall_s'] / 60:.1f} min, `benchmarks/results/frontier-2000/`" in page
+    unit = {name: verdict_table.load(ROOT / "benchmarks/results" / name)["cost"]["reference_run_s"]
+            for name in ("standard", "frontier", "standard-2000")}
+    cost = " ".join((ROOT / "docs/cost.md").read_text("utf-8").split())
+    assert (f"it took {unit['standard']} s before this study, {unit['frontier']} s before the frontier study that "
+            f"followed it and {unit['standard-2000']} s before the held-out study on 2000–2004") in cost
+    assert f"up to {max(unit.values()) / min(unit.values()):.2f}× as many reference runs" in cost
