@@ -38,7 +38,6 @@ def run_rows(study: Path) -> tuple[list[dict], dict]:
     from normlab.config import upgrade_stored
     from normlab.study.jobs import group_of, run_config
     from normlab.study.ledger import Ledger
-    from normlab.study.records import flatten, with_defaults
     from normlab.study.state import study_ids
     from normlab.study.spec import spec_from_meta
 
@@ -48,7 +47,7 @@ def run_rows(study: Path) -> tuple[list[dict], dict]:
     ids = set(study_ids(spec, ledger, meta["study"]["run_ids"]))
     records = {r.id: r for r in ledger.records(ids)}
     raw = {rid: c for rid, c in ledger.configs() if rid in records}
-    configs = {rid: flatten(with_defaults(c)) for rid, c in raw.items()}
+    configs = {rid: r.flat for rid, r in records.items()}  # an older ledger's rows in today's spelling
     preset_seeds = set(spec.preset.seeds)
     rows = []
     for rid in sorted(records):

@@ -18,7 +18,6 @@ from collections import defaultdict
 from pathlib import Path
 
 from normlab.study.claims import CLAIMS, FAILS, HOLDS
-from normlab.study.records import flatten, with_defaults
 from normlab.study.ledger import Ledger
 from normlab.study.judge import compute_verdicts
 from normlab.study.state import study_ids
@@ -28,8 +27,9 @@ from normlab.study.reference import in_reference_runs
 from normlab.study.spec import INIT_KEY, factor_overrides, spec_from_meta
 
 
-def claim_runs(spec, ids: set[str], configs: dict[str, dict]) -> dict[str, set[str]]:
-    """{claim: the registered run ids its runs (every init pass and seed) resolved to}."""
+def claim_runs(spec, ids: set[str], flats: dict[str, dict]) -> dict[str, set[str]]:
+    """{claim: the registered run ids its runs (every init pass and seed) resolved to}; `flats`: each run's
+    config, flattened (`RunRecord.flat`)."""
     out: dict[str, set[str]] = {}
     for claim_id in spec.claims:
         claim = CLAIMS.get(claim_id)()
@@ -38,7 +38,7 @@ def claim_runs(spec, ids: set[str], configs: dict[str, dict]) -> dict[str, set[s
             wanted += [{INIT_KEY: recipe, **o} for o in claim.runs(spec.preset)]
         mine = set()
         for rid in ids:
-            flat = flatten(configs[rid])
+            flat = flats[rid]
             if any(all(flat.get(k) == v for k, v in o.items()) and _is_base_elsewhere(flat, o, spec) for o in wanted):
                 mine.add(rid)
         out[claim_id] = mine
@@ -83,11 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     spec = spec_from_meta(meta)
     ids = study_ids(spec, ledger, meta["study"]["run_ids"])
     records = {r.id: r for r in ledger.records(set(ids))}
-    configs = {rid: with_defaults(c) for rid, c in ledger.configs()}  # an older ledger's rows: today's spelling
+    flats = {rid: r.flat for rid, r in records.items()}  # an older ledger's rows in today's spelling (stored_config)
     rows = [r for r in ledger.rows() if r["id"] in set(ids)]
     started, finished = [r["started"] for r in rows if r["started"]], [r["finished"] for r in rows if r["finished"]]
     wall = max(finished) - min(started) if started and finished else 0.0
-    by_claim = claim_runs(spec, set(records), configs)
+    by_claim = claim_runs(spec, set(records), flats)
     owners: dict[str, int] = defaultdict(int)
     for mine in by_claim.values():
         for rid in mine:
@@ -97,14 +97,14 @@ def main(argv: list[str] | None = None) -> int:
     verdicts = {v.id: v for v in compute_verdicts(spec, ledger, ids)[0]}
     claims = []
     for claim_id, mine in by_claim.items():
-        alone = sum(elapsed[r] for r in mine)
-        shared = sum(elapsed[r] / owners[r] for r in mine)
+        alone = sum(elapsed[r] for r in sorted(mine))  # in one order: a set's would move the last digit run to run
+        shared = sum(elapsed[r] / owners[r] for r in sorted(mine))
         v = verdicts.get(claim_id)
         claims.append({"claim": claim_id, "verdict": v.outcome.text if v else None, "runs": len(mine), "alone_s": alone,
                        "shared_s": shared, "shared_wall_s": shared / train_s * wall if train_s else 0.0})
     cells: dict[str, dict] = defaultdict(lambda: {"runs": 0, "train_s": 0.0, "did_not_train": 0})
     for rid, r in records.items():
-        c = cells[cell(flatten(configs[rid]))]
+        c = cells[cell(flats[rid])]
         c["runs"] += 1
         c["train_s"] += elapsed[rid]
         c["did_not_train"] += r.did_not_train
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     passes = {}
     for factor in spec.vary:
         other = factor_overrides(factor, spec.preset.config)
-        mine = [rid for rid in records if all(flatten(configs[rid]).get(k) == v for k, v in other.items())]
+        mine = [rid for rid in records if all(flats[rid].get(k) == v for k, v in other.items())]
         passes[factor] = {"runs": len(mine), "train_s": sum(elapsed[r] for r in mine), "overrides": other}
         print(f"{factor} pass: {len(mine)} runs, {passes[factor]['train_s'] / 60:.1f} min of training")
     # `--vary init`: every training claim under the other recipe too, beyond the preset's own init pass

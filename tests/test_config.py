@@ -135,12 +135,11 @@ def test_a_config_an_older_normlab_wrote_with_0_reads_as_the_word_and_keeps_its_
     run.path.mkdir()
     run.config_path.write_text(tomli_w.dumps(old), "utf-8")
     assert run.read_config() == cfg
-    from normlab.config import upgrade_stored
+    from normlab.config import stored_config, upgrade_stored
     from normlab.study.jobs import run_config
-    from normlab.study.records import with_defaults
 
     # a ledger's row as a worker claims it (`claim_jobs`: read under the ledger's schema, 0 here)
-    assert run_config(upgrade_stored(old, schema=0)) == cfg and with_defaults(old) == cfg.to_dict()
+    assert run_config(upgrade_stored(old, schema=0)) == cfg and stored_config(old) == cfg
 
 
 def test_the_named_fields_mean_what_their_words_say():

@@ -317,6 +317,17 @@ def upgrade_stored(raw: dict[str, Any], schema: int = 0) -> dict[str, Any]:
     return out
 
 
+def stored_config(raw: dict[str, Any], schema: int = 0) -> RunConfig:
+    """A config normlab wrote under `schema` (a ledger's row, a run directory's config.toml), typed: its older
+    spellings upgraded (`upgrade_stored`), each section built from the fields it stored and a field added since
+    given its default. It is not validated again: normlab validated it before writing it, and a field's default does
+    not depend on the others, so on every stored study this gives what validating gives, at a fraction of the cost
+    (`normlab report` reads a study's records and builds none of its runs)."""
+    upgraded = upgrade_stored(raw, schema)
+    return RunConfig.model_construct(**{name: field.annotation.model_construct(**upgraded.get(name, {}))
+                                        for name, field in RunConfig.model_fields.items()})
+
+
 def upgrade_overrides(overrides: dict[str, Any], schema: int = 0) -> dict[str, Any]:
     """`upgrade_stored` for dotted overrides a study stored under `schema` (its preset's base, a claim's
     overrides)."""

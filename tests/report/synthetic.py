@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import random
 
+from normlab.config import validate_config
 from normlab.study.claims import Figure, Series, Verdict
 from normlab.study.records import RunRecord
 from normlab.study.sections import general_sections
@@ -88,7 +89,7 @@ def records() -> list[RunRecord]:
 
 
 def _record(rng, scheme, norm, depth, lr, warmup, seed, diverged) -> RunRecord:
-    config = {"model": {"scheme": scheme, "norm": norm, "n_layer": depth, "d_model": 32, "scheme_options": {}},
+    config = {"model": {"scheme": scheme, "norm": norm, "n_layer": depth, "d_model": 32, "n_head": 4, "scheme_options": {}},
               "train": {"lr": lr, "warmup_steps": warmup, "seed": seed, "steps": 300}}
     shape = {"post": (0.15, 1.35, 0.02, 1.0), "pre": (0.05, 0.93, 0.8, 0.6), "peri": (0.0, 0.97, 0.3, 0.85)}
     offset, grow, rms_slope, keep = shape[scheme]
@@ -103,7 +104,7 @@ def _record(rng, scheme, norm, depth, lr, warmup, seed, diverged) -> RunRecord:
     final_layers = {k: [v * (1.5 + rng.random() * 0.1) for v in vals] for k, vals in init.items()}
     skip = {"base_loss": final, "delta_loss": [0.5 * keep ** l for l in range(depth)], "relative_delta": [],
             "effective_depth": depth - 1, "effective_depth_fraction": (depth - 1) / depth, "threshold": 0.01}
-    return RunRecord(id=f"{scheme}-{norm}-L{depth}-lr{lr}-w{warmup}-s{seed}", config=config,
+    return RunRecord(id=f"{scheme}-{norm}-L{depth}-lr{lr}-w{warmup}-s{seed}", config=validate_config(config),
                      status="diverged" if diverged else "completed", step=150 if diverged else 300,
                      val_loss=None if diverged else final, val_curve=curve, train_curve=curve, layers_init=init,
                      layers_final={} if diverged else final_layers, final_layers_step=300,

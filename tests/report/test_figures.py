@@ -2,11 +2,13 @@
 visible, nothing clipped, one colour per scheme. Each test reads the drawn matplotlib figure, not a picture."""
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import matplotlib
 import pytest
 
+from normlab.config import derive
 from normlab.report import plots
 from normlab.study.claims import Figure, Series
 
@@ -97,9 +99,8 @@ def test_loss_curve_panels_are_titled_by_what_differs_and_the_legend_says_what_t
     from tests.report.synthetic import records
 
     runs = records()
-    deep = runs[0].__class__(**{**runs[0].__dict__, "id": "deep"})
-    deep.config = {**deep.config, "model": {**deep.config["model"], "n_layer": 100},
-                   "train": {**deep.config["train"], "steps": 200}}
+    deep = dataclasses.replace(runs[0], id="deep", config=derive(runs[0].config, {"model.n_layer": 100,
+                                                                                 "train.steps": 200}))
     deep.status, deep.val_curve = "failed_to_train", [(0, 4.2), (100, 3.35), (200, 3.34)]
     section, drawn = _loss_curves_drawn(runs + [deep])
     caption = section.plots[0].caption
@@ -154,8 +155,7 @@ def test_panels_that_differ_only_in_an_unusual_setting_are_named_by_it_and_style
 
     base = [r for r in records() if r.get("model.scheme") == "pre" and r.get("model.n_layer") == 4
             and r.get("train.lr") == 1e-3 and r.get("train.warmup_steps") == 20]
-    short = base[0].__class__(**{**base[0].__dict__, "id": "short"})
-    short.config = {**short.config, "train": {**short.config["train"], "steps": 200}}
+    short = dataclasses.replace(base[0], id="short", config=derive(base[0].config, {"train.steps": 200}))
     runs = base + [short]
     rms = next(r for r in runs if r.get("model.norm") == "rmsnorm")
     rms.status = "failed_to_train"

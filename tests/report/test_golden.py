@@ -26,12 +26,12 @@ ENVIRONMENT = {"normlab": "golden", "torch": "golden", "python": "3.x", "platfor
                "torch_threads": 1, "cpu": "golden", "norm_impl": "reference", "processes": 1}
 
 
-def _record(rid: str, config: dict, seed: int):
+def _record(rid: str, config, seed: int):
     """A run's record as a fixed function of its config: a loss that depends on scheme, norm, lr, warmup, depth,
     init and seed; per-layer profiles with a trend per scheme; Post-LN at lr ≥ 0.01 without warmup stuck."""
     from normlab.study.records import RunRecord
 
-    m, t = config["model"], config["train"]
+    m, t = config.to_dict()["model"], config.to_dict()["train"]
     scheme, depth, lr, warmup = m["scheme"], m["n_layer"], t["lr"], t["warmup_steps"]
     stuck = scheme == "post" and ((lr >= 1e-2 and warmup == 0) or depth >= 16)
     wobble = ((seed * 7919) % 13 - 6) / 600
@@ -69,7 +69,7 @@ def build_ledger(out: Path, claims: list[str] = CLAIMS, seeds: list[int] = (0, 1
     ledger.add_runs([(r.id, r.config.to_dict()) for r in runs])
     ledger.set_meta("study", spec.record([r.id for r in runs]))
     for r in runs:
-        ledger.finish(r.id, _record(r.id, r.config.to_dict(), r.config.train.seed))
+        ledger.finish(r.id, _record(r.id, r.config, r.config.train.seed))
     with sqlite3.connect(out / "study.sqlite") as db:  # fixed times: the report's wall time is part of the page
         db.execute("UPDATE runs SET started = 1000.0, finished = 1600.0")
 

@@ -256,16 +256,18 @@ def test_comparison_details_are_a_table_with_named_sides():
 
 
 def test_the_run_table_shows_every_setting_that_differs_and_marks_runs_that_did_not_train():
+    from normlab.config import validate_config
     from normlab.study.sections import runs_section
     from normlab.study.records import RunRecord
 
     def record(rid, status, **changes):
-        config = {"model": {"scheme": "pre", "norm": "layernorm", "n_layer": 4, "d_model": 64, "final_norm": None},
+        config = {"model": {"scheme": "pre", "norm": "layernorm", "n_layer": 4, "d_model": 64, "n_head": 4,
+                            "final_norm": None},
                   "train": {"lr": 1e-3, "warmup_steps": 0, "seed": 0, "threads": 1}}
         for key, value in changes.items():
             section, name = key.split("__")
             config[section][name] = value
-        return RunRecord(id=rid, config=config, status=status, step=10, val_loss=2.5, reason=None,
+        return RunRecord(id=rid, config=validate_config(config), status=status, step=10, val_loss=2.5, reason=None,
                          val_curve=[], train_curve=[], tokens_per_s=None, elapsed_s=1.0)
 
     section = runs_section([record("a", "completed"), record("b", "failed_to_train", model__final_norm=False),

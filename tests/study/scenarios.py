@@ -12,6 +12,7 @@ from typing import Any, Callable, NamedTuple
 
 import pytest
 
+from normlab.config import derive, validate_config
 from normlab.study.claims import CLAIMS, Verdict
 from normlab.study.records import RunRecord, flatten
 from normlab.study.presets import PRESETS, Preset
@@ -80,8 +81,8 @@ def rec(scheme="pre", lr=LR, warmup=W, n_layer=4, seed=0, val_loss: Any = _AUTO,
         norm="layernorm", final_norm=None, mlp="gelu", bias=False, d_model=64, layers_init=None,
         layers_final=None, layer_skip=None, tokens_per_s=None, steps=300, xavier=False, val_curve=None,
         reason: Any = _AUTO) -> RunRecord:
-    """A RunRecord whose `config` is nested like a real run's (RunConfig.to_dict()); `reason=PLATEAU_REASON` with
-    status "failed_to_train" is a run the plateau stop ended early (censored)."""
+    """A RunRecord whose `config` is a real run's (validated, every other field its default); `reason=PLATEAU_REASON`
+    with status "failed_to_train" is a run the plateau stop ended early (censored)."""
     if val_loss is _AUTO:
         val_loss = {"completed": 1.9, "failed_to_train": STUCK_LOSS}.get(status)
     model = {"block_size": 64, "n_layer": n_layer, "n_head": 4, "d_model": d_model, "scheme": scheme,
@@ -92,7 +93,7 @@ def rec(scheme="pre", lr=LR, warmup=W, n_layer=4, seed=0, val_loss: Any = _AUTO,
         model.update({"init": "xavier", "init_residual_scaling": False})
     config = {"model": model, "train": {"lr": lr, "warmup_steps": warmup, "seed": seed, "steps": steps},
               "diagnostics": {"interval": 100, "layer_skip": True}}
-    return RunRecord(id=f"r{next(_ids)}", config=config, status=status, base=BASE,
+    return RunRecord(id=f"r{next(_ids)}", config=validate_config(config), status=status, base=BASE,
                      step=steps if status == "completed" else steps // 3, val_loss=val_loss,
                      reason=("loss diverged" if status == "diverged" else None) if reason is _AUTO else reason,
                      layers_init=layers_init or {}, layers_final=layers_final or {}, layer_skip=layer_skip,
@@ -100,10 +101,15 @@ def rec(scheme="pre", lr=LR, warmup=W, n_layer=4, seed=0, val_loss: Any = _AUTO,
 
 
 # the study's base config, as compute_verdicts sets it: groups match it on every axis they do not name
-BASE = flatten({"model": {"block_size": 64, "n_layer": 4, "n_head": 4, "d_model": 64, "scheme": "pre",
-                          "norm": "layernorm", "mlp": "gelu", "bias": False},
-                "train": {"lr": LR, "warmup_steps": W, "steps": 300},
-                "diagnostics": {"interval": 100, "layer_skip": True}})
+BASE = flatten(validate_config({"model": {"block_size": 64, "n_layer": 4, "n_head": 4, "d_model": 64, "scheme": "pre",
+                                          "norm": "layernorm", "mlp": "gelu", "bias": False},
+                                "train": {"lr": LR, "warmup_steps": W, "steps": 300},
+                                "diagnostics": {"interval": 100, "layer_skip": True}}).to_dict())
+
+
+def changed(record: RunRecord, settings: dict[str, Any]) -> RunRecord:
+    """The record with these settings (dotted keys) changed in its config, validated."""
+    return dataclasses.replace(record, config=derive(record.config, settings))
 
 
 STUCK = "stuck"  # in a `runs` loss list: a run that completed but never left the unigram plateau

@@ -11,7 +11,6 @@ A situation where a rule gives a verdict its stated rule contradicts is kept, ma
 """
 from __future__ import annotations
 
-import copy
 import functools
 import itertools
 import json
@@ -23,6 +22,7 @@ import pytest
 import torch
 from scipy.stats import t as student_t
 
+from normlab.config import RunConfig
 from normlab.nn import build_model
 from normlab.study.claims import CLAIMS, FAILS, FRONTIER_CLAIMS, HOLDS, INCONCLUSIVE, Verdict
 from normlab.study.claims.grouping import config_keys
@@ -67,8 +67,8 @@ def run(cid: str, **want: Any) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=None)
-def _config(overrides_json: str, seed: int) -> dict[str, Any]:
-    return build_config(P, json.loads(overrides_json), seed).to_dict()
+def _config(overrides_json: str, seed: int) -> RunConfig:
+    return build_config(P, json.loads(overrides_json), seed)
 
 
 _ids = itertools.count()
@@ -78,9 +78,9 @@ def rec(cid: str, overrides: dict[str, Any], seed: int, loss: Any, init: str | N
     """One run of claim `cid` (its overrides, at `seed`) as the study builds it: `{model.init: the claim's init,
     **overrides}` on the preset's base. `loss`: a float (completed), None (diverged) or STUCK (failed to train)."""
     full = {INIT_KEY: init or CLAIMS.get(cid).init, **overrides}
-    config = copy.deepcopy(_config(json.dumps(full, sort_keys=True), seed))
+    config = _config(json.dumps(full, sort_keys=True), seed)
     status = "diverged" if loss is None else "failed_to_train" if loss == STUCK else "completed"
-    steps = config["train"]["steps"]
+    steps = config.train.steps
     return RunRecord(id=f"f{next(_ids)}", config=config, status=status, base=BASE,
                      step=steps if status == "completed" else steps // 3,
                      val_loss=STUCK_LOSS if loss == STUCK else loss,
@@ -452,7 +452,7 @@ def _f6(pre, hybrid, reordered, pre_olmo=None):
 
 def test_f6_olmo2_arm_is_trained_under_olmo2s_init():
     cfg = _config(json.dumps({INIT_KEY: "gpt2", **run("F6", scheme="reordered")}, sort_keys=True), 0)
-    assert (cfg["model"]["init"], cfg["model"]["qk_norm"]) == ("llama", "full_width")
+    assert (cfg.model.init, cfg.model.qk_norm) == ("llama", "full_width")
     assert run("F6", scheme="pre", init=PAPER_INIT) == run("F5", scheme="pre", init=PAPER_INIT)  # shared runs
 
 
@@ -507,10 +507,10 @@ def _f5(lns_paper, pre_paper, lns_scaled, pre_scaled):
 
 def test_f5_inits_are_the_papers_and_gpt2s():
     paper = _config(json.dumps({INIT_KEY: "gpt2", **run("F5", scheme="lns", init=PAPER_INIT)},
-                               sort_keys=True), 0)["model"]
+                               sort_keys=True), 0).model
     scaled = _config(json.dumps({INIT_KEY: "gpt2", **run("F5", scheme="lns", init=SCALED_INIT)},
-                                sort_keys=True), 0)["model"]
-    assert paper["init"] == "llama" and scaled["init"] == "gpt2"  # the recipes fix the residual scaling
+                                sort_keys=True), 0).model
+    assert paper.init == "llama" and scaled.init == "gpt2"  # the recipes fix the residual scaling
 
 
 def _scaled(verdict, gap):
@@ -827,7 +827,7 @@ def test_every_record_is_one_of_its_claims_runs_on_the_study_base():
         for o in runs_of(cid):
             where = flatten({INIT_KEY: init, **o})
             chosen = [r for r in records if r.matches(where)]
-            assert {r.seed for r in chosen} == set(SEEDS) and len({json.dumps(r.config, sort_keys=True) for r in chosen}) == 5, (cid, o)
+            assert {r.seed for r in chosen} == set(SEEDS) and len({r.config.hash() for r in chosen}) == 5, (cid, o)
 
 
 # outcomes a rule cannot reach today, each shown by an xfail(strict) BUG scenario above; mend the rule, drop the

@@ -287,11 +287,12 @@ def test_records_from_an_older_ledger_get_new_config_fields_by_default():
 
 
 def test_an_older_record_is_filled_as_validating_it_would_fill_it_without_validating_it(monkeypatch):
-    """An older ledger's record (fields missing, the 0s of then) reads as its config validated today would, and
-    nothing is validated to read it: `normlab report` on the 1,220-run held-out ledger validated 619 configs to
-    upgrade its older records, and now none."""
-    from normlab.config import RunConfig, upgrade_stored, validate_config
-    from normlab.study.records import with_defaults
+    """An older ledger's record (fields missing, the 0s of then) reads as its config validated today would, typed,
+    and nothing is validated to read it: `normlab report` on the 1,220-run held-out ledger validated 619 configs
+    to upgrade its older records, and now none."""
+    from normlab.config import RunConfig, stored_config, upgrade_stored, validate_config
+    from normlab.nn.config import ModelConfig
+    from normlab.study.records import RunRecord
 
     old = build_config(PRESETS["frontier"], {"train.grad_clip": "off"}, 0).to_dict()
     for section, key in (("train", "threads"), ("model", "positions"), ("diagnostics", "layer_skip_most"),
@@ -305,7 +306,9 @@ def test_an_older_record_is_filled_as_validating_it_would_fill_it_without_valida
         raise AssertionError("a stored record was validated again")
 
     monkeypatch.setattr(RunConfig, "model_validate", refuse)
-    assert with_defaults(old) == expected
+    read = stored_config(old)
+    assert read.to_dict() == expected and isinstance(read.model, ModelConfig) and read.model.positions == "learned"
+    assert RunRecord.from_dict({"id": "x", "config": old, "status": "completed"}).config == read
 
 
 # slow

@@ -7,7 +7,7 @@ import pytest
 
 from normlab.data.corpus import trained_line
 from normlab.study.trained import above_line, corpus_key, judge_trained
-from tests.study.scenarios import PLATEAU, rec, runs
+from tests.study.scenarios import PLATEAU, changed, rec, runs
 
 ENDS = [3.35, 2.48]  # unigram, bigram: the line is 2.915
 LINE = trained_line(*ENDS)
@@ -24,16 +24,14 @@ def test_a_completed_run_above_the_line_did_not_train_and_one_below_it_did():
 def test_a_censored_run_stays_censored_and_a_run_never_judged_is_left_alone():
     stopped = runs([PLATEAU])[0]
     assert above_line(stopped, LINE) is stopped and stopped.censored
-    off = rec(val_loss=3.3)
-    off.config["train"]["untrained_margin"] = "off"
+    off = changed(rec(val_loss=3.3), {"train.untrained_margin": "off"})
     assert above_line(off, LINE) is off
 
 
 def test_the_study_reads_each_corpus_line_it_stored_and_keeps_a_run_it_cannot_judge():
     r = rec(val_loss=3.1)
     assert judge_trained([r], {corpus_key(r.config): ENDS})[0].failed_to_train
-    away = rec(val_loss=3.1)
-    away.config["data"] = {"path": "/nonexistent/corpus.txt", "tokenizer": "char"}
+    away = changed(rec(val_loss=3.1), {"data.path": "/nonexistent/corpus.txt", "data.tokenizer": "char"})
     assert judge_trained([away], {})[0] is away  # its corpus moved away: its own status stands
     assert judge_trained([r], {})[0].failed_to_train  # the packaged corpus is read once when not stored
 

@@ -12,7 +12,7 @@ import pytest
 from normlab.study.claims import FAILS, HOLDS, INCONCLUSIVE
 from normlab.study.claims.layers import LAST_FFN
 from normlab.study.records import RunRecord
-from tests.study.scenarios import CELL, STUCK_LOSS, Case, P, Scenarios, approx, rec, runs, table_tests
+from tests.study.scenarios import BASE, CELL, STUCK_LOSS, Case, P, Scenarios, approx, rec, runs, table_tests
 
 scenario = Scenarios()  # @scenario(claim, expected, value): a synthetic situation that must give `expected`
 
@@ -62,9 +62,11 @@ SEED_10 = SEED_P + [-x for x in SEED_P]  # 10 seeds' wobble, zero-sum
 SD_10 = (sum(x * x for x in SEED_10) / 9) ** 0.5
 
 
-def _measured(post_growth: float, pre_growth: float, recipe: str = "xiong", block_size: int = 64) -> dict:
+def _measured(post_growth: float, pre_growth: float, recipe: str = BASE["model.init"], block_size: int = 64) -> dict:
     """C2's measurement as `measure()` stores it: 10 seeds (from 1000) at init of Pre-LN and Post-LN at the
-    deepest depth, 8, each profile growing by exp(growth + SEED_10[s]); `at` the base it was measured on."""
+    deepest depth, 8, each profile growing by exp(growth + SEED_10[s]); `at` the base it was measured on.
+    `recipe`: by default the one the synthetic records (and their base) were built under, as the study measures
+    each recipe it judges C2 under."""
     profiles = {f"{recipe}/{scheme}": {str(1000 + s): _profile(g + w, 8) for s, w in enumerate(SEED_10)}
                 for scheme, g in (("post", post_growth), ("pre", pre_growth))}
     return {"depth": 8, "seeds": list(range(1000, 1010)), "profiles": profiles,

@@ -13,7 +13,7 @@ import pytest
 from normlab.study.claims import CLAIMS, FAILS, HOLDS, INCONCLUSIVE
 from normlab.study.claims.quality import NORM_ALGORITHMS, STEP_ALGORITHMS
 from normlab.study.records import RunRecord
-from tests.study.scenarios import (BASE, LR, LRS, Case, P, Scenarios, W, approx, five, mean, rec, runs, with_knobs,
+from tests.study.scenarios import (BASE, LR, LRS, Case, P, Scenarios, W, approx, changed, five, mean, rec, runs, with_knobs,
                                    table_tests)
 
 scenario = Scenarios()  # @scenario(claim, expected, value): a synthetic situation that must give `expected`
@@ -65,10 +65,8 @@ def _finetunes(records: list[RunRecord], scheme: str, lr: float, losses: list[fl
         r = rec(scheme=scheme, lr=FINETUNE["train.lr"], warmup=FINETUNE["train.warmup_steps"],
                 steps=FINETUNE["train.steps"], seed=src.seed, val_loss=loss,
                 status="completed" if loss is not None else "diverged")
-        r.config["train"]["init_from"] = f"/some/dir/runs/{src.id}"
-        r.config["data"] = {"path": corpus, "vocab_from": "tinyshakespeare"}
-        r.config["diagnostics"]["layer_skip"] = False
-        out.append(r)
+        out.append(changed(r, {"train.init_from": f"/some/dir/runs/{src.id}", "data.path": corpus,
+                               "data.vocab_from": "tinyshakespeare", "diagnostics.layer_skip": False}))
     return out
 
 
@@ -136,10 +134,8 @@ CELL7 = with_knobs(dataclasses.replace(P, depth_cell={"model.n_layer": 12, "trai
 @scenario("C7", HOLDS, 1.845 - 1.905)
 def c7_in_the_depth_cell():
     # the cell's runs (12 layers × 1,000 steps) have Post-LN better; the base depth's (decoys) have it worse
-    cell = _c7_with_finetunes()
-    for r in cell:
-        if not r.get("train.init_from"):
-            r.config["model"]["n_layer"], r.config["train"]["steps"] = 12, 1000
+    cell = [r if r.get("train.init_from") else changed(r, {"model.n_layer": 12, "train.steps": 1000})
+            for r in _c7_with_finetunes()]
     decoys = _c7(PRE_C7, {1e-3: [1.993, 1.997], 3e-3: [1.953, 1.957], 1e-2: [None, None]})
 
     def check(v):
@@ -535,10 +531,8 @@ test_verdict, test_verdict_and_figures_are_json_serializable = table_tests(scena
 
 # -- fragile: the robustness rerun -------------------------------------------------------------
 def _at_threads(records: list[RunRecord], threads: int) -> list[RunRecord]:
-    for r in records:
-        r.config["train"]["threads"] = threads
-        r.base = {**BASE, "train.threads": threads}
-    return records
+    return [dataclasses.replace(changed(r, {"train.threads": threads}), base={**BASE, "train.threads": threads})
+            for r in records]
 
 
 def _fragility(main: list[RunRecord], rerun: list[RunRecord]):

@@ -102,7 +102,7 @@ def train_alone(cfg, out: str, events: str | None = None):
 
 def events_dir(study_dir: Path, run_id: str, config: RunConfig | dict[str, Any]) -> Path:
     """A run's live TensorBoard directory: STUDY/tensorboard/<scheme-norm-depth-lr-warmup-seed-id>; `config`: a
-    claimed run's, or a record's dict."""
+    claimed run's (a dict, as the ledger hands it out) or a record's."""
     from normlab.rundir.events import run_name
 
     data = config if isinstance(config, dict) else config.to_dict()

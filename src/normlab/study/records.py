@@ -7,16 +7,15 @@ can be unit-tested on synthetic records and the report re-rendered without the r
 """
 from __future__ import annotations
 
-import copy
 import functools
 import statistics
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from normlab.compat import UNPINNED
-from normlab.config import RunConfig, upgrade_stored
+from normlab.config import RunConfig, stored_config
 from normlab.rundir.diagnostics_store import DiagnosticsStore
 from normlab.rundir import RunDir
 
@@ -44,11 +43,11 @@ PLATEAU_STOPPED = "stopped at step"  # how the trainer's reason starts for a run
 
 @dataclass
 class RunRecord:
-    """One run's summary. Its `config` is read-only once the record exists: `flat`, the view every group compares,
-    is computed from it once."""
+    """One run's summary. Its `config` is the run's typed config, read-only once the record exists: `flat`, the
+    dotted view every group compares, is derived from it once."""
 
     id: str
-    config: dict[str, Any]  # the resolved RunConfig as a dict
+    config: RunConfig  # as the run trained (vocabulary filled in)
     status: str  # completed | failed_to_train (completed, but never left the unigram plateau) | diverged | failed
     step: int = 0
     val_loss: float | None = None
@@ -66,11 +65,9 @@ class RunRecord:
 
     # -- config access --------------------------------------------------------------------
     def get(self, dotted: str) -> Any:
-        """A resolved config value by dotted key, e.g. `record.get("model.scheme")`."""
-        node: Any = self.config
-        for part in dotted.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        return node
+        """A resolved config value by dotted key, as stored (`RunConfig.to_dict`), e.g. `record.get("model.scheme")`:
+        how a claim names a setting beside the study's base."""
+        return self.flat.get(dotted)
 
     def matches(self, where: dict[str, Any], strict: bool = True) -> bool:
         """`record.matches({"model.scheme": "pre", "train.lr": 1e-3})`: every named key equal, and (strict, once
@@ -86,11 +83,11 @@ class RunRecord:
     @functools.cached_property
     def flat(self) -> dict[str, Any]:
         """The config flattened (`model.n_layer` keys), once per record: every group a claim forms compares it."""
-        return flatten(self.config)
+        return flatten(self.config.to_dict())
 
     @property
     def seed(self) -> int:
-        return self.get("train.seed")
+        return self.config.train.seed
 
     @property
     def diverged(self) -> bool:
@@ -112,37 +109,17 @@ class RunRecord:
         return self.status in ("diverged", "failed_to_train")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The record as the ledger stores it (JSON), its config as `RunConfig.to_dict` writes it."""
+        return {f.name: getattr(self, f.name) for f in fields(self)} | {"config": self.config.to_dict()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunRecord":
+        """A record the ledger stored, by this normlab or an older one (`stored_config`)."""
         data = dict(data)
         for key in ("val_curve", "train_curve"):
             data[key] = [tuple(p) for p in data.get(key, [])]
-        data["config"] = with_defaults(data.get("config", {}))
+        data["config"] = stored_config(data.get("config", {}))
         return cls(**data)
-
-
-def with_defaults(config: dict[str, Any]) -> dict[str, Any]:
-    """A stored config with the fields added since it was written filled in with their defaults, and an older
-    normlab's 0 for `off`, `process` or `all` read as the name (`upgrade_stored`), so a study
-    ledger from an older normlab still matches the base config key for key (`normlab report` on it). Nothing is
-    validated again: each config was validated when its run was registered, and a field's default does not
-    depend on the others (on the held-out, design and frontier ledgers' 1,052 older records this gives what
-    validating each one gave). A config that already has every key is returned as it is."""
-    config = upgrade_stored(config)  # a copy only where a 0 is read as its word
-    if _DEFAULT_KEYS <= set(flatten(config)):
-        return config
-    out = {section: dict(values) if isinstance(values, dict) else values for section, values in config.items()}
-    for section, values in _DEFAULTS.items():
-        node = out.setdefault(section, {})
-        for key, value in values.items():
-            node.setdefault(key, copy.deepcopy(value))
-    return out
-
-
-_DEFAULTS = RunConfig().to_dict()  # every field's default (None-valued ones aside)
-_DEFAULT_KEYS = set(flatten(_DEFAULTS))  # the keys every resolved config has
 
 
 def record_from_run_dir(run_id: str, path: str | Path) -> RunRecord:
@@ -177,13 +154,13 @@ def record_from_run_dir(run_id: str, path: str | Path) -> RunRecord:
     return record
 
 
-def config_of(run: RunDir) -> dict[str, Any]:
-    """The run's config as its trainer wrote it (vocabulary filled in), as a dict: that file was written from a
-    validated config, so it is read, not validated again (a field added since gets its default: `with_defaults`)."""
+def config_of(run: RunDir) -> RunConfig:
+    """The run's config as its trainer wrote it (vocabulary filled in): that file was written from a validated
+    config, so it is read, not validated again (`stored_config`)."""
     try:
-        return with_defaults(tomllib.loads(run.config_path.read_text("utf-8")))
+        return stored_config(tomllib.loads(run.config_path.read_text("utf-8")))
     except (OSError, tomllib.TOMLDecodeError):
-        return run.read_config().to_dict()  # its error says what is wrong with the file and what to do
+        return run.read_config()  # its error says what is wrong with the file and what to do
 
 
 def numerics(run: RunDir) -> dict[str, Any]:

@@ -59,7 +59,7 @@ def loss_curves(records: list) -> Section | None:
     if not runs:
         return None
     keys = varying_keys(runs, exclude={"train.seed", "model.scheme", "model.norm"})  # norm: a line style
-    groups = _group(runs, lambda r: tuple(_flat(r.config).get(k) for k in keys))
+    groups = _group(runs, lambda r: tuple(_flat(r.config.to_dict()).get(k) for k in keys))
     shown = _richest(groups)
     # a panel's title names what tells it from the other panels shown: the usual settings (L, d, lr, warmup) that
     # vary among them, and any other setting only where the panel departs from its usual value (the one most
@@ -377,7 +377,7 @@ SHOWN = {key for _, key in SETTING_COLUMNS} | {"model.vocab_size"}  # the table'
 
 def differing_keys(records: list) -> list[str]:
     """Config keys with more than one value among the runs, beyond the run table's own columns."""
-    flats = [_flat(r.config) for r in records]
+    flats = [_flat(r.config.to_dict()) for r in records]
     keys = set().union(*flats) - SHOWN if flats else set()
     return sorted(k for k in keys if len({repr(f.get(k)) for f in flats}) > 1)
 
@@ -401,7 +401,7 @@ def varying_keys(records: list, exclude: set[str]) -> list[str]:
     by_scheme = _group(records, lambda r: r.get("model.scheme"))
     keys: set[str] = set()
     for members in by_scheme.values():
-        flats = [_flat(r.config) for r in members]
+        flats = [_flat(r.config.to_dict()) for r in members]
         for key in set().union(*flats) - exclude:
             if len({repr(f.get(key)) for f in flats}) > 1:
                 keys.add(key)

@@ -142,13 +142,14 @@ class StudySpec:
             self.tokens[key] = [vocab.text, vocab.mask_id]
         return RunSpec(config.hash(), with_vocab(config, Vocabulary(*self.tokens[key])))
 
-    def followup(self, source: dict[str, Any], overrides: dict[str, Any]) -> RunSpec:
-        """A run that starts from a trained one (`Claim.followups`): the source's config (a record's dict) with
+    def followup(self, source: RunConfig, overrides: dict[str, Any]) -> RunSpec:
+        """A run that starts from a trained one (`Claim.followups`): the source's config (a record's) with
         `overrides`, its vocabulary left to the corpus as for every run; built once per study."""
-        key = json.dumps([source, overrides], sort_keys=True, default=repr)
+        raw = source.to_dict()
+        key = json.dumps([raw, overrides], sort_keys=True, default=repr)
         if key not in self._built:
-            model = {k: v for k, v in source["model"].items() if k != "vocab_size"}
-            self._built[key] = self._spec(derive({**source, "model": model}, overrides))
+            model = {k: v for k, v in raw["model"].items() if k != "vocab_size"}
+            self._built[key] = self._spec(derive({**raw, "model": model}, overrides))
         return self._built[key]
 
     def base_config(self) -> RunConfig:

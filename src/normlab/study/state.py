@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from normlab.compat import UNPINNED
-from normlab.config import config_hash
+from normlab.config import config_hash, stored_config
 from normlab.study.claims import CLAIMS, Claim
 from normlab.study.judge import claim_bases
 from normlab.study.ledger import Ledger
-from normlab.study.records import flatten, with_defaults
+from normlab.study.records import flatten
 from normlab.study.spec import StudySpec
 from normlab.study.trained import judge_trained
 
@@ -74,8 +74,8 @@ def followup_runs(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list:
 def _source_key(config: dict[str, Any]) -> str:
     """A follow-up's identity wherever the study directory lies: the hash of its config with `train.init_from`
     cut to the source run's id (its directory's name). A config registered before a field was added gets that
-    field's default first (`with_defaults`), so it still matches."""
-    config = with_defaults(config)
+    field's default first (`stored_config`), so it still matches."""
+    config = stored_config(config).to_dict()
     train = {**config["train"], "init_from": Path(str(config["train"]["init_from"])).name}
     model = {k: v for k, v in config["model"].items() if k != "vocab_size"}
     return config_hash({**config, "train": train, "model": model})
@@ -115,7 +115,7 @@ def failed_runs(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list[dict[st
     base = spec.base_flat()
     out = []
     for run in ledger.failed(set(ids)):
-        config = flatten(with_defaults(run["config"]))  # an older ledger's row: in today's spelling
+        config = flatten(stored_config(run["config"]).to_dict())  # an older ledger's row: in today's spelling
         settings = {k: v for k, v in config.items() if base.get(k) != v and k not in UNPINNED}
         settings["train.seed"] = config.get("train.seed")
         out.append({"id": run["id"], "settings": settings, "attempts": run["attempts"], "reason": run["reason"]})

@@ -21,7 +21,7 @@ def write_events(study_dir: str | Path) -> int:
         run = RunDir(ledger.run_dir(record.id))
         if any(logdir.glob(EVENT_GLOB)) or not run.metrics_path.is_file():
             continue
-        events = EventLog(logdir, run, record.config)
+        events = EventLog(logdir, run, record.config.to_dict())
         events.close(record.status, record.val_loss)
         written += 1
     return written
