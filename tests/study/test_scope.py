@@ -7,14 +7,14 @@ import math
 
 import pytest
 
-from normlab.report.outcome import DEPENDS, OUTCOMES, outcome_of
+from normlab.report.outcome import DEPENDS, OUTCOMES, outcome_counts, outcome_of
 from normlab.study.claims import FAILS, HOLDS, INCONCLUSIVE, Verdict
 from normlab.study.claims.base import decisive
 from normlab.study.claims.decisions import by_failures, not_worse, same, worse
 from normlab.study.claims.grouping import group_record, failures, group
 from normlab.study.claims.statistics import ALPHA, Level, sign_test
 from normlab.study.claims.sweeps import deeper_deficit, matched_failures, paired_limits, seed_limits
-from normlab.study.design import family_text, outcome_counts
+from normlab.study.publish import family_text
 from normlab.study.family import holm
 from normlab.study.judge import scope_verdict
 from tests.study.scenarios import LR, LRS, PLATEAU, PLATEAU_REASON, STUCK, P, W, five, rec, runs
@@ -198,7 +198,7 @@ def test_the_family_in_words_and_the_four_outcomes_counted_apart():
                                                       "α = 0.05: a claim is decided at α/(m − j)")
     assert family_text([_v("A", HOLDS)]) == "not controlled"
     verdicts = [_v("A", HOLDS), _v("B", FAILS, ("init", "width")), _v("C", FAILS), _v("D", INCONCLUSIVE)]
-    assert outcome_counts(verdicts) == {**{o: 1 for o in OUTCOMES}, "holds where judged": 0,
+    assert outcome_counts([v.to_dict() for v in verdicts]) == {**{o: 1 for o in OUTCOMES}, "holds where judged": 0,
                                         "does not hold where judged": 0}
 
 

@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from normlab.report.outcome import outcome_counts as count_outcomes
 from normlab.report.outcome import replicated as same_everywhere
 from normlab.study.spec import StudySpec
 from normlab.study.presets import DESIGN_SEEDS
@@ -40,26 +39,3 @@ def design_beside(spec: StudySpec, verdicts: list) -> None:
         if seen:
             v.design = {**seen, "seeds": record["seeds"]}
             v.design["replicated"] = same_everywhere(v.to_dict(), seen)
-
-
-def outcome_counts(verdicts: list) -> dict[str, int]:
-    """How many verdicts of each total (`report.outcome.outcome_counts`), as verdicts.json counts them."""
-    return count_outcomes([_row(v) for v in verdicts])
-
-
-def family_text(verdicts: list) -> str:
-    """The family-wise control in words, for the report's method section."""
-    family = next((_get(v, "family") for v in verdicts if _get(v, "family")), None)
-    if not family:
-        return "not controlled"
-    return (f"{family['method']}: a claim is decided at α/(m − j), j the claims decided before it; a verdict "
-            "decisive at α alone but at no step of the procedure is reported inconclusive")
-
-
-def _get(v, key: str):
-    return v.get(key) if isinstance(v, dict) else getattr(v, key)
-
-
-def _row(v) -> dict:
-    """A verdict as verdicts.json holds it."""
-    return v if isinstance(v, dict) else v.to_dict()

@@ -14,7 +14,7 @@ from normlab.device import resolve_device
 from normlab.report import render_report
 from normlab.study import power
 from normlab.study.claims import CLAIMS, Figure, Verdict, statistics
-from normlab.study.design import design_beside, family_text
+from normlab.study.design import design_beside
 from normlab.study.judge import compute_verdicts, main_records
 from normlab.study.ledger import Ledger
 from normlab.study.reference import REFERENCE_KEY, in_reference_runs
@@ -68,6 +68,15 @@ def thresholds(verdicts: list[Verdict]) -> dict[str, Any]:
             "equivalence_tost": statistics.EQUIVALENCE, "sign_test_level": statistics.SIGN_LEVEL,
             "trains_if_seeds_at_least": statistics.TRAINS, "min_seeds": statistics.MIN_SEEDS,
             "family_wise": family_text(verdicts)}
+
+
+def family_text(verdicts: list[Verdict]) -> str:
+    """The family-wise control in words, for the report's method section."""
+    family = next((v.family for v in verdicts if v.family), None)
+    if not family:
+        return "not controlled"
+    return (f"{family['method']}: a claim is decided at α/(m − j), j the claims decided before it; a verdict "
+            "decisive at α alone but at no step of the procedure is reported inconclusive")
 
 
 def train_wall_s(ledger: Ledger, ids: list[str]) -> float:

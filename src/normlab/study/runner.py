@@ -52,12 +52,13 @@ def _die_with_parent() -> None:
         pass
 
 
-def default_stack_runs(spec: StudySpec) -> bool:
+def default_stack_runs(runs: list) -> bool:
     """Stack runs on a GPU, where one small model leaves the device mostly idle; not on a CPU, where the
-    quick preset measured 250 s stacked vs 236 s alone end to end (2 workers × 1 thread; README)."""
+    quick preset measured 250 s stacked vs 236 s alone end to end (2 workers × 1 thread; README). A study's runs
+    share their base's device (no claim sets one)."""
     from normlab.device import resolve_device
 
-    return resolve_device(spec.base_config().train.device).type == "cuda"
+    return bool(runs) and resolve_device(runs[0].config.train.device).type == "cuda"
 
 
 def worker_main(study_dir: str, ids: list[str], threads: int, stack_runs: bool = True,
@@ -129,14 +130,15 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
     training = Training(spec, ledger, [r.id for r in runs], {r.id: run_cost(r.data) for r in runs}, workers,
                         # a Ray task gets one CPU (what one small run trains fastest on, benchmarks/study_workers.py)
                         1 if executor == "ray" else max(1, (os.cpu_count() or 1) // workers),
-                        default_stack_runs(spec) if stack_runs is None else stack_runs, executor, address, progress,
+                        default_stack_runs(runs) if stack_runs is None else stack_runs, executor, address, progress,
                         say, tensorboard)
     training.phases(runs)
-    training.more(followup_runs(spec, ledger, training.ids))  # runs that start from trained ones (C7's fine-tunes)
-    # sequential seed rounds, while a look leaves a claim undecided
-    while more := seed_round(spec, ledger, training.ids, say):
+    while True:  # sequential seed rounds, while a look leaves a claim undecided
+        training.more(followup_runs(spec, ledger, training.ids))  # runs that start from trained ones (C7's fine-tunes)
+        more = seed_round(spec, ledger, training.ids, say)
+        if not more:
+            break
         training.more(more)
-        training.more(followup_runs(spec, ledger, training.ids))
     ids = training.ids
     done, total = ledger.progress(set(ids))
     if done == total:  # not while another process still trains here: timings want a quiet machine
@@ -152,9 +154,10 @@ def register(spec: StudySpec, study_dir: str | Path) -> tuple[Ledger, list]:
     each corpus's trained line) and the reference run timed before any worker starts, while the machine is
     quiet. The runs are expanded first: an invalid study leaves nothing on disk."""
     runs = spec.expand(CLAIMS)
+    meta = spec.record([r.id for r in runs])
     ledger = Ledger(study_dir)
     ledger.add_runs([(r.id, r.data) for r in runs])
-    ledger.set_meta("study", spec.record([r.id for r in runs]))
+    ledger.set_meta("study", meta)
     known = ledger.meta().get(REFERENCE_KEY)
     reference = measure_reference(known)
     if reference and reference is not known:
