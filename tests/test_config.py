@@ -200,3 +200,25 @@ def test_each_word_field_is_declared_once_and_compat_knows_what_it_was_written_a
 
     assert set(WORDS) == set(WORD_WAS_NUMBER)
     assert {w.word for w in WORDS.values()} == {"off", "process", "all"}
+
+
+def test_a_change_names_each_field_once_typed_and_reads_as_dotted_overrides():
+    """A claim's run is a `Change`: fields by their own names (or dotted, as a preset's data gives them), each value
+    of its field's type, refused when made; it reads as the dotted overrides `derive` applies, values as given."""
+    from normlab.config import Change, derive
+
+    change = Change(scheme="pre", lr=1e-3, warmup_steps=0)
+    assert dict(change) == {"model.scheme": "pre", "train.lr": 1e-3, "train.warmup_steps": 0}
+    assert change == Change({"model.scheme": "pre", "train.lr": 1e-3}, warmup_steps=0)
+    assert dict(change | {"model.n_layer": 8, "train.lr": 3e-3}) == {"model.scheme": "pre", "train.lr": 3e-3,
+                                                                      "train.warmup_steps": 0, "model.n_layer": 8}
+    assert isinstance({"model.norm": "rmsnorm"} | change, Change)
+    assert derive({}, change).train.lr == 1e-3
+    with pytest.raises(ConfigError, match="'shceme' is not a config field.*did you mean scheme"):
+        Change(shceme="pre")
+    with pytest.raises(ConfigError, match="'model.lr' is not a config field"):
+        Change({"model.lr": 1e-3})
+    with pytest.raises(ConfigError, match=r"train.lr = '0.1'"):
+        Change(lr="0.1")
+    with pytest.raises(ConfigError, match="changed twice"):
+        Change({"model.scheme": "pre"}, scheme="post")

@@ -10,15 +10,17 @@ Unknown keys are errors that name the closest valid keys.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Literal
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from normlab import compat
 from normlab.errors import ConfigError
@@ -341,6 +343,75 @@ def validate_config(raw: dict[str, Any]) -> RunConfig:
         return RunConfig.model_validate(raw)
     except ValidationError as e:
         raise ConfigError(format_validation_error(e)) from None
+
+
+def _sections() -> dict[str, str]:
+    """Each RunConfig field's name -> its section: no two sections share a name, so a name alone says where it is."""
+    return {name: section for section, field in RunConfig.model_fields.items()
+            for name in field.annotation.model_fields}
+
+
+def _dotted(key: str, sections: dict[str, str]) -> str | None:
+    """`lr` -> `train.lr`; a dotted key as it is where its section has the field; None where none has it."""
+    if "." not in key:
+        return f"{sections[key]}.{key}" if key in sections else None
+    section, _, name = key.partition(".")
+    model = RunConfig.model_fields.get(section)
+    return key if model is not None and name in model.annotation.model_fields else None
+
+
+@functools.lru_cache(maxsize=None)
+def _field_type(dotted: str) -> TypeAdapter:
+    section, name = dotted.split(".")
+    return TypeAdapter(RunConfig.model_fields[section].annotation.model_fields[name].annotation)
+
+
+class Change(Mapping[str, Any]):
+    """Changes to a run's config, as a claim describes the runs it needs: `Change(scheme="pre", lr=1e-3)`. Each is
+    a RunConfig field by its own name (`lr` is `train.lr`; no two sections share a name), or dotted where a preset's
+    data gives it so (`Change(preset.depth_cell)`), with a value of its field's type: a misspelt field or a value of
+    the wrong type is refused when the change is made, not when a study expands. It reads as the dotted overrides
+    `derive` sets (`{"model.scheme": "pre", "train.lr": 0.001}`), values as given, so a run's id is the one its
+    overrides gave. `a | b`: b over a."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, given: Mapping[str, Any] | None = None, /, **fields: Any):
+        sections = _sections()
+        items: dict[str, Any] = {}
+        for key, value in {**(given or {}), **fields}.items():
+            dotted = _dotted(key, sections)
+            if dotted is None:
+                hint = closest(key.rpartition(".")[2], sorted(sections))
+                raise ConfigError(f"{key!r} is not a config field" + (f" (did you mean {', '.join(hint)}?)" if hint
+                                                                      else "") + "; valid: a field of RunConfig by "
+                                  "its name (lr, scheme, n_layer, ...) or as section.name (normlab.config.RunConfig)")
+            if dotted in items:
+                raise ConfigError(f"{dotted!r} is changed twice in one Change ({key!r} and its other spelling)")
+            try:
+                _field_type(dotted).validate_python(value, strict=True)
+            except ValidationError as e:
+                raise ConfigError(f"{dotted} = {value!r}: {e.errors()[0]['msg']}") from None
+            items[dotted] = value
+        self._items = items
+
+    def __getitem__(self, key: str) -> Any:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __or__(self, other: Mapping[str, Any]) -> "Change":
+        return Change({**self._items, **Change(other)._items})
+
+    def __ror__(self, other: Mapping[str, Any]) -> "Change":
+        return Change(other) | self
+
+    def __repr__(self) -> str:
+        return f"Change({', '.join(f'{k}={v!r}' for k, v in self._items.items())})"
 
 
 def derive(config: RunConfig | dict[str, Any], overrides: dict[str, Any]) -> RunConfig:

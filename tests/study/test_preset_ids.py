@@ -14,12 +14,12 @@ from normlab.study.spec import load_study
 
 # (preset, study options) -> [runs, sha256 of the sorted ids, sha256 of the sorted (id, stored config) pairs]
 PINNED = {
-    ("standard", ""): [270, "86e199dcf3198e83", "6982287b1ff62170"],
-    ("quick", ""): [150, "11b5e9e26bb55892", "1dfcc7c570b00eb4"],
-    ("deep", ""): [45, "796d946c76e3e08e", "7ae6f2c19ec3d302"],
-    ("full", ""): [500, "304e45ddb7b9b4c7", "564e8df2ef231112"],
-    ("frontier", ""): [230, "8625a5d337bcf7ca", "074adcbe5de902f9"],
-    ("standard", "vary=init,context,width robustness"): [1560, "b9e443a1d5e7e630", "72ce0aaa3deea5a7"],
+    ("standard", ""): [270, "5650bb7bc5808a43", "f052846f52f9ca5b"],
+    ("quick", ""): [150, "27b8c5c44dba934c", "fba6e885f590d0cc"],
+    ("deep", ""): [45, "691798fef271b21e", "18b8995129f56f97"],
+    ("full", ""): [500, "2e83ed31811fb60e", "773bc925206b2204"],
+    ("frontier", ""): [230, "049aa03ebf6debd1", "3d54d753664b726e"],
+    ("standard", "vary=init,context,width robustness"): [1560, "9e5fa6c95cfc9bb7", "7efc11eea42ead03"],
 }
 OPTIONS = {"": {}, "vary=init,context,width robustness": {"vary": ["init", "context", "width"], "robustness": True}}
 

@@ -15,7 +15,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
-from normlab.config import ConfigError
+from normlab.config import Change, ConfigError
 from normlab.jsonsafe import json_safe
 from normlab.registry import Registry
 from normlab.report.figure import Figure
@@ -177,11 +177,12 @@ class Claim:
             raise ConfigError(f"claim {cls.id} has no knob {unknown[0]!r}; its knobs: {', '.join(names)}")
         return cls.Knobs(**values)
 
-    def runs(self, preset) -> list[dict[str, Any]]:
-        """Config overrides (dotted keys) this claim needs, one dict per run; the study adds the seeds."""
+    def runs(self, preset) -> list[Change]:
+        """The runs this claim needs, each a typed change to the preset's base config (`Change(scheme="pre",
+        lr=1e-3)`); the study adds the seeds."""
         return []
 
-    def round_runs(self, preset) -> list[dict[str, Any]]:
+    def round_runs(self, preset) -> list[Change]:
         """The runs a seed round adds at its new seeds: all of `runs` unless the claim's test reads fewer (C4:
         the shallowest and deepest depths)."""
         return self.runs(preset)
@@ -195,9 +196,9 @@ class Claim:
         recipe's meaning moved) measures again. None: a measurement never goes stale."""
         return None
 
-    def followups(self, records: list[RunRecord], preset) -> list[tuple[RunRecord, dict[str, Any]]]:
-        """Runs that start from trained runs (fine-tuning), chosen once those are done: (source record,
-        overrides on the source's config). The runner sets `train.init_from` to the source's directory."""
+    def followups(self, records: list[RunRecord], preset) -> list[tuple[RunRecord, Change]]:
+        """Runs that start from trained runs (fine-tuning), chosen once those are done: (source record, its change
+        to the source's config). The runner sets `train.init_from` to the source's directory."""
         return []
 
     def verdict(self, records: list[RunRecord], measurement: dict[str, Any] | None, preset) -> Verdict:

@@ -13,11 +13,12 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from normlab.config import Change
 from normlab.report.figure import Figure, Series
 from normlab.report.outcome import OFF_SCALE
 from normlab.study.claims.base import FAILS, HOLDS, INCONCLUSIVE, Claim, Part, claim
 from normlab.study.claims.decisions import Contrast, beats, loss_interval, not_worse, same
-from normlab.study.claims.grouping import Group, group_record, group, n_seeds, select
+from normlab.study.claims.grouping import Group, group, group_record, n_seeds, select
 from normlab.study.claims.prose import ci_text, fmt, loss_test, pct, said
 from normlab.study.claims.statistics import LOSS_MARGIN, Level, t_interval
 
@@ -31,41 +32,40 @@ from normlab.study.claims.statistics import LOSS_MARGIN, Level, t_interval
 # table (1.0 / 1.0 at width ≤ 1024, `dyt_llama_alpha0`), not the 0.5 of its vision models; Derf's α0 = 1.0, its
 # language-model patch's value for every norm (train_derf.patch: attn/ffn/dec_alpha_init_value = 1.0; 0.5 is its
 # Dynamic_erf default, used for vision), s0 = 0
-NORM_ARMS = {"layernorm": {"model.norm": "layernorm"}, "rmsnorm": {"model.norm": "rmsnorm"},
-             "dyt": {"model.norm": "dyt", "model.norm_options": {"alpha_init_rule": 1.0},
-                     "model.learned_embed_scale": True},
-             "derf": {"model.norm": "derf", "model.norm_options": {"alpha_init": 1.0}, "model.learned_embed_scale": True}}
+NORM_ARMS = {"layernorm": Change(norm="layernorm"), "rmsnorm": Change(norm="rmsnorm"),
+             "dyt": Change(norm="dyt", norm_options={"alpha_init_rule": 1.0}, learned_embed_scale=True),
+             "derf": Change(norm="derf", norm_options={"alpha_init": 1.0}, learned_embed_scale=True)}
 # N(0, 0.02) for every weight at LLaMA-7B's width, no residual scaling, σ·√d kept at ours (`llama`): OLMo 2's init
 # (F6; its 7B's d_model is 4096) and LNS's paper's (F5: N(0, 0.02) without scaling, for LLaMA models to 7B)
-PAPER_INIT = {"model.init": "llama"}
+PAPER_INIT = Change(init="llama")
 # DyT as its LLaMA trainer trains it (jiachenzhu/DyT other_tasks/LLaMA, on foundation-model-stack): every linear
 # and embedding N(0, 0.02) at 4096 with no ÷ √(2L) (`llama`, σ·√d kept), the head untied from the embedding, and
 # RMSNorm as the norm DyT replaces (LLaMA's); docs/frontier.md cites each file
-DYT_CODE = {"model.init": "llama", "model.tie_weights": False}
+DYT_CODE = Change(init="llama", tie_weights=False)
 # Derf's nanoGPT patch (zlab-princeton/Derf "language model/"): GPT-2's init at 768 (nanoGPT's), GELU MLP, learned
 # positions, no biases in linears or LayerNorm (its train.py: bias = False); its two dynamic norms scale token +
 # position embeddings together by `shared_scale`, and Derf keeps its β (created whatever `bias` says): `DERF_ARMS`.
 # docs/frontier.md cites each file and line
-DERF_CODE = {"model.init": "gpt2", "model.mlp": "gelu", "model.positions": "learned"}
-DERF_ARMS = {"derf": {**NORM_ARMS["derf"], **DERF_CODE, "model.embed_scale_positions": True, "model.norm_bias": True},
-             "layernorm": {**NORM_ARMS["layernorm"], **DERF_CODE},
-             "dyt": {**NORM_ARMS["dyt"], **DERF_CODE, "model.embed_scale_positions": True}}
+DERF_CODE = Change(init="gpt2", mlp="gelu", positions="learned")
+DERF_ARMS = {"derf": NORM_ARMS["derf"] | DERF_CODE | Change(embed_scale_positions=True, norm_bias=True),
+             "layernorm": NORM_ARMS["layernorm"] | DERF_CODE,
+             "dyt": NORM_ARMS["dyt"] | DERF_CODE | Change(embed_scale_positions=True)}
 OLMO2 = "reordered + QK-norm (OLMo 2)"
-NGPT = {"model.scheme": "ngpt", "model.norm": "l2", "model.embed_scale": 1.0, "model.tie_weights": False,
-        "train.weight_decay": 0.0, "train.warmup_steps": 0, "train.beta2": 0.95}
+NGPT = Change(scheme="ngpt", norm="l2", embed_scale=1.0, tie_weights=False, weight_decay=0.0, warmup_steps=0,
+              beta2=0.95)
 # the GPT of nGPT's code: an RMSNorm Pre-LN with an untied head (NVIDIA/ngpt model.py), its train.py's β2
-NGPT_BASELINE = {"model.scheme": "pre", "model.norm": "rmsnorm", "model.tie_weights": False, "train.beta2": 0.95}
+NGPT_BASELINE = Change(scheme="pre", norm="rmsnorm", tie_weights=False, beta2=0.95)
 
 
 PAPERS = "the frontier papers (docs/frontier.md)"  # what makes an F claim: its paper, not a seed article
 
-def arm(preset, steps: int | None = None, **overrides: Any) -> dict[str, Any]:
-    """One arm's run overrides at the preset's fixed lr and warmup; at another budget (`steps`) the warmup keeps
-    its share of the schedule (each budget is its own cosine schedule, as when a paper trains at that budget)."""
+def arm(preset, steps: int | None = None, **overrides: Any) -> Change:
+    """One arm's run at the preset's fixed lr and warmup; at another budget (`steps`) the warmup keeps its share of
+    the schedule (each budget is its own cosine schedule, as when a paper trains at that budget)."""
     full = preset.config.train.steps
-    out = {"train.lr": preset.lr_fixed, "train.warmup_steps": preset.warmup, **overrides}
+    out = Change(lr=preset.lr_fixed, warmup_steps=preset.warmup) | overrides
     if steps is not None and steps != full:
-        out.update({"train.steps": steps, "train.warmup_steps": round(out["train.warmup_steps"] * steps / full)})
+        out = out | Change(steps=steps, warmup_steps=round(out["train.warmup_steps"] * steps / full))
     return out
 
 
@@ -279,10 +279,10 @@ class DyTParityF2(FrontierClaim):
 
     contradiction = "arXiv 2604.23434: DyT's parity with LayerNorm reverses as the token budget grows"
     scale = "LLaMA 7B–70B on 200B tokens (its Table of language models), ViT, DiT, wav2vec 2.0 and DNA models"
-    ARMS = {"DyT": {**NORM_ARMS["dyt"], **DYT_CODE}, "RMSNorm": {**NORM_ARMS["rmsnorm"], **DYT_CODE}}
+    ARMS = {"DyT": NORM_ARMS["dyt"] | DYT_CODE, "RMSNorm": NORM_ARMS["rmsnorm"] | DYT_CODE}
     # normlab's one weight-decay rule (matrices only) where DyT's trainer decays every parameter: the deviation's
     # effect, measured at the base budget and reported beside the verdict, not part of it
-    DECAY_ALL = {**ARMS["DyT"], "train.weight_decay_on": "every parameter"}
+    DECAY_ALL = ARMS["DyT"] | Change(weight_decay_on="every parameter")
 
     @dataclass(frozen=True)
     class Knobs(FrontierClaim.Knobs):
@@ -313,7 +313,7 @@ class DyTParityF2(FrontierClaim):
                    + f"; reported, not required: {deviation.name}: {deviation.verdict}, {deviation.summary}")
         return self.make(None, f"DyT − RMSNorm val loss at {self.budgets(preset)[-1]} steps (nats)", last.value,
                          n_seeds(select(records, False, norm="dyt")),
-                         self.settings(preset, budgets=self.budgets(preset), arms=self.ARMS,
+                         self.settings(preset, budgets=self.budgets(preset), arms={k: dict(o) for k, o in self.ARMS.items()},
                                        rule="holds when DyT matches RMSNorm (TOST) at both budgets; does not hold "
                                             "when they differ by more than the margin at either"),
                          summary, parts=parts, interval=last.interval, test=last.test, seeds=last.seeds,
@@ -328,8 +328,8 @@ class DyTParityF2(FrontierClaim):
 class BeatsClaim(FrontierClaim):
     """A claim that one arm beats others at the base: `winner` and `others` are (label, overrides)."""
 
-    winner: tuple[str, dict[str, Any]] = ("", {})
-    others: list[tuple[str, dict[str, Any]]] = []
+    winner: tuple[str, Change] = ("", Change())
+    others: list[tuple[str, Change]] = []
 
     def runs(self, preset):
         return [arm(preset, **self.winner[1])] + [arm(preset, **o) for _, o in self.others]
@@ -406,8 +406,8 @@ class MixLNF4(BeatsClaim):
     contradiction = ("Keel (arXiv 2601.19895) Table 1: Mix-LN's maximum tolerable lr is 8.6e-4, against Pre-LN's "
                      "7.65e-3")
     scale = "LLaMA 70M–7B on C4 (perplexity; 71M–1B in its Table 1)"
-    winner = ("Mix-LN", {"model.scheme": "mix"})
-    others = [("Pre-LN", {"model.scheme": "pre"}), ("Post-LN", {"model.scheme": "post"})]
+    winner = ("Mix-LN", Change(scheme="mix"))
+    others = [("Pre-LN", Change(scheme="pre")), ("Post-LN", Change(scheme="post"))]
 
 
 @claim("F5", "LayerNorm Scaling beats Pre-LN under its paper's init", sources=PAPERS,
@@ -421,15 +421,15 @@ class LNSF5(FrontierClaim):
 
     contradiction = "its authors: scaled initialization diminishes the benefit (reported here, not required)"
     scale = "LLaMA 130M–1B (and 7B) on C4"
-    INITS = {"paper's init (N(0, 0.02), no residual scaling)": PAPER_INIT, "scaled init (GPT-2's)": {"model.init": "gpt2"}}
+    INITS = {"paper's init (N(0, 0.02), no residual scaling)": PAPER_INIT, "scaled init (GPT-2's)": Change(init="gpt2")}
 
     def runs(self, preset):
-        return [arm(preset, **{"model.scheme": s, **i}) for i in self.INITS.values() for s in ("lns", "pre")]
+        return [arm(preset, scheme=s, **i) for i in self.INITS.values() for s in ("lns", "pre")]
 
     def verdict(self, records, measurement, preset):
         parts = []
         for label, i in self.INITS.items():
-            lns, pre = (group(records, **arm(preset, **{"model.scheme": s, **i})) for s in ("lns", "pre"))
+            lns, pre = (group(records, **arm(preset, scheme=s, **i)) for s in ("lns", "pre"))
             parts.append(contrast_part(f"LNS beats Pre-LN under {label}",
                                        beats(lns, pre, self.level, ("LNS", "Pre-LN")), BEATS_RULE, self.level))
         first, scaled = parts
@@ -448,7 +448,7 @@ class LNSF5(FrontierClaim):
 
     def figures(self, records, measurement, preset):
         return [self.bars(records, "LNS and Pre-LN under two inits",
-                          {f"{s} · {label.split(' (')[0]}": arm(preset, **{"model.scheme": s, **i})
+                          {f"{s} · {label.split(' (')[0]}": arm(preset, scheme=s, **i)
                            for label, i in self.INITS.items() for s in ("lns", "pre")})]
 
 
@@ -469,9 +469,9 @@ class HybridReorderedF6(FrontierClaim):
     # the same runs as F5's under its paper's init. HybridNorm's QKV-norm is part of its scheme; its code scales the
     # residual outputs by 1/√(2L) (BryceZhuo/HybridNorm dense_model/configs/exps/1.2B-dense-HybriedNorm.yaml:
     # init_fn full_megatron), as GPT-2's init does
-    ARMS = {"HybridNorm": ({"model.scheme": "hybrid"}, {"model.scheme": "pre"}),
-            "reordered + QK-norm (OLMo 2)": ({"model.scheme": "reordered", "model.qk_norm": "full_width", **PAPER_INIT},
-                                             {"model.scheme": "pre", **PAPER_INIT})}
+    ARMS = {"HybridNorm": (Change(scheme="hybrid"), Change(scheme="pre")),
+            "reordered + QK-norm (OLMo 2)": (Change(scheme="reordered", qk_norm="full_width") | PAPER_INIT,
+                                             Change(scheme="pre") | PAPER_INIT)}
 
     def runs(self, preset):
         return [arm(preset, **o) for pair in self.ARMS.values() for o in pair]

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from normlab.config import Change
 from normlab.report.figure import Figure, Series
 from normlab.report.outcome import OFF_GRID, OFF_SCALE
 from normlab.study.claims.base import FAILS, HOLDS, INCONCLUSIVE, Part, claim
@@ -24,7 +25,7 @@ def highest_trainable(records, lrs, **fixed) -> float | None:
     return max(ok) if ok else None
 
 
-def pooled_failures(records, pairs: list[tuple[dict[str, Any], dict[str, Any]]], level: Level) -> dict[str, Any]:
+def pooled_failures(records, pairs: list[tuple[Change, Change]], level: Level) -> dict[str, Any]:
     """Arm a against arm b over a grid (`pairs`: a's and b's run overrides at each lr): the (lr, seed) pairs where
     one arm alone did not train, pooled over the grid, each side's one-sided exact sign test. `more`: a fails more
     (p_more, the tail where a's failures are many); `fewer`: a fails less (p_fewer, the other tail)."""
@@ -58,12 +59,12 @@ def open_split(parts: list[Part], splits: list[dict[str, Any]]) -> dict[str, Any
                          "the grid")
 
 
-def grid_why(parts: list[Part], kinds: list[str]) -> str:
-    """An inconclusive verdict's kind where the claim knows it (each part's `kinds`: OFF_GRID, OFF_SCALE, or ''
-    where more seeds could decide): every part that does not hold is open only by the grid (OFF_SCALE where one is
-    finer than the paper's gap), else '' (study/power.py's `explain` says which kind)."""
-    open_kinds = [k for p, k in zip(parts, kinds) if p.verdict != HOLDS]
-    if not open_kinds or not all(open_kinds) or any(p.verdict == FAILS for p in parts):
+def grid_why(verdicts: list[str], kinds: list[str]) -> str:
+    """An inconclusive verdict's kind where the claim knows it (its parts' `verdicts`, and each one's `kinds`:
+    OFF_GRID, OFF_SCALE, or '' where more seeds could decide): every part that does not hold is open only by the
+    grid (OFF_SCALE where one is finer than the paper's gap), else '' (study/power.py's `explain` says which kind)."""
+    open_kinds = [k for v, k in zip(verdicts, kinds) if v != HOLDS]
+    if not open_kinds or not all(open_kinds) or FAILS in verdicts:
         return ""
     return OFF_SCALE if OFF_SCALE in open_kinds else OFF_GRID
 
@@ -91,7 +92,7 @@ class QKNormF7(FrontierClaim):
         return list(self.knobs(preset).lrs)
 
     def runs(self, preset):
-        return [{"model.qk_norm": m, "train.lr": lr, "train.warmup_steps": 0}
+        return [Change(qk_norm=m, lr=lr, warmup_steps=0)
                 for m in ("none", *self.MODES.values()) for lr in self.lrs(preset)]
 
     def reading(self, value):
@@ -99,15 +100,15 @@ class QKNormF7(FrontierClaim):
 
     def paired(self, records, preset, mode) -> dict[str, Any]:
         """Over every lr and seed, the runs where one side alone did not train (QK-norm `mode` vs none)."""
-        at = {"train.warmup_steps": 0}
-        return pooled_failures(records, [({**at, "model.qk_norm": mode, "train.lr": lr},
-                                          {**at, "model.qk_norm": "none", "train.lr": lr}) for lr in self.lrs(preset)],
+        at = Change(warmup_steps=0)
+        return pooled_failures(records, [(at | Change(qk_norm=mode, lr=lr),
+                                          at | Change(qk_norm="none", lr=lr)) for lr in self.lrs(preset)],
                                self.level)
 
     def verdict(self, records, measurement, preset):
         lrs = self.lrs(preset)
         top = max(lrs)
-        limit = {m: highest_trainable(records, lrs, **{"model.qk_norm": m, "train.warmup_steps": 0})
+        limit = {m: highest_trainable(records, lrs, **Change(qk_norm=m, warmup_steps=0))
                  for m in ("none", *self.MODES.values())}
         parts, splits, kinds = [], [], []
         for label, mode in self.MODES.items():
@@ -151,7 +152,7 @@ class QKNormF7(FrontierClaim):
                                             "or the same limit below the grid's top"),
                          summary, parts=parts, test=parts[0].test, seeds=parts[0].seeds, highest_lr=limit,
                          evidence=open_split(parts, splits))
-        verdict.why = grid_why(parts, kinds) if verdict.verdict == INCONCLUSIVE else ""
+        verdict.why = grid_why([p.verdict for p in parts], kinds) if verdict.verdict == INCONCLUSIVE else ""
         return verdict
 
     def figures(self, records, measurement, preset):
@@ -200,10 +201,10 @@ class KeelF8(FrontierClaim):
     def lrs(self, preset) -> list[float]:
         return sorted(self.knobs(preset).lrs)
 
-    def _arm(self, preset, scheme, lr) -> dict[str, Any]:
+    def _arm(self, preset, scheme, lr) -> Change:
         """At the preset's warmup, in Keel's cell (its knob `cell`: what the depth costs on a CPU)."""
-        return arm(preset, **{**self.knobs(preset).cell, "model.scheme": scheme,
-                              "model.n_layer": self.depth(preset), "train.lr": lr})
+        return arm(preset, **(Change(self.knobs(preset).cell) | Change(scheme=scheme, n_layer=self.depth(preset),
+                                                                        lr=lr)))
 
     def runs(self, preset):
         return [self._arm(preset, s, lr) for s in ("keel", *self.OTHERS.values()) for lr in self.lrs(preset)]
@@ -263,8 +264,8 @@ class KeelF8(FrontierClaim):
         verdict = super().judge(records, measurement, preset)
         splits = verdict.details.get("limits_split", {})
         if verdict.verdict == INCONCLUSIVE:
-            parts = [Part(p["name"], p["verdict"], p["statistic"], p["value"]) for p in verdict.parts]
-            verdict.why = grid_why(parts, [splits.get(label, {}).get("why", "") for label in self.OTHERS])
+            verdict.why = grid_why([p["verdict"] for p in verdict.parts],
+                                   [splits.get(label, {}).get("why", "") for label in self.OTHERS])
         return verdict
 
     def verdict(self, records, measurement, preset):

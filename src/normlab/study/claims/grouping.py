@@ -2,8 +2,8 @@
 `from_runs`), what they say (`Group`: the losses of the runs that trained, the runs that did not, counted apart,
 the runs censored by the plateau stop, apart again) and how that reads in a verdict (`group_record`, `failures`).
 
-A configuration is named by config keys: the dotted ones a claim's `runs()` gives (`**{"model.bias": False}`), or
-the short names of the keys claims group by most (`SHORT_KEYS`): `group(records, scheme="pre", lr=1e-3)`."""
+A configuration is named as a claim's runs are (`config.Change`): each field by its name or dotted, as a run's change
+gives it (`group(records, **change)`) or by hand (`group(records, scheme="pre", lr=1e-3)`)."""
 from __future__ import annotations
 
 import math
@@ -11,15 +11,11 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from normlab.config import Change
 from normlab.study.claims.prose import setting_text
 from normlab.study.claims.statistics import CONFIDENCE, t_interval, wilson_interval
 from normlab.study.records import RunRecord, flatten
 
-# the config keys claims group runs by, by their last part: `group(records, scheme="pre", warmup_steps=0)`; any
-# other key is given dotted
-SHORT_KEYS = {key.split(".")[-1]: key for key in (
-    "model.scheme", "model.norm", "model.mlp", "model.n_layer", "model.d_model", "model.final_norm", "model.qk_norm",
-    "model.init", "train.lr", "train.warmup_steps", "train.steps")}
 
 
 @dataclass
@@ -82,18 +78,9 @@ class Group:
 
 
 def config_keys(where: dict[str, Any]) -> dict[str, Any]:
-    """A configuration as a record matches it: short names (`SHORT_KEYS`) as the dotted keys they stand for, and a
-    table value (`model.norm_options`) by its keys, as a flattened config holds it."""
-    out: dict[str, Any] = {}
-    for key, value in where.items():
-        dotted = SHORT_KEYS.get(key, key)
-        if "." not in dotted:
-            raise ValueError(f"{key!r} is not a config key: give it dotted (model.n_layer) or as one of "
-                             f"{', '.join(SHORT_KEYS)}")
-        if dotted in out:
-            raise ValueError(f"{dotted!r} is given twice ({key!r} and the other spelling)")
-        out[dotted] = value
-    return flatten(out)
+    """A configuration as a record matches it: its fields as a `Change` names them (a misspelt field is refused),
+    dotted, and a table value (`model.norm_options`) by its keys, as a flattened config holds it."""
+    return flatten(dict(Change(where)))
 
 
 def select(records: Iterable[RunRecord], strict: bool = True, **where: Any) -> list[RunRecord]:

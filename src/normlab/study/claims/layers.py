@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from normlab.config import derive
+from normlab.config import Change, derive
 from normlab.data import corpus_of
 from normlab.diagnostics.gradients import step0_block_gradients
 from normlab.report.figure import Figure, Series
@@ -120,8 +120,7 @@ class GradientsAtInitC2(Claim):
             for scheme in ("pre", "post"):
                 profiles = {}
                 for seed in seeds:
-                    cfg = derive(preset.config, {"model.scheme": scheme, "model.n_layer": deepest,
-                                                 "model.init": recipe, "train.seed": seed})
+                    cfg = derive(preset.config, Change(scheme=scheme, n_layer=deepest, init=recipe, seed=seed))
                     corpus = corpus or corpus_of(cfg)
                     profiles[str(seed)] = step0_block_gradients(cfg, corpus)
                 out["profiles"][f"{recipe}/{scheme}"] = profiles
@@ -131,8 +130,7 @@ class GradientsAtInitC2(Claim):
         """The measured models' config ids at the first seed: a recipe whose meaning moved (`gpt2`'s σ with the
         width, 2026-11-28) moves the key, and the study measures again."""
         deepest, first = max(preset.depths), min(preset.seeds)
-        return " ".join(derive(preset.config, {"model.scheme": scheme, "model.n_layer": deepest, "model.init": recipe,
-                                               "train.seed": first}).hash()
+        return " ".join(derive(preset.config, Change(scheme=scheme, n_layer=deepest, init=recipe, seed=first)).hash()
                         for recipe in self.RECIPES for scheme in ("pre", "post"))
 
     def init_profiles(self, records, measurement, scheme: str) -> tuple[dict[int, list[float]], str]:

@@ -12,10 +12,11 @@ import torch
 from normlab.bench.norms import bench_norm_group
 from normlab.bench.steps import bench_steps
 from normlab.data import DEFAULT_CORPUS
+from normlab.config import Change
 from normlab.report.figure import Figure, Series
 from normlab.study.claims.base import FAILS, HOLDS, INCONCLUSIVE, Claim, Part, claim
 from normlab.study.claims.decisions import compare, loss_interval, noninferior, not_worse, worse
-from normlab.study.claims.grouping import group_record, failures, group, n_seeds, select
+from normlab.study.claims.grouping import failures, group, group_record, n_seeds, select
 from normlab.study.claims.prose import ci_text, fmt, loss_test, nats, pct, said, sign_p, tost_test
 from normlab.study.claims.statistics import LOSS_MARGIN, Level, t_interval
 from normlab.study.claims.sweeps import CellClaim, lr_sweep, sweep_figure, trains
@@ -43,12 +44,12 @@ def paired_ratio(a: dict[str, Any], b: dict[str, Any], level: Level) -> dict[str
             "rounds": len(pairs)}
 
 
-def _fixed(preset, **extra):
-    return {"train.lr": preset.lr_fixed, "train.warmup_steps": preset.warmup, **extra}
+def _fixed(preset, **extra) -> Change:
+    return Change(lr=preset.lr_fixed, warmup_steps=preset.warmup, **extra)
 
 
-def _at(preset):
-    return {"train.lr": preset.lr_fixed, "train.warmup_steps": preset.warmup, "model.n_layer": preset.depth}
+def _at(preset) -> Change:
+    return Change(lr=preset.lr_fixed, warmup_steps=preset.warmup, n_layer=preset.depth)
 
 
 SPREAD = "Mean over seeds ± one standard deviation, of the runs that trained; the axis fits the values."
@@ -85,14 +86,13 @@ class PostLNCeilingC7(CellClaim):
 
     def runs(self, preset):
         extra = self.cell_overrides(preset)
-        return [{**r, **extra} for r in lr_sweep(preset, ("pre", "post")) if r["train.warmup_steps"]]
+        return [r | extra for r in lr_sweep(preset, ("pre", "post")) if r["train.warmup_steps"]]
 
-    def _at(self, preset, scheme, lr) -> dict[str, Any]:
-        """One point of C7's sweep (its run's keys): a scheme at an lr, with warmup, at the base depth or in the
+    def _at(self, preset, scheme, lr) -> Change:
+        """One point of C7's sweep (its run's change): a scheme at an lr, with warmup, at the base depth or in the
         preset's depth cell (`Preset.depth_cell`, where its knob `in_cell` puts C7)."""
         depth, where = self.cell(preset, preset.depth)
-        return {"model.scheme": scheme, "train.lr": lr, "train.warmup_steps": preset.warmup, "model.n_layer": depth,
-                **where}
+        return Change(scheme=scheme, lr=lr, warmup_steps=preset.warmup, n_layer=depth) | where
 
     def _best(self, records, preset) -> dict[str, tuple[float, Any] | None]:
         """Per scheme, the lr (with warmup) of the lowest mean val loss among lrs where it trains (`trains`)."""
@@ -205,11 +205,11 @@ class PostLNCeilingC7(CellClaim):
         return [fig, sweep_figure(records, preset, ("pre", "post"), "Final val loss vs lr (C7 uses warmup)", **where)]
 
 
-def finetune_overrides(source, finetune: dict[str, Any]) -> dict[str, Any]:
+def finetune_overrides(source, finetune: dict[str, Any]) -> Change:
     """The fine-tune of a trained run: the packaged second corpus in the source's vocabulary, C7's fine-tuning
     budget (its knob `finetune`), and no layer-skip ablation (the run's val loss is what C7 reads)."""
-    return {"data.path": FINETUNE_CORPUS, "data.vocab_from": source.get("data.path") or DEFAULT_CORPUS,
-            "diagnostics.layer_skip": False, **finetune}
+    return Change(path=FINETUNE_CORPUS, vocab_from=source.get("data.path") or DEFAULT_CORPUS,
+                  layer_skip=False) | finetune
 
 
 def _mean(g) -> str:
@@ -233,7 +233,7 @@ class RMSNormC10(Claim):
         return f"RMSNorm's norm takes {value:.2f}× LayerNorm's time, forward + backward as the same formula"
 
     def runs(self, preset):
-        return [_fixed(preset, **{"model.scheme": "pre", "model.norm": n}) for n in ("layernorm", "rmsnorm")]
+        return [_fixed(preset, scheme="pre", norm=n) for n in ("layernorm", "rmsnorm")]
 
     def measure(self, preset):
         repeats = self.knobs(preset).repeats
@@ -308,7 +308,7 @@ class RMSNormC10(Claim):
         timing = Figure(f"Norm forward+backward time, {TIMING_SHAPES[0]} fp32", "", "median time (ms)", kind="bar",
                         series=[Series("median", labels, [1000 * r["median_s"] for r in rows])])
         return [timing, loss_bars(records, preset, "Final val loss (Pre-LN)", {
-            n: {"model.scheme": "pre", "model.norm": n, **_at(preset)} for n in ("layernorm", "rmsnorm")})]
+            n: Change(scheme="pre", norm=n) | _at(preset) for n in ("layernorm", "rmsnorm")})]
 
 
 @claim("C13", "A Pre-LN stack needs a final norm", sources="000, 002",
@@ -327,7 +327,7 @@ class FinalNormC13(Claim):
 
     def runs(self, preset):
         # "with" is the default (final_norm unset), so it is the same run as C1's and C10's Pre-LN
-        return [_fixed(preset, **{"model.scheme": "pre"}), _fixed(preset, **{"model.scheme": "pre", "model.final_norm": False})]
+        return [_fixed(preset, scheme="pre"), _fixed(preset, scheme="pre", final_norm=False)]
 
     def verdict(self, records, measurement, preset):
         with_norm = group(records, scheme="pre", **_at(preset))
@@ -353,9 +353,9 @@ class FinalNormC13(Claim):
                          without_final_norm=group_record(without))
 
     def figures(self, records, measurement, preset):
-        at = {"model.scheme": "pre", **_at(preset)}
+        at = Change(scheme="pre") | _at(preset)
         return [loss_bars(records, preset, "Pre-LN with and without the final norm",
-                          {"final norm": at, "no final norm": {**at, "model.final_norm": False}})]
+                          {"final norm": at, "no final norm": at | Change(final_norm=False)})]
 
 
 @claim("C15", "The LLaMA recipe does at least as well as the classic one", sources="003",
@@ -366,8 +366,8 @@ class LlamaRecipeC15(Claim):
 
     # LLaMA's paper states no init; the GPT-style codebases its recipe is trained in (nanoGPT, litgpt) use GPT-2's
     init = "gpt2"
-    RECIPES = {"llama": {"model.norm": "rmsnorm", "model.mlp": "swiglu", "model.bias": False},
-               "classic": {"model.norm": "layernorm", "model.mlp": "gelu", "model.bias": True}}
+    RECIPES = {"llama": Change(norm="rmsnorm", mlp="swiglu", bias=False),
+               "classic": Change(norm="layernorm", mlp="gelu", bias=True)}
 
     gap = ("the LLaMA recipe", " than the classic one")
 
@@ -377,10 +377,10 @@ class LlamaRecipeC15(Claim):
         init_pass: bool = True  # cheap: its 2 small runs again under the other init
 
     def runs(self, preset):
-        return [_fixed(preset, **{"model.scheme": "pre", **r}) for r in self.RECIPES.values()]
+        return [_fixed(preset, scheme="pre", **r) for r in self.RECIPES.values()]
 
     def _where(self, preset, recipe):
-        return {**self.RECIPES[recipe], "model.scheme": "pre", **_at(preset)}
+        return self.RECIPES[recipe] | Change(scheme="pre") | _at(preset)
 
     def verdict(self, records, measurement, preset):
         llama, classic = (group(records, **self._where(preset, r)) for r in ("llama", "classic"))
@@ -397,7 +397,7 @@ class LlamaRecipeC15(Claim):
                    f"which shared the machine with other runs)")
         return self.make(as_well.verdict, "val loss LLaMA recipe − classic (nats)", info.get("diff"),
                          n_seeds(select(records, False, mlp="swiglu")),
-                         {**self.RECIPES, "margin_nats": LOSS_MARGIN,
+                         {**{r: dict(o) for r, o in self.RECIPES.items()}, "margin_nats": LOSS_MARGIN,
                           "rule": f"at least as well: non-inferiority, the {pct(self.level.tost)} interval of LLaMA "
                                   "− classic below +margin; does not hold when it lies above +margin"},
                          summary, interval=info.get("ci90"), test=tost_test(info, self.level), seeds=info.get("seeds"),

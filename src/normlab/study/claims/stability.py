@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from normlab.config import Change
 from normlab.report.outcome import OFF_GRID
 from normlab.study.claims.base import FAILS, HOLDS, INCONCLUSIVE, Claim, Part, claim, split_and_open
 from normlab.study.claims.decisions import (by_failures, compare, fails_more, loss_interval, noninferior, not_worse,
                                             worse)
-from normlab.study.claims.grouping import group_record, failures, from_runs, group, n_seeds, select
+from normlab.study.claims.grouping import failures, from_runs, group, group_record, n_seeds, select
 from normlab.study.claims.prose import ci_text, fmt, loss_test, pct, said, sign_p, tost_test
 from normlab.study.claims.statistics import LOSS_MARGIN, MIN_SEEDS, TRAINS, sign_evidence, spearman
 from normlab.study.claims.sweeps import (at_depth, deeper_deficit, depth_figure, depth_rows, depth_sweep, fail_count,
@@ -365,7 +366,7 @@ class DeepNormC8(Claim):
 
     def runs(self, preset):
         knobs = self.knobs(preset)
-        return [{**knobs.base, **r} for r in depth_sweep(preset, ("pre", "post", "deepnorm"), knobs.depths)]
+        return [Change(knobs.base) | r for r in depth_sweep(preset, ("pre", "post", "deepnorm"), knobs.depths)]
 
     def verdict(self, records, measurement, preset):
         knobs = self.knobs(preset)

@@ -7,28 +7,28 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from normlab.config import Change
 from normlab.report.figure import Figure, Series
 from normlab.study.claims.base import Claim
-from normlab.study.claims.grouping import group_record, group, select
+from normlab.study.claims.grouping import group, group_record, select
 from normlab.study.claims.statistics import TRAINS, Level, sign_test
 
 
-def lr_sweep(preset, schemes: tuple[str, ...], lrs: list[float] | None = None) -> list[dict[str, Any]]:
+def lr_sweep(preset, schemes: tuple[str, ...], lrs: list[float] | None = None) -> list[Change]:
     """Each scheme at each lr with and without warmup; without warmup only from `Preset.no_warmup_from` up."""
-    return [{"model.scheme": s, "train.lr": lr, "train.warmup_steps": w}
+    return [Change(scheme=s, lr=lr, warmup_steps=w)
             for s in schemes for lr in (lrs or preset.lrs) for w in (0, preset.warmup)
             if w or lr >= preset.no_warmup_from]  # as `swept_lrs`, in the sweep's order
 
 
-def depth_sweep(preset, schemes: tuple[str, ...], depths: list[int] | None = None, **extra) -> list[dict[str, Any]]:
+def depth_sweep(preset, schemes: tuple[str, ...], depths: list[int] | None = None, **extra) -> list[Change]:
     return [at_depth(preset, s, d, **extra) for s in schemes for d in (depths or preset.depths)]
 
 
-def at_depth(preset, scheme: str, depth: int, **where) -> dict[str, Any]:
-    """One point of the depth sweep, as its run's overrides and as `select` / `group` keys: a scheme at a depth, at
+def at_depth(preset, scheme: str, depth: int, **where) -> Change:
+    """One point of the depth sweep, as its run's change and as `select` / `group` keys: a scheme at a depth, at
     the fixed lr with warmup (and `where`: a depth cell's budget, the very deep models' width)."""
-    return {"model.scheme": scheme, "model.n_layer": depth, "train.lr": preset.lr_fixed,
-            "train.warmup_steps": preset.warmup, **where}
+    return Change(scheme=scheme, n_layer=depth, lr=preset.lr_fixed, warmup_steps=preset.warmup) | where
 
 
 class CellClaim(Claim):
@@ -49,10 +49,10 @@ class CellClaim(Claim):
         where = self.cell_overrides(preset)
         return (where.pop("model.n_layer", preset.depth), where) if where else (otherwise, {})
 
-    def cell_runs(self, preset, schemes: tuple[str, ...]) -> list[dict[str, Any]]:
+    def cell_runs(self, preset, schemes: tuple[str, ...]) -> list[Change]:
         """The depth cell's runs of these schemes at the fixed lr with warmup ([] where the claim is not in it)."""
         extra = self.cell_overrides(preset)
-        return [{"model.scheme": s, "train.lr": preset.lr_fixed, "train.warmup_steps": preset.warmup, **extra}
+        return [Change(scheme=s, lr=preset.lr_fixed, warmup_steps=preset.warmup) | extra
                 for s in schemes] if extra else []
 
 
@@ -126,7 +126,7 @@ def limit_split(records, schemes: tuple[str, str], limits: tuple[float | None, f
     split = next((lr for lr in sorted(lrs) if a_lim >= lr > b_lim or b_lim >= lr > a_lim), None)
     if split is None:
         return None, None
-    cell = [{"model.scheme": schemes[0], "train.lr": split, "train.warmup_steps": warmup, "model.n_layer": n_layer}]
+    cell = [Change(scheme=schemes[0], lr=split, warmup_steps=warmup, n_layer=n_layer)]
     return split, matched_failures(records, cell, schemes[1], level)
 
 
@@ -169,13 +169,13 @@ def paired_limits(a: dict[int, float | None], b: dict[int, float | None], level:
                                      "trainable lr differs between the schemes (one outcome per seed), one-sided"}
 
 
-def matched_failures(records, overrides: list[dict[str, Any]], other: str, level: Level) -> dict[str, Any]:
+def matched_failures(records, overrides: list[Change], other: str, level: Level) -> dict[str, Any]:
     """Runs of `overrides` against the same configurations with `model.scheme` = other, paired by configuration
     and seed: `fails_more` over the pairs where exactly one side did not train, significant at `level`."""
     pairs = []
     for o in overrides:
         mine = {r.seed: r for r in select(records, **o)}
-        theirs = {r.seed: r for r in select(records, **{**o, "model.scheme": other})}
+        theirs = {r.seed: r for r in select(records, **(o | Change(scheme=other)))}
         pairs += [(mine[s], theirs[s]) for s in sorted(set(mine) & set(theirs))
                   if not (mine[s].censored or theirs[s].censored)]  # a censored run decides no pair
     only_a = sum(1 for a, b in pairs if a.did_not_train and not b.did_not_train)
