@@ -21,7 +21,7 @@ from normlab.study.claims import CLAIMS, FAILS, HOLDS
 from normlab.study.ledger import Ledger
 from normlab.study.judge import compute_verdicts
 from normlab.study.state import study_ids
-from normlab.study.design import outcome_counts
+from normlab.report.outcome import outcome_counts
 from normlab.report.outcome import replicated
 from normlab.study.reference import in_reference_runs
 from normlab.study.spec import INIT_KEY, factor_overrides, spec_from_meta
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                "wall_s": wall, "reference_run_s": (ref or {}).get("s"),
                "wall_reference_runs": in_reference_runs(wall, ref), "decisive": n_decisive, "claims": len(verdicts),
                "wall_s_per_decisive_verdict": wall / n_decisive if n_decisive else None,
-               "outcomes": outcome_counts(list(verdicts.values()))}
+               "outcomes": outcome_counts([v.to_dict() for v in verdicts.values()])}
     # each nuisance pass (`--vary`): its runs (those at the factor's other level) and their training time; its
     # wall time on W workers is about that / W
     passes = {}
