@@ -14,9 +14,9 @@ import functools
 import hashlib
 import json
 import tomllib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Literal
 
 import tomli_w
@@ -345,6 +345,7 @@ def validate_config(raw: dict[str, Any]) -> RunConfig:
         raise ConfigError(format_validation_error(e)) from None
 
 
+@functools.lru_cache(maxsize=1)
 def _sections() -> dict[str, str]:
     """Each RunConfig field's name -> its section: no two sections share a name, so a name alone says where it is."""
     return {name: section for section, field in RunConfig.model_fields.items()
@@ -405,7 +406,10 @@ class Change(Mapping[str, Any]):
         return len(self._items)
 
     def __or__(self, other: Mapping[str, Any]) -> "Change":
-        return Change({**self._items, **Change(other)._items})
+        theirs = other if isinstance(other, Change) else Change(other)  # a Change was checked when it was made
+        out = Change()
+        out._items = {**self._items, **theirs._items}
+        return out
 
     def __ror__(self, other: Mapping[str, Any]) -> "Change":
         return Change(other) | self
