@@ -14,7 +14,9 @@ import os
 import tempfile
 import time
 
-from normlab.study import runner
+from normlab.study import workers as study_workers
+from normlab.study.claims import CLAIMS
+from normlab.study.jobs import run_cost
 from normlab.study.ledger import Ledger
 from normlab.study.spec import load_study
 
@@ -30,11 +32,11 @@ def main() -> None:
         spec = load_study("quick", claims=args.claims.split(","))
         with tempfile.TemporaryDirectory() as tmp:
             ledger = Ledger(tmp)
-            runs = spec.expand(runner.CLAIMS)
+            runs = spec.expand(CLAIMS)
             ledger.add_runs([(r.id, r.config.to_dict()) for r in runs])
-            costs = {r.id: runner.run_cost(r.config.to_dict()) for r in runs}
+            costs = {r.id: run_cost(r.config.to_dict()) for r in runs}
             start = time.perf_counter()
-            runner._train_all(ledger, [r.id for r in runs], costs, workers, threads, None)
+            study_workers._train_all(ledger, [r.id for r in runs], costs, workers, threads, None)
             results[layout] = time.perf_counter() - start
     base = results[args.layouts.split(",")[0]]
     print(json.dumps({"cpu_count": os.cpu_count(), "wall_s": results,

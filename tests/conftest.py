@@ -26,6 +26,17 @@ def tiny_config(**sections) -> RunConfig:
     return validate_config(raw)
 
 
+def judged_study(spec, out, outcome) -> tuple:
+    """How far a study `run_study` trained in `out` got (`Completion`), and its verdicts: read from its ledger, as
+    `publish` reads them for the report."""
+    from normlab.study.judge import compute_verdicts
+    from normlab.study.ledger import Ledger
+    from normlab.study.state import completion
+
+    ledger = Ledger(out)
+    return completion(spec, ledger, outcome.ids), compute_verdicts(spec, ledger, outcome.ids)[0]
+
+
 @pytest.fixture
 def tiny():
     return tiny_config

@@ -14,6 +14,7 @@ from normlab.study.claims import CLAIMS, HOLDS, Claim, Figure, Series, claim_num
 from normlab.study.claims.base import Part, claim
 from normlab.study.spec import spec_from_meta
 from normlab.study.presets import PRESETS
+from tests.conftest import judged_study
 
 
 # A claim as a contributor writes it (CONTRIBUTING.md), less the `@`: each test applies it on a copy of the
@@ -50,8 +51,8 @@ def test_a_claim_registered_in_its_own_module_runs_in_a_study_and_its_report(tmp
     monkeypatch.setattr(CLAIMS, "_entries", {**CLAIMS._entries})  # the registry as it was, after the test
     as_c99(CausalMaskSizeC99)
     spec = load_study("quick", claims=["C99"], seeds=[0])
-    out = run_study(spec, tmp_path / "s", workers=1, stack_runs=False)
-    assert out.final and [v.id for v in out.verdicts] == ["C99"]
+    status, verdicts = judged_study(spec, tmp_path / "s", run_study(spec, tmp_path / "s", workers=1, stack_runs=False))
+    assert status.final and [v.id for v in verdicts] == ["C99"]
     assert sorted(["C99", "C16", "C9"], key=claim_number) == ["C9", "C16", "C99"]  # listed by number
     from normlab.study.publish import publish
 

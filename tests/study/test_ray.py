@@ -28,6 +28,7 @@ from normlab.study.ledger import Ledger  # noqa: E402
 from normlab.study.runner import run_study  # noqa: E402
 from normlab.study.spec import load_study  # noqa: E402
 from normlab.train import RunDir  # noqa: E402
+from tests.conftest import judged_study  # noqa: E402
 
 TINY = ["model.d_model=16", "model.n_head=2", "model.block_size=16", "train.batch_size=4", "train.steps=150", "train.warmup_steps=5",
         "train.eval_interval=50", "train.eval_batches=2", "train.ckpt_interval=10", "diagnostics.interval=50"]
@@ -104,7 +105,7 @@ def local_study(tmp_path_factory):
     out = tmp_path_factory.mktemp("local")
     spec = load_study("standard", claims=CLAIMS.split(","), seeds=[0, 1], overrides=TINY, init_pass=False)
     outcome = run_study(spec, out, workers=2, stack_runs=False)
-    assert outcome.final
+    assert judged_study(spec, out, outcome)[0].final
     return _curves(out)
 
 
@@ -172,7 +173,8 @@ def test_run_directories_are_shipped_when_a_node_does_not_see_the_study(cluster,
         outcome = run_study(spec, out, stack_runs=False, executor="ray", address=cluster, say=said.append)
     finally:
         ray.shutdown()
-    assert outcome.final and sum(outcome.counts.values()) == 4 and not outcome.failed
+    status, _ = judged_study(spec, out, outcome)
+    assert status.final and sum(outcome.counts.values()) == 4 and not status.failed
     assert "run directories are shipped to and from the tasks" in said[0]
     assert _curves(out) == local_study
     run = Ledger(out).run_dir(next(iter(local_study)))

@@ -14,6 +14,7 @@ from normlab.study.claims.prose import pct
 from normlab.study.claims.statistics import ALPHA, SPENDING, Level, look_alpha, sign_evidence, t_interval
 from normlab.study.spec import load_study
 from normlab.study.presets import HELD_OUT, PRESETS
+from tests.conftest import judged_study
 
 
 @pytest.mark.parametrize("looks", sorted(SPENDING))
@@ -254,7 +255,7 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
                                                                                                  monkeypatch):
     """C13 on a schedule of looks at 2 and 3 seeds, made undecided at its first look; C1 (one look) shares
     C13's baseline run (Pre-LN with the final norm at the fixed lr with warmup)."""
-    from normlab.study import runner
+    from normlab.study import power, runner
     from normlab.study.ledger import Ledger
     from normlab.study.spec import spec_from_meta
 
@@ -268,7 +269,7 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
         return spec
 
     looked, seen = [], {}
-    monkeypatch.setattr(runner.power, "leans", lambda v: looked.append((v.id, v.look["look"])) or True)
+    monkeypatch.setattr(power, "leans", lambda v: looked.append((v.id, v.look["look"])) or True)
     # claims are measured (C10's timings) before a look judges them: a verdict without its measurement is no look
     measure = runner.measure_claims
     monkeypatch.setattr(runner, "measure_claims", lambda *a: looked.append("measured") or measure(*a))
@@ -276,10 +277,11 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
     verdict = c1.verdict
     monkeypatch.setattr(c1, "verdict", lambda self, records, *a: seen.update(C1={r.seed for r in records})
                         or verdict(self, records, *a))
-    out = runner.run_study(make(), tmp_path / "s", workers=1, stack_runs=False)
+    spec = make()
+    out = runner.run_study(spec, tmp_path / "s", workers=1, stack_runs=False)
     assert looked[:2] == ["measured", ("C13", 1)]  # one round: the second look is C13's last
     assert ("C13", 2) not in looked
-    verdicts = {v.id: v for v in out.verdicts}
+    verdicts = {v.id: v for v in judged_study(spec, tmp_path / "s", out)[1]}
     assert verdicts["C13"].look["look"] == 2 and verdicts["C13"].look["alpha"] == pytest.approx(0.015)
     assert "look 2 of 2 at 3 seeds (α = 0.015 at this look)" in verdicts["C13"].test
     assert verdicts["C13"].seeds == [0, 1, 2] or verdicts["C13"].verdict == INCONCLUSIVE
@@ -303,5 +305,6 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
     assert again.seeds_of("C13") == [0, 1, 2] and again.look("C13") == (2, 2)
     # a rerun on the finished directory decides the same round and trains nothing
     looked.clear()
-    rerun = runner.run_study(make(), tmp_path / "s", workers=1, stack_runs=False)
-    assert rerun.counts == out.counts and rerun.final and ("C13", 1) in looked and ("C13", 2) not in looked
+    spec = make()
+    rerun = runner.run_study(spec, tmp_path / "s", workers=1, stack_runs=False)
+    assert rerun.counts == out.counts and judged_study(spec, tmp_path / "s", rerun)[0].final and ("C13", 1) in looked and ("C13", 2) not in looked

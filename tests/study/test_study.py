@@ -19,6 +19,7 @@ from normlab.study.ledger import Ledger, pid_alive
 from normlab.study.spec import build_config, load_study, spec_from_meta
 from normlab.study.presets import PRESETS, stored_preset
 from normlab.train import RunDir
+from tests.conftest import judged_study
 
 TINY = ["model.d_model=16", "model.n_head=2", "model.block_size=16", "train.batch_size=4", "train.warmup_steps=5",
         "train.eval_interval=50", "train.eval_batches=2", "train.ckpt_interval=25", "diagnostics.interval=50"]
@@ -264,16 +265,16 @@ def test_robustness_reruns_each_claim_run_at_another_thread_count(tmp_path):
 
 def test_runs_that_pin_more_threads_get_fewer_workers(monkeypatch):
     """2 workers × 2 threads on 2 cores made 7 s runs take minutes: reruns at 2 threads train 1 at a time."""
-    from normlab.study import runner
+    from normlab.study import workers
 
     spec = load_study("quick", claims=["C13"], seeds=[0, 1], robustness=True)
     runs = spec.expand(CLAIMS)
-    monkeypatch.setattr(runner.os, "cpu_count", lambda: 2)
-    phases = runner.phases(runs, workers=2, threads=1)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
+    phases = workers.phases(runs, workers=2, threads=1)
     assert [(len(ids), workers, threads) for ids, workers, threads in phases] == [(4, 2, 1), (4, 1, 2)]
     assert {r.config.train.threads for r in runs if r.id in phases[1][0]} == {2}
-    monkeypatch.setattr(runner.os, "cpu_count", lambda: 16)
-    assert [w for _, w, _ in runner.phases(runs, workers=8, threads=2)] == [8, 8]
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 16)
+    assert [p.workers for p in workers.phases(runs, workers=8, threads=2)] == [8, 8]
 
 
 def test_records_from_an_older_ledger_get_new_config_fields_by_default():
@@ -361,11 +362,12 @@ def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
         **spec.preset.knobs, "C7": {"in_cell": False, "finetune": {
             "train.steps": 4, "train.lr": 3e-4, "train.warmup_steps": 1}}})
     out = run_study(spec, tmp_path / "s", workers=1, stack_runs=False)
-    assert out.final and out.counts == {"completed": 2 * 2 * 2 + 2 * 2}  # 8 sweep runs, 2 schemes × 2 seeds tuned
+    status, verdicts = judged_study(spec, tmp_path / "s", out)
+    assert status.final and out.counts == {"completed": 2 * 2 * 2 + 2 * 2}  # 8 sweep runs, 2 schemes × 2 seeds tuned
     ledger = Ledger(tmp_path / "s")
     records = {r.id: r for r in ledger.records()}
     tuned = [r for r in records.values() if r.get("train.init_from")]
-    v = out.verdicts[0]
+    v = verdicts[0]
     for r in tuned:
         source = records[os.path.basename(r.get("train.init_from"))]
         assert r.get("data.path") == "paradise_lost" and r.get("data.vocab_from") == "tinyshakespeare"
@@ -393,7 +395,8 @@ def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
     with sqlite3.connect(moved / "study.sqlite") as db:
         db.execute("UPDATE runs SET status = 'pending', result = NULL, attempts = 0 WHERE id = ?", (redo,))
     again_out = run_study(again, moved, workers=1, stack_runs=False)
-    assert again_out.final and again_out.counts == out.counts and not again_out.failed
+    status, _ = judged_study(again, moved, again_out)
+    assert status.final and again_out.counts == out.counts and not status.failed
     meta = json.loads((ledger.run_dir(redo) / "run.json").read_text())
     assert meta["init_from"] == str(ledger.run_dir(os.path.basename(tuned[0].get("train.init_from"))).resolve())
 

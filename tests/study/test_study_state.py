@@ -15,6 +15,7 @@ from normlab.study.claims import CLAIMS
 from normlab.study.ledger import MAX_ATTEMPTS, Ledger
 from normlab.study.runner import run_study
 from normlab.study.spec import load_study
+from tests.conftest import judged_study
 from tests.study.test_study import TINY
 
 SETTINGS = [*TINY, "train.steps=20"]
@@ -43,8 +44,8 @@ def test_partial_until_every_run_settles_then_failed_runs_are_listed(tmp_path):
     reg.add_runs([(r.id, r.config.to_dict()) for r in spec.expand(CLAIMS)])
     held, _ = reg.claim_next(os.getpid(), {ids[0]})  # as another `normlab study` training it would
     with reg.holding(held, os.getpid()):
-        outcome = run_study(spec, out, workers=1)
-        assert (outcome.final, outcome.done, outcome.total) == (False, 3, 4)
+        status, _ = judged_study(spec, out, run_study(spec, out, workers=1))
+        assert (status.final, status.done, status.total) == (False, 3, 4)
         cli = cli_study(out)  # the first process to finish must not call its verdicts final
         assert cli.returncode == 5, cli.stderr
         assert "partial: 3 of 4 runs" in cli.stdout

@@ -56,12 +56,6 @@ def norm_names() -> tuple[str, ...]:
     return tuple(NORMS)
 
 
-def preset_names() -> tuple[str, ...]:
-    from normlab.study.presets import PRESETS
-
-    return tuple(PRESETS)
-
-
 EXECUTORS = ("local", "ray")  # normlab.study.jobs.EXECUTORS, which a test keeps equal
 Executor = choices("Executor", EXECUTORS)
 Parallel = choices("Parallel", ("ddp", "fsdp"))

@@ -11,8 +11,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from normlab.cli.common import (PRINT_EVERY_S, Executor, console, csv_list, err_console, fail, one_of,
-                                preset_names)
+from normlab.cli.common import PRINT_EVERY_S, Executor, console, csv_list, err_console, fail
 from normlab.errors import ConfigError
 
 
@@ -69,8 +68,7 @@ def study(
 ) -> None:
     from normlab.study.spec import load_study
 
-    one_of("--preset", [preset], preset_names())
-    try:
+    try:  # an unknown preset is refused here, naming the valid ones
         spec = load_study(preset, study_file, csv_list(claims), _seeds(seeds), set_, robustness=robustness,
                           init_pass=init_pass, vary=csv_list(vary))
         if tensorboard:  # before any run starts: each would fail on it, and spend its retries
@@ -95,9 +93,8 @@ def study(
         if tensorboard:  # runs trained before the flag was given (or shipped to Ray nodes) get theirs now
             from normlab.study.tensorboard import write_events
             write_events(out)
-        # the state as the ledger has it now, so the report and the terminal never disagree; verdicts the study
-        # judged final are not judged again
-        paths, verdicts, status = publish(out, (outcome.verdicts, outcome.figures) if outcome.final else None, spec)
+        # judged from the ledger as it is now, so the report and the terminal never disagree
+        paths, verdicts, status = publish(out, spec)
     except ConfigError as e:  # OUT's study.sqlite is not a study ledger
         fail(str(e))
     _print_verdicts(verdicts, status.status_text())

@@ -13,7 +13,7 @@ from normlab.config import ConfigError
 from normlab.device import resolve_device
 from normlab.report import render_report
 from normlab.study import power
-from normlab.study.claims import CLAIMS, Figure, Verdict, statistics
+from normlab.study.claims import CLAIMS, Verdict, statistics
 from normlab.study.design import design_beside
 from normlab.study.judge import compute_verdicts, main_records
 from normlab.study.ledger import Ledger
@@ -28,10 +28,8 @@ from normlab.train.lifecycle import environment
 HIDDEN = ("run_ids", "preset_settings", "init_pass_flag", "tokens", "lines")  # stored for `normlab report`, not for a reader
 
 
-def publish(out: str | Path, judged: tuple[list[Verdict], dict[str, list[Figure]]] | None = None,
-            spec: StudySpec | None = None) -> tuple[dict[str, Path], list[Verdict], Completion]:
-    """Write the report from the ledger in `out`; returns (paths, verdicts, `Completion`). `judged`: (verdicts,
-    figures) the study computed, used when the ledger is final (else, or without them, they are computed here).
+def publish(out: str | Path, spec: StudySpec | None = None) -> tuple[dict[str, Path], list[Verdict], Completion]:
+    """Judge the study in `out` from its ledger alone and write its report; returns (paths, verdicts, `Completion`).
     `spec`: the study this process ran (else the one the ledger stored)."""
     ledger = Ledger(out)
     meta = ledger.meta()
@@ -40,7 +38,7 @@ def publish(out: str | Path, judged: tuple[list[Verdict], dict[str, list[Figure]
     spec = spec or spec_from_meta(meta, ledger.schema)
     ids = study_ids(spec, ledger, meta["study"]["run_ids"])
     status = completion(spec, ledger, ids)  # before the verdicts: a run settling meanwhile is not called final
-    verdicts, figures = judged if judged is not None and status.final else compute_verdicts(spec, ledger, ids)
+    verdicts, figures = compute_verdicts(spec, ledger, ids)
     design_beside(spec, verdicts)
     info = {cid: {"title": CLAIMS.get(cid).title, "statement": CLAIMS.get(cid).statement,
                   "sources": CLAIMS.get(cid).sources} for cid in spec.claims}

@@ -22,7 +22,7 @@ from importlib import resources
 # the modules whose code decides a verdict, as package paths under normlab: the claims and their statistics and
 # decisions, the family-wise control, the power plan, what "trained" means, how a verdict is judged at each level
 # (judge.py: where it holds, `depends on`), what an outcome is. The presets enter
-# as data (`presets_data`), not as presets.py's code, and the study's machinery (runner.py: workers, ledger, rounds)
+# as data (`presets_data`), not as presets.py's code, and the study's machinery (runner.py, workers.py, the ledger)
 # not at all, so that moving machinery code leaves the rules' fingerprint as it is
 RULE_MODULES = ("study/claims/*.py", "study/family.py", "study/power.py", "study/trained.py", "study/judge.py",
                 "report/outcome.py")

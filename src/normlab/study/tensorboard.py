@@ -12,7 +12,7 @@ from normlab.study.ledger import Ledger
 
 def write_events(study_dir: str | Path) -> int:
     """Write STUDY/tensorboard/<run name>/ for each finished run that has none; returns how many were written."""
-    from normlab.study.runner import events_dir
+    from normlab.study.jobs import events_dir
 
     ledger = Ledger(study_dir)
     written = 0
