@@ -14,7 +14,7 @@ from normlab.study.claims.decisions import by_failures, not_worse, same, worse
 from normlab.study.claims.grouping import group_record, failures, group
 from normlab.study.claims.statistics import ALPHA, Level, sign_test
 from normlab.study.claims.sweeps import deeper_deficit, matched_failures, paired_limits, seed_limits
-from normlab.study.publish import family_text
+from normlab.study.rules import family_text
 from normlab.study.family import holm
 from normlab.study.judge import scope_verdict
 from tests.study.scenarios import LR, LRS, PLATEAU, PLATEAU_REASON, STUCK, P, W, five, rec, runs

@@ -1,24 +1,23 @@
 """What a study publishes: its report (HTML, Markdown, verdicts.json), from its ledger alone.
 
 `normlab study` calls this when its runs are done, `normlab report` on a study directory at any time. The
-report states the rules it judged by (thresholds and the family-wise level), the machine it ran on and its
-training wall time; all of it is built here, so the command line only prints.
+report states the rules it judged by (thresholds and the family-wise level, rules.py), the machine it ran on and
+its training wall time; all of it is gathered here, so the command line only prints.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from normlab.config import ConfigError
 from normlab.device import resolve_device
 from normlab.report import render_report
 from normlab.study import power
-from normlab.study.claims import CLAIMS, Verdict, statistics
+from normlab.study.claims import CLAIMS, Verdict
 from normlab.study.design import design_beside
 from normlab.study.judge import compute_verdicts, main_records
 from normlab.study.ledger import Ledger
 from normlab.study.reference import REFERENCE_KEY, in_reference_runs
-from normlab.study.rules import rules_record
+from normlab.study.rules import rules_record, thresholds
 from normlab.study.sections import general_sections
 from normlab.study.spec import StudySpec, spec_from_meta
 from normlab.study.state import Completion, completion, study_ids
@@ -58,23 +57,6 @@ def publish(out: str | Path, spec: StudySpec | None = None) -> tuple[dict[str, P
                           claim_figures=figures, sections=sections, study_info=study_info,
                           completion=status.to_dict(), failed_runs=status.failed, rules=rules_record(), cost=cost)
     return paths, verdicts, status
-
-
-def thresholds(verdicts: list[Verdict]) -> dict[str, Any]:
-    """The rules every verdict was judged by, as the report's method section states them."""
-    return {"loss_margin_nats": statistics.LOSS_MARGIN, "confidence": statistics.CONFIDENCE,
-            "equivalence_tost": statistics.EQUIVALENCE, "sign_test_level": statistics.SIGN_LEVEL,
-            "trains_if_seeds_at_least": statistics.TRAINS, "min_seeds": statistics.MIN_SEEDS,
-            "family_wise": family_text(verdicts)}
-
-
-def family_text(verdicts: list[Verdict]) -> str:
-    """The family-wise control in words, for the report's method section."""
-    family = next((v.family for v in verdicts if v.family), None)
-    if not family:
-        return "not controlled"
-    return (f"{family['method']}: a claim is decided at α/(m − j), j the claims decided before it; a verdict "
-            "decisive at α alone but at no step of the procedure is reported inconclusive")
 
 
 def train_wall_s(ledger: Ledger, ids: list[str]) -> float:

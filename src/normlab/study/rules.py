@@ -1,6 +1,6 @@
-"""The fingerprint of the rules a verdict is judged by: the claims, the presets, the statistics and decisions, the
-family-wise control, the power plan, what "trained" means, how a verdict is judged at each level, and what an
-outcome is.
+"""The rules a verdict is judged by, as a report states them (`thresholds`), and their fingerprint: the claims, the
+presets, the statistics and decisions, the family-wise control, the power plan, what "trained" means, how a verdict
+is judged at each level, and what an outcome is.
 
 Seeds below `presets.HELD_OUT` (every earlier held-out range among them) are for designing rules; presets run on
 held-out seeds
@@ -18,6 +18,9 @@ import ast
 import functools
 import hashlib
 from importlib import resources
+from typing import Any
+
+from normlab.study.claims import Verdict, statistics
 
 # the modules whose code decides a verdict, as package paths under normlab: the claims and their statistics and
 # decisions, the family-wise control, the power plan, what "trained" means, how a verdict is judged at each level
@@ -84,3 +87,20 @@ def rules_record() -> dict:
     return {"fingerprint": fingerprint(), "modules": list(RULE_MODULES) + ["the presets, as data"],
             "what": "a hash of the rule modules' syntax trees without docstrings or comments, and of the presets "
                     "(study/rules.py)"}
+
+
+def thresholds(verdicts: list[Verdict]) -> dict[str, Any]:
+    """The rules every verdict was judged by, as the report's method section states them."""
+    return {"loss_margin_nats": statistics.LOSS_MARGIN, "confidence": statistics.CONFIDENCE,
+            "equivalence_tost": statistics.EQUIVALENCE, "sign_test_level": statistics.SIGN_LEVEL,
+            "trains_if_seeds_at_least": statistics.TRAINS, "min_seeds": statistics.MIN_SEEDS,
+            "family_wise": family_text(verdicts)}
+
+
+def family_text(verdicts: list[Verdict]) -> str:
+    """The family-wise control in words, for the report's method section."""
+    family = next((v.family for v in verdicts if v.family), None)
+    if not family:
+        return "not controlled"
+    return (f"{family['method']}: a claim is decided at α/(m − j), j the claims decided before it; a verdict "
+            "decisive at α alone but at no step of the procedure is reported inconclusive")

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from normlab.config import ConfigError, RunConfig, apply_override, check_given, derive, upgrade_overrides
+from normlab.config import (ConfigError, RunConfig, apply_override, check_given, config_hash, derive, stored_config,
+                            upgrade_overrides)
 from normlab.data.vocab import Vocabulary, vocabulary, with_vocab
 from normlab.study import power
 from normlab.study.claims import CLAIMS, FRONTIER_CLAIMS
@@ -81,6 +82,16 @@ class RunSpec:
     def flat(self) -> dict[str, Any]:
         """The config flattened (`model.n_layer` keys), as records compare themselves to a base."""
         return flatten(self.data)
+
+
+def source_key(config: dict[str, Any]) -> str:
+    """A follow-up's identity wherever the study directory lies: the hash of its config with `train.init_from`
+    cut to the source run's id (its directory's name). A config registered before a field was added gets that
+    field's default first (`stored_config`), so it still matches."""
+    config = stored_config(config).to_dict()
+    train = {**config["train"], "init_from": Path(str(config["train"]["init_from"])).name}
+    model = {k: v for k, v in config["model"].items() if k != "vocab_size"}
+    return config_hash({**config, "train": train, "model": model})
 
 
 def build_config(preset: Preset, overrides: dict[str, Any], seed: int) -> RunConfig:

@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from normlab.compat import UNPINNED
-from normlab.config import config_hash, stored_config
+from normlab.config import stored_config
 from normlab.study.claims import CLAIMS, Claim
 from normlab.study.judge import claim_bases
 from normlab.study.ledger import Ledger
 from normlab.study.records import flatten
-from normlab.study.spec import StudySpec
+from normlab.study.spec import StudySpec, source_key
 from normlab.study.trained import judge_trained
 
 
@@ -56,7 +55,7 @@ def followup_runs(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list:
     base = spec.base_flat()
     # a follow-up registered earlier is the same run even if the study directory has moved since (its
     # init_from then names the old place): it is found by its config with init_from cut to the source's id
-    registered = {_source_key(config): rid for rid, config in ledger.configs() if config["train"].get("init_from")}
+    registered = {source_key(config): rid for rid, config in ledger.configs() if config["train"].get("init_from")}
     out: dict[str, Any] = {}
     for claim_id in spec.claims:
         claim = CLAIMS.get(claim_id)()
@@ -66,19 +65,9 @@ def followup_runs(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list:
             for source, overrides in claim.followups(passed, spec.preset):
                 run = spec.followup(source.config, {**overrides,
                                                     "train.init_from": str(ledger.run_dir(source.id).resolve())})
-                rid = registered.get(_source_key(run.data), run.id)
+                rid = registered.get(source_key(run.data), run.id)
                 out.setdefault(rid, run if rid == run.id else dataclasses.replace(run, id=rid))
     return list(out.values())
-
-
-def _source_key(config: dict[str, Any]) -> str:
-    """A follow-up's identity wherever the study directory lies: the hash of its config with `train.init_from`
-    cut to the source run's id (its directory's name). A config registered before a field was added gets that
-    field's default first (`stored_config`), so it still matches."""
-    config = stored_config(config).to_dict()
-    train = {**config["train"], "init_from": Path(str(config["train"]["init_from"])).name}
-    model = {k: v for k, v in config["model"].items() if k != "vocab_size"}
-    return config_hash({**config, "train": train, "model": model})
 
 
 def study_ids(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list[str]:
