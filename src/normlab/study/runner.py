@@ -1,5 +1,6 @@
-"""Run a study: plan its runs, train them (workers.py), measure, judge (judge.py), and plan its seed rounds from
-those verdicts, until no look leaves a claim undecided that more seeds could decide.
+"""Run a study: plan its runs, train them (workers.py), measure, and plan its follow-ups and seed rounds (judging
+the claims on a schedule of looks, judge.py), until nothing is added. The report judges the study from its ledger
+(publish.py).
 
 A study is final only once every run is settled (completed, diverged, or failed MAX_ATTEMPTS
 times) and every claim measured; until then (another process still training here, say) its

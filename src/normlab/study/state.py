@@ -61,8 +61,8 @@ def followup_runs(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list:
         claim = CLAIMS.get(claim_id)()
         seeds = set(spec.seeds_of(claim_id))
         for pass_base in claim_bases(spec, claim, base).values():
-            passed = [dataclasses.replace(r, base=pass_base) for r in records if r.seed in seeds]
-            for source, overrides in claim.followups(passed, spec.preset):
+            pass_records = [dataclasses.replace(r, base=pass_base) for r in records if r.seed in seeds]
+            for source, overrides in claim.followups(pass_records, spec.preset):
                 run = spec.followup(source.config, {**overrides,
                                                     "train.init_from": str(ledger.run_dir(source.id).resolve())})
                 rid = registered.get(source_key(run.data), run.id)
