@@ -74,7 +74,8 @@ def undefined(scheme: str, arch: str) -> str | None:
 def test_the_refused_architectures_are_the_declared_ones():
     refused = {(s, a) for s in SCHEMES.names() for a in ARCHS if undefined(s, a)}
     assert refused == {("parallel", "encoder-decoder"), ("hybrid", "encoder-decoder"), ("keel", "encoder-decoder"),
-                       ("ngpt", "encoder"), ("ngpt", "encoder-decoder")}
+                       ("ngpt", "encoder"), ("ngpt", "encoder-decoder"), ("hc", "encoder-decoder"),
+                       ("mhc", "encoder-decoder"), ("attnres", "encoder-decoder"), ("spannorm", "encoder-decoder")}
 
 
 def _logits(model, x, y=None):

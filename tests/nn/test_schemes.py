@@ -18,9 +18,10 @@ from normlab.nn.norms import Norm
 from tests.nn.test_norms import NAMES
 
 ALL_SCHEMES = ["post", "pre", "sandwich", "peri", "deepnorm", "mix", "lns", "subln", "admin", "residual", "reordered",
-               "parallel", "hybrid", "keel", "ngpt"]
+               "parallel", "hybrid", "keel", "ngpt", "hc", "mhc", "attnres", "spannorm"]
 ALL_NORMS = NAMES  # tests/nn/test_norms.py's list: a new normalizer joins it there
-INCOMPATIBLE = ({("deepnorm", "none"), ("lns", "none"), ("admin", "none"), ("residual", "none"), ("keel", "none")}
+INCOMPATIBLE = ({("deepnorm", "none"), ("lns", "none"), ("admin", "none"), ("residual", "none"), ("keel", "none"),
+                 ("spannorm", "none")}
                 | {("ngpt", n) for n in ALL_NORMS if n != "l2"})  # nGPT's Norm is x/‖x‖ and nothing else
 NORM_CLASS = {name: NORMS.get(name) for name in ALL_NORMS}
 
@@ -506,7 +507,8 @@ def test_the_role_not_the_call_order_says_which_sublayer_a_residual_wraps():
 
 FINAL_DEFAULT = {"post": False, "pre": True, "sandwich": True, "peri": True,
                  "deepnorm": False, "mix": True, "lns": True, "subln": True, "admin": False, "residual": True,
-                 "reordered": True, "parallel": True, "hybrid": True, "keel": False, "ngpt": False}
+                 "reordered": True, "parallel": True, "hybrid": True, "keel": False, "ngpt": False,
+                 "hc": True, "mhc": True, "attnres": True, "spannorm": False}
 
 
 @pytest.mark.parametrize("scheme", ALL_SCHEMES)

@@ -23,7 +23,9 @@ TIMING_KEYS = {"tokens_per_s", "elapsed_s"}
 
 # every scheme with LayerNorm, every normalizer with Pre-LN (rmsnorm there is the fused C++ kernel
 # when alone, and the reference formula in a stack), and the schemes with their own constants on RMSNorm
-TRAIN_ALONE = {"admin", "residual", "ngpt"}  # Admin's ω, ResiDual's x_d, nGPT's scaling vectors: not stackable
+# Admin's ω, ResiDual's x_d, nGPT's scaling vectors, the residual states of 2026 (hyper-connections' n streams,
+# AttnRes's sources) and SpanNorm's block-spanning residual: not stackable
+TRAIN_ALONE = {"admin", "residual", "ngpt", "hc", "mhc", "attnres", "spannorm"}
 STACKABLE = [s for s in SCHEMES.names() if SCHEMES.get(s).facts.stackable]
 FAST_COMBOS = sorted({(s, "layernorm") for s in STACKABLE} | {("pre", n) for n in NORMS.names()}
                      | {(s, "rmsnorm") for s in ("deepnorm", "mix", "lns", "subln")})

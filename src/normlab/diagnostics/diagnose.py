@@ -28,6 +28,7 @@ from normlab.data.corpus import read_text
 from normlab.data.vocab import Vocabulary
 from normlab.diagnostics import stats
 from normlab.diagnostics.skip import SKIP_MOST, layer_skip
+from normlab.diagnostics.streams import Design, Views, design_of, measures, tapped
 from normlab.diagnostics.structure import detect_placement, find_layers, find_stacks, first_tensor, layer_input
 from normlab.hf.files import CONFIG, WEIGHTS, HFDirError, check_weights, read_config
 from normlab.rundir import load_model
@@ -261,7 +262,8 @@ def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
     model = subject.model
     structure = detect_placement(model, subject.forward)
     layers_name, layers = find_layers(model)
-    io, loss = _layer_io(subject, layers)
+    design = design_of(model, getattr(model, "config", None))
+    io, inputs, loss, taps = _layer_io(subject, layers, design)
     rows = _layer_rows(layers, io, subject.mask)
     model.zero_grad(set_to_none=True)
     result: dict[str, Any] = {
@@ -276,6 +278,7 @@ def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
         "n_layer": len(layers), "layers_module": layers_name,
         "objective": subject.objective, "loss": loss.item(),
         "final_stream_rms": stats.rms(io[len(layers) - 1][1], subject.mask),
+        "residual": measures(design, taps, inputs),
         "layers": rows,
     }
     stacks = find_stacks(model)
@@ -294,20 +297,26 @@ def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
     return result
 
 
-def _layer_io(subject: Subject, layers) -> tuple[dict[int, tuple[torch.Tensor, torch.Tensor]], torch.Tensor]:
-    """Each layer's input and output in one forward pass of the subject's loss, and the loss after its backward
-    pass (the layers' gradients are left in place for `_layer_rows`)."""
-    model = subject.model
+def _layer_io(subject: Subject, layers, design: Design):
+    """Each layer's input and output in one forward pass of the subject's loss, as the one stream they stand for
+    (`streams.Views`: n streams or a stack of sources summed), each layer's raw input, the loss after its
+    backward pass (the layers' gradients are left in place for `_layer_rows`), and what the residual mixing
+    showed (`streams.Taps`)."""
+    model, views = subject.model, Views(design)
     io: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+    inputs: dict[int, torch.Tensor] = {}
     with ExitStack() as hooks:
         for i, layer in enumerate(layers):
             def tap(mod, args, kwargs, out, i=i):
-                io[i] = (layer_input(args, kwargs).detach(), first_tensor(out).detach())
+                x = layer_input(args, kwargs).detach()
+                inputs[i] = x
+                io[i] = tuple(v.detach() for v in views(mod, args, kwargs, x, first_tensor(out).detach()))
             hooks.callback(layer.register_forward_hook(tap, with_kwargs=True).remove)
+        taps = hooks.enter_context(tapped(model, design))
         model.zero_grad(set_to_none=True)
         loss = subject.loss()
         loss.backward()
-    return io, loss
+    return io, inputs, loss, taps
 
 
 def _layer_rows(layers, io: dict[int, tuple[torch.Tensor, torch.Tensor]], m) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from normlab.diagnostics import stats
+from normlab.nn.residual import collapsed
 from normlab.rundir.diagnostics_store import DiagnosticsStore, Row
 
 
@@ -96,8 +97,8 @@ class ProbeSession:
             self._add(None, "model", metric, value)
 
     def _block_tap(self, layer: int):
-        def tap(module, args, out):
-            x = args[0]
+        def tap(module, args, out):  # n streams or a stack of sources read as the one stream they sum to
+            x, out = collapsed(args[0]), collapsed(out)
             self._add(layer, "block", "residual_rms", stats.rms(x))
             self._add(layer, "block", "contribution_ratio", stats.norm_ratio(out - x, x))
             self._add(layer, "block", "cosine", stats.mean_cosine(x, out))
@@ -107,7 +108,7 @@ class ProbeSession:
 
     def _residual_tap(self, layer: int, site: str, branch: dict):
         def tap(module, args, out):
-            x, h = args[0], branch.pop("h")
+            x, h = collapsed(args[0]), branch.pop("h")
             self._add(layer, site, "residual_rms", stats.rms(x))
             self._add(layer, site, "branch_rms", stats.rms(h))
             self._add(layer, site, "contribution_ratio", stats.norm_ratio(h, x))

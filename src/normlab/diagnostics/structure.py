@@ -205,6 +205,7 @@ def detect_placement(model: nn.Module, run_forward: Callable[[], object],
         if name.startswith(prefix):
             layer_of[name] = int(name[len(prefix):].split(".")[0])
     calls: list[tuple[str, torch.Tensor, torch.Tensor]] = []
+    exits: list[tuple[list[torch.Tensor], torch.Tensor]] = []  # modules outside the layers: (tensor inputs, output)
     layer_io: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
     parts: dict[int, list[tuple[torch.Tensor, torch.Tensor]]] = {i: [] for i in range(len(layers))}
 
@@ -212,6 +213,10 @@ def detect_placement(model: nn.Module, run_forward: Callable[[], object],
         for name, m in norms.items():
             hook = m.register_forward_hook(lambda mod, a, out, n=name: calls.append((n, a[0], first_tensor(out))))
             hooks.callback(hook.remove)
+        for m in _outside(model, layers, norms):
+            def bridge(mod, args, kwargs, out):
+                exits.append(([t for t in (*args, *kwargs.values()) if torch.is_tensor(t)], first_tensor(out)))
+            hooks.callback(m.register_forward_hook(bridge, with_kwargs=True).remove)
         for i, layer in enumerate(layers):
             def tap(mod, args, kwargs, out, i=i):
                 layer_io[i] = (layer_input(args, kwargs), first_tensor(out))
@@ -236,7 +241,10 @@ def detect_placement(model: nn.Module, run_forward: Callable[[], object],
     outside = [(n, a, o) for n, a, o in calls if n not in layer_of]
     last_out = layer_io[len(layers) - 1][1]
     first_in = layer_io[0][0]
-    final_norm = any(a is last_out for _, a, _ in outside)
+    # the stream may leave a residual state first (n streams summed, sources attended: DeepSeek-V4's hc_head,
+    # normlab's residual_state) before the final norm reads it
+    left = [o for ins, o in exits if any(t is last_out for t in ins)]
+    final_norm = any(a is last_out or any(a is o for o in left) for _, a, _ in outside)
     embed_norm = any(o is first_in for _, _, o in outside)
     placement, seen = _overall(per_layer, embed_norm)
     norm_kinds = sorted({classify_norm(norms[n]) for n, _, _ in calls})
@@ -247,6 +255,12 @@ def detect_placement(model: nn.Module, run_forward: Callable[[], object],
         "layers_module": layers_name,
         "n_layer": len(layers), "per_layer": per_layer,
     }
+
+
+def _outside(model: nn.Module, layers: nn.ModuleList, norms: dict[str, nn.Module]) -> list[nn.Module]:
+    """The model's modules outside its layers that are not norms (the head, a residual state's exit, …)."""
+    inner = {id(m) for layer in layers for m in layer.modules()} | {id(m) for m in norms.values()}
+    return [m for m in model.modules() if m is not model and id(m) not in inner and m is not layers]
 
 
 def _sublayers(layer: nn.Module) -> list[nn.Module]:

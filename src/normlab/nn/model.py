@@ -95,6 +95,7 @@ class GPT(nn.Module):
         self.embed_norm = make() if cfg.resolved_embed_norm() else nn.Identity()
         self.blocks = nn.ModuleList(Block(cfg, layer, self.scheme, causal=cfg.arch == "decoder")
                                     for layer in range(cfg.n_layer))
+        self.residual_state = self.scheme.residual_state(cfg.d_model)  # the residual state's entry and exit (nn/residual.py)
         self.final_norm = self.scheme.final(make) if cfg.resolved_final_norm() else nn.Identity()
         self.head_transform = HeadTransform(cfg) if cfg.head_transform else nn.Identity()
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=cfg.head_bias)
@@ -121,10 +122,10 @@ class GPT(nn.Module):
 
     def hidden(self, idx: torch.Tensor) -> torch.Tensor:
         """The last hidden states (B, T, C): the stream after the last block and the final norm, if any."""
-        x = embed(self, idx, self.wpe, self.embed_norm)  # (B, T, C)
+        x = self.residual_state.enter(embed(self, idx, self.wpe, self.embed_norm))  # (B, T, C), or n streams / sources
         for block in self.blocks:
             x = run_block(self, block, x)
-        return self.final_norm(x)
+        return self.final_norm(self.residual_state(x))  # the state left: streams summed, sources attended
 
     def projections(self) -> Iterator[tuple[str, torch.Tensor]]:
         """(role, weight) of every block projection: q, k, v, out, ffn_in, ffn_out."""

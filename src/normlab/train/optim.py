@@ -11,8 +11,20 @@ from normlab.config import TrainConfig
 
 def exempt_from_decay(model: nn.Module) -> set[int]:
     """ids of the parameters of every module that says `no_weight_decay = True` (nGPT's scaling vectors s_qk,
-    s_u, s_v, s_z and eigen learning rates), whatever their shape."""
-    return {id(p) for m in model.modules() if getattr(m, "no_weight_decay", False) for p in m.parameters()}
+    s_u, s_v, s_z and eigen learning rates; hyper-connections' static maps), whatever their shape, down to a
+    sub-module that says `no_weight_decay = False` again (a dynamic hyper-connection's W, which HC §4 decays)."""
+    exempt: set[int] = set()
+
+    def walk(module: nn.Module, inherited: bool) -> None:
+        flag = getattr(module, "no_weight_decay", None)
+        here = inherited if flag is None else bool(flag)
+        if here:
+            exempt.update(id(p) for p in module.parameters(recurse=False))
+        for child in module.children():
+            walk(child, here)
+
+    walk(model, False)
+    return exempt
 
 
 def build_optimizer(model: nn.Module, cfg: TrainConfig, device_type: str) -> torch.optim.AdamW:
