@@ -1,9 +1,9 @@
-"""Tiny random causal LMs of the 2026 residual designs, saved as Hugging Face directories, for the tests of
-`normlab diagnose`: the hyper-connections of DeepSeek-V4, HY-V4 and Qwen4-exp, and the Attention Residuals of
-Inkling-2. Each is built with transformers' own classes from a seed and saved in float32 safetensors.
+"""Tiny random language models of the 2026 residual designs, saved as Hugging Face directories, for the tests of
+`normlab diagnose`: the hyper-connections of DeepSeek-V4, HY-V4, GLM-5-Next and Qwen4-exp, and the Attention
+Residuals of Inkling-2. Each is built with transformers' own classes from a seed and saved in float32 safetensors.
 
-GLM-5-Next (hyper-connections too) is not here: transformers 5.24 has no causal LM class for it, only
-`Glm5NextForConditionalGeneration`, so `AutoModelForCausalLM` cannot load it."""
+GLM-5-Next has no causal LM class in transformers 5.24, only `Glm5NextForConditionalGeneration` (text and
+vision): its tiny model carries a one-layer vision tower that text-only diagnosis never runs."""
 from __future__ import annotations
 
 import pathlib
@@ -11,7 +11,7 @@ import pathlib
 import torch
 import transformers
 
-FAMILIES = ("deepseek_v4", "hy_v4", "qwen4_exp", "inkling2")
+FAMILIES = ("deepseek_v4", "hy_v4", "glm5_next", "qwen4_exp", "inkling2")
 
 COMMON = dict(vocab_size=256, num_hidden_layers=4, max_position_embeddings=256)
 
@@ -30,6 +30,18 @@ OVERRIDES = {
         qk_rope_head_dim=8, v_head_dim=16, mlp_layer_types=["dense", "sparse", "sparse", "sparse"],
         indexer_types=["full", "full", "shared", "shared"], index_topk=8, index_head_dim=16, index_n_heads=2,
         hc_mult=4, pad_token_id=0, bos_token_id=1, eos_token_id=2),
+    "glm5_next": dict(
+        text_config=dict(
+            COMMON, hidden_size=64, intermediate_size=64, moe_intermediate_size=32, num_attention_heads=4,
+            num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2, q_lora_rank=32, kv_lora_rank=16,
+            qk_nope_head_dim=16, v_head_dim=16, mlp_layer_types=["dense", "sparse", "sparse", "sparse"],
+            layer_types=["linear_attention", "indexed_attention", "linear_attention", "indexed_attention"],
+            indexer_types=["full", "full", "shared", "full"], index_topk=8, index_kpool=4, index_head_dim=16,
+            index_n_heads=2, linear_head_dim=16, linear_num_heads=4, hc_mult=4, pad_token_id=0, eos_token_id=2),
+        vision_config=dict(depth=1, hidden_size=32, num_heads=2, out_hidden_size=64, intermediate_size=32,
+                           projection_intermediate_size=32, patch_size=4),
+        image_token_id=250, video_token_id=251, image_start_token_id=252, image_end_token_id=253,
+        video_start_token_id=254, video_end_token_id=255),
     "qwen4_exp": dict(
         hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
         layer_types=["linear_attention", "linear_attention", "linear_attention", "indexed_attention"],
@@ -50,6 +62,7 @@ OVERRIDES = {
 CLASSES = {
     "deepseek_v4": ("DeepseekV4Config", "DeepseekV4ForCausalLM"),
     "hy_v4": ("HYV4Config", "HYV4ForCausalLM"),
+    "glm5_next": ("Glm5NextConfig", "Glm5NextForConditionalGeneration"),
     "qwen4_exp": ("Qwen4ExpTextConfig", "Qwen4ExpForCausalLM"),
     "inkling2": ("Inkling2TextConfig", "Inkling2ForCausalLM"),
 }
@@ -60,7 +73,8 @@ def save_tiny(model_type: str, out: pathlib.Path, seed: int = 0) -> pathlib.Path
     if model_type not in CLASSES:
         raise ValueError(f"no tiny model for {model_type!r}; one of {FAMILIES}")
     config_name, model_name = CLASSES[model_type]
-    config = getattr(transformers, config_name)(**COMMON, **OVERRIDES[model_type])
+    common = {} if "text_config" in OVERRIDES[model_type] else COMMON
+    config = getattr(transformers, config_name)(**common, **OVERRIDES[model_type])
     torch.manual_seed(seed)
     model = getattr(transformers, model_name)(config).float()
     model.save_pretrained(out, safe_serialization=True)

@@ -258,6 +258,10 @@ def diagnose(
     for row in result["layers"]:
         table.add_row(*[_fmt(row.get(col)) for col in columns])
     console.print(table)
+    from normlab.diagnostics.streams import describe
+
+    for line in describe(result.get("residual", {})):
+        console.print(line, highlight=False)
     if "effective_depth" in result:
         from normlab.diagnostics.skip import depth_sentence
 

@@ -134,13 +134,17 @@ def _hf_subject(path: Path, text: str | None, device: torch.device, dtype: torch
         auto, objective = transformers.AutoModelForCausalLM, "causal"
     elif arch.endswith("ForMaskedLM"):
         auto, objective = transformers.AutoModelForMaskedLM, "masked"
+    elif arch.endswith("ForConditionalGeneration") and not getattr(config, "is_encoder_decoder", False):
+        auto, objective = transformers.AutoModelForImageTextToText, "causal"  # a text+vision LM: GLM-5-Next
     elif arch.endswith("ForConditionalGeneration"):  # T5, BART: an encoder–decoder
         auto, objective = transformers.AutoModelForSeq2SeqLM, "seq2seq"
     else:
         auto, objective = transformers.AutoModel, "infonce"
     model = _hf_model(auto, path, weights).to(device, dtype).eval()
-    ids, special, read_as = _hf_ids(path, config, text)
-    length = min(WINDOW, getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", WINDOW))
+    text_config = config.get_text_config()  # a text+vision model keeps its LM's sizes there (GLM-5-Next)
+    ids, special, read_as = _hf_ids(path, text_config, text)
+    length = min(WINDOW, getattr(text_config, "max_position_embeddings", None)
+                 or getattr(text_config, "n_positions", WINDOW))
     if config.model_type in OFFSET_POSITIONS:  # positions start after the padding index (RoBERTa: 514 = 512 + 2)
         length = min(length, config.max_position_embeddings - config.pad_token_id - 1)
     inputs, _ = _windows(ids, length - len(special) + 1)
@@ -154,7 +158,7 @@ def _hf_subject(path: Path, text: str | None, device: torch.device, dtype: torch
                  "seq2seq": "cross-entropy of reconstructing each window from itself (source = target)",
                  "infonce": "in-batch InfoNCE between mean-pooled halves of each window (scale 20)"}[objective]
     chance = ((math.log(BATCH), f"one right pair of {BATCH}") if objective == "infonce" else
-              (math.log(config.vocab_size), f"uniform over {config.vocab_size} tokens"))
+              (math.log(text_config.vocab_size), f"uniform over {text_config.vocab_size} tokens"))
     return Subject(str(path), "hf", model, forward, loss, described, mask=mask,
                    known={"architecture": arch or type(model).__name__, "model_type": config.model_type,
                           "tokenizer": read_as},
@@ -263,7 +267,7 @@ def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
     structure = detect_placement(model, subject.forward)
     layers_name, layers = find_layers(model)
     design = design_of(model, getattr(model, "config", None))
-    io, inputs, loss, taps = _layer_io(subject, layers, design)
+    io, inputs, loss, taps, ran = _layer_io(subject, layers, design)
     rows = _layer_rows(layers, io, subject.mask)
     model.zero_grad(set_to_none=True)
     result: dict[str, Any] = {
@@ -281,7 +285,7 @@ def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
         "residual": measures(design, taps, inputs),
         "layers": rows,
     }
-    stacks = find_stacks(model)
+    stacks = [(name, stack) for name, stack in find_stacks(model) if id(stack[0]) in ran]  # not a vision tower
     if len(stacks) > 1:  # an encoder–decoder: each stack's placement on its own (the rows above are the longest's)
         result["stacks"] = {name: {k: v for k, v in detect_placement(model, subject.forward, (name, layers)).items()
                                    if k in ("placement", "placement_seen", "normalizer", "final_norm",
@@ -300,12 +304,15 @@ def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
 def _layer_io(subject: Subject, layers, design: Design):
     """Each layer's input and output in one forward pass of the subject's loss, as the one stream they stand for
     (`streams.Views`: n streams or a stack of sources summed), each layer's raw input, the loss after its
-    backward pass (the layers' gradients are left in place for `_layer_rows`), and what the residual mixing
-    showed (`streams.Taps`)."""
+    backward pass (the layers' gradients are left in place for `_layer_rows`), what the residual mixing
+    showed (`streams.Taps`), and the ids of the modules that ran.""" 
     model, views = subject.model, Views(design)
     io: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
     inputs: dict[int, torch.Tensor] = {}
+    ran: set[int] = set()  # ids of the modules the forward pass ran: which stacks a text-only pass reaches
     with ExitStack() as hooks:
+        for module in model.modules():
+            hooks.callback(module.register_forward_hook(lambda m, a, o: ran.add(id(m))).remove)
         for i, layer in enumerate(layers):
             def tap(mod, args, kwargs, out, i=i):
                 x = layer_input(args, kwargs).detach()
@@ -316,7 +323,7 @@ def _layer_io(subject: Subject, layers, design: Design):
         model.zero_grad(set_to_none=True)
         loss = subject.loss()
         loss.backward()
-    return io, inputs, loss, taps
+    return io, inputs, loss, taps, ran
 
 
 def _layer_rows(layers, io: dict[int, tuple[torch.Tensor, torch.Tensor]], m) -> list[dict[str, Any]]:

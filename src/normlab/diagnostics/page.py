@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from normlab.diagnostics.skip import depth_sentence
+from normlab.diagnostics.streams import describe
 from normlab.diagnostics.structure import placement_text
 from normlab.report import plots
 from normlab.report.html import CSS, esc, figure
@@ -59,6 +60,24 @@ def structure_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+def residual_section(result: dict[str, Any]) -> str:
+    """The residual design's measures (n streams, AttnRes's sources): its lines and a plot of the composite
+    gain along depth; nothing for one stream."""
+    residual = result.get("residual") or {}
+    lines = describe(residual)
+    if not lines:
+        return ""
+    subs = residual.get("sublayers") or []
+    specs = [Figure("Composite gain of the stream mixing (Amax)", "sub-layer", "gain",
+                    [Series("forward", [s["sublayer"] for s in subs], [s["composite_forward_gain"] for s in subs]),
+                     Series("backward", [s["sublayer"] for s in subs], [s["composite_backward_gain"] for s in subs])])
+             ] if subs else []
+    grid = plots.draw_grid(specs, ncols=1) if specs else None
+    items = "".join(f"<li>{esc(line.strip())}</li>" for line in lines)
+    plot = figure(grid, "The mixing's composite gain against depth", "composite gain") if grid else ""
+    return f'<section id="residual"><h2>Residual stream</h2><ul>{items}</ul>{plot}</section>'
+
+
 def layer_table(result: dict[str, Any]) -> str:
     keys = ["layer"] + [key for key, *_ in METRICS if any(row.get(key) is not None for row in result["layers"])]
     head = "".join(f"<th>{esc(k.replace('_', ' '))}</th>" for k in keys)
@@ -74,6 +93,7 @@ def render(result: dict[str, Any]) -> str:
     kv = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in structure_rows(result))
     body = [f"<header><h1>{esc(title)}</h1><p>{esc(result['target'])}</p></header>",
             f'<section id="structure"><h2>Structure</h2><table class="kv"><tbody>{kv}</tbody></table></section>',
+            residual_section(result),
             '<section id="layers"><h2>Per layer</h2>',
             f'<div class="wide">{figure(grid, "Each quantity against depth, one panel each", "per-layer plots")}'
             "</div>" if grid else "",

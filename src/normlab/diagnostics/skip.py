@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+import torch
 from torch import nn
 
 from normlab.config import DiagnosticsConfig
@@ -24,9 +25,14 @@ NEAR_ZERO = 0.01  # nats: a loss this small gives no scale of its own to be 1 % 
 
 @contextmanager
 def skipped(layer: nn.Module):
-    """Within the block, `layer` acts as the identity on its hidden-state input."""
+    """Within the block, `layer` acts as the identity on its hidden-state input, or on the stream it stands for:
+    an Inkling-2 layer at an Attention Residuals block boundary hands on zeros, since its model files the layer's
+    input as a completed source itself (modeling_inkling2.py:1433-1434) and the new block's partial sum then
+    starts empty, so the sum of the sources is unchanged."""
     def identity(module, args, kwargs, out):
         x = args[0] if args else kwargs["hidden_states"]
+        if getattr(module, "is_block_boundary", False):
+            x = torch.zeros_like(x)
         return (x, *out[1:]) if isinstance(out, tuple) else x
 
     handle = layer.register_forward_hook(identity, with_kwargs=True)

@@ -217,3 +217,26 @@ def measures(design: Design, taps: Taps, inputs: dict[int, torch.Tensor]) -> dic
     if design.kind == "depth":
         result["depth_weights"] = [w.reshape(-1, w.shape[-1]).mean(0).tolist() for w in taps.depth]
     return result
+
+
+def describe(residual: dict[str, Any]) -> list[str]:
+    """The measures as lines of text (the terminal and the page say the same): nothing for one stream."""
+    if residual.get("kind", "one") == "one":
+        return []
+    lines = [f"residual design: {residual['design']}"]
+    for i, row in enumerate(residual.get("per_stream_rms") or []):
+        lines.append(f"  layer {i} input, RMS per stream: " + ", ".join(f"{v:.4g}" for v in row))
+    if residual.get("mixing_note"):
+        lines.append(f"  {residual['mixing_note']}")
+    subs = residual.get("sublayers") or []
+    if subs:
+        worst = max(max(s["row_sum_error"], s["column_sum_error"]) for s in subs)
+        lines.append(f"  H_res over {len(subs)} sub-layers: largest |row or column sum − 1| {worst:.3g}, "
+                     f"smallest entry {min(s['min_entry'] for s in subs):.3g}")
+        gain = residual["composite_gain"]
+        lines.append(f"  composite gain of the mixing (mHC's Amax) after the last sub-layer: forward "
+                     f"{gain['forward']:.4g}, backward {gain['backward']:.4g}; largest along depth "
+                     f"{gain['max_forward']:.4g} / {gain['max_backward']:.4g}")
+    for k, weights in enumerate(residual.get("depth_weights") or []):
+        lines.append(f"  depth weights {k}: " + ", ".join(f"{w:.3f}" for w in weights))
+    return lines

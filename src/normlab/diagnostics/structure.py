@@ -46,13 +46,21 @@ def is_qk_norm(name: str, norm_input: torch.Tensor) -> bool:
     return bool(_QK_NAME.search(name)) or norm_input.dim() >= 4
 
 
+def is_stack(module: nn.Module) -> bool:
+    """A ModuleList of layers: its children share one class, or are each a `…Layer` (a hybrid stack of two
+    layer kinds: Inkling-2's sliding and full decoder layers)."""
+    if not isinstance(module, nn.ModuleList) or len(module) == 0:
+        return False
+    kinds = {type(m) for m in module}
+    return len(kinds) == 1 or all(k.__name__.endswith("Layer") for k in kinds)
+
+
 def find_layers(model: nn.Module) -> tuple[str, nn.ModuleList]:
-    """(name, layers) of the longest ModuleList whose children all share one class."""
+    """(name, layers) of the longest stack of layers (`is_stack`)."""
     best: tuple[str, nn.ModuleList] | None = None
     for name, module in model.named_modules():
-        if isinstance(module, nn.ModuleList) and len(module) > 0:
-            if len({type(m) for m in module}) == 1 and (best is None or len(module) > len(best[1])):
-                best = (name, module)
+        if is_stack(module) and (best is None or len(module) > len(best[1])):
+            best = (name, module)
     if best is None:
         raise ValueError(f"{type(model).__name__} has no stack of identical layers (no ModuleList found)")
     return best
@@ -63,7 +71,7 @@ def find_stacks(model: nn.Module) -> list[tuple[str, nn.ModuleList]]:
     two for an encoder–decoder (normlab's `encoder`/`decoder`, T5's `encoder.block`/`decoder.block`, ...)."""
     found: list[tuple[str, nn.ModuleList]] = []
     for name, module in model.named_modules():
-        if isinstance(module, nn.ModuleList) and len(module) > 0 and len({type(m) for m in module}) == 1:
+        if is_stack(module):
             if not any(name.startswith(other + ".") for other, _ in found):
                 found.append((name, module))
     return found
