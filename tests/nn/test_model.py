@@ -12,7 +12,7 @@ import normlab
 from normlab.nn import ModelConfig
 from normlab.nn.norms import Norm
 
-ALL_SCHEMES = ["post", "pre", "sandwich", "peri", "deepnorm", "mix", "lns", "subln"]
+ALL_SCHEMES = ["post", "pre", "sandwich", "peri", "deepnorm", "mix", "lns", "subln", "hc", "mhc", "attnres", "spannorm"]
 
 
 def tiny(**overrides) -> dict:
