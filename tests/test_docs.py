@@ -252,3 +252,13 @@ def test_the_step_limit_table_is_its_json():
     p16 = rows["16"]["profile_ms"]
     assert f"matmuls {p16['matmul']:.1f}, attention" in flat and f"GELU {p16['activation']:.1f}" in flat
     assert all(r["step_over_matmuls"] > 1.5 for r in rows.values())  # what the page says of the limit
+
+
+def test_the_residual_2026_cost_table_is_its_json():
+    m = json.loads((RESULTS / "residual_2026_cost_2core_cpu.json").read_text("utf-8"))
+    text = DOCS["performance.md"]
+    assert f"{m['rounds']} interleaved rounds" in text and m["cpu"] in text
+    for r in m["rows"]:
+        row = (f"| {r['scheme']} | {r['step_ms']:.1f} ms | {r['ratio_to_pre']:.2f}× [{r['ratio_p10']:.2f}, "
+               f"{r['ratio_p90']:.2f}] | {r['peak_mem_mb']:.1f} MB | {r['memory_ratio_to_pre']:.2f}× |")
+        assert row in text, f"docs/performance.md should hold {row!r}"

@@ -139,7 +139,7 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
     from normlab.nn.norms import NORMS
     from normlab.nn.schemes import SCHEMES
 
-    scheme_rows = [{"name": n, "formula": c.formula, "paper": c.paper, "final_norm": c.final_norm,
+    scheme_rows = [{"name": n, "formula": c.formula, "paper": c.paper, "source": c.source, "final_norm": c.final_norm,
                     "options": dict(c.OPTIONS),
                     "incompatible_norms": {n: c.norm_refusal(n) for n in NORMS.names() if c.norm_refusal(n)},
                     # what the scheme's paper fixes: a config that leaves it unset gets it, one that sets another
@@ -154,14 +154,14 @@ def schemes(as_json: bool = typer.Option(False, "--json", help="Machine-readable
         return
     for title, rows in (("placement schemes", scheme_rows), ("normalizers", norm_rows)):
         table = Table(title=title, title_justify="left")
-        fixes = any(row.get("requires") for row in rows)
-        for col in ("name", "formula", "paper") + (("fixes",) if fixes else ()):
+        fixes, sources = any(row.get("requires") for row in rows), any(row.get("source") for row in rows)
+        for col in ("name", "formula", "paper") + (("source",) if sources else ()) + (("fixes",) if fixes else ()):
             table.add_column(col)
         for row in rows:
             fixed = ", ".join(f"{k} = {v['value']!r}" for k, v in row.get("requires", {}).items())
             # escaped: a formula's brackets ([tanh(x·βᵀ)·α + γ]) are not rich markup
             table.add_row(row["name"], escape(row["formula"]), escape(row["paper"]),
-                          *((escape(fixed),) if fixes else ()))
+                          *((escape(row["source"]),) if sources else ()), *((escape(fixed),) if fixes else ()))
         console.print(table)
 
 

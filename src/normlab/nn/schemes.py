@@ -169,6 +169,9 @@ class Scheme:
     name: ClassVar[str] = ""
     formula: ClassVar[str] = ""
     paper: ClassVar[str] = ""
+    source: ClassVar[str] = ""
+    """Where its recipe was checked, beyond the paper: official or reference code by file:line at a commit, or
+    that none was found (`normlab schemes`, docs/schemes.md)."""
     label: ClassVar[str] = ""
     """How a reader names it (`Post-LN`): summaries and legends. Its place in lists is its registration order."""
     final_norm: ClassVar[bool] = True
@@ -978,6 +981,8 @@ class HyperConnections(Scheme):
 
     label = "Hyper-connections"
     name, formula, paper = ("hc", "x ← H_res·x + H_postᵀ⊗F(Norm(H_pre·x)), n streams; final Norm", "arXiv 2409.19606")
+    source = ("no official code; lucidrains/hyper-connections@4775103 hyper_connections.py:61 (streams summed), "
+              "215 (k mod n), 229-247 (static init, dynamic W = 0, scales 0.01)")
     OPTIONS = {"expansion": 4.0, "dynamic": False}
     facts = Facts(color="#9edae5", undefined_architectures=_decoder_encoder_only("Hyper-connections (arXiv 2409.19606)"),
                   stackable=False)
@@ -1016,6 +1021,9 @@ class ManifoldHyperConnections(HyperConnections):
     label = "mHC"
     name, formula, paper = ("mhc", "HC with H_res = Sinkhorn(·) doubly stochastic, H_pre = σ(·), H_post = 2σ(·); "
                                    "final Norm", "arXiv 2512.24880")
+    source = ("transformers 5.24 models/deepseek_v4/modeling_deepseek_v4.py:885-996 (DeepseekV4HyperConnection: "
+              "σ, 2σ, Sinkhorn at 982-991, init at 1287-1290); configuration_deepseek_v4.py:149-151 (n 4, 20 "
+              "iterations, ε 1e-6)")
     OPTIONS = {"expansion": 4.0, "sinkhorn_iters": 20.0}
     facts = replace(HyperConnections.facts, color="#dbdb8d",
                     undefined_architectures=_decoder_encoder_only("mHC (arXiv 2512.24880)"))
@@ -1056,6 +1064,9 @@ class AttentionResiduals(Scheme):
     label = "Attention Residuals"
     name, formula, paper = ("attnres", "h_l = Σ_i softmax_i(w_l·RMSNorm(v_i))·v_i over earlier outputs v_i; final Norm",
                             "arXiv 2603.15031")
+    source = ("MoonshotAI/Attention-Residuals (README pseudocode only, seen through a copy); transformers 5.24 "
+              "models/inkling2/modeling_inkling2.py:833-858 (Inkling2BlockAttentionResidual), 866 (boundary), "
+              "1421-1438 (sources, final aggregation)")
     OPTIONS = {"block_layers": 0.0}
     facts = Facts(color="#f7b6d2", undefined_architectures=_decoder_encoder_only("Attention Residuals (arXiv 2603.15031)"),
                   stackable=False)
@@ -1103,6 +1114,7 @@ class SpanNorm(Scheme):
     label = "SpanNorm"
     name, formula, paper = ("spannorm", "y = Norm(x + Attn(x)); x' = Norm(x + FFN(y)); Norm on block 0's attention "
                                         "input", "arXiv 2601.22580")
+    source = "none found: no official code; the block as a third-party adaptation quotes the paper's Eq. 5-8"
     final_norm = False
     facts = Facts(color="#aec7e8",  # no layout: its norms sit where Post-LN's do; its span skip is not a norm
                   stackable=False,  # normlab.nn.stacked runs the sub-layers one after another, each on its own input
