@@ -202,3 +202,29 @@ def test_activation_checkpointing_gives_the_same_gradients(scheme):
         grads.append([p.grad.clone() for p in model.parameters() if p.grad is not None])
     for a, b in zip(*grads):
         torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("scheme", ["mhc", "attnres"])
+def test_the_training_probe_records_the_measures_of_the_design(tmp_path, scheme):
+    """The study's per-layer store holds each stream's RMS, and mHC's H_res error and composite gain, or AttnRes's
+    depth weights (one per source, summing to 1), beside the one-stream metrics read off the streams' sum."""
+    from normlab.rundir.diagnostics_store import DiagnosticsStore
+    from normlab.train import train
+    from tests.conftest import tiny_config
+
+    train(tiny_config(model={"scheme": scheme, "n_layer": 3}, train={"steps": 10}, diagnostics={"interval": 10}),
+          tmp_path / "run")
+    rows = DiagnosticsStore(tmp_path / "run").rows()
+    by_metric: dict[str, list] = {}
+    for step, layer, site, metric, head, value in rows:
+        by_metric.setdefault(metric, []).append((step, layer, site, head, value))
+    assert {"stream_rms", "contribution_ratio", "residual_rms"} <= set(by_metric)
+    if scheme == "mhc":
+        assert {head for *_, head, _ in by_metric["stream_rms"]} == {0, 1, 2, 3}
+        assert all(v == pytest.approx(1.0, abs=1e-3) for *_, v in by_metric["composite_gain"])
+        assert all(v < 1e-3 for *_, v in by_metric["h_res_row_sum_error"])
+    else:
+        sums: dict = {}
+        for step, layer, site, head, value in by_metric["depth_weight"]:
+            sums[step, layer, site] = sums.get((step, layer, site), 0.0) + value
+        assert sums and all(s == pytest.approx(1.0, abs=1e-5) for s in sums.values())

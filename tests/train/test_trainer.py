@@ -53,9 +53,10 @@ def interrupt_at(step):
     return on_log
 
 
-@pytest.mark.parametrize("dropout", [0.0, 0.1])
-def test_resume_continues_the_same_curve(tmp_path, dropout):
-    cfg = tiny_config(model={"dropout": dropout})
+@pytest.mark.parametrize("dropout, scheme", [(0.0, "pre"), (0.1, "pre"), (0.1, "mhc"), (0.1, "attnres")])
+def test_resume_continues_the_same_curve(tmp_path, dropout, scheme):
+    """… for the residual states of 2026 too (n streams, a stack of sources): their mixing is in the checkpoint."""
+    cfg = tiny_config(model={"dropout": dropout, "scheme": scheme})
     train(cfg, tmp_path / "whole")
     with pytest.raises(Interrupt):
         Trainer(cfg, tmp_path / "cut", on_log=interrupt_at(17)).run()

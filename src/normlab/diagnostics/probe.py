@@ -14,7 +14,8 @@ import torch
 from torch import nn
 
 from normlab.diagnostics import stats
-from normlab.nn.residual import collapsed
+from normlab.diagnostics.streams import stochastic_distance
+from normlab.nn.residual import DepthAttention, collapsed
 from normlab.rundir.diagnostics_store import DiagnosticsStore, Row
 
 
@@ -61,6 +62,7 @@ class ProbeSession:
         self.rows: list[Row] = []
         self._hooks = ExitStack()
         self._before: dict[str, torch.Tensor] = {}
+        self._composite: torch.Tensor | None = None  # H_res·…·H_res so far (hyper-connections)
 
     def _add(self, layer: int | None, site: str, metric: str, value: float, head: int | None = None) -> None:
         self.rows.append((self.step, layer, site, metric, head, float(value)))
@@ -98,6 +100,9 @@ class ProbeSession:
 
     def _block_tap(self, layer: int):
         def tap(module, args, out):  # n streams or a stack of sources read as the one stream they sum to
+            if args[0].dim() == 4:  # each stream's (or source's) RMS, the slot as the head index
+                for slot, value in enumerate(args[0].float().pow(2).mean(dim=(0, 1, 3)).sqrt().tolist()):
+                    self._add(layer, "block", "stream_rms", value, slot)
             x, out = collapsed(args[0]), collapsed(out)
             self._add(layer, "block", "residual_rms", stats.rms(x))
             self._add(layer, "block", "contribution_ratio", stats.norm_ratio(out - x, x))
@@ -112,7 +117,24 @@ class ProbeSession:
             self._add(layer, site, "residual_rms", stats.rms(x))
             self._add(layer, site, "branch_rms", stats.rms(h))
             self._add(layer, site, "contribution_ratio", stats.norm_ratio(h, x))
+            self._mixing_rows(layer, site, module)
         return tap
+
+    def _mixing_rows(self, layer: int, site: str, residual: nn.Module) -> None:
+        """Hyper-connections: how far H_res is from doubly stochastic and the composite gain so far (mHC's Amax,
+        forward); Attention Residuals: the depth weights, the source as the head index (diagnostics/streams.py)."""
+        mix = getattr(residual, "mix", None)
+        if mix is not None:
+            mix = mix.float()
+            for metric, value in stochastic_distance(mix).items():
+                self._add(layer, site, f"h_res_{metric}", value)
+            self._composite = mix if self._composite is None else mix @ self._composite
+            self._add(layer, site, "composite_gain", self._composite.abs().sum(-1).amax(-1).mean().item())
+        depth = getattr(residual, "depth", None)
+        if isinstance(depth, DepthAttention) and depth.weights is not None:
+            weights = depth.weights.reshape(-1, depth.weights.shape[-1]).float().mean(0)
+            for source, value in enumerate(weights.tolist()):
+                self._add(layer, site, "depth_weight", value, source)
 
     def _attention_tap(self, layer: int):
         def tap(module, args, out):
