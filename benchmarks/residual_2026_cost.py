@@ -4,7 +4,8 @@ process, and its peak step memory.
     python benchmarks/residual_2026_cost.py [--rounds 15] [--threads 1] [--out benchmarks/results/residual_2026_cost_2core_cpu.json]
 
 The model is the standard preset's (4 layers, 64 wide, 4 heads, context 64, batch 12, LayerNorm, GELU MLP,
-AdamW), once per scheme. One step = forward, backward, clip, update (as the trainer). The steps are timed in
+AdamW as normlab bench builds it), once per scheme. One step = forward, backward, clip, update (normlab bench's
+step, as the trainer's). The steps are timed in
 interleaved, shuffled rounds (normlab.bench.timing): every round runs every scheme once, so a round's samples are
 paired; the ratio to Pre-LN is the median over rounds of the paired ratios, which one slow round cannot move,
 with its 10th–90th percentile range. The first two rounds are warm-up and not kept. Peak memory: normlab
@@ -20,6 +21,7 @@ import statistics
 import torch
 
 import normlab
+from normlab.bench.steps import adamw, make_step
 from normlab.bench.timing import interleaved_samples, peak_step_memory_mb, steady_allocator, tensor_bytes
 from normlab.device import cpu_model
 
@@ -40,16 +42,11 @@ def stepper(scheme: str, options: dict):
     """One training step of the scheme's model, and the bytes it keeps between steps."""
     torch.manual_seed(0)
     model = normlab.build_model(dict(SHAPE, scheme=scheme, scheme_options=options)).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    cpu = torch.device("cpu")
+    opt = adamw(model, cpu)
     g = torch.Generator().manual_seed(0)
-    x, y = (torch.randint(SHAPE["vocab_size"], (BATCH, SHAPE["block_size"]), generator=g) for _ in range(2))
-
-    def step():
-        _, loss = model(x, y)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+    batch = tuple(torch.randint(SHAPE["vocab_size"], (BATCH, SHAPE["block_size"]), generator=g) for _ in range(2))
+    step = make_step(model, model, opt, batch, "fp32", cpu, None)  # normlab bench's step: the trainer's
     step()  # AdamW's state exists from here on
     state = [t for s in opt.state.values() for t in s.values() if torch.is_tensor(t)]
     return step, model, tensor_bytes(model.parameters(), model.buffers(), state)

@@ -228,3 +228,15 @@ def test_the_training_probe_records_the_measures_of_the_design(tmp_path, scheme)
         for step, layer, site, head, value in by_metric["depth_weight"]:
             sums[step, layer, site] = sums.get((step, layer, site), 0.0) + value
         assert sums and all(s == pytest.approx(1.0, abs=1e-5) for s in sums.values())
+
+
+@pytest.mark.parametrize("d_model", [32, 128])
+def test_mhc_carries_deepseek_v4s_logit_scale_to_our_width(d_model):
+    """φ ~ N(0, 0.02) at DeepSeek-V4's width 4096 gives the logits x̃φ an RMS of 0.02·√(4·4096) = 2.56 (x̃ has
+    RMS 1 over its n·C entries); σ = 0.02·√(4096/C) keeps that RMS at width C, which a fixed 0.02 would not."""
+    torch.manual_seed(0)
+    model = normlab.build_model(tiny(scheme="mhc", d_model=d_model))
+    phi = model.blocks[0].attn.mixing.phi
+    x = torch.nn.functional.rms_norm(torch.randn(4096, phi.shape[0]), (phi.shape[0],))
+    assert (x @ phi).pow(2).mean().sqrt().item() == pytest.approx(0.02 * math.sqrt(4 * 4096), rel=0.05)
+    assert 0.02 * math.sqrt(4 * d_model) < 1.5  # the number carried as it is would leave the regime
