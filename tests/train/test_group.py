@@ -23,9 +23,9 @@ TIMING_KEYS = {"tokens_per_s", "elapsed_s"}
 
 # every scheme with LayerNorm, every normalizer with Pre-LN (rmsnorm there is the fused C++ kernel
 # when alone, and the reference formula in a stack), and the schemes with their own constants on RMSNorm
-# Admin's ω, ResiDual's x_d, nGPT's scaling vectors, the residual states of 2026 (hyper-connections' n streams,
-# AttnRes's sources) and SpanNorm's block-spanning residual: not stackable
-TRAIN_ALONE = {"admin", "residual", "ngpt", "hc", "mhc", "attnres", "spannorm"}
+# what the registry says cannot stack (Admin's ω, ResiDual's x_d, nGPT's scaling vectors, the residual states of
+# 2026): the stacked trainer must refuse exactly these
+TRAIN_ALONE = {s for s in SCHEMES.names() if not SCHEMES.get(s).facts.stackable}
 STACKABLE = [s for s in SCHEMES.names() if SCHEMES.get(s).facts.stackable]
 FAST_COMBOS = sorted({(s, "layernorm") for s in STACKABLE} | {("pre", n) for n in NORMS.names()}
                      | {(s, "rmsnorm") for s in ("deepnorm", "mix", "lns", "subln")})
@@ -36,7 +36,8 @@ ALL_COMBOS = [(s, n) for s, n in itertools.product(STACKABLE, NORMS.names())  # 
 def test_schemes_that_cannot_be_stacked_train_alone():
     from normlab.train.group import groupable
 
-    assert {s for s in SCHEMES.names() if not SCHEMES.get(s).facts.stackable} == TRAIN_ALONE
+    norm_of = {s: SCHEMES.get(s).facts.requires.get("norm", ("layernorm",))[0] for s in SCHEMES.names()}  # nGPT: l2
+    assert {s for s in SCHEMES.names() if not groupable(member(0, 1e-3, scheme=s, norm=norm_of[s]))} == TRAIN_ALONE
     assert not groupable(member(0, 1e-3, scheme="admin")) and not groupable(member(0, 1e-3, scheme="residual"))
     assert groupable(member(0, 1e-3, scheme="post"))
 

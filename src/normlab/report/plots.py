@@ -40,7 +40,7 @@ MAX_ANNOTATED_CELLS = 400
 LOG_COLOR_SPREAD = 100  # a heatmap whose positive values span more than this ratio is coloured on a log scale
 
 # one colour per placement scheme everywhere in the report, so "post" is always red
-SCHEME_COLORS = {name: scheme.facts.color for name, scheme in SCHEMES.items()}  # each scheme's own (nn/schemes.py)
+SCHEME_COLORS = {name: scheme.facts.color for name, scheme in SCHEMES.items()}  # each scheme's own (nn/schemes/)
 CYCLE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
          "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"]
 NORM_STYLES = {name: norm.linestyle for name, norm in NORMS.items()}  # each normalizer's own (nn/norms.py)

@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 MAX_PANELS = 12  # small multiples per plot; more groups are left out (and the caption says so)
 LOG_SPAN = 20.0  # per-layer values spanning more than this ratio get a log axis
-SCHEME_ORDER = list(SCHEMES)  # the schemes' registration order (nn/schemes.py)
+SCHEME_ORDER = list(SCHEMES)  # the schemes' registration order (nn/schemes/)
 TITLE_KEYS = ("model.n_layer", "model.d_model", "train.lr", "train.warmup_steps")  # always in a panel's title
 SHORT_KEYS = {"model.n_layer": "L", "model.d_model": "d", "train.lr": "lr", "train.warmup_steps": "warmup",
               "model.norm": "norm", "model.scheme": "scheme", "train.steps": "steps"}
