@@ -393,9 +393,23 @@ def test_hybrid_star_first_block_is_pre_norm_with_qkv_norm():
     assert kind(later.attn.post_norm) == "norm" and kind(later.attn.in_norm) == kind(later.mlp.in_norm) == "id"
 
 
-def test_hybrid_refuses_a_second_qk_norm():
-    with pytest.raises(ValueError, match="already normalizes q, k and v per head"):
-        normlab.build_model(tiny(scheme="hybrid", qk_norm="full_width"))
+def test_hybrid_refuses_a_second_qk_norm_when_the_config_is_validated():
+    """Old: the config passed and only building the model failed."""
+    with pytest.raises(ValueError, match="needs qk_norm = 'none'.*normalizes q, k and v per head itself"):
+        ModelConfig(**tiny(scheme="hybrid", qk_norm="full_width"))
+    fitted, why = SCHEMES.get("hybrid").fit({"norm": "layernorm", "qk_norm": "per_head"}, axes=("qk_norm",))
+    assert fitted is None and "qk_norm" in why
+
+
+def test_each_stack_is_validated_at_its_own_depth(monkeypatch):
+    """Old: the validator built both stacks' schemes with n_layer, the model the decoder's with n_dec_layer."""
+    from normlab.nn import config as nn_config
+
+    built = []
+    real = nn_config.build_scheme
+    monkeypatch.setattr(nn_config, "build_scheme", lambda name, n, *a: built.append(n) or real(name, n, *a))
+    ModelConfig(**tiny(scheme="deepnorm", arch="encoder-decoder", n_layer=2, n_dec_layer=5))
+    assert built == [2, 5]
 
 
 @pytest.mark.parametrize("n_layer, alpha_lit", [(2, 4.0), (3, 6.0)])

@@ -24,10 +24,8 @@ def norm_factory(cfg: ModelConfig, d: int, role: str = "other"):
 def self_attention(cfg: ModelConfig, inner_norm: nn.Module | None, causal: bool,
                    qkv_norm: bool = False) -> CausalSelfAttention:
     """The config's self-attention: heads, grouped k/v, QK-norm and rotary positions as it names them;
-    `qkv_norm`: q, k and v each normalized per head (a scheme's QKV-norm, `Scheme.qkv_norm`)."""
-    if qkv_norm and cfg.qk_norm != "none":
-        raise ValueError(f"scheme {cfg.scheme!r} already normalizes q, k and v per head (its QKV-norm); "
-                         f"qk_norm = {cfg.qk_norm!r} would normalize q and k a second time: leave it 'none'")
+    `qkv_norm`: q, k and v each normalized per head (a scheme's QKV-norm, `Scheme.qkv_norm`; such a scheme
+    requires qk_norm = 'none', which the config checked)."""
     mode = "per_head" if qkv_norm else cfg.qk_norm
     qk_norm = v_norm = None
     if mode != "none":

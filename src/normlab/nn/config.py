@@ -145,8 +145,8 @@ class ModelConfig(BaseModel):
             raise ValueError(f"rotary positions turn pairs of channels: the rotated width ⌊{self.rope_fraction} × "
                              f"{self.head_dim}⌋ must be even")
         scheme_cls = SCHEMES.get(self.scheme)
-        for part in self.stacks().values():  # a scheme's paper that defines no such model: one line, first
-            build_scheme(self.scheme, self.n_layer, self.scheme_options, part)
+        for part in self.stacks().values():  # a scheme's paper that defines no such model: one line, first; each
+            build_scheme(self.scheme, part.depth, self.scheme_options, part)  # stack at its own depth, as built
         if self.arch == "encoder-decoder":
             self._check_encoder_decoder()
         if scheme_cls.inner_norms and self.head_dim * self.n_head != self.d_model:

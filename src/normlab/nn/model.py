@@ -174,8 +174,8 @@ class EncoderDecoder(nn.Module):
         _check_vocab(cfg)
         self.cfg = cfg
         stacks = cfg.stacks()
-        self.enc_scheme = build_scheme(cfg.scheme, cfg.n_layer, cfg.scheme_options, stacks["encoder"])
-        self.scheme = build_scheme(cfg.scheme, cfg.resolved_n_dec_layer(), cfg.scheme_options, stacks["decoder"])
+        self.enc_scheme = build_scheme(cfg.scheme, stacks["encoder"].depth, cfg.scheme_options, stacks["encoder"])
+        self.scheme = build_scheme(cfg.scheme, stacks["decoder"].depth, cfg.scheme_options, stacks["decoder"])
         make = norm_factory(cfg, cfg.d_model)
         self.bos = cfg.vocab_size - 1  # the objective's last special token starts every decoder input
         self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)

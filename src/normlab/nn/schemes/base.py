@@ -102,6 +102,11 @@ class Stack:
     n_encoder: int = 0
     n_decoder: int = 0
 
+    @property
+    def depth(self) -> int:
+        """The blocks of this stack: N for the encoder, M for the decoder."""
+        return self.n_encoder if self.part == "encoder" else self.n_decoder
+
     @classmethod
     def decoder_only(cls, n_layer: int) -> "Stack":
         return cls("decoder-only", "decoder", 0, n_layer)

@@ -277,6 +277,8 @@ class HybridNorm(Scheme):
         layout=Layout(BlockLayout(sum_norm=False, input_norm=False, branch_norm=False, carried_norm=True,
                                   qkv_norm=True),
                       first_block=PreLN.facts.layout.block),  # HybridNorm*
+        requires={"qk_norm": ("none", "HybridNorm normalizes q, k and v per head itself (its QKV-norm); a second "
+                                "QK-norm would normalize q and k twice")},
         undefined_architectures={"encoder-decoder": "HybridNorm (arXiv 2503.04598) defines decoder blocks only; where "
                                                     "cross-attention's norms would go is not in the paper"})
 
