@@ -51,7 +51,7 @@ def _validations(tmp_path: Path, *args: str) -> collections.Counter:
 def test_a_study_validates_each_run_config_at_most_twice(tmp_path, stacking):
     out = tmp_path / "study"
     counts = _validations(tmp_path, "study", "--preset", "quick", "--claims", "C13", "--seeds", "0",
-                          "--set", "train.steps=10", "--set", "train.warmup_steps=5", "-o", str(out), *stacking)
+                          "--set", "train.steps=10", "-o", str(out), *stacking)
     import sqlite3
 
     with sqlite3.connect(out / "study.sqlite") as db:

@@ -21,7 +21,7 @@ from normlab.study.presets import PRESETS, stored_preset
 from normlab.train import RunDir
 from tests.conftest import judged_study
 
-TINY = ["model.d_model=16", "model.n_head=2", "model.block_size=16", "train.batch_size=4", "train.warmup_steps=5",
+TINY = ["model.d_model=16", "model.n_head=2", "model.block_size=16", "train.batch_size=4",
         "train.eval_interval=50", "train.eval_batches=2", "train.ckpt_interval=25", "diagnostics.interval=50"]
 
 
@@ -69,7 +69,7 @@ def test_a_study_file_axis_repeats_each_claims_runs_at_each_value(tmp_path):
     """An axis judges each claim at each value: every run of the claim again at every value past the first, the
     first the study's base; one axis at a time. C13's two runs at 3 norms: 6 runs, not 3 base runs."""
     path = tmp_path / "study.toml"
-    path.write_text('preset = "quick"\nclaims = ["C13"]\nseeds = [3]\n[base.train]\nsteps = 7\nwarmup_steps = 2\n'
+    path.write_text('preset = "quick"\nclaims = ["C13"]\nseeds = [3]\n[base.train]\nsteps = 7\n'
                     '[axes]\n"model.norm" = ["layernorm", "rmsnorm", "dyt"]\n')
     spec = load_study(study_file=path)
     runs = spec.expand(CLAIMS)
@@ -88,17 +88,20 @@ def test_an_axis_no_claim_can_be_judged_along_is_refused(tmp_path):
         load_study(study_file=path)
 
 
-@pytest.mark.parametrize("text, named", [
-    ('[base.train]\nsteps = 60\n', "the study's base: train.warmup_steps = 100 is longer than the run (train.steps = 60)"),
-    ('[axes]\n"train.steps" = [300, 40]\n', "study axis train.steps = 40: train.warmup_steps = 100 is longer"),
-])
-def test_a_warmup_longer_than_the_run_is_refused_naming_both(tmp_path, text, named):
-    """The quick preset warms up for 100 steps: a study file that cuts the run below it is refused before a run."""
+@pytest.mark.parametrize("text, where", [("[base.train]\nwarmup_steps = 25\n", "the study file's [base]"),
+                                         ("", "--set")])
+def test_a_base_setting_every_run_of_a_claim_replaces_is_refused_naming_both(tmp_path, text, where):
+    """Old: configs/study_example.toml set warmup_steps = 25 and all 12 runs trained with 50, the preset's, while
+    the report showed 25 under "Base:". Every run of C13 sets its own warmup, so the value is refused."""
     path = tmp_path / "study.toml"
     path.write_text('preset = "quick"\nclaims = ["C13"]\n' + text)
-    assert load_study("quick").preset.config.train.warmup_steps == 100
-    with pytest.raises(ConfigError, match=re.escape(named)):
-        load_study(study_file=path)
+    overrides = ["train.warmup_steps=25"] if where == "--set" else []
+    with pytest.raises(ConfigError, match=re.escape(f"{where} sets train.warmup_steps = 25, but every run of C13 "
+                                                    "sets train.warmup_steps itself (50")):
+        load_study(study_file=path, overrides=overrides)
+    spec = load_study(study_file=path) if not text else load_study("quick", claims=["C13"])
+    assert {r.config.train.warmup_steps for r in spec.expand(CLAIMS)} == {50}  # what its runs use, said above
+    assert load_study("quick", claims=["C13"], overrides=["train.steps=70"]).preset.config.train.steps == 70
 
 
 def test_ledger_claims_each_run_once(tmp_path):

@@ -351,6 +351,8 @@ def load_study(preset: str = "standard", study_file: str | Path | None = None, c
         base_extra = flatten(data.get("base", {}))
         axes = {**data.get("axes", {}), **axes}
         vary = vary or data.get("vary")
+    given = {**{k: ("the study file's [base]", v) for k, v in base_extra.items()},
+             **{k: ("--set", v) for k, v in _parse_overrides(overrides or []).items()}}
     base_extra.update(_parse_overrides(overrides or []))
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; valid: {', '.join(PRESETS)}")
@@ -374,17 +376,40 @@ def load_study(preset: str = "standard", study_file: str | Path | None = None, c
         chosen = dataclasses.replace(chosen, base={**chosen.base, **first})
     spec = StudySpec(chosen, claim_ids, axes, base_extra, robustness, init_pass,
                      vary=[f for f in factors if f != "init"])
+    unread = _check_base_is_used(spec, given)
     for key in axes:
         if not any(spec.varies_axis(CLAIMS.get(c)(), key) for c in claim_ids):
             raise ConfigError(f"study axis {key!r}: no claim of the study can be judged along it (claims "
                               f"{', '.join(claim_ids)}: each sets {key} in its own runs, or trains nothing); "
                               "give an axis a claim's runs leave to the base")
     _validate(spec, CLAIMS)
+    if "train.warmup_steps" in unread:  # no run reads the base's warmup (each claim's runs set their own)
+        return spec
     check_given(spec.preset.config, "the study's base: ")
     for key, values in axes.items():
         for value in values[1:]:
             check_given(derive(spec.preset.config, {key: value}), f"study axis {key} = {value!r}: ")
     return spec
+
+
+def _check_base_is_used(spec: StudySpec, given: dict[str, tuple[str, Any]]) -> set[str]:
+    """Every setting a user gives the base reaches a run: one that a claim's runs all set themselves would be
+    silently replaced there, so it is refused, naming the claim, the key and the value its runs use. Returns the
+    keys no run reads from the base (every claim's runs set them)."""
+    unread: set[str] | None = None
+    for cid in spec.claims:
+        runs = CLAIMS.get(cid)().runs(spec.preset)
+        if not runs:
+            continue
+        own = set.intersection(*(set(o) for o in runs))  # the keys every run of this claim sets
+        unread = own if unread is None else unread & own
+        for key, (where, value) in given.items():
+            if key in own:
+                used = ", ".join(sorted({repr(o[key]) for o in runs}))
+                raise ConfigError(f"{where} sets {key} = {value!r}, but every run of {cid} sets {key} itself ({used}, "
+                                  f"from the {spec.preset.name!r} preset): the value would never be used; leave it "
+                                  f"out (or leave {cid} out of this study)")
+    return unread or set()
 
 
 def read_study_file(path: str | Path) -> dict[str, Any]:
