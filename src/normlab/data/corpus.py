@@ -6,6 +6,7 @@ transfer: Milton's *Paradise Lost* (public domain, 465,072 characters).
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -136,6 +137,7 @@ class Corpus:
     val: torch.Tensor  # (N_val,) int64
     vocab_from: str | None = None  # the corpus whose vocabulary encodes this one (fine-tuning), if not itself
     dropped: int = 0  # characters of the text outside that vocabulary, left out
+    sha256: str = ""  # of the text (normlab.data.provenance: a run keeps it, and refuses text that changed)
 
     def unigram_cross_entropy(self) -> float:
         """Cross-entropy (nats/token) of the val tokens under the train tokens' frequencies (add-one smoothed).
@@ -213,7 +215,8 @@ def load_corpus(path: str | None = None, tokenizer: str = "char", block_size: in
                           f"and block_size {block_size} needs more than {block_size}; "
                           f"use at least {int(need) + 1} tokens or a smaller block_size")
     return Corpus(name=name, tokenizer=tok, train=train, val=val,
-                  vocab_from=None if source is None else source[0], dropped=dropped)
+                  vocab_from=None if source is None else source[0], dropped=dropped,
+                  sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
 
 
 def corpus_tokenizer(path: str | None = None, tokenizer: str = "char", vocab_from: str | None = None,

@@ -87,10 +87,16 @@ def load_subject(target: str | Path, text: str | None = None, init: bool = False
 def _normlab_subject(path: Path, text: str | None, init: bool, device: torch.device, dtype: torch.dtype) -> Subject:
     loaded = load_model(path, device, require_checkpoint=not init)
     cfg, model = loaded.cfg, loaded.model.to(dtype=dtype).eval()
-    corpus = corpus_of(cfg)
-    ids = corpus.val if text is None else torch.tensor(corpus.tokenizer.encode(read_text(text)[1]), dtype=torch.long)
+    kept = loaded.provenance()
+    changed = kept.changed(cfg.data.path) if kept is not None and text is None else None
+    if changed:  # its val split would be other text, its ids shifted: never measured silently
+        raise ValueError(f"{changed}: its validation text is not the one it held out; restore the corpus, or "
+                         "measure on a text of your own with --text FILE")
+    tokenizer = loaded.tokenizer()  # the ids as trained
+    corpus = corpus_of(cfg) if text is None else None
+    ids = corpus.val if text is None else torch.tensor(tokenizer.encode(read_text(text)[1]), dtype=torch.long)
     x, y = _windows(ids, cfg.model.block_size + 1)
-    objective = Vocabulary.of(corpus.tokenizer).objective(cfg.model.arch)
+    objective = Vocabulary.of(tokenizer).objective(cfg.model.arch)
     if cfg.model.arch != "decoder":  # the run's own objective on the same windows (masks from a fixed seed)
         x, y = objective.corrupt(x, torch.Generator().manual_seed(0))
     x, y = x.to(device), y.to(device)
@@ -99,7 +105,7 @@ def _normlab_subject(path: Path, text: str | None, init: bool, device: torch.dev
              "weights": f"{loaded.checkpoint.path.name} (step {loaded.step})" if loaded.checkpoint
              else f"untrained: the init of seed {cfg.train.seed} (--init)"}
     what = "next-token cross-entropy" if cfg.model.arch == "decoder" else f"{objective.name} cross-entropy"
-    vocab = corpus.tokenizer.vocab_size
+    vocab = tokenizer.vocab_size
     return Subject(str(path), "normlab", model, lambda: model(x), lambda: model(x, y)[1], what, known=known,
                    chance=(math.log(vocab), f"uniform over {vocab} tokens"))
 

@@ -24,6 +24,7 @@ config's `max_length` are the block size the model was trained at.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -90,8 +91,9 @@ def hf_state(model: nn.Module, cfg: ModelConfig, layout: Adapter) -> tuple[dict[
 
 
 def export_hf(model: nn.Module, cfg: ModelConfig, out: str | Path, tokenizer_from: Path | None = None,
-              char_vocab: list[str] | None = None, mask_token: str | None = None) -> Path:
-    """Write `model` (of `cfg`) to the new directory `out` in its Hugging Face layout (see the module doc)."""
+              char_vocab: list[str] | None = None, mask_token: str | None = None, byte_level: bool = False) -> Path:
+    """Write `model` (of `cfg`) to the new directory `out` in its Hugging Face layout (see the module doc).
+    `byte_level`: `char_vocab` is the 256 bytes (`byte_vocab()`), and text is read as its UTF-8 bytes."""
     layout = layout_for(cfg)
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
@@ -117,7 +119,7 @@ def export_hf(model: nn.Module, cfg: ModelConfig, out: str | Path, tokenizer_fro
                 if (tokenizer_from / name).is_file():
                     shutil.copyfile(tokenizer_from / name, tmp / name)
         elif chars is not None:
-            _char_tokenizer(tmp, chars, mask_token, cfg)
+            _char_tokenizer(tmp, chars, mask_token, cfg, byte_level)
         # the tokenizer's special tokens, not the config class's defaults: those name characters here
         special = special_token_ids(tmp)
         layout.hf_config(cfg, tied, **special).save_pretrained(tmp)
@@ -190,21 +192,42 @@ def special_token_ids(directory: Path) -> dict[str, int | None]:
     return {key: getattr(tok, key) for key in none}
 
 
-def _char_tokenizer(out: Path, chars: list[str], mask_token: str | None, cfg: ModelConfig) -> None:
+def byte_vocab() -> list[str]:
+    """The 256 bytes as the characters a byte-level tokenizer writes them with (GPT-2's bytes_to_unicode: the
+    printable bytes as themselves, the rest shifted past 255), in byte order: id b is byte b, as normlab's
+    byte tokenizer reads text."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    shifted = iter(range(256, 512))
+    return [chr(b) if b in printable else chr(next(shifted)) for b in range(256)]
+
+
+def _char_tokenizer(out: Path, chars: list[str], mask_token: str | None, cfg: ModelConfig,
+                    byte_level: bool = False) -> None:
     """normlab's characters (and `ADDED`) as a word-level tokenizer: every character alone, one unknown to the
     vocabulary as [UNK]; [PAD] on the left of a decoder's prompt (where generate() continues), a masked LM's
     mask token (the last id of its own) special. No token_type_ids: a layout that embeds them as tokens (XLM)
-    would add one."""
+    would add one. `byte_level`: the text is first written as its UTF-8 bytes' characters (`byte_vocab`), and
+    decoded back from them. The tokenizer class saved is PreTrainedTokenizerFast, which transformers 4 and 5 both
+    load (5 writes its own name, TokenizersBackend, which 4.x does not know)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     vocab = {ch: i for i, ch in enumerate(chars)}
     tok = Tokenizer(models.WordLevel(vocab, unk_token=UNK))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")  # every character alone
-    tok.decoder = decoders.Fuse()  # characters join with nothing between them
+    every = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")  # every character alone
+    if byte_level:
+        tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.ByteLevel(add_prefix_space=False,
+                                                                              use_regex=False), every])
+        tok.decoder = decoders.ByteLevel()
+    else:
+        tok.pre_tokenizer = every
+        tok.decoder = decoders.Fuse()  # characters join with nothing between them
     PreTrainedTokenizerFast(tokenizer_object=tok, mask_token=mask_token, unk_token=UNK, pad_token=PAD,
                             model_max_length=cfg.block_size, model_input_names=["input_ids", "attention_mask"],
                             padding_side="left" if cfg.arch == "decoder" else "right").save_pretrained(out)
+    config = out / "tokenizer_config.json"
+    saved = json.loads(config.read_text("utf-8"))
+    config.write_text(json.dumps({**saved, "tokenizer_class": "PreTrainedTokenizerFast"}, indent=2), "utf-8")
 
 
 __all__ = ["HFDirError", "export_hf", "layout_for", "special_token_ids"]

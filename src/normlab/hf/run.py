@@ -16,7 +16,7 @@ import torch
 from normlab.version import __version__
 from normlab.config import RunConfig
 from normlab.hf.convert import import_hf
-from normlab.hf.export import TOKENIZER_FILES, export_hf
+from normlab.hf.export import TOKENIZER_FILES, byte_vocab, export_hf
 from normlab.rundir import load_model
 from normlab.rundir.layout import RunDir
 
@@ -68,17 +68,20 @@ def export_run(target: str | Path, out: str | Path) -> Path:
     loaded = load_model(target, "cpu")
     data = loaded.cfg.data
     tokenizer_from = Path(data.tokenizer_dir) if data.tokenizer == "hf" and data.tokenizer_dir else None
+    own = loaded.run.path / TOKENIZER_DIR if loaded.run else None
+    if tokenizer_from is not None and not tokenizer_from.is_dir() and own is not None and own.is_dir():
+        tokenizer_from = own  # an imported run that moved: its config's absolute path is gone, its tokenizer/ is here
     if tokenizer_from is not None and not (tokenizer_from / "tokenizer.json").is_file():
         raise ValueError(f"the run's tokenizer ({tokenizer_from / 'tokenizer.json'}) is gone: export would write a "
                          "model without one; if the run moved, point data.tokenizer_dir in its config.toml at its tokenizer/")
     chars, mask = None, None
+    if data.tokenizer == "byte":  # id b is byte b: a byte-level tokenizer of the 256 bytes
+        chars = byte_vocab()
     if data.tokenizer == "char":
-        from normlab.data import corpus_of
-
-        tok = corpus_of(loaded.cfg).tokenizer
+        tok = loaded.tokenizer()  # the characters as trained (corpus.json), not as the corpus file has them now
         chars = [tok.decode([i]) for i in range(tok.vocab_size)]
-        if loaded.cfg.model.arch == "encoder":  # the masked LM's MASK follows the text's own tokens
-            chars, mask = chars + ["[MASK]"], "[MASK]"
+    if chars is not None and loaded.cfg.model.arch == "encoder":  # the masked LM's MASK follows the text's tokens
+        chars, mask = chars + ["[MASK]"], "[MASK]"
     with torch.no_grad():
         return export_hf(loaded.model.eval(), loaded.cfg.model, out, tokenizer_from=tokenizer_from,
-                         char_vocab=chars, mask_token=mask)
+                         char_vocab=chars, mask_token=mask, byte_level=data.tokenizer == "byte")

@@ -9,6 +9,7 @@
     DIR/checkpoint.pt, checkpoint.prev.pt, checkpoints.json   (normlab.rundir.checkpoint)
     DIR/diagnostics.sqlite  per-layer metrics (normlab.rundir.diagnostics_store)
     DIR/layer_skip.json     val loss with each block skipped (effective depth)
+    DIR/corpus.json         what it trained on: the corpus's SHA-256 and its vocabulary (normlab.data.provenance)
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from normlab.version import __version__
 STATUSES = ("running", "completed", "diverged", "failed", "interrupted")  # interrupted: Ctrl-C; resumable
 MARKER = ".normlab-run"
 # everything normlab may write into a run directory; `clear` deletes these and nothing else
-OWN_FILES = {MARKER, "config.toml", "run.json", "metrics.jsonl", "status.json", "layer_skip.json",
+OWN_FILES = {MARKER, "config.toml", "run.json", "metrics.jsonl", "status.json", "layer_skip.json", "corpus.json",
              checkpoint.NEWEST, checkpoint.PREVIOUS, checkpoint.MANIFEST,
              "diagnostics.sqlite", "diagnostics.sqlite-wal", "diagnostics.sqlite-shm", "diagnostics.sqlite-journal"}
 OWN_DIRS = {"tensorboard"}  # an imported run's tokenizer/ is not cleared: --fresh refuses that run directory

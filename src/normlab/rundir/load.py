@@ -14,6 +14,8 @@ import torch
 from torch import nn
 
 from normlab.config import RunConfig
+from normlab.data.corpus import corpus_tokenizer
+from normlab.data.provenance import FILE as CORPUS_FILE, Provenance
 from normlab.data.vocab import with_vocab
 from normlab.nn.model import build_model as build_nn_model
 from normlab.rundir import checkpoint
@@ -25,10 +27,30 @@ class LoadedModel:
     cfg: RunConfig  # with model.vocab_size filled in
     model: nn.Module  # GPT (decoder, encoder) or EncoderDecoder
     checkpoint: checkpoint.Checkpoint | None  # None: the model is at init (seeded by train.seed)
+    run: RunDir | None = None  # the run directory it was read from
 
     @property
     def step(self) -> int:
         return self.checkpoint.step if self.checkpoint else 0
+
+    def provenance(self) -> Provenance | None:
+        """What the run trained on (corpus.json), None for a run from before the record or an imported one."""
+        if self.run is None or not (self.run.path / CORPUS_FILE).is_file():
+            return None
+        return Provenance.from_record(self.run.read_json(CORPUS_FILE))
+
+    def tokenizer(self):
+        """The tokenizer whose ids the run trained with: the one its record keeps (a corpus edited since changes
+        nothing); a run without a record rebuilds it from its corpus, as before. An imported run's tokenizer is
+        read from its own tokenizer/ where the absolute path in its config no longer exists (the run moved)."""
+        data = self.cfg.data
+        tokenizer_dir = data.tokenizer_dir
+        if tokenizer_dir and not Path(tokenizer_dir).is_dir() and self.run and (self.run.path / "tokenizer").is_dir():
+            tokenizer_dir = str(self.run.path / "tokenizer")
+        kept = self.provenance()
+        if kept is not None:
+            return kept.read_tokenizer(tokenizer_dir)
+        return corpus_tokenizer(data.path, data.tokenizer, data.vocab_from, tokenizer_dir)
 
 
 def build_model(cfg: RunConfig, device: torch.device | str = "cpu") -> nn.Module:
@@ -60,7 +82,7 @@ def load_model(target: str | Path | RunDir, device: torch.device | str = "cpu", 
                          "pass --init to measure the untrained model on purpose")
     if found is not None:
         model.load_state_dict(found.state["model"])
-    return LoadedModel(cfg, model, found)
+    return LoadedModel(cfg, model, found, run)
 
 
 def _checkpoint(run: RunDir, named_file: Path | None, device: Any) -> checkpoint.Checkpoint | None:

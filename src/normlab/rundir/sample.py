@@ -1,7 +1,7 @@
 """`normlab sample RUN --prompt TEXT`: a trained decoder's continuation of a prompt, as text.
 
-The run's own model (`load_model`) and its own tokenizer (the corpus's characters or bytes, or an imported
-model's tokenizer.json) with `normlab.nn.generate`'s loop: the text a user of transformers gets from the
+The run's own model (`load_model`) and its own tokenizer (the characters or bytes it trained with, kept in its
+corpus.json, or an imported model's tokenizer.json) with `normlab.nn.generate`'s loop: the text a user of transformers gets from the
 exported directory, which `tests/hf/test_client.py` compares token for token.
 """
 from __future__ import annotations
@@ -10,7 +10,6 @@ from pathlib import Path
 
 import torch
 
-from normlab.data import corpus_of
 from normlab.device import resolve_device
 from normlab.nn.generate import generate
 from normlab.rundir.load import load_model
@@ -26,7 +25,7 @@ def sample_run(target: str | Path, prompt: str, max_new_tokens: int = 200, tempe
     if loaded.cfg.model.arch != "decoder":
         raise ValueError(f"{str(target)!r} is an {loaded.cfg.model.arch} run: sample continues text with a "
                          "decoder (a masked LM fills in [MASK]s; its export does, with pipeline('fill-mask'))")
-    tokenizer = corpus_of(loaded.cfg).tokenizer
+    tokenizer = loaded.tokenizer()  # the ids as trained, whatever the corpus file holds now
     ids = tokenizer.encode(prompt)  # a character the run never saw: its ValueError names it
     if not ids:
         raise ValueError("--prompt is empty: the run has no start-of-text token to continue from; give some text")

@@ -25,6 +25,7 @@ import torch
 from normlab.config import RunConfig
 from normlab.data import Corpus
 from normlab.data.objectives import Objective
+from normlab.data.provenance import FILE as CORPUS_FILE, Provenance
 from normlab.device import cpu_model
 from normlab.nn.kernels import get_norm_impl
 from normlab.rundir import Checkpoint, RunDir, RunDirError, RunLock, RunLockedError
@@ -182,7 +183,13 @@ class RunLifecycle:
         rd = self.run_dir
         if not rd.exists():
             rd.write_config(self.cfg)
+            rd.write_json(CORPUS_FILE, Provenance.of(self.corpus, self.cfg.data).record())  # what its ids mean
             return
+        if (rd.path / CORPUS_FILE).is_file():  # first: a changed corpus also changes the config's vocabulary size
+            kept = Provenance.from_record(rd.read_json(CORPUS_FILE))
+            if kept.sha256 != self.corpus.sha256:
+                raise RunError(f"{kept.changed(self.cfg.data.path)}: resuming would train on other text, a char "
+                               "vocabulary's ids shifted; restore the text, or pass --fresh to start over on it")
         old = rd.read_config()
         if old.hash() != self.cfg.hash():
             raise RunConflictError(

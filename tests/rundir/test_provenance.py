@@ -1,0 +1,101 @@
+"""A run keeps what it was trained on (corpus.json): sample, export and diagnose read its ids as trained, a resume
+or a measurement that needs the text refuses a corpus that changed, and a moved run directory still works."""
+import json
+import shutil
+
+import pytest
+import transformers
+from typer.testing import CliRunner
+
+from normlab.cli import app
+from normlab.data.corpus import read_text
+from normlab.diagnostics.diagnose import load_subject
+from normlab.hf.run import export_run
+from normlab.rundir.sample import sample_run
+from normlab.train import RunDir, Trainer, train
+from normlab.train.lifecycle import RunError
+from tests.conftest import tiny_config
+from tests.hf.test_run import _gpt2_with_tokenizer
+from tests.train.test_trainer import Interrupt, interrupt_at
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    path = tmp_path / "text.txt"
+    path.write_text(read_text(None)[1][:40_000], "utf-8")  # tiny Shakespeare's opening: no tab in it
+    return path
+
+
+def test_a_run_records_its_corpus_and_vocabulary(tmp_path, corpus):
+    train(tiny_config(data={"path": str(corpus)}, train={"steps": 5}), tmp_path / "run")
+    kept = json.loads((tmp_path / "run" / "corpus.json").read_text())
+    assert kept["corpus"] == str(corpus.resolve()) and len(kept["sha256"]) == 64
+    assert kept["tokenizer"] == "char" and kept["chars"] == sorted(set(corpus.read_text("utf-8")))
+
+
+def test_an_edited_corpus_changes_no_id_and_is_refused_where_its_text_is_read(tmp_path, corpus):
+    """Old: appending one tab shifted every character id by one, so `sample` and `export` read the model with the
+    wrong ids, and the export's pad id fell outside the model's rows."""
+    run = tmp_path / "run"
+    train(tiny_config(data={"path": str(corpus)}, train={"steps": 10}), run)
+    before = sample_run(run, "ROMEO:", max_new_tokens=20)
+    export_run(run, tmp_path / "hf-before")
+    corpus.write_text(corpus.read_text("utf-8") + "\t", "utf-8")  # "\t" sorts first: every id would shift by one
+
+    assert sample_run(run, "ROMEO:", max_new_tokens=20) == before
+    export_run(run, tmp_path / "hf-after")
+    for name in ("tokenizer.json", "config.json"):
+        assert (tmp_path / "hf-after" / name).read_text() == (tmp_path / "hf-before" / name).read_text()
+    tok = transformers.AutoTokenizer.from_pretrained(tmp_path / "hf-after")
+    assert tok.pad_token_id < json.loads((tmp_path / "hf-after" / "config.json").read_text())["vocab_size"]
+
+    with pytest.raises(ValueError, match=r"changed since this run trained on it.*--text FILE"):
+        load_subject(run)
+    own_text = tmp_path / "mine.txt"
+    own_text.write_text(read_text(None)[1][10_000:15_000], "utf-8")  # characters the run knows
+    assert load_subject(run, text=str(own_text)).loss().item() > 0  # measured with the ids it trained with
+
+
+def test_a_resume_refuses_a_corpus_that_changed(tmp_path, corpus):
+    cfg = tiny_config(data={"path": str(corpus)}, train={"steps": 30})
+    with pytest.raises(Interrupt):
+        Trainer(cfg, tmp_path / "run", on_log=interrupt_at(17)).run()
+    corpus.write_text(corpus.read_text("utf-8") + "\t", "utf-8")
+    with pytest.raises(RunError, match="changed since this run trained on it.*resuming would train on other text"):
+        train(cfg, tmp_path / "run")
+    assert RunDir(tmp_path / "run").read_status()["status"] == "failed"  # left as it was, to resume once restored
+
+
+def test_a_byte_run_exports_a_tokenizer_that_reads_bytes(tmp_path):
+    """Old: a byte-tokenizer run exported no tokenizer, and AutoTokenizer encoded every string to []."""
+    run = tmp_path / "run"
+    train(tiny_config(data={"tokenizer": "byte"}, train={"steps": 10}), run)
+    export_run(run, tmp_path / "hf")
+    tok = transformers.AutoTokenizer.from_pretrained(tmp_path / "hf")
+    text = "héllo, wörld\n"
+    assert tok(text)["input_ids"] == list(text.encode("utf-8")) and tok.decode(tok(text)["input_ids"]) == text
+    model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "hf")
+    out = model.generate(**tok("To be", return_tensors="pt"), max_new_tokens=6, do_sample=False)
+    assert tok.decode(out[0]) == sample_run(run, "To be", max_new_tokens=6)
+
+
+def test_an_export_names_a_tokenizer_class_every_allowed_transformers_knows(tmp_path):
+    """transformers 5 saves its own class name, TokenizersBackend, which 4.x cannot load."""
+    run = tmp_path / "run"
+    train(tiny_config(train={"steps": 5}), run)
+    export_run(run, tmp_path / "hf")
+    assert json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())["tokenizer_class"] == \
+        "PreTrainedTokenizerFast"
+
+
+def test_a_moved_imported_run_still_samples_and_exports(tmp_path):
+    """Old: an imported run's config named its tokenizer by absolute path; moved, every tool lost it."""
+    source = _gpt2_with_tokenizer(tmp_path / "hf")
+    assert runner.invoke(app, ["import-hf", str(source), "--out", str(tmp_path / "run")]).exit_code == 0
+    before = sample_run(tmp_path / "run", "To be", max_new_tokens=5)
+    shutil.move(tmp_path / "run", tmp_path / "moved")
+    assert sample_run(tmp_path / "moved", "To be", max_new_tokens=5) == before
+    export_run(tmp_path / "moved", tmp_path / "out")
+    assert (tmp_path / "out" / "tokenizer.json").is_file()
