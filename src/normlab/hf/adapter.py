@@ -194,6 +194,9 @@ class Adapter:
     prefixes: ClassVar[tuple[str, ...]] = ("",)  # the base model's prefixes, the one export writes first
     block: ClassVar[str] = ""  # a block's prefix in the checkpoint, "{}" for its index
     ignore: ClassVar[dict[str, str]] = {}  # regex over names (base prefix removed) -> why it has no counterpart
+    # what the model's forward takes from a tokenizer: an exported tokenizer sends these and no more (XLM reads
+    # token_type_ids as tokens of its vocabulary, so a BERT tokenizer's zeros would add [PAD]'s row everywhere)
+    model_inputs: ClassVar[tuple[str, ...]] = ("input_ids", "attention_mask", "token_type_ids")
 
     @property
     def name(self) -> str:

@@ -118,6 +118,7 @@ def export_hf(model: nn.Module, cfg: ModelConfig, out: str | Path, tokenizer_fro
             for name in TOKENIZER_FILES:
                 if (tokenizer_from / name).is_file():
                     shutil.copyfile(tokenizer_from / name, tmp / name)
+            _fit_tokenizer_config(tmp, layout, cfg)
         elif chars is not None:
             _char_tokenizer(tmp, chars, mask_token, cfg, byte_level)
         # the tokenizer's special tokens, not the config class's defaults: those name characters here
@@ -190,6 +191,19 @@ def special_token_ids(directory: Path) -> dict[str, int | None]:
 
     tok = AutoTokenizer.from_pretrained(directory, local_files_only=True, trust_remote_code=False)
     return {key: getattr(tok, key) for key in none}
+
+
+def _fit_tokenizer_config(out: Path, layout: Adapter, cfg: ModelConfig) -> None:
+    """A copied tokenizer made to fit the layout it now serves: it sends only the inputs the model reads (a BERT
+    tokenizer's token_type_ids into XLM's forward, which embeds them as tokens, moved MiniLM's embeddings by up to
+    2.7), a class name transformers 4 and 5 both load, and the block size as its longest input."""
+    path = out / "tokenizer_config.json"
+    saved = json.loads(path.read_text("utf-8")) if path.is_file() else {}
+    inputs = [name for name in saved.get("model_input_names") or layout.model_inputs if name in layout.model_inputs]
+    fitted = {**saved, "model_input_names": inputs, "model_max_length": cfg.block_size}
+    if saved.get("tokenizer_class") == "TokenizersBackend":
+        fitted["tokenizer_class"] = "PreTrainedTokenizerFast"
+    path.write_text(json.dumps(fitted, indent=2, ensure_ascii=False), "utf-8")
 
 
 def byte_vocab() -> list[str]:
