@@ -112,8 +112,11 @@ def test_planted_pickle_is_never_executed_by_diagnose_check_or_resume(tmp_path):
     out, sentinel = tmp_path / "run", tmp_path / "pwned.txt"
     assert cli_train(config, out).exit_code == 0
     plant(out, sentinel)
-    one_line_error(runner.invoke(app, ["diagnose", str(out / "checkpoint.pt"), "--no-skip"]), "unusable")
-    one_line_error(runner.invoke(app, ["check", str(out / "checkpoint.pt")]), "unusable")
+    for command in (["diagnose", str(out / "checkpoint.pt"), "--no-skip"], ["check", str(out / "checkpoint.pt")]):
+        result = runner.invoke(app, command)
+        one_line_error(result, "unusable")
+        assert "refused: not a plain pickle of tensors, it asks to call" in result.output
+        assert "weights_only" not in result.output  # torch's advice to load it with weights_only=False: never
     status = RunDir(out).read_status()
     RunDir(out).write_status("running", step=status["step"])  # as if killed: the next train resumes
     result = cli_train(config, out)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,7 +100,11 @@ def _load_verified(path: Path, digests: dict[str, int], map_location: Any) -> tu
         return None, "its SHA-256 matches no checkpoint normlab wrote: truncated or altered"
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as e:  # truncated zip, EOF, or a pickle that needs more than tensors (refused)
+    except pickle.UnpicklingError as e:  # torch's message goes on to advise weights_only=False: never ours to give
+        found = re.search(r"GLOBAL ([\w.]+)", str(e))
+        asks = f", it asks to call {found.group(1)}" if found else ""
+        return None, f"refused: not a plain pickle of tensors{asks} (nothing of it was run)"
+    except Exception as e:  # truncated zip, EOF
         return None, f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else 'cannot be read'}"
     if not isinstance(state, dict) or any(k not in state for k in REQUIRED_KEYS):
         return None, f"not a normlab checkpoint (needs keys {', '.join(REQUIRED_KEYS)})"
