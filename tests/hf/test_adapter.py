@@ -143,3 +143,19 @@ def test_contributings_recipe_names_files_that_exist():
     assert "src/normlab/hf/families/<family>.py" in files and "tests/hf/test_import.py" in files
     for path in files:
         assert (root / path.replace("<family>.py", "")).exists(), path
+
+
+def test_the_export_refusal_names_every_difference_from_the_nearest_layout():
+    """Old: only the first difference was named, so fixing it met the next refusal."""
+    from normlab.nn import ModelConfig
+
+    cfg = ModelConfig(vocab_size=50, d_model=32, n_head=4, n_layer=2, block_size=16, scheme="pre", arch="encoder",
+                      norm="rmsnorm", positions="rope")
+    with pytest.raises(ValueError) as info:
+        layout_for(cfg)
+    said = str(info.value)
+    assert "nearest, xlm, differs in 5:" in said
+    for difference in ("scheme = 'pre' (it needs 'post')", "norm = 'rmsnorm' (it needs 'layernorm')",
+                       "positions = 'rope' (it needs 'learned')", "final_norm = True (it needs False)",
+                       "embed_norm = False (it needs True)"):
+        assert difference in said

@@ -55,8 +55,9 @@ def layout_for(cfg: ModelConfig) -> Adapter:
         if not reasons[adapter.name]:
             return adapter
     nearest = min(layouts, key=lambda a: (a.facts.get("arch") != cfg.arch, len(reasons[a.name])))
+    differences = reasons[nearest.name]  # every one: fixing the first alone would only meet the next
     raise ValueError(f"scheme {cfg.scheme!r} ({cfg.arch}, {cfg.norm}) has no Hugging Face layout "
-                     f"(nearest, {nearest.name}: {reasons[nearest.name][0]}); exportable: "
+                     f"(nearest, {nearest.name}, differs in {len(differences)}: {'; '.join(differences)}); exportable: "
                      + "; ".join(f"{a.name} ({a.summary})" for a in layouts))
 
 
