@@ -123,3 +123,30 @@ def test_a_reexported_minilm_is_served_as_normlab_computes_it(tmp_path):
         torch.testing.assert_close(model(**enc).last_hidden_state, expected, atol=1e-5, rtol=0)
     served = transformers.pipeline("feature-extraction", model=str(out), tokenizer=str(out))(text)
     torch.testing.assert_close(torch.tensor(served), expected, atol=1e-5, rtol=0)
+
+
+def test_a_bpe_export_pads_in_batches_within_the_block(tmp_path):
+    """Old: a BPE tokenizer went out with no pad token and a model_max_length of 1e30."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    source = tmp_path / "hf"
+    torch.manual_seed(0)
+    bpe = Tokenizer(models.BPE(unk_token=None))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator([read_text(None)[1][:20_000]], trainers.BpeTrainer(
+        vocab_size=300, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    transformers.PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|endoftext|>",
+                                         bos_token="<|endoftext|>").save_pretrained(source)
+    config = transformers.GPT2Config(vocab_size=bpe.get_vocab_size(), n_embd=32, n_layer=2, n_head=4, n_positions=32)
+    transformers.GPT2LMHeadModel(config).save_pretrained(source)
+    assert runner.invoke(app, ["import-hf", str(source), "--out", str(tmp_path / "run")]).exit_code == 0
+    assert runner.invoke(app, ["export", str(tmp_path / "run"), "--out", str(tmp_path / "out")]).exit_code == 0
+    tok = transformers.AutoTokenizer.from_pretrained(tmp_path / "out")
+    assert tok.pad_token == "<|endoftext|>" and tok.model_max_length == 32 and tok.padding_side == "left"
+    batch = tok(["To be, or not", "Now"], return_tensors="pt", padding=True)
+    model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "out")
+    out = model.generate(**batch, max_new_tokens=4, do_sample=False, pad_token_id=tok.pad_token_id)
+    alone = model.generate(**tok(["Now"], return_tensors="pt"), max_new_tokens=4, do_sample=False)
+    assert tok.decode(out[1], skip_special_tokens=True) == tok.decode(alone[0], skip_special_tokens=True)

@@ -188,20 +188,32 @@ def special_token_ids(directory: Path) -> dict[str, int | None]:
     none = {f"{name}_token_id": None for name in SPECIAL_TOKENS}
     if not has_tokenizer(directory):
         return none
+    tok = read_tokenizer(directory)
+    return {key: getattr(tok, key) for key in none}
+
+
+def read_tokenizer(directory: Path):
+    """The directory's tokenizer, read by transformers from its files (no remote code)."""
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(directory, local_files_only=True, trust_remote_code=False)
-    return {key: getattr(tok, key) for key in none}
+    return AutoTokenizer.from_pretrained(directory, local_files_only=True, trust_remote_code=False)
 
 
 def _fit_tokenizer_config(out: Path, layout: Adapter, cfg: ModelConfig) -> None:
     """A copied tokenizer made to fit the layout it now serves: it sends only the inputs the model reads (a BERT
     tokenizer's token_type_ids into XLM's forward, which embeds them as tokens, moved MiniLM's embeddings by up to
-    2.7), a class name transformers 4 and 5 both load, and the block size as its longest input."""
+    2.7), a class name transformers 4 and 5 both load, the block size as its longest input (a BPE tokenizer's
+    1e30 let a batch run past the model's positions), and a pad token where it has none (its end-of-text token, on
+    the left of a decoder's prompts), so batches pad."""
     path = out / "tokenizer_config.json"
     saved = json.loads(path.read_text("utf-8")) if path.is_file() else {}
     inputs = [name for name in saved.get("model_input_names") or layout.model_inputs if name in layout.model_inputs]
     fitted = {**saved, "model_input_names": inputs, "model_max_length": cfg.block_size}
+    tok = read_tokenizer(out)
+    if tok.pad_token is None and (tok.eos_token or tok.unk_token) is not None:
+        fitted["pad_token"] = tok.eos_token or tok.unk_token
+        if cfg.arch == "decoder":
+            fitted["padding_side"] = "left"
     if saved.get("tokenizer_class") == "TokenizersBackend":
         fitted["tokenizer_class"] = "PreTrainedTokenizerFast"
     path.write_text(json.dumps(fitted, indent=2, ensure_ascii=False), "utf-8")
