@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 
 import pytest
 import torch
@@ -86,10 +87,12 @@ def test_generate_and_the_pipeline_continue_as_normlab_sample_does(tmp_path, lay
     assert tok.batch_decode(rows, skip_special_tokens=True) == alone
     assert [r[0]["generated_text"] for r in pipe(prompts, max_new_tokens=NEW, do_sample=False, batch_size=3)] == alone
 
-    # no length given: generation stops at the block size the model was trained at (learned positions end there)
-    assert tok.model_max_length == 48
-    with torch.no_grad():
-        assert model.generate(**tok(PROMPT, return_tensors="pt"), do_sample=False).shape[1] == 48
+    # no length given: transformers' 20 new tokens, never past the block size the model was trained at
+    assert tok.model_max_length == 48 and model.generation_config.max_length is None  # no max_length, no warning
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # transformers' advice to name max_new_tokens
+        assert model.generate(**tok(PROMPT, return_tensors="pt"), do_sample=False).shape[1] == len(PROMPT) + 20
+        assert model.generate(**tok(PROMPT * 5, return_tensors="pt"), do_sample=False).shape[1] == 48
     # any text encodes: a character the corpus never had is [UNK], which generation never produces
     unk = tok("ROMEO: 2024 ☃")["input_ids"]
     assert tok.unk_token_id in unk and tok.unk_token_id not in rows

@@ -150,3 +150,23 @@ def test_a_bpe_export_pads_in_batches_within_the_block(tmp_path):
     out = model.generate(**batch, max_new_tokens=4, do_sample=False, pad_token_id=tok.pad_token_id)
     alone = model.generate(**tok(["Now"], return_tensors="pt"), max_new_tokens=4, do_sample=False)
     assert tok.decode(out[1], skip_special_tokens=True) == tok.decode(alone[0], skip_special_tokens=True)
+
+
+def test_generate_on_an_export_warns_nothing_and_stops_at_the_block(tmp_path, caplog):
+    """Old: every generate(max_new_tokens=…) warned "Both max_new_tokens and max_length"."""
+    import logging
+    import warnings
+
+    run = tmp_path / "run"
+    train(tiny_config(train={"steps": 5}), run)
+    export_run(run, tmp_path / "hf")
+    tok = transformers.AutoTokenizer.from_pretrained(tmp_path / "hf")
+    model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "hf")
+    transformers.utils.logging.enable_propagation()
+    with caplog.at_level(logging.WARNING), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = model.generate(**tok("To be", return_tensors="pt"), max_new_tokens=5, do_sample=False)
+    assert out.shape[1] == 5 + 5 and not [r for r in caplog.records if "max_length" in r.getMessage()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # transformers' advice to name max_new_tokens
+        assert model.generate(**tok("To be", return_tensors="pt"), do_sample=False).shape[1] == 16  # the block

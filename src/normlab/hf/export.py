@@ -156,11 +156,13 @@ def with_added_tokens(state: dict[str, torch.Tensor], cfg: ModelConfig,
 
 
 def generation_config(cfg: ModelConfig, special: dict[str, int | None], suppress: list[int]) -> Any:
-    """A decoder's generation defaults: `max_length` the block size it was trained at (learned positions end
-    there), the tokenizer's special ids, and the added tokens suppressed."""
+    """A decoder's generation defaults: the tokenizer's special ids, and the added tokens suppressed. No
+    `max_length`: transformers 5 then warns at every generate(max_new_tokens=…) that both are set; without it a
+    generate() that names no length stops at the model's positions (n_positions / max_position_embeddings, the
+    block size it was trained at)."""
     from transformers import GenerationConfig
 
-    return GenerationConfig(max_length=cfg.block_size, suppress_tokens=suppress or None, **special)
+    return GenerationConfig(suppress_tokens=suppress or None, **special)
 
 
 def has_tokenizer(directory: Path) -> bool:
