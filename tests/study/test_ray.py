@@ -30,7 +30,7 @@ from normlab.study.spec import load_study  # noqa: E402
 from normlab.train import RunDir  # noqa: E402
 from tests.conftest import judged_study  # noqa: E402
 
-TINY = ["model.d_model=16", "model.n_head=2", "model.block_size=16", "train.batch_size=4", "train.steps=150", "train.warmup_steps=5",
+TINY = ["model.d_model=16", "model.n_head=2", "model.block_size=16", "train.batch_size=4", "train.steps=150",
         "train.eval_interval=50", "train.eval_batches=2", "train.ckpt_interval=10", "diagnostics.interval=50"]
 CLAIMS, SEEDS = "C13", "0,1"
 RAY = str(Path(sys.executable).parent / "ray")

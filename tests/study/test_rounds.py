@@ -245,7 +245,7 @@ def test_a_round_adds_seeds_to_its_claims_runs_only():
 
 TINY = {"model.d_model": 16, "model.n_head": 2, "model.block_size": 16, "train.batch_size": 4,
         "train.eval_interval": 4, "train.eval_batches": 2, "train.ckpt_interval": 8, "diagnostics.interval": "off",
-        "diagnostics.layer_skip": False, "train.steps": 8, "train.warmup_steps": 2, "model.n_layer": 1, "train.untrained_margin": "off"}
+        "diagnostics.layer_skip": False, "train.steps": 8, "model.n_layer": 1, "train.untrained_margin": "off"}  # warmup: the preset knob
 
 
 # slow: the rounds' rules are unit-tested above

@@ -136,3 +136,28 @@ def test_an_existing_directory_keeps_no_ledger_after_bad_input(tmp_path):
     result = runner.invoke(app, ["study", "--out", str(out), "--claims", "C13", "--set", "model.norm=bogus"])
     assert result.exit_code == 2 and "unknown normalizer 'bogus'" in result.stderr
     assert list(out.iterdir()) == []
+
+
+def test_a_run_another_live_process_trains_is_waited_for_and_a_lost_ones_is_not(tmp_path):
+    """The second of two `normlab study` processes on one directory waits for the other's runs (`wait_for_others`),
+    so both end with the final report; a run whose owner died is not waited for: it is claimed again."""
+    from normlab.study.runner import wait_for_others
+
+    ledger = Ledger(tmp_path)
+    ledger.add_runs([("a", {"k": 1}), ("b", {"k": 2})])
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert ledger.claim_next(other.pid)[0] == "a"
+        assert ledger.held_elsewhere({"a", "b"}, os.getpid()) == ["a"]
+        assert ledger.held_elsewhere({"a", "b"}, other.pid) == []  # its own run is not another's
+        said = []
+        waits = iter([["a"], ["a"], []])
+        ledger.held_elsewhere = lambda ids, pid: next(waits)
+        assert wait_for_others(ledger, {"a", "b"}, said.append, poll_s=0) and len(said) == 1
+        assert "another process is training 1 of this study's runs" in said[0]
+        del ledger.held_elsewhere
+    finally:
+        other.kill()
+        other.wait()
+    assert ledger.held_elsewhere({"a", "b"}, os.getpid()) == []  # its owner is gone: not waited for
+    assert not wait_for_others(ledger, {"a", "b"}, print, poll_s=0)

@@ -22,7 +22,9 @@ STUDY_HELP = """Turn the claims into verdicts: train the runs they need, measure
     0 final report: every run completed or diverged;
     2 bad input: the study, or an OUT/study.sqlite that is not a study ledger;
     4 final report, but runs failed (listed, with their reasons);
-    5 partial report (wins over 4): runs left to train or retry; run again."""
+    5 partial report (wins over 4): runs left to train or retry; run again.
+    Two processes may share OUT: each trains runs the other has not taken, waits for the other's, and both end
+    with the same final report and exit code."""
 
 
 def study_help() -> str:

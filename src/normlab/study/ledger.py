@@ -293,6 +293,16 @@ class Ledger:
         rows = [r for r in self.rows() if ids is None or r["id"] in ids]
         return sum(settled(r["status"], r["attempts"]) for r in rows), len(rows) if ids is None else len(ids)
 
+    def held_elsewhere(self, ids: set[str], pid: int) -> list[str]:
+        """The runs in `ids` another live process is training now: not `pid`'s, and not a lost owner's (the next
+        claim takes those)."""
+        now = time.time()
+        with self._tx() as db:
+            rows = db.execute("SELECT id, owner_pid, owner_host, owner_start, heartbeat FROM runs "
+                              "WHERE status = 'running' ORDER BY rowid").fetchall()
+        return [rid for rid, owner, host, start, beat in rows
+                if rid in ids and owner != pid and not owner_gone(owner, host, start, beat, now, self.lease_s)]
+
     def running(self) -> list[tuple[str, dict[str, Any]]]:
         """(id, config) of the runs being trained now (progress displays)."""
         with self._tx() as db:

@@ -9,6 +9,7 @@ state.py, which `normlab report` reads too).
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,10 +57,25 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
     training = Training(spec, ledger, workers, stack_runs, executor, address, progress, say, tensorboard)
     while True:  # the claims' runs, then the runs that start from them, then seed rounds while a look leans
         training.train(runs)
+        if wait_for_others(ledger, set(training.ids), say):
+            continue  # then take what they left: a run whose owner was lost is claimed again
         runs = next_runs(spec, ledger, training.ids, say)
         if not runs:
             break
     return StudyOutcome(training.ids, ledger.counts(set(training.ids)), time.perf_counter() - start)
+
+
+def wait_for_others(ledger: Ledger, ids: set[str], say: Callable[[str], None], poll_s: float = 2.0) -> bool:
+    """Wait while another process trains runs of this study (a second `normlab study` on the directory), so that
+    both go on to the same next step and end with the final report; True if it waited. Before, the one that
+    finished its share first reported "partial" and exited 5 while the other still trained."""
+    pid, waited = os.getpid(), False
+    while held := ledger.held_elsewhere(ids, pid):
+        if not waited:
+            say(f"another process is training {len(held)} of this study's runs: waiting for them to settle")
+            waited = True
+        time.sleep(poll_s)
+    return waited
 
 
 def open_study(study_dir: str | Path) -> Ledger:
