@@ -25,6 +25,10 @@ COMMANDS = {
     "python -c 'import torch'": [PY, "-c", "import torch"],
     "normlab --help": [PY, "-m", "normlab", "--help"],
     "normlab train --help": [PY, "-m", "normlab", "train", "--help"],
+    "normlab study --help": [PY, "-m", "normlab", "study", "--help"],
+    "normlab export --help": [PY, "-m", "normlab", "export", "--help"],
+    "normlab import-hf --help": [PY, "-m", "normlab", "import-hf", "--help"],
+    "normlab bench --help": [PY, "-m", "normlab", "bench", "--help"],
     "normlab study --preset nope (refused)": [PY, "-m", "normlab", "study", "--preset", "nope"],
 }
 BASELINE = "python -c 'import torch'"

@@ -202,3 +202,23 @@ def test_a_commands_help_names_its_registrys_entries():
     assert "frontier: " in runner.invoke(app, ["study", "--help"]).output
     assert "deepnorm" in runner.invoke(app, ["bench", "--help"]).output
     assert importable_text().split(" ")[0] in runner.invoke(app, ["import-hf", "--help"]).output
+
+
+def test_the_help_lists_are_the_registries():
+    """`--help` reads its lists from cli/listings.json (so it imports no torch); they must say what the registries
+    say: after adding a scheme, normalizer, preset or family, run `python -m normlab.cli.listings`."""
+    from normlab.cli.listings import from_registries, listing
+
+    assert listing() == from_registries(), "cli/listings.json is stale: run python -m normlab.cli.listings"
+
+
+@pytest.mark.parametrize("command", ["study", "export", "import-hf", "bench"])
+def test_a_commands_help_imports_no_torch(command):
+    """Old: these four imported torch to list a registry in their help (1.6-1.8 s on 2 cores)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from normlab.cli import main; sys.argv = ['normlab', %r, '--help']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\nassert 'torch' not in sys.modules, 'torch imported'") % command
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-500:]

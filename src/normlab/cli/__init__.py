@@ -19,12 +19,14 @@ from rich.table import Table
 from normlab.cli.common import (PRINT_EVERY_S, BenchConfig, Clock, Dtype, Only, Parallel, Precision, app, console,
                                 err_console, exit_quietly, fail, lazy_help, norm_names, one_of, progress_bar, say_note,
                                 scheme_names, sigterm_as_interrupt, status_line)
+from normlab.cli.listings import listing
 from normlab.cli.study import STUDY_HELP, report, study, study_help
 from normlab.errors import ConfigError, CorpusError
 
 
 def _bench_help() -> str:
-    return (f"{BENCH_HELP}\n\n--scheme: {', '.join(scheme_names())}, all.\n\n--norm: {', '.join(norm_names())}.")
+    names = listing()  # the registries' names, without importing torch (cli/listings.py)
+    return f"{BENCH_HELP}\n\n--scheme: {', '.join(names['schemes'])}, all.\n\n--norm: {', '.join(names['norms'])}."
 
 
 @app.command()
@@ -301,16 +303,12 @@ def _layer_skip_again(run: Path, device: str, as_json: bool, refused: dict) -> N
 
 
 def _import_help() -> str:
-    from normlab.hf.families import importable_text
-
-    return (f"Import a {importable_text()} model as a normlab run (train --set train.init_from=RUN_DIR fine-tunes "
+    return (f"Import a {listing()['importable']} model as a normlab run (train --set train.init_from=RUN_DIR fine-tunes "
             "it; with train.init_from_match=by_name under another placement).")
 
 
 def _export_help() -> str:
-    from normlab.hf.families import exportable_text
-
-    return f"Write a run in the Hugging Face layout that holds its placement: {exportable_text()}."
+    return f"Write a run in the Hugging Face layout that holds its placement: {listing()['exportable']}."
 
 
 @app.command("import-hf", cls=lazy_help(_import_help), short_help="Import a Hugging Face model as a normlab run.")

@@ -12,6 +12,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Table
 
 from normlab.cli.common import PRINT_EVERY_S, Executor, console, csv_list, err_console, fail
+from normlab.cli.listings import listing
 from normlab.errors import ConfigError
 
 
@@ -28,9 +29,7 @@ STUDY_HELP = """Turn the claims into verdicts: train the runs they need, measure
 
 
 def study_help() -> str:
-    from normlab.study.presets import PRESETS
-
-    presets = "\n".join(f"{p.name}: {p.summary}" for p in PRESETS.values())
+    presets = "\n".join(f"{name}: {summary}" for name, summary in listing()["presets"])  # no torch (cli/listings.py)
     return f"{inspect.cleandoc(STUDY_HELP)}\n\n\b\nPresets (--preset; costs: docs/cost.md):\n{presets}"
 
 
