@@ -292,6 +292,8 @@ def test_the_help_answers_within_a_second_as_the_committed_timing_says():
     assert (f"`normlab --help` answers in {row['median_s']:.2f} s (median of {startup['repeats']}), "
             f"{row['median_vs_import_torch']:.2f}× the {torch_s:.2f} s of `import torch`") in text
     assert f"`normlab train --help` takes {startup['commands']['normlab train --help']['median_s']:.2f} s" in text
+    helps = [startup["commands"][f"normlab {c} --help"]["median_s"] for c in ("study", "export", "import-hf", "bench")]
+    assert max(helps) <= 1.0 and f"`bench --help` at most {max(helps):.2f} s each" in text  # every --help: ≤ 1 s
     assert f"pays torch's import, {startup['commands']['normlab study --preset nope (refused)']['median_s']:.2f} s" in text
 
 
