@@ -9,7 +9,12 @@ TORCH  := torch==2.13.0
 # GB). For the CPU-only build: make setup TORCH_INDEX=https://download.pytorch.org/whl/cpu
 TORCH_INDEX ?=
 
-.PHONY: run test test-slow setup browser clean
+# The oldest transformers the `hf` extra allows (pyproject.toml), in an environment of its own with no torch: the
+# tests load normlab's exported tokenizers there as well as under the newest (tests/hf/test_floor.py)
+HF_FLOOR := 4.40.0
+HF_FLOOR_VENV := .venv-hf-floor
+
+.PHONY: run test test-slow setup browser hf-floor clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,11 +46,18 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "the browser test needs: sudo apt-get install chromium chromium-driver"; fi
 
-test: setup browser
+$(HF_FLOOR_VENV)/.installed: Makefile
+	$(PYTHON) -m venv $(HF_FLOOR_VENV)
+	$(HF_FLOOR_VENV)/bin/pip install --quiet "transformers==$(HF_FLOOR)"
+	touch $@
+
+hf-floor: $(HF_FLOOR_VENV)/.installed
+
+test: setup browser hf-floor
 	$(BIN)/python -m pytest -q
 
 test-slow: setup
 	$(BIN)/python -m pytest -q -m slow
 
 clean:
-	rm -rf $(VENV) runs
+	rm -rf $(VENV) $(HF_FLOOR_VENV) runs
