@@ -408,3 +408,13 @@ def test_the_earlier_held_out_studies_and_the_reference_runs_spread_are_quoted_f
             f"followed it, {unit['standard-3000']} s and {unit['frontier-3000']} s before the two held-out studies on "
             f"3000–3004 and {unit['standard-2000']} s before the held-out study on 2000–2004") in cost
     assert f"up to {max(unit.values()) / min(unit.values()):.2f}× as many reference runs" in cost
+
+
+def test_every_client_check_passes_in_the_committed_matrix():
+    """benchmarks/client_checks.py: every tokenizer kind × export layout × (generate, pipeline, padding,
+    model(**tok)), and each tokenizer under the floor transformers; the closing notes quote this file."""
+    m = json.loads((ROOT / "benchmarks/results/client_checks.json").read_text("utf-8"))
+    assert m["floor"] and {k.split(" × ")[0] for k in m["cells"]} == {"char", "byte", "hf"}
+    for name, cell in m["cells"].items():
+        assert all(v is True for k, v in cell.items() if k != "model(**tok) max |diff|"), (name, cell)
+        assert cell["model(**tok) max |diff|"] < 1e-5, (name, cell)

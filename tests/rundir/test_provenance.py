@@ -170,3 +170,22 @@ def test_generate_on_an_export_warns_nothing_and_stops_at_the_block(tmp_path, ca
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # transformers' advice to name max_new_tokens
         assert model.generate(**tok("To be", return_tensors="pt"), do_sample=False).shape[1] == 16  # the block
+
+
+def test_an_imported_gpt2s_export_sends_no_token_type_ids(tmp_path):
+    """Found by benchmarks/client_checks.py: GPT-2 embeds token_type_ids with its token table, so a tokenizer
+    that sent them added token 0's row to every position (0.39 off normlab's logits)."""
+    import torch
+
+    from normlab.rundir import load_model
+
+    source = _gpt2_with_tokenizer(tmp_path / "hf")  # its tokenizer_config names token_type_ids
+    assert runner.invoke(app, ["import-hf", str(source), "--out", str(tmp_path / "run")]).exit_code == 0
+    export_run(tmp_path / "run", tmp_path / "out")
+    tok = transformers.AutoTokenizer.from_pretrained(tmp_path / "out")
+    enc = tok("ROMEO: to be", return_tensors="pt")
+    assert set(enc) == {"input_ids", "attention_mask"}
+    model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "out").eval()
+    with torch.no_grad():
+        ours = load_model(tmp_path / "run").model.eval()(enc["input_ids"])[0]
+        torch.testing.assert_close(model(**enc).logits[..., :ours.shape[-1]], ours, atol=1e-5, rtol=0)

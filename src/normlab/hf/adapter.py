@@ -194,9 +194,11 @@ class Adapter:
     prefixes: ClassVar[tuple[str, ...]] = ("",)  # the base model's prefixes, the one export writes first
     block: ClassVar[str] = ""  # a block's prefix in the checkpoint, "{}" for its index
     ignore: ClassVar[dict[str, str]] = {}  # regex over names (base prefix removed) -> why it has no counterpart
-    # what the model's forward takes from a tokenizer: an exported tokenizer sends these and no more (XLM reads
-    # token_type_ids as tokens of its vocabulary, so a BERT tokenizer's zeros would add [PAD]'s row everywhere)
-    model_inputs: ClassVar[tuple[str, ...]] = ("input_ids", "attention_mask", "token_type_ids")
+    # what the model's forward takes from a tokenizer: an exported tokenizer sends these and no more. normlab
+    # reads one segment, so no layout takes token_type_ids: XLM and GPT-2 embed them with the token table (a BERT
+    # tokenizer's zeros added [PAD]'s or token 0's row to every position: MiniLM off by 2.74, an imported GPT-2
+    # by 0.39), and BERT's single segment is the default it reads without them
+    model_inputs: ClassVar[tuple[str, ...]] = ("input_ids", "attention_mask")
 
     @property
     def name(self) -> str:

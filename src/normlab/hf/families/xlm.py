@@ -24,7 +24,6 @@ class XLM(Adapter):
     facts = dict(arch="encoder", scheme="post", norm="layernorm", positions="learned", mlp="gelu", embed_norm=True,
                  final_norm=False, bias=True, gelu_approximate="none")
     free = ("head_bias",)
-    model_inputs = ("input_ids", "attention_mask")  # XLMModel embeds token_type_ids with the token table
     embedding, prefixes, head = "embeddings.weight", ("transformer.", ""), "pred_layer.proj.weight"
     ignore = {r"position_ids": "a buffer of position indices, not a weight"}
 
