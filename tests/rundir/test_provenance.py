@@ -189,3 +189,14 @@ def test_an_imported_gpt2s_export_sends_no_token_type_ids(tmp_path):
     with torch.no_grad():
         ours = load_model(tmp_path / "run").model.eval()(enc["input_ids"])[0]
         torch.testing.assert_close(model(**enc).logits[..., :ours.shape[-1]], ours, atol=1e-5, rtol=0)
+
+
+def test_a_run_on_a_relative_corpus_path_is_diagnosed_from_anywhere(tmp_path, corpus, monkeypatch):
+    """Old: a relative data.path meant another file once the working directory changed."""
+    monkeypatch.chdir(tmp_path)
+    train(tiny_config(data={"path": corpus.name}, train={"steps": 5}), tmp_path / "run")
+    assert json.loads((tmp_path / "run" / "corpus.json").read_text())["corpus"] == str(corpus.resolve())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert load_subject(tmp_path / "run").loss().item() > 0

@@ -88,6 +88,9 @@ def _normlab_subject(path: Path, text: str | None, init: bool, device: torch.dev
     loaded = load_model(path, device, require_checkpoint=not init)
     cfg, model = loaded.cfg, loaded.model.to(dtype=dtype).eval()
     kept = loaded.provenance()
+    if kept is not None and cfg.data.path and kept.corpus != cfg.data.path and not Path(cfg.data.path).exists():
+        # a relative corpus path read from another working directory: the run kept where its corpus is
+        cfg = cfg.model_copy(update={"data": cfg.data.model_copy(update={"path": kept.corpus})})
     changed = kept.changed(cfg.data.path) if kept is not None and text is None else None
     if changed:  # its val split would be other text, its ids shifted: never measured silently
         raise ValueError(f"{changed}: its validation text is not the one it held out; restore the corpus, or "
