@@ -8,6 +8,8 @@ measures this machine's fp32 matmul peak (a 1024² matmul), and reports achieved
 model's matmuls (6·N·P, attention excluded) for each side. Run it on an otherwise idle machine.
 
     python benchmarks/multirun.py [--ks 2,8,32] [--shapes quick,nanogpt] [--threads 1,2] [--rounds 5]
+    python benchmarks/multirun.py --shapes frontier --ks 8,16,32 --threads 1 > multirun_frontier_2core_cpu.json
+        (the frontier's RoPE runs, which stack since 2026-11-29)
 """
 from __future__ import annotations
 
@@ -26,9 +28,10 @@ from normlab.nn.stacked import StackedGPT
 from normlab.config import TrainConfig
 from normlab.train.optim import StackedAdamW, build_optimizer, clip_stacked_grads
 
-SHAPES = {  # (model fields, batch size): the quick preset's base run and nanoGPT's CPU recipe
+SHAPES = {  # (model fields, batch size): the quick preset's base run, nanoGPT's CPU recipe, the frontier's base
     "quick": (dict(block_size=64, n_layer=4, n_head=4, d_model=64), 12),
     "nanogpt": (dict(block_size=64, n_layer=4, n_head=4, d_model=128, bias=False), 12),
+    "frontier": (dict(block_size=64, n_layer=4, n_head=4, d_model=64, positions="rope", mlp="swiglu", init="gpt2"), 12),
 }
 VOCAB = 65
 

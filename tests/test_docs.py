@@ -262,3 +262,12 @@ def test_the_residual_2026_cost_table_is_its_json():
         row = (f"| {r['scheme']} | {r['step_ms']:.1f} ms | {r['ratio_to_pre']:.2f}× [{r['ratio_p10']:.2f}, "
                f"{r['ratio_p90']:.2f}] | {r['peak_mem_mb']:.1f} MB | {r['memory_ratio_to_pre']:.2f}× |")
         assert row in text, f"docs/performance.md should hold {row!r}"
+
+
+def test_the_frontier_stacking_figures_are_multirun_frontier_json():
+    rows = json.loads((RESULTS / "multirun_frontier_2core_cpu.json").read_text("utf-8"))
+    assert {r["K"] for r in rows} == {8, 16, 32} and {r["shape"] for r in rows} == {"frontier"}
+    text = " ".join(DOCS["cost.md"].split())
+    for threads, words in ((1, "on one thread"), (2, "on two")):
+        ratios = [r["speedup"] for r in rows if r["threads"] == threads]
+        assert f"{min(ratios):.2f}–{max(ratios):.2f}× {words}" in text

@@ -73,7 +73,7 @@ def test_off_by_default_and_a_fixed_factor_conflicts():
         ModelConfig(vocab_size=20, arch="encoder-decoder", learned_embed_scale=True)
     with pytest.raises(ValueError, match="learned_embed_scale"):  # nGPT reads unit embeddings as they are
         ModelConfig(**{**TINY, "init": "normal"}, scheme="ngpt", learned_embed_scale=True)
-    assert not ModelConfig(**TINY, learned_embed_scale=True).stackable
+    assert ModelConfig(**TINY, learned_embed_scale=True).stackable  # stacked as (K,) since 2026-11-29
 
 
 def test_run_ids_without_it_are_unchanged():

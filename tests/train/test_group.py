@@ -76,9 +76,12 @@ def assert_same_run(grouped, alone):
         RunDir(alone).read_json("layer_skip.json")["effective_depth"]
 
 
-def check_equivalence(tmp_path, scheme, norm, init="normal"):
+def check_equivalence(tmp_path, scheme, norm, init="normal", **model):
     cfgs = [member(0, 3e-3, scheme, norm, init), member(1, 1e-3, scheme, norm, init, warmup_steps=0,
                                                          weight_decay=0.0, grad_clip=0.5, schedule="constant")]
+    if model:  # model settings beside the scheme and normalizer (the frontier's rotary positions, DyT's scalar)
+        cfgs = [c.model_copy(update={"model": c.model.model_copy(update=model)}) for c in cfgs]
+        assert all(c.model.stackable for c in cfgs)
     results = GroupTrainer([(c, str(tmp_path / f"g{i}")) for i, c in enumerate(cfgs)]).run()
     assert [r.status for r in results] == ["completed", "completed"]
     for i, cfg in enumerate(cfgs):
@@ -90,6 +93,18 @@ def check_equivalence(tmp_path, scheme, norm, init="normal"):
 @pytest.mark.parametrize("scheme,norm", FAST_COMBOS)
 def test_member_matches_the_run_trained_alone(tmp_path, one_torch_thread, scheme, norm):
     check_equivalence(tmp_path, scheme, norm)
+
+
+@pytest.mark.parametrize("norm, model", [
+    ("rmsnorm", dict(positions="rope", mlp="swiglu", bias=False)),
+    ("dyt", dict(positions="rope", learned_embed_scale=True)),
+    ("derf", dict(learned_embed_scale=True, embed_scale_positions=True))])
+def test_the_frontiers_runs_stack_as_members_that_match_the_runs_trained_alone(tmp_path, one_torch_thread, norm,
+                                                                             model):
+    """Old: rotary positions and a learned embedding scalar kept a run out of a stack, so 1 % of the frontier's
+    runs stacked (issue: "Workers that never wait"); the rotary turns every row of the stacked batch alike, and the
+    scalar stacks as (K,)."""
+    check_equivalence(tmp_path, "pre", norm, **model)
 
 
 def test_member_matches_the_run_trained_alone_under_xiongs_scaled_embeddings(tmp_path, one_torch_thread):

@@ -199,11 +199,11 @@ class ModelConfig(BaseModel):
 
     @property
     def stackable(self) -> bool:
-        """Whether normlab.nn.stacked can train many of these models as one: its embedding and head carry
-        learned positions and a plain projection only."""
-        return (self.positions == "learned" and not self.head_transform and not self.head_bias
-                and self.logit_softcap is None and self.embed_scale is None and not self.learned_embed_scale
-                and not self.embed_scale_positions and SCHEMES.get(self.scheme).facts.stackable)
+        """Whether normlab.nn.stacked can train many of these models as one: its embedding carries learned or
+        rotary positions (rotary has no parameters: each row of the stacked batch turns alike) and any embedding
+        scale (a number, or DyT's and Derf's learned scalar, stacked), its head a plain projection."""
+        return (self.positions in ("learned", "rope") and not self.head_transform and not self.head_bias
+                and self.logit_softcap is None and SCHEMES.get(self.scheme).facts.stackable)
 
     def stacks(self) -> dict[str, "Stack"]:
         """The model's stacks ("encoder", "decoder") and what each scheme instance needs to know of them."""

@@ -126,6 +126,11 @@ class StackedGPT(nn.Module):
         self._stacks.point_members_at_stacks()
 
     def _swap_leaves(self) -> None:
+        if isinstance(self.body.embed_scale, nn.Parameter):  # DyT's and Derf's learned scalar: (K,), one a member
+            stack = self._stacks.get("embed_scale")
+            delattr(self.body, "embed_scale")
+            self.body.register_parameter("embed_scale", stack)
+        stacked = {id(stack) for stack, _ in self._stacks.pairs}
         for name, module in list(self.body.named_modules()):
             if isinstance(module, nn.Linear):
                 bias = self._stacks.get(f"{name}.bias") if module.bias is not None else None
@@ -135,7 +140,7 @@ class StackedGPT(nn.Module):
             elif isinstance(module, Norm):
                 own = [n for n, _ in module.named_parameters(recurse=False)]
                 self._replace(name, StackedNorm(module, {n: self._stacks.get(f"{name}.{n}") for n in own}))
-            elif list(module.parameters(recurse=False)):
+            elif any(id(p) not in stacked for p in module.parameters(recurse=False)):
                 raise TypeError(f"{name} ({type(module).__name__}) holds parameters and has no stacked twin; "
                                 "add one in normlab/nn/stacked.py")
 
@@ -153,7 +158,15 @@ class StackedGPT(nn.Module):
         body = self.body
         if T > body.cfg.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {body.cfg.block_size}")
-        x = body.wte(idx) * body.embed_scale + body.wpe.weight[:, :T].unsqueeze(1)  # (K, B, T, C), as embed()
+        scale = body.embed_scale  # a number, or the members' learned scalars (K,)
+        scale = scale.view(K, 1, 1, 1) if isinstance(scale, torch.Tensor) else scale
+        x = body.wte(idx)  # (K, B, T, C), then as embed(); rotary positions turn q and k in each row alike
+        if body.wpe is None:
+            x = x * scale
+        elif body.cfg.embed_scale_positions:  # Derf's (wte + wpe)·s
+            x = (x + body.wpe.weight[:, :T].unsqueeze(1)) * scale
+        else:
+            x = x * scale + body.wpe.weight[:, :T].unsqueeze(1)
         x = body.drop(x).reshape(K * B, T, -1)
         x = body.embed_norm(x)
         for block in body.blocks:
