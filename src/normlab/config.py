@@ -213,9 +213,7 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check_sections(self) -> "RunConfig":
-        from normlab.nn.schemes import SCHEMES
-
-        if self.train.activation_checkpointing and not SCHEMES.get(self.model.scheme).facts.checkpointable:
+        if self.train.activation_checkpointing and not self.model.scheme_type.facts.checkpointable:
             raise ValueError(f"scheme {self.model.scheme!r} cannot use train.activation_checkpointing: its blocks "
                              "share state across the forward pass, which a recomputed block would overwrite")
         return self

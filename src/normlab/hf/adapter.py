@@ -26,7 +26,6 @@ import torch
 
 from normlab.hf.files import HFDirError
 from normlab.nn.config import ModelConfig
-from normlab.nn.schemes import SCHEMES
 from normlab.registry import Registry
 
 
@@ -171,7 +170,7 @@ def _seen(cfg: ModelConfig) -> dict[str, Any]:
     return {"arch": cfg.arch, "scheme": cfg.scheme, "norm": cfg.norm, "positions": cfg.positions, "mlp": cfg.mlp,
             "embed_norm": cfg.resolved_embed_norm(), "final_norm": cfg.resolved_final_norm(), "qk_norm": cfg.qk_norm,
             "grouped k/v": cfg.n_kv_head not in (None, cfg.n_head), "head_transform": cfg.head_transform,
-            "inner norms": SCHEMES.get(cfg.scheme).inner_norms, "norm_affine": cfg.norm_affine,
+            "inner norms": cfg.scheme_type.inner_norms, "norm_affine": cfg.norm_affine,
             "dropout": cfg.dropout > 0, "qkv_bias apart from bias": cfg.qkv_bias is not None and cfg.qkv_bias != cfg.bias,
             "attn_scale": cfg.attn_scale, "attn_softcap": cfg.attn_softcap, "logit_softcap": cfg.logit_softcap,
             "head_bias": cfg.head_bias, "rope_fraction": cfg.rope_fraction,

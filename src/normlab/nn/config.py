@@ -6,7 +6,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from normlab.nn.norms import NORMS
-from normlab.nn.schemes import ARCHITECTURES, SCHEMES, Stack, build_scheme
+from normlab.nn.schemes import ARCHITECTURES, SCHEMES, Scheme, Stack, build_scheme
 from normlab.registry import check_options
 
 
@@ -144,7 +144,7 @@ class ModelConfig(BaseModel):
         if self.positions == "rope" and int(self.head_dim * self.rope_fraction) % 2:
             raise ValueError(f"rotary positions turn pairs of channels: the rotated width ⌊{self.rope_fraction} × "
                              f"{self.head_dim}⌋ must be even")
-        scheme_cls = SCHEMES.get(self.scheme)
+        scheme_cls = self.scheme_type
         for part in self.stacks().values():  # a scheme's paper that defines no such model: one line, first; each
             build_scheme(self.scheme, part.depth, self.scheme_options, part)  # stack at its own depth, as built
         if self.arch == "encoder-decoder":
@@ -191,11 +191,17 @@ class ModelConfig(BaseModel):
                                  f"encoder-decoder takes {key} = {value!r}")
 
     @property
+    def scheme_type(self) -> type[Scheme]:
+        """The scheme class this config names: its maths and its facts. Every reader of a config's scheme asks
+        here, never the registry by the name again."""
+        return SCHEMES.get(self.scheme)
+
+    @property
     def head_dim(self) -> int:
         return self.d_head or self.d_model // self.n_head
 
     def resolved_embed_norm(self) -> bool:
-        return SCHEMES.get(self.scheme).embed_norm if self.embed_norm is None else self.embed_norm
+        return self.scheme_type.embed_norm if self.embed_norm is None else self.embed_norm
 
     @property
     def stackable(self) -> bool:
@@ -203,7 +209,7 @@ class ModelConfig(BaseModel):
         rotary positions (rotary has no parameters: each row of the stacked batch turns alike) and any embedding
         scale (a number, or DyT's and Derf's learned scalar, stacked), its head a plain projection."""
         return (self.positions in ("learned", "rope") and not self.head_transform and not self.head_bias
-                and self.logit_softcap is None and SCHEMES.get(self.scheme).facts.stackable)
+                and self.logit_softcap is None and self.scheme_type.facts.stackable)
 
     def stacks(self) -> dict[str, "Stack"]:
         """The model's stacks ("encoder", "decoder") and what each scheme instance needs to know of them."""
@@ -233,5 +239,5 @@ class ModelConfig(BaseModel):
     def resolved_final_norm(self) -> bool:
         if self.final_norm is not None:
             return self.final_norm
-        return SCHEMES.get(self.scheme).final_norm
+        return self.scheme_type.final_norm
 

@@ -23,7 +23,6 @@ import torch
 from normlab.config import RunConfig, config_hash
 from normlab.data import corpus_of
 from normlab.diagnostics.probe import NO_PROBE
-from normlab.nn.schemes import SCHEMES
 from normlab.nn.stacked import StackedGPT
 from normlab.train.cadence import run_cadence
 from normlab.train.lifecycle import Diverged, RunError, RunResult
@@ -56,7 +55,7 @@ def alone_because(cfg: RunConfig) -> str | None:
         return f"a stack holds decoders, and this is an {cfg.model.arch}"
     if cfg.train.weight_decay_on != "matrices":
         return "a stack's optimizer decays matrices only (train.weight_decay_on = 'matrices')"
-    if not SCHEMES.get(cfg.model.scheme).facts.stackable:
+    if not cfg.model.scheme_type.facts.stackable:
         return (f"scheme {cfg.model.scheme!r} keeps parameters outside the Linear, Embedding and Norm leaves a "
                 "stack holds")
     if not cfg.model.stackable:  # a setting of the run, or one its scheme fixes (nGPT's rotary positions)
