@@ -240,3 +240,29 @@ def test_mhc_carries_deepseek_v4s_logit_scale_to_our_width(d_model):
     x = torch.nn.functional.rms_norm(torch.randn(4096, phi.shape[0]), (phi.shape[0],))
     assert (x @ phi).pow(2).mean().sqrt().item() == pytest.approx(0.02 * math.sqrt(4 * 4096), rel=0.05)
     assert 0.02 * math.sqrt(4 * d_model) < 1.5  # the number carried as it is would leave the regime
+
+
+def test_dynamic_hyper_connections_are_the_papers_equations():
+    """HC Eq. 1 and 10–13 written out: Ĥ_k = B_k·T(Σ_j A_m[j]·H_j) + Σ_j A_r[j, k]·H_j, with A_r's row j read
+    from stream j (it says where stream j goes). The module keeps H_res = A_rᵀ (out_i = Σ_j H_res[i, j]·x_j)."""
+    from normlab.nn.residual import DynamicMixing, HyperResidual
+
+    torch.manual_seed(0)
+    n, d = 4, 8
+    mixing = DynamicMixing(n, k=1, d=d)
+    with torch.no_grad():
+        for p in mixing.dynamic.parameters():
+            p.normal_()
+        mixing.res.add_(0.3 * torch.randn(n, n))
+    f, norm = nn.Linear(d, d), nn.LayerNorm(d)
+    x = torch.randn(2, 3, n, d)
+    got = HyperResidual(f, norm, mixing)(x)
+
+    dyn = mixing.dynamic
+    h = dyn.norm(x)  # H̄, each stream on its own
+    a_m = mixing.pre + dyn.s_alpha * torch.tanh(h @ dyn.w_pre).squeeze(-1)  # (B, T, n)
+    a_r = mixing.res.T + dyn.s_alpha * torch.tanh(h @ dyn.w_res)  # (B, T, n, n), row j from stream j
+    b = mixing.post + dyn.s_beta * torch.tanh(h @ dyn.w_post).squeeze(-1)  # (B, T, n)
+    h0 = torch.einsum("btj,btjc->btc", a_m, x)
+    expected = b.unsqueeze(-1) * f(norm(h0)).unsqueeze(-2) + torch.einsum("btjk,btjc->btkc", a_r, x)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)

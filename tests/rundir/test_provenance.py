@@ -200,3 +200,17 @@ def test_a_run_on_a_relative_corpus_path_is_diagnosed_from_anywhere(tmp_path, co
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     assert load_subject(tmp_path / "run").loss().item() > 0
+
+
+def test_a_fine_tune_whose_vocabulary_corpus_changed_is_refused(tmp_path, corpus):
+    """A run whose characters come from another corpus (data.vocab_from): that file edited shifts the ids too."""
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text(corpus.read_text("utf-8"), "utf-8")
+    cfg = tiny_config(data={"path": str(corpus), "vocab_from": str(vocab)}, train={"steps": 30})
+    with pytest.raises(Interrupt):
+        Trainer(cfg, tmp_path / "run", on_log=interrupt_at(17)).run()
+    vocab.write_text(vocab.read_text("utf-8") + "\t", "utf-8")
+    with pytest.raises(RunError, match="its vocabulary is read from changed"):
+        train(cfg, tmp_path / "run")
+    with pytest.raises(ValueError, match="its vocabulary is read from changed"):
+        load_subject(tmp_path / "run")

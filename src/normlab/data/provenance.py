@@ -70,6 +70,18 @@ class Provenance:
                               "tokens; restore the file the run was trained with")
         return tok
 
+    def differs_from(self, corpus: Corpus) -> str | None:
+        """Why `corpus`, as loaded now, is not what this run trained on (None: it is): other text, or a char
+        vocabulary read from a corpus (`vocab_from`) whose characters changed."""
+        if corpus.sha256 != self.sha256:
+            return (f"the corpus {corpus.name!r} changed since this run trained on it (sha256 {self.sha256[:12]}…, "
+                    f"now {corpus.sha256[:12]}…)")
+        now = getattr(corpus.tokenizer, "chars", None)
+        if self.chars is not None and now is not None and list(now) != self.chars:
+            return (f"the corpus {self.vocab_from or corpus.name!r} its vocabulary is read from changed since this "
+                    f"run trained ({len(self.chars)} characters then, {len(now)} now, or others)")
+        return None
+
     def changed(self, path: str | None) -> str | None:
         """Why the corpus at `path` is not the text this run trained on (None: it is)."""
         try:

@@ -91,12 +91,12 @@ def _normlab_subject(path: Path, text: str | None, init: bool, device: torch.dev
     if kept is not None and cfg.data.path and kept.corpus != cfg.data.path and not Path(cfg.data.path).exists():
         # a relative corpus path read from another working directory: the run kept where its corpus is
         cfg = cfg.model_copy(update={"data": cfg.data.model_copy(update={"path": kept.corpus})})
-    changed = kept.changed(cfg.data.path) if kept is not None and text is None else None
-    if changed:  # its val split would be other text, its ids shifted: never measured silently
-        raise ValueError(f"{changed}: its validation text is not the one it held out; restore the corpus, or "
-                         "measure on a text of your own with --text FILE")
     tokenizer = loaded.tokenizer()  # the ids as trained
     corpus = corpus_of(cfg) if text is None else None
+    changed = kept.differs_from(corpus) if kept is not None and corpus is not None else None
+    if changed:  # its val split would be other text, or its ids shifted: never measured silently
+        raise ValueError(f"{changed}: its validation text is not the one it held out; restore the corpus, or "
+                         "measure on a text of your own with --text FILE")
     ids = corpus.val if text is None else torch.tensor(tokenizer.encode(read_text(text)[1]), dtype=torch.long)
     x, y = _windows(ids, cfg.model.block_size + 1)
     objective = Vocabulary.of(tokenizer).objective(cfg.model.arch)
@@ -273,8 +273,8 @@ def _decoder_start(config) -> int:
 def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
     """Placement, normalizer, and per-layer residual RMS, contribution, angular distance, BI, grads, ΔL."""
     model = subject.model
-    structure = detect_placement(model, subject.forward)
-    layers_name, layers = find_layers(model)
+    layers_name, layers = _stack_that_runs(model, subject.forward)
+    structure = detect_placement(model, subject.forward, (layers_name, layers))
     design = design_of(model, getattr(model, "config", None))
     io, inputs, loss, taps, ran = _layer_io(subject, layers, design)
     rows = _layer_rows(layers, io, subject.mask)
@@ -308,6 +308,25 @@ def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
         result["effective_depth"] = {k: ablation[k] for k in ("effective_depth", "effective_depth_fraction",
                                                                "threshold", "relative_to", "judged")}
     return result
+
+
+@torch.no_grad()
+def _stack_that_runs(model: nn.Module, forward: Callable[[], Any]) -> tuple[str, nn.ModuleList]:
+    """The longest stack of layers (`find_layers`), unless the objective's forward pass never runs it (a vision
+    tower deeper than the language model): then the longest stack that runs."""
+    chosen = find_layers(model)
+    ran: set[int] = set()
+    stacks = [chosen, *find_stacks(model)]
+    with ExitStack() as hooks:
+        for _, stack in stacks:
+            hooks.callback(stack[0].register_forward_hook(lambda m, a, o: ran.add(id(m))).remove)
+        forward()
+    if id(chosen[1][0]) in ran:
+        return chosen
+    running = [s for s in stacks if id(s[1][0]) in ran]
+    if not running:
+        raise ValueError(f"{type(model).__name__}: the forward pass of its objective runs none of its stacks of layers")
+    return max(running, key=lambda s: len(s[1]))
 
 
 def _layer_io(subject: Subject, layers, design: Design):

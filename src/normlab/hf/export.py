@@ -19,8 +19,8 @@ A character vocabulary gains two tokens after the model's own ids, so that the t
 of unequal length). Their embedding rows are zeros, so no text without them computes differently; a
 masked LM's head gives them a bias of −1e4 and a decoder's generation config suppresses them, so neither is
 ever predicted. It has no bos or eos: normlab trains on one stream of characters with no document marks, and
-a token the model never saw would mean nothing to it. The tokenizer's `model_max_length` and the generation
-config's `max_length` are the block size the model was trained at.
+a token the model never saw would mean nothing to it. The tokenizer's `model_max_length` is the block size the
+model was trained at; the generation config names no `max_length` (`generation_config`).
 """
 from __future__ import annotations
 
@@ -157,9 +157,9 @@ def with_added_tokens(state: dict[str, torch.Tensor], cfg: ModelConfig,
 
 def generation_config(cfg: ModelConfig, special: dict[str, int | None], suppress: list[int]) -> Any:
     """A decoder's generation defaults: the tokenizer's special ids, and the added tokens suppressed. No
-    `max_length`: transformers 5 then warns at every generate(max_new_tokens=…) that both are set; without it a
-    generate() that names no length stops at the model's positions (n_positions / max_position_embeddings, the
-    block size it was trained at)."""
+    `max_length`: with one, transformers 5 warns at every generate(max_new_tokens=…) that both are set; without
+    it a generate() that names no length gives transformers' 20 new tokens, capped at the model's positions
+    (max_position_embeddings, the block size it was trained at)."""
     from transformers import GenerationConfig
 
     return GenerationConfig(suppress_tokens=suppress or None, **special)

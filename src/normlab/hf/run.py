@@ -74,6 +74,8 @@ def export_run(target: str | Path, out: str | Path) -> Path:
     if tokenizer_from is not None and not (tokenizer_from / "tokenizer.json").is_file():
         raise ValueError(f"the run's tokenizer ({tokenizer_from / 'tokenizer.json'}) is gone: export would write a "
                          "model without one; if the run moved, point data.tokenizer_dir in its config.toml at its tokenizer/")
+    if data.tokenizer == "hf" and tokenizer_from is not None:
+        loaded.tokenizer()  # refuses a tokenizer.json that is not the one the run trained with (corpus.json)
     chars, mask = None, None
     if data.tokenizer == "byte":  # id b is byte b: a byte-level tokenizer of the 256 bytes
         chars = byte_vocab()

@@ -84,7 +84,7 @@ class OneStream(nn.Module):
 
 
 class HyperStreams(nn.Module):
-    """n residual streams, (B, T, n, C). The embedding enters as n copies (HC §3; DeepSeek-V4's
+    """n residual streams, (B, T, n, C). The embedding enters as n copies (HC §2.1; DeepSeek-V4's
     `inputs_embeds.unsqueeze(2).expand(...)`), and the streams leave summed (HC: "the final hidden vectors are
     summed"; before the final norm a sum and GLM-5-Next's mean differ only by the factor n, which the norm
     removes)."""
@@ -122,8 +122,9 @@ class DepthAttention(nn.Module):
 
     def forward(self, sources: torch.Tensor) -> torch.Tensor:
         """sources (B, T, m, C) → their attention-weighted sum (B, T, C)."""
-        keys = F.rms_norm(sources.float(), (sources.shape[-1],))
-        logits = keys @ self.query.float()  # (B, T, m)
+        with torch.autocast(sources.device.type, enabled=False):  # the depth softmax in fp32 under bf16 autocast
+            keys = F.rms_norm(sources.float(), (sources.shape[-1],))
+            logits = keys @ self.query.float()  # (B, T, m)
         weights = logits.softmax(-1).to(sources.dtype)
         self.weights = weights.detach()
         return (weights.unsqueeze(-1) * sources).sum(-2)
@@ -225,7 +226,9 @@ class DynamicPart(nn.Module):
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         h = self.norm(x)  # (B, T, n, C)
         pre = self.s_alpha * torch.tanh(h @ self.w_pre).squeeze(-1)  # (B, T, n)
-        res = self.s_alpha * torch.tanh(h @ self.w_res)  # (B, T, n, n): row i from stream i
+        # the paper's A_r row j comes from stream j and says where stream j goes (Ĥ = A_rᵀ·H, Eq. 1 and 12); in
+        # H_res's convention (out_i = Σ_j H_res[i, j]·x_j) that is column j
+        res = (self.s_alpha * torch.tanh(h @ self.w_res)).transpose(-1, -2)  # (B, T, n, n)
         post = self.s_beta * torch.tanh(h @ self.w_post).squeeze(-1)
         return pre, post, res
 
@@ -252,8 +255,9 @@ class ManifoldMixing(nn.Module):
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         n = self.n
-        flat = F.rms_norm(x.flatten(-2).float(), (x.shape[-2] * x.shape[-1],))  # (B, T, nC)
-        logits = flat @ self.phi.float()  # (B, T, (2 + n)·n)
+        with torch.autocast(x.device.type, enabled=False):  # the mixing's logits in fp32 under bf16 autocast
+            flat = F.rms_norm(x.flatten(-2).float(), (x.shape[-2] * x.shape[-1],))  # (B, T, nC)
+            logits = flat @ self.phi.float()  # (B, T, (2 + n)·n)
         pre_l, post_l, res_l = logits.split([n, n, n * n], -1)
         pre_b, post_b, res_b = self.bias.float().split([n, n, n * n])
         pre = torch.sigmoid(self.gate[0] * pre_l + pre_b)

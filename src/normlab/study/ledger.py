@@ -300,8 +300,10 @@ class Ledger:
         with self._tx() as db:
             rows = db.execute("SELECT id, owner_pid, owner_host, owner_start, heartbeat FROM runs "
                               "WHERE status = 'running' ORDER BY rowid").fetchall()
+        here = socket.gethostname()
+        mine = lambda owner, host: owner == pid and host in (None, here)  # noqa: E731 (a pid means a process only here)
         return [rid for rid, owner, host, start, beat in rows
-                if rid in ids and owner != pid and not owner_gone(owner, host, start, beat, now, self.lease_s)]
+                if rid in ids and not mine(owner, host) and not owner_gone(owner, host, start, beat, now, self.lease_s)]
 
     def running(self) -> list[tuple[str, dict[str, Any]]]:
         """(id, config) of the runs being trained now (progress displays)."""

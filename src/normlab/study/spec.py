@@ -383,12 +383,11 @@ def load_study(preset: str = "standard", study_file: str | Path | None = None, c
                               f"{', '.join(claim_ids)}: each sets {key} in its own runs, or trains nothing); "
                               "give an axis a claim's runs leave to the base")
     _validate(spec, CLAIMS)
-    if "train.warmup_steps" in unread:  # no run reads the base's warmup (each claim's runs set their own)
-        return spec
-    check_given(spec.preset.config, "the study's base: ")
-    for key, values in axes.items():
-        for value in values[1:]:
-            check_given(derive(spec.preset.config, {key: value}), f"study axis {key} = {value!r}: ")
+    if "train.warmup_steps" not in unread:  # else no run reads the base's warmup (each claim's runs set their own)
+        check_given(spec.preset.config, "the study's base: ")
+        for key, values in axes.items():
+            for value in values[1:]:
+                check_given(derive(spec.preset.config, {key: value}), f"study axis {key} = {value!r}: ")
     return spec
 
 
@@ -407,8 +406,8 @@ def _check_base_is_used(spec: StudySpec, given: dict[str, tuple[str, Any]]) -> s
             if key in own:
                 used = ", ".join(sorted({repr(o[key]) for o in runs}))
                 raise ConfigError(f"{where} sets {key} = {value!r}, but every run of {cid} sets {key} itself ({used}, "
-                                  f"from the {spec.preset.name!r} preset): the value would never be used; leave it "
-                                  f"out (or leave {cid} out of this study)")
+                                  f"from the {spec.preset.name!r} preset): {cid}'s runs would never use the value; "
+                                  f"leave it out (or leave {cid} out of this study)")
     return unread or set()
 
 

@@ -58,9 +58,13 @@ def alone_because(cfg: RunConfig) -> str | None:
     if not cfg.model.scheme_type.facts.stackable:
         return (f"scheme {cfg.model.scheme!r} keeps parameters outside the Linear, Embedding and Norm leaves a "
                 "stack holds")
-    if not cfg.model.stackable:  # a setting of the run, or one its scheme fixes (nGPT's rotary positions)
-        return (f"its embedding or head is more than a stack carries (positions = {cfg.model.positions!r}; "
-                "ModelConfig.stackable says what a stack holds)")
+    if not cfg.model.stackable:  # a setting of the run
+        m = cfg.model
+        held = [f"{k} = {v!r}" for k, v in (("positions", m.positions), ("head_transform", m.head_transform),
+                                             ("head_bias", m.head_bias), ("logit_softcap", m.logit_softcap))
+                if (k == "positions" and v not in ("learned", "rope")) or (k != "positions" and v)]
+        return (f"its embedding or head is more than a stack carries ({', '.join(held)}; ModelConfig.stackable "
+                "says what a stack holds)")
     return None
 
 

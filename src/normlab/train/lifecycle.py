@@ -186,10 +186,10 @@ class RunLifecycle:
             rd.write_json(CORPUS_FILE, Provenance.of(self.corpus, self.cfg.data).record())  # what its ids mean
             return
         if (rd.path / CORPUS_FILE).is_file():  # first: a changed corpus also changes the config's vocabulary size
-            kept = Provenance.from_record(rd.read_json(CORPUS_FILE))
-            if kept.sha256 != self.corpus.sha256:
-                raise RunError(f"{kept.changed(self.cfg.data.path)}: resuming would train on other text, a char "
-                               "vocabulary's ids shifted; restore the text, or pass --fresh to start over on it")
+            why = Provenance.from_record(rd.read_json(CORPUS_FILE)).differs_from(self.corpus)
+            if why:
+                raise RunError(f"{why}: resuming would train on other text, or a char vocabulary's ids shifted; "
+                               "restore the text, or pass --fresh to start over on it")
         old = rd.read_config()
         if old.hash() != self.cfg.hash():
             raise RunConflictError(

@@ -10,8 +10,9 @@ from normlab.nn.residual import (DepthResidual, DepthSources, DynamicMixing, Hyp
                                   ManifoldMixing, Residual, SpanResidual, StaticMixing)
 from normlab.nn.schemes.base import SCHEMES, Facts, Role, Scheme, Stack
 
-NO_ENCODER_DECODER = ("{paper} defines decoder-only language models; how cross-attention would read and write its "
-                      "residual state is not in the paper")
+NO_ENCODER_DECODER = ("{paper} defines a stack of self-attention blocks (its state does not depend on the attention "
+                      "mask, so an encoder is built as a decoder is); how an encoder-decoder's cross-attention would "
+                      "read and write its residual state is not in the paper")
 
 def _decoder_encoder_only(paper: str) -> dict[str, str]:
     return {"encoder-decoder": NO_ENCODER_DECODER.format(paper=paper)}
@@ -28,8 +29,8 @@ class HyperConnections(Scheme):
              │                            ⊗ H_post
              └──► H_res· ────────────────(+)──► x'
 
-    Static (HC §3.1) by default; option `dynamic` adds the input-dependent part (DHC, §3.2). Initialised as
-    Pre-LN (§3.3: sub-layer k reads stream k mod n, H_post = 1, H_res = I). The embedding enters as n copies
+    Static (HC §2.1) by default; option `dynamic` adds the input-dependent part (DHC, §2.2). Initialised as
+    Pre-LN (§2.3, Eq. 14: sub-layer k reads stream k mod n, H_post = 1, H_res = I). The embedding enters as n copies
     and the streams leave summed, then the final norm. Option `expansion` n (default 4, the paper's best).
     """
 
@@ -83,11 +84,17 @@ class ManifoldHyperConnections(HyperConnections):
                     undefined_architectures=_decoder_encoder_only("mHC (arXiv 2512.24880)"))
     REFERENCE_WIDTH, REFERENCE_STD, GATE_INIT = 4096, 0.02, 0.01
 
+    def __init__(self, n_layer: int, stack: Stack | None = None, **options: float | bool):
+        super().__init__(n_layer, stack, **options)
+        iters = self.options["sinkhorn_iters"]
+        if iters != int(iters) or iters < 1:  # refused where the config is validated, not where the model is built
+            raise ValueError(f"scheme 'mhc' option 'sinkhorn_iters' is a number of Sinkhorn rounds, an integer >= 1; "
+                             f"got {iters:g}")
+        self.iters = int(iters)
+
     def residual(self, sublayer, layer, make_norm, role):
         norm = make_norm()
-        iters = int(self.options["sinkhorn_iters"])
-        if iters < 1:
-            raise ValueError(f"scheme 'mhc' option 'sinkhorn_iters' must be >= 1, got {iters}")
+        iters = self.iters
         std = self.REFERENCE_STD * math.sqrt(self.REFERENCE_WIDTH / norm.d)
         k = 2 * layer + (role != "attention")
         return HyperResidual(sublayer, norm, ManifoldMixing(self.n, k, norm.d, iters, std, self.GATE_INIT))
