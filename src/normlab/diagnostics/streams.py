@@ -63,7 +63,8 @@ def design_of(model: nn.Module, config: Any = None) -> Design:
                                "(H_res = I)", int(n), IDENTITY, flat)
     block = getattr(cfg, "n_layers_per_attn_res_block", None)
     if block:
-        return Design("depth", f"Block Attention Residuals: a new source every {block} layers", block=int(block))
+        every = "every layer" if int(block) == 1 else f"every {block} layers"
+        return Design("depth", f"Block Attention Residuals: a new source {every}", block=int(block))
     return ONE_STREAM
 
 
@@ -78,7 +79,8 @@ def _normlab_design(model: nn.Module) -> Design:
     depth = [m for m in model.modules() if isinstance(m, DepthResidual)]
     if depth:
         size = getattr(model.scheme, "block_layers", 0) or None
-        text = (f"Block Attention Residuals: a new source every {size} blocks" if size else
+        every = "every block" if size == 1 else f"every {size} blocks"
+        text = (f"Block Attention Residuals: a new source {every}" if size else
                 "Full Attention Residuals: every sub-layer's output its own source")
         return Design("depth", text, block=size)
     return ONE_STREAM
