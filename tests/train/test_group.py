@@ -102,7 +102,7 @@ def test_member_matches_the_run_trained_alone(tmp_path, one_torch_thread, scheme
 def test_the_frontiers_runs_stack_as_members_that_match_the_runs_trained_alone(tmp_path, one_torch_thread, norm,
                                                                              model):
     """Old: rotary positions and a learned embedding scalar kept a run out of a stack, so 1 % of the frontier's
-    runs stacked (issue: "Workers that never wait"); the rotary turns every row of the stacked batch alike, and the
+    runs stacked; the rotary turns every row of the stacked batch alike, and the
     scalar stacks as (K,)."""
     check_equivalence(tmp_path, "pre", norm, **model)
 
