@@ -111,12 +111,12 @@ def test_a_directory_whose_streams_do_not_match_its_config_gets_one_line(saved, 
 def test_a_stack_the_text_pass_never_runs_is_not_the_one_measured(saved):
     """A text+vision model whose vision tower had more layers than its language model would have had the tower
     measured (its hooks never fire): the stack measured is the longest that the objective's pass runs."""
-    from normlab.diagnostics.diagnose import _stack_that_runs
+    from normlab.diagnostics.diagnose import _stacks_that_run
 
     subject = load_subject(saved["glm5_next"])
     tower = next(m for n, m in subject.model.named_modules() if isinstance(m, torch.nn.ModuleList) and "visual" in n)
     for _ in range(6):  # deeper than the 4 language layers
         tower.append(tower[0])
-    name, layers = _stack_that_runs(subject.model, subject.forward)
+    (name, layers), _ = _stacks_that_run(subject.model, subject.forward)
     assert "visual" not in name and len(layers) == 4
     assert diagnose(subject, skip=False)["n_layer"] == 4

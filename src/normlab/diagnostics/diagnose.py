@@ -273,10 +273,10 @@ def _decoder_start(config) -> int:
 def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
     """Placement, normalizer, and per-layer residual RMS, contribution, angular distance, BI, grads, ΔL."""
     model = subject.model
-    layers_name, layers = _stack_that_runs(model, subject.forward)
+    (layers_name, layers), running = _stacks_that_run(model, subject.forward)
     structure = detect_placement(model, subject.forward, (layers_name, layers))
     design = design_of(model, getattr(model, "config", None))
-    io, inputs, loss, taps, ran = _layer_io(subject, layers, design)
+    io, inputs, loss, taps = _layer_io(subject, layers, design)
     rows = _layer_rows(layers, io, subject.mask)
     model.zero_grad(set_to_none=True)
     result: dict[str, Any] = {
@@ -294,7 +294,7 @@ def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
         "residual": measures(design, taps, inputs),
         "layers": rows,
     }
-    stacks = [(name, stack) for name, stack in find_stacks(model) if id(stack[0]) in ran]  # not a vision tower
+    stacks = [s for s in find_stacks(model) if s in running]  # not a vision tower a text pass never runs
     if len(stacks) > 1:  # an encoder–decoder: each stack's placement on its own (the rows above are the longest's)
         result["stacks"] = {name: {k: v for k, v in detect_placement(model, subject.forward, (name, layers)).items()
                                    if k in ("placement", "placement_seen", "normalizer", "final_norm",
@@ -311,9 +311,10 @@ def diagnose(subject: Subject, skip: bool = True) -> dict[str, Any]:
 
 
 @torch.no_grad()
-def _stack_that_runs(model: nn.Module, forward: Callable[[], Any]) -> tuple[str, nn.ModuleList]:
-    """The longest stack of layers (`find_layers`), unless the objective's forward pass never runs it (a vision
-    tower deeper than the language model): then the longest stack that runs."""
+def _stacks_that_run(model: nn.Module, forward: Callable[[], Any]):
+    """The stack to measure, and every stack the objective's forward pass runs (a text pass never runs a vision
+    tower). The one measured is the longest (`find_layers`), unless the pass never runs it (a vision tower deeper
+    than the language model): then the longest that runs."""
     chosen = find_layers(model)
     ran: set[int] = set()
     stacks = [chosen, *find_stacks(model)]
@@ -321,26 +322,21 @@ def _stack_that_runs(model: nn.Module, forward: Callable[[], Any]) -> tuple[str,
         for _, stack in stacks:
             hooks.callback(stack[0].register_forward_hook(lambda m, a, o: ran.add(id(m))).remove)
         forward()
-    if id(chosen[1][0]) in ran:
-        return chosen
     running = [s for s in stacks if id(s[1][0]) in ran]
     if not running:
         raise ValueError(f"{type(model).__name__}: the forward pass of its objective runs none of its stacks of layers")
-    return max(running, key=lambda s: len(s[1]))
+    return (chosen if chosen in running else max(running, key=lambda s: len(s[1]))), running
 
 
 def _layer_io(subject: Subject, layers, design: Design):
     """Each layer's input and output in one forward pass of the subject's loss, as the one stream they stand for
     (`streams.Views`: n streams or a stack of sources summed), each layer's raw input, the loss after its
-    backward pass (the layers' gradients are left in place for `_layer_rows`), what the residual mixing
-    showed (`streams.Taps`), and the ids of the modules that ran.""" 
+    backward pass (the layers' gradients are left in place for `_layer_rows`), and what the residual mixing
+    showed (`streams.Taps`)."""
     model, views = subject.model, Views(design)
     io: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
     inputs: dict[int, torch.Tensor] = {}
-    ran: set[int] = set()  # ids of the modules the forward pass ran: which stacks a text-only pass reaches
     with ExitStack() as hooks:
-        for module in model.modules():
-            hooks.callback(module.register_forward_hook(lambda m, a, o: ran.add(id(m))).remove)
         for i, layer in enumerate(layers):
             def tap(mod, args, kwargs, out, i=i):
                 x = layer_input(args, kwargs).detach()
@@ -351,7 +347,7 @@ def _layer_io(subject: Subject, layers, design: Design):
         model.zero_grad(set_to_none=True)
         loss = subject.loss()
         loss.backward()
-    return io, inputs, loss, taps, ran
+    return io, inputs, loss, taps
 
 
 def _layer_rows(layers, io: dict[int, tuple[torch.Tensor, torch.Tensor]], m) -> list[dict[str, Any]]:

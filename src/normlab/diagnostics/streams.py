@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from normlab.nn.residual import DepthAttention, DepthResidual, HyperResidual, ManifoldMixing
+from normlab.nn.residual import DepthAttention, DepthResidual, HyperResidual, ManifoldMixing, collapsed
 
 
 @dataclass(frozen=True)
@@ -177,9 +177,7 @@ def _streams(x: torch.Tensor, design: Design) -> torch.Tensor | None:
 
 def collapse(x: torch.Tensor, design: Design) -> torch.Tensor:
     """A layer's stream as the one stream it stands for, (B, T, C): streams or sources summed."""
-    if design.kind == "hyper":
-        return _streams(x, design).sum(-2)
-    return x.sum(-2) if x.dim() == 4 else x
+    return collapsed(_streams(x, design) if design.kind == "hyper" else x)
 
 
 class Views:

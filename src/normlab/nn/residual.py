@@ -161,6 +161,11 @@ def collapsed(state: torch.Tensor) -> torch.Tensor:
 # -- hyper-connections ---------------------------------------------------------------------------------------------
 
 
+def reads_stream(n: int, k: int) -> torch.Tensor:
+    """H_pre at init for sub-layer k: the one-hot e_{k mod n}, sub-layer k reads stream k mod n (HC §2.3, Eq. 14)."""
+    return torch.nn.functional.one_hot(torch.tensor(k % n), n).float()
+
+
 def sinkhorn(logits: torch.Tensor, iters: int, eps: float = 1e-6) -> torch.Tensor:
     """Sinkhorn–Knopp (mHC §4.2): exp of the logits, rows and columns normalized in turn, `iters` times, so the
     result is (close to) doubly stochastic. Written as DeepSeek-V4's (transformers 5.24,
@@ -184,9 +189,8 @@ class StaticMixing(nn.Module):
 
     def __init__(self, n: int, k: int):
         super().__init__()
-        pre = torch.zeros(n)
-        pre[k % n] = 1.0
-        self.pre, self.post, self.res = nn.Parameter(pre), nn.Parameter(torch.ones(n)), nn.Parameter(torch.eye(n))
+        self.pre, self.post = nn.Parameter(reads_stream(n, k)), nn.Parameter(torch.ones(n))
+        self.res = nn.Parameter(torch.eye(n))
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """x (B, T, n, C) → H_pre (n,), H_post (n,), H_res (n, n), out_i = Σ_j H_res[i, j]·x_j."""
@@ -248,9 +252,7 @@ class ManifoldMixing(nn.Module):
         super().__init__()
         self.n, self.iters = n, iters
         self.phi = nn.Parameter(torch.randn(n * d, (2 + n) * n) * phi_std)
-        pre = torch.zeros(n)
-        pre[k % n] = 1.0
-        self.bias = nn.Parameter(torch.cat([pre, torch.zeros(n), torch.eye(n).flatten()]))
+        self.bias = nn.Parameter(torch.cat([reads_stream(n, k), torch.zeros(n), torch.eye(n).flatten()]))
         self.gate = nn.Parameter(torch.full((3,), float(gate)))
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
