@@ -96,6 +96,10 @@ class DataConfig(Section):
     vocab_from: str | None = None
     """Tokenize with this corpus's vocabulary instead of the text's own (fine-tuning keeps the pretrained
     model's tokens); characters outside it are dropped and counted in run.json."""
+    train_tokens: int | None = Field(default=None, ge=2)
+    """Train on the first this many tokens of the train split only, their windows drawn again and again (less
+    distinct text at the same budget: tokens per parameter moves, nothing else); unset: all of it. The val split,
+    the vocabulary and the trained line stay the whole corpus's."""
 
 
 class TrainConfig(Section):

@@ -128,3 +128,27 @@ def test_the_bigram_cross_entropy_is_a_dense_add_one_table_and_the_trained_line_
     assert c.bigram_cross_entropy() == pytest.approx(float(dense), rel=1e-12)
     unigram, bigram = c.unigram_cross_entropy(), c.bigram_cross_entropy()
     assert bigram < unigram and trained_line(unigram, bigram) == pytest.approx((unigram + bigram) / 2)
+
+
+def test_train_tokens_cuts_the_train_split_only_and_keeps_the_run_id_of_a_config_without_it():
+    from normlab.data.corpus import corpus_of
+    from tests.conftest import tiny_config
+
+    whole, cut = corpus_of(tiny_config()), corpus_of(tiny_config(data={"train_tokens": 5000}))
+    assert torch.equal(cut.train, whole.train[:5000]) and torch.equal(cut.val, whole.val)
+    assert cut.tokenizer.vocab_size == whole.tokenizer.vocab_size and cut.sha256 == whole.sha256
+    windows = {tuple(w) for w in cut.train.unfold(0, 16, 1).tolist()}
+    x, _ = cut.batch("train", 64, 16, torch.Generator().manual_seed(0))
+    assert all(tuple(row) in windows for row in x.tolist())  # every window from the first 5,000 tokens
+    # a field added with None left out of the id: every earlier run keeps its directory
+    assert tiny_config().hash() == tiny_config(data={"train_tokens": None}).hash() != \
+        tiny_config(data={"train_tokens": 5000}).hash()
+
+
+@pytest.mark.parametrize("n", [3, 10**9])
+def test_train_tokens_outside_the_split_is_refused_naming_the_value_and_the_range(n):
+    from normlab.data.corpus import corpus_of
+    from tests.conftest import tiny_config
+
+    with pytest.raises(CorpusError, match=rf"data.train_tokens = {n} .*valid are \d+ to \d+"):
+        corpus_of(tiny_config(data={"train_tokens": n}))

@@ -123,3 +123,19 @@ def test_failure_to_train_is_judged_against_the_unigram_cross_entropy(tmp_path):
                                                      "learn token frequencies")
     assert "0.047 nats below the corpus's unigram cross-entropy 3.3473, within the 0.1-nat margin" in \
         judge_training(3.30, 3.3473, 0.1)[1]
+
+
+def test_a_hyper_connection_runs_record_keeps_its_composite_gain_per_layer(tmp_path):
+    """A study judges mHC's composite gain (the product of every H_res so far) from the run's record: at init HC's
+    H_res is the identity in every layer, so the product's Amax is 1 at each; after training it has moved."""
+    from normlab.study.records import record_from_run_dir
+
+    cfg = tiny_config(model={"scheme": "hc"}, train={"steps": 10}, diagnostics={"interval": 5})
+    train(cfg, str(tmp_path / "hc"))
+    record = record_from_run_dir("x", tmp_path / "hc")
+    init, final = record.layers_init["composite_gain/mlp"], record.layers_final["composite_gain/mlp"]
+    assert len(init) == len(final) == cfg.model.n_layer
+    assert init == pytest.approx([1.0] * cfg.model.n_layer, abs=1e-6) and final != init
+    plain = tiny_config(train={"steps": 2}, diagnostics={"interval": 2})
+    train(plain, str(tmp_path / "pre"))
+    assert "composite_gain/mlp" not in record_from_run_dir("y", tmp_path / "pre").layers_final

@@ -6,6 +6,7 @@ transfer: Milton's *Paradise Lost* (public domain, 465,072 characters).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from importlib import resources
@@ -261,6 +262,20 @@ def trained_line(unigram: float, bigram: float) -> float:
 
 
 def corpus_of(cfg) -> Corpus:
-    """The corpus a RunConfig trains on (its data section and block size)."""
-    return load_corpus(cfg.data.path, cfg.data.tokenizer, cfg.model.block_size, cfg.data.vocab_from,
-                       cfg.data.tokenizer_dir)
+    """The corpus a RunConfig trains on (its data section and block size), its train split cut to
+    `data.train_tokens` where that is set."""
+    corpus = load_corpus(cfg.data.path, cfg.data.tokenizer, cfg.model.block_size, cfg.data.vocab_from,
+                         cfg.data.tokenizer_dir)
+    return first_tokens(corpus, cfg.data.train_tokens, cfg.model.block_size)
+
+
+def first_tokens(corpus: Corpus, n: int | None, block_size: int) -> Corpus:
+    """The corpus with only the first `n` tokens of its train split (None: all of them): one window of
+    `block_size` + 1 tokens at least, and no more than the split holds."""
+    if n is None:
+        return corpus
+    if not block_size + 1 < n <= len(corpus.train):
+        raise CorpusError(f"data.train_tokens = {n} is outside what corpus {corpus.name!r} can give at block_size "
+                          f"{block_size}: valid are {block_size + 2} to {len(corpus.train)} (its train split), or "
+                          "unset for all of it")
+    return dataclasses.replace(corpus, train=corpus.train[:n])

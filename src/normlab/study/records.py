@@ -23,7 +23,8 @@ from normlab.rundir import RunDir
 LAYER_METRICS = [("grad_norm", "block"), ("residual_rms", "block"), ("contribution_ratio", "block"),
                  ("contribution_ratio", "attn"), ("contribution_ratio", "mlp"), ("angular_distance", "block"),
                  ("block_influence", "block"),
-                 ("grad_norm", "mlp.sublayer.proj.weight")]  # the FFN's output weight W²: Xiong et al.'s Theorem 1
+                 ("grad_norm", "mlp.sublayer.proj.weight"),  # the FFN's output weight W²: Xiong et al.'s Theorem 1
+                 ("composite_gain", "mlp")]  # hyper-connections: the product of every H_res so far (mHC's Amax)
 TRAIN_CURVE_POINTS = 100
 
 
