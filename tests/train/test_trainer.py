@@ -138,4 +138,6 @@ def test_a_hyper_connection_runs_record_keeps_its_composite_gain_per_layer(tmp_p
     assert init == pytest.approx([1.0] * cfg.model.n_layer, abs=1e-6) and final != init
     plain = tiny_config(train={"steps": 2}, diagnostics={"interval": 2})
     train(plain, str(tmp_path / "pre"))
-    assert "composite_gain/mlp" not in record_from_run_dir("y", tmp_path / "pre").layers_final
+    pre = record_from_run_dir("y", tmp_path / "pre")
+    assert "composite_gain/mlp" not in pre.layers_final
+    assert all(len(pre.layers_final[f"branch_rms/{site}"]) == plain.model.n_layer for site in ("attn", "mlp"))

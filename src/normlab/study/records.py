@@ -24,7 +24,8 @@ LAYER_METRICS = [("grad_norm", "block"), ("residual_rms", "block"), ("contributi
                  ("contribution_ratio", "attn"), ("contribution_ratio", "mlp"), ("angular_distance", "block"),
                  ("block_influence", "block"),
                  ("grad_norm", "mlp.sublayer.proj.weight"),  # the FFN's output weight W²: Xiong et al.'s Theorem 1
-                 ("composite_gain", "mlp")]  # hyper-connections: the product of every H_res so far (mHC's Amax)
+                 ("composite_gain", "mlp"),  # hyper-connections: the product of every H_res so far (mHC's Amax)
+                 ("branch_rms", "attn"), ("branch_rms", "mlp")]  # each sub-layer's output (AttnRes §5.2, Fig. 5b)
 TRAIN_CURVE_POINTS = 100
 
 
