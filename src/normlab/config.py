@@ -98,8 +98,8 @@ class DataConfig(Section):
     model's tokens); characters outside it are dropped and counted in run.json."""
     train_tokens: int | None = Field(default=None, ge=2)
     """Train on the first this many tokens of the train split only, their windows drawn again and again (less
-    distinct text at the same budget: tokens per parameter moves, nothing else); unset: all of it. The val split,
-    the vocabulary and the trained line stay the whole corpus's."""
+    distinct text at the same budget: tokens per parameter moves, nothing else); unset: all of it. The val split
+    and the vocabulary stay the whole corpus's; "trained" is judged against what those tokens can teach."""
 
 
 class TrainConfig(Section):

@@ -19,6 +19,7 @@ PINNED = {
     ("deep", ""): [45, "691798fef271b21e", "18b8995129f56f97"],
     ("full", ""): [500, "2e83ed31811fb60e", "773bc925206b2204"],
     ("frontier", ""): [230, "049aa03ebf6debd1", "3d54d753664b726e"],
+    ("residual", ""): [60, "5db54947b6169ff7", "16909077cb643e17"],
     ("standard", "vary=init,context,width robustness"): [1560, "9e5fa6c95cfc9bb7", "7efc11eea42ead03"],
 }
 OPTIONS = {"": {}, "vary=init,context,width robustness": {"vary": ["init", "context", "width"], "robustness": True}}

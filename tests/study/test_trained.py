@@ -40,3 +40,19 @@ def test_the_study_reads_each_corpus_line_it_stored_and_keeps_a_run_it_cannot_ju
 def test_the_old_knife_edge_reads_as_the_modes_do(loss, trained):
     # 3.24 counted as trained under the old line (0.1 nats under the unigram loss); it is barely off the plateau
     assert (not above_line(rec(val_loss=loss), LINE).did_not_train) == trained
+
+
+def test_a_run_on_fewer_tokens_is_judged_against_what_those_tokens_can_teach():
+    """`data.train_tokens`: the trained line from the unigram and bigram tables of the first N tokens (val split
+    unchanged), as docs/training.md quotes it for 4,096 tokens and for the whole corpus."""
+    from pathlib import Path
+
+    from normlab.data.corpus import trained_line
+    from normlab.study.trained import corpus_lines
+    from tests.conftest import tiny_config
+
+    whole = trained_line(*corpus_lines(tiny_config()))
+    few = trained_line(*corpus_lines(tiny_config(data={"train_tokens": 4096})))
+    assert few > whole + 0.1  # a bigram table of 4,096 tokens knows less
+    docs = (Path(__file__).parents[2] / "docs" / "training.md").read_text("utf-8")
+    assert f"({few:.2f} nats for the first 4,096 tokens of tiny Shakespeare, {whole:.2f}" in " ".join(docs.split())

@@ -17,7 +17,7 @@ from normlab.config import (ConfigError, RunConfig, apply_override, check_given,
                             upgrade_overrides)
 from normlab.data.vocab import Vocabulary, vocabulary, with_vocab
 from normlab.study import power
-from normlab.study.claims import CLAIMS, FRONTIER_CLAIMS
+from normlab.study.claims import CLAIMS
 from normlab.study.presets import PRESETS, Preset, stored_preset
 from normlab.study.records import flatten
 from normlab.study.trained import corpus_key, corpus_lines
@@ -362,10 +362,10 @@ def load_study(preset: str = "standard", study_file: str | Path | None = None, c
     claim_ids = list(claims) if claims else list(chosen.claims)
     for cid in claim_ids:
         CLAIMS.get(cid)  # unknown ids: a clear error listing the valid ones
-    stray = [c for c in claim_ids if c in FRONTIER_CLAIMS and chosen.name != "frontier"]
-    if stray:  # their knobs' defaults and their arms assume the frontier base; another base is not their setup
-        raise ConfigError(f"claims {', '.join(stray)} are judged in their papers' setup, the 'frontier' preset's base "
-                          f"(RoPE, SwiGLU, GPT-2's init); run them with --preset frontier, not {chosen.name!r}")
+    for home in sorted({CLAIMS.get(c).home for c in claim_ids} - {"", chosen.name}):
+        stray = [c for c in claim_ids if CLAIMS.get(c).home == home]  # their arms and knobs assume that base
+        raise ConfigError(f"claims {', '.join(stray)} are judged in their papers' setup, the {home!r} preset's base "
+                          f"(RoPE, SwiGLU, GPT-2's init); run them with --preset {home}, not {chosen.name!r}")
     factors = _check_vary(vary or [])
     if "init" in factors:
         init_pass = True  # --vary init is the init pass: every training claim also under the other recipe

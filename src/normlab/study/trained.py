@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from normlab.config import RunConfig
-from normlab.data.corpus import load_corpus, trained_line
+from normlab.data.corpus import first_tokens, load_corpus, trained_line
 
 
 def corpus_key(config: RunConfig | dict[str, Any]) -> str:
@@ -26,6 +26,9 @@ def corpus_ends(key: str, block_size: int) -> tuple[float, float]:
     data = json.loads(key)
     corpus = load_corpus(data.get("path"), data.get("tokenizer", "char"), block_size, data.get("vocab_from"),
                          data.get("tokenizer_dir"))
+    # the text a run trains on: a run on the first N tokens (`data.train_tokens`) is judged against what those
+    # tokens can teach (their unigram and bigram tables), as its trainer judges it
+    corpus = first_tokens(corpus, data.get("train_tokens"), block_size)
     return corpus.unigram_cross_entropy(), corpus.bigram_cross_entropy()
 
 

@@ -23,7 +23,8 @@ def claim_number(claim_id: str) -> tuple[int, int]:
 # every registered claim, by number: what presets, the CLI and the report list (a new claim module adds itself)
 ORDER = sorted(CLAIMS, key=claim_number)
 SEED_CLAIMS = [c for c in ORDER if c.startswith("C")]  # the standard preset's
-FRONTIER_CLAIMS = [c for c in ORDER if c.startswith("F")]  # the frontier preset's
+FRONTIER_CLAIMS = [c for c in ORDER if CLAIMS.get(c).home == "frontier"]  # the frontier preset's (F1–F8)
+RESIDUAL_CLAIMS = [c for c in ORDER if CLAIMS.get(c).home == "residual"]  # the residual preset's (F9–F13)
 
-__all__ = ["CLAIMS", "FAILS", "FRONTIER_CLAIMS", "HOLDS", "INCONCLUSIVE", "ORDER", "SEED_CLAIMS", "Claim",
+__all__ = ["CLAIMS", "FAILS", "FRONTIER_CLAIMS", "HOLDS", "INCONCLUSIVE", "ORDER", "RESIDUAL_CLAIMS", "SEED_CLAIMS", "Claim",
            "Figure", "Series", "Verdict", "claim_number"]

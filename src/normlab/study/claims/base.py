@@ -150,6 +150,9 @@ class Claim:
     paper: ClassVar[str] = ""  # the paper and section whose setup the measurement follows
     # the init recipe of that paper's setup (`model.init`); the study's init pass re-measures under the other one
     init: ClassVar[str] = "xiong"
+    # the preset whose base is the claim's setup (its papers'), where it has one: a study on another preset's base
+    # refuses it; "": judged on any preset
+    home: ClassVar[str] = ""
     # a loss gap's reading, for claims whose key number is "A's loss − B's": (A, " than B"), said as
     # "A ends 0.123 nats worse than B" (a positive gap is worse: lower loss is better)
     gap: ClassVar[tuple[str, str] | None] = None

@@ -90,6 +90,7 @@ class FrontierClaim(Claim):
     `scale`: what the paper measured its headline at, said beside any verdict that does not hold here."""
 
     init = "gpt2"
+    home = "frontier"
     contradiction: str = ""
     scale: str = ""
 
