@@ -46,6 +46,26 @@ def pooled_failures(records, pairs: list[tuple[Change, Change]], level: Level) -
                     "the lr grid, one-sided"}
 
 
+def limit_verdict(mine: float | None, theirs: float | None, top: float, pooled: dict[str, Any]) -> tuple[str, str]:
+    """(verdict, why) of "this arm trains at a higher lr than that one" over an lr grid: each decision is the pooled
+    exact sign test's (`pooled_failures`) at the claim's level, the two limits saying which way: holds when this arm
+    fails less often over the grid and its limit is no lower; does not hold when it fails more often and its limit is
+    no higher. A limit the test does not back decides nothing (one lr's seeds cannot reach a family-wise level)."""
+    higher, lower = (mine or 0) > (theirs or 0), (mine or 0) < (theirs or 0)
+    if pooled["fewer"] and not lower:
+        return HOLDS, ("a higher highest trainable lr" if higher else "the same highest lr") + \
+            ", backed by fewer failures over the grid (sign test)"
+    if pooled["more"] and not higher:
+        return FAILS, ("a lower highest trainable lr" if lower else "the same highest lr") + \
+            ", backed by more failures over the grid (sign test)"
+    if higher or lower:
+        return INCONCLUSIVE, (f"a {'higher' if higher else 'lower'} limit, but too few pairs over the grid where one "
+                              "alone did not train to call it one: more seeds would decide")
+    if mine == top:
+        return INCONCLUSIVE, f"both train at every lr up to {top:g}: higher lrs would decide"
+    return INCONCLUSIVE, f"the same limit, {fmt(mine, 'g')}, and no more failures on either side than the test can call"
+
+
 def open_split(parts: list[Part], splits: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The primary test's failure split (`details["evidence"]`) of the first part that does not hold, else of the
     first part: the (lr, seed) pairs where the claimed arm's contrast alone did not train (`k`) against those where
@@ -118,17 +138,9 @@ class QKNormF7(FrontierClaim):
             if not ran or limit[mode] is None and limit["none"] is None:
                 verdict, why = INCONCLUSIVE, "neither trains at any lr of the grid: a lower grid would decide"
                 kind = OFF_GRID if ran else ""
-            elif q > n:
-                verdict, why = HOLDS, "higher highest trainable lr"
-            elif q < n or paired["more"]:
-                verdict, why = FAILS, "lower highest trainable lr, or more runs that did not train"
-            elif paired["fewer"]:
-                verdict, why = HOLDS, "same highest lr, fewer runs that did not train (sign test)"
-            elif q == top:
-                verdict, why = INCONCLUSIVE, f"both train at every lr up to {top:g}: a higher lr would decide"
-                kind = OFF_GRID
             else:
-                verdict, why = FAILS, "the same highest trainable lr, no fewer failures"
+                verdict, why = limit_verdict(limit[mode], limit["none"], top, paired)
+                kind = OFF_GRID if verdict == INCONCLUSIVE and q == n == top else ""
             parts.append(Part(f"QK-norm {label} raises the highest trainable lr", verdict,
                               f"highest trainable lr, QK-norm {label}", limit[mode], None, paired["test"],
                               paired["seeds"],
@@ -232,24 +244,15 @@ class KeelF8(FrontierClaim):
         if not ran or (mine is None and theirs is None):
             verdict, why = INCONCLUSIVE, "neither trains at any lr of the grid: lower lrs would decide"
             kind = OFF_GRID if ran else ""
-        elif (mine or 0) > (theirs or 0):
-            verdict, why = ((HOLDS, "a higher highest trainable lr, backed by fewer failures over the grid")
-                            if pooled["fewer"] else
-                            (INCONCLUSIVE, "a higher limit, but too few pairs over the grid where one alone did not "
-                                           "train to call it one: more seeds would decide"))
-        elif (mine or 0) < (theirs or 0):
-            verdict, why = ((FAILS, "a lower highest trainable lr, backed by more failures over the grid")
-                            if pooled["more"] else
-                            (INCONCLUSIVE, "a lower limit, but too few pairs over the grid where one alone did not "
-                                           "train to call it one: more seeds would decide"))
-        elif mine == top:
-            verdict, why, kind = INCONCLUSIVE, f"both train at every lr up to {top:g}: higher lrs would decide", OFF_GRID
-        elif finer:
-            kind = OFF_SCALE
-            verdict, why = INCONCLUSIVE, (f"the same limit, {fmt(mine, 'g')}; the paper's gap ({self.PAPER_RATIO[label]:.2g}×) "
-                                          f"is finer than the grid's steps ({step:.2g}×): the grid cannot resolve it")
         else:
-            verdict, why = FAILS, f"the same highest trainable lr, {fmt(mine, 'g')}: no higher one on this grid"
+            verdict, why = limit_verdict(mine, theirs, top, pooled)
+            same = verdict == INCONCLUSIVE and mine == theirs
+            if same and mine == top:
+                kind = OFF_GRID
+            elif same and finer:
+                kind = OFF_SCALE
+                why = (f"the same limit, {fmt(mine, 'g')}; the paper's gap ({self.PAPER_RATIO[label]:.2g}×) is finer "
+                       f"than the grid's steps ({step:.2g}×): the grid cannot resolve it")
         p = pooled["p_fewer"] if (mine or 0) >= (theirs or 0) else pooled["p_more"]
         summary = (f"Keel {fmt(mine, 'g')} vs {label} {fmt(theirs, 'g')} ({why}); over the grid, Keel alone did not "
                    f"train in {pooled['only_a_failed']} (lr, seed) pairs, {label} alone in {pooled['only_b_failed']} "
