@@ -137,6 +137,22 @@ def test_about_k_seeds_needed_projects_the_split_and_the_interval():
     # a loss gap in nats must also clear the margin it straddles: [0.005, 0.025] is 0.005 from +0.02
     assert needed({"test": "t", "interval": [0.005, 0.025], "statistic": "gap (nats)", "seeds": 5}, 0.05) == 20
     assert needed({"test": "t", "interval": [0.1, 0.3], "seeds": 5}, 0.05) is None  # straddles nothing known
+    # a loss gap past the margin is decided by excluding 0, not by clearing the margin it also straddles: C13's
+    # held-out gap +0.025 [−0.002, 0.051] at 10 seeds: centre 0.0246, half 0.0266, (0.0266 / 0.0246)² × 10 → 12
+    assert needed({"test": "t", "interval": [-0.002032, 0.051158], "statistic": "gap (nats)", "seeds": 10}, 0.05) == 12
+
+
+def test_a_ratio_built_on_logs_is_projected_on_the_log_scale():
+    """C10's design-seed norm time 0.67× [0.20, 1.42] over 9 timing rounds, decided against 0.98: on the log scale,
+    where its interval was built, centre −0.629, half 0.980, 0.609 from log 0.98: (0.980 / 0.609)² × 9 → 24 rounds;
+    read on the linear scale it would be 116."""
+    from normlab.study.power import needed
+
+    e = {"test": "t", "interval": [0.20, 1.42], "seeds": 9, "bounds": [0.98], "unit": "timing rounds"}
+    assert needed({**e, "scale": "log"}, 0.05) == 24
+    assert needed(e, 0.05) == 116
+    # a ratio with no bounds of its own is decided against 1: 0.629 from log 1, (0.980 / 0.629)² × 9 → 22
+    assert needed({**e, "scale": "log", "bounds": []}, 0.05) == 22
 
 
 def test_an_interval_is_projected_past_its_own_boundaries_not_past_zero():

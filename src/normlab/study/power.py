@@ -144,7 +144,8 @@ def evidence(verdict: Verdict) -> dict[str, Any] | None:
         rounds = source.get("rounds")
         return {"test": "t", "interval": list(source["interval"]), "statistic": source.get("statistic") or "",
                 "bounds": list(source.get("bounds") or []), "unit": "timing rounds" if rounds else "seeds",
-                "seeds": rounds or len(verdict.seeds) or verdict.n_seeds}
+                "seeds": rounds or len(verdict.seeds) or verdict.n_seeds,
+                "scale": source.get("scale") or ("" if verdict.parts else details.get("scale", ""))}
     return found  # a split with no discordant seed, or None: nothing to narrow
 
 
@@ -187,13 +188,22 @@ def needed(e: dict[str, Any], alpha: float) -> int | None:
                 return total
         return None
     lo, hi = e["interval"]
+    bounds = list(e.get("bounds") or [])
+    if e.get("scale") == "log":  # built on logs: it narrows there, symmetric about the log of its centre
+        if lo <= 0 or any(b <= 0 for b in bounds):
+            return None
+        lo, hi, bounds = math.log(lo), math.log(hi), [math.log(b) for b in bounds] or [0.0]
     centre, half = (lo + hi) / 2, (hi - lo) / 2
-    # the boundaries the interval straddles (its own, else 0 and ±margin for a loss gap in nats): past each
-    bounds = e.get("bounds") or [0.0] + ([LOSS_MARGIN, -LOSS_MARGIN] if "nats" in e.get("statistic", "") else [])
-    inside = [abs(centre - b) for b in bounds if lo < b < hi]
-    if not inside or min(inside) == 0 or half <= 0:
+    if not bounds and "nats" in e.get("statistic", ""):
+        # a loss gap decided as `decisions.compare` decides it: beyond the margin, by excluding 0; within it, by
+        # lying inside ±margin. The distance that decides is the one on the side its centre lies
+        target = abs(centre) if abs(centre) > LOSS_MARGIN else LOSS_MARGIN - abs(centre)
+    else:  # the boundaries the interval straddles (its own, else 0): past each
+        inside = [abs(centre - b) for b in bounds or [0.0] if lo < b < hi]
+        target = min(inside) if inside else 0.0
+    if target <= 0 or half <= target:
         return None
-    total = math.ceil(seeds * (half / min(inside)) ** 2 - 1e-9)  # 4.0000000001 seeds are 4
+    total = math.ceil(seeds * (half / target) ** 2 - 1e-9)  # 4.0000000001 seeds are 4
     return max(total, seeds + 1) if total <= MAX_NEEDED else None
 
 

@@ -282,6 +282,9 @@ class Part:
     # a measurement's interval is over this many timing rounds, not over seeds (C10's norm timing): more rounds
     # would narrow it, more seeds would not. None: over its seeds
     rounds: int | None = None
+    # "log": the interval is a t interval of logs, exponentiated (a ratio, a factor); it narrows on that scale
+    # (`power.needed`). "": on its own scale
+    scale: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return json_safe({**asdict(self), "seeds": sorted(set(self.seeds)), "bounds": list(self.bounds),

@@ -196,7 +196,7 @@ class NGPTSpeedupF1(FrontierClaim):
                                f"{self.budgets(preset, horizon)} steps, fitted as a + b·log(steps)",
                     sorted(s for s, f in factors.items() if f),
                     "per seed: " + ", ".join(f"{s}: {fmt(f, '.2f')}" for s, f in sorted(factors.items())),
-                    bounds=(self.FACTOR,)), factors
+                    bounds=(self.FACTOR,), scale="log"), factors
 
     def trend(self, by_horizon: dict[int, dict[int, float | None]]) -> dict[str, Any] | None:
         """The factor's change from the shortest horizon to the longest, paired by seed: the ratio's geometric mean

@@ -292,7 +292,7 @@ class BottomGradientsC3(Claim):
                             "when it lies below 1"}
         return self.make(verdict, "fitted first/last block gradient norm at step 0", ratio,
                          n_seeds(select(records, False, scheme="pre", n_layer=deepest)), settings, summary,
-                         interval=interval, bounds=[1.0], test=f"{test} (of the log ratio)", seeds=seeds,
+                         interval=interval, bounds=[1.0], scale="log", test=f"{test} (of the log ratio)", seeds=seeds,
                          trend_init=trend, trend_final=final_trend, profile_init=init, profile_final=final)
 
     def figures(self, records, measurement, preset):

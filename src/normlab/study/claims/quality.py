@@ -279,7 +279,7 @@ class RMSNormC10(Claim):
                     f"paired by interleaved round: t interval of the per-round log ratio over {repeats} "
                     f"rounds, {pct(self.level.two_sided)}; holds below {1 - SPEED_SAME:g}", [],
                     ", ".join(f"{a} {r['ratio']:.2f}× {ci_text(r['ci95'], '.2f')}" for a, r in ratios.items()),
-                    bounds=(1 - SPEED_SAME,), rounds=repeats)
+                    bounds=(1 - SPEED_SAME,), rounds=repeats, scale="log")
         converge = Part(f"RMSNorm converges as well as LayerNorm (within {LOSS_MARGIN:g} nats)",
                         HOLDS if ni == "not worse" else FAILS if ni == "worse" else INCONCLUSIVE,
                         "RMSNorm − LayerNorm final val loss (nats)", info.get("diff"), info.get("ci90"),

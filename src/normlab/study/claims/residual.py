@@ -83,7 +83,7 @@ def interval_part(name: str, values: dict[int, float], level, statistic: str, cl
     return Part(name, verdict, statistic, show(mean) if mean is not None else None, shown,
                 f"t interval over {len(kept)} seeds, {pct(level.two_sided)}; {rule}", sorted(values),
                 f"{fmt(show(mean) if mean is not None else None, '.3f')}, {pct(level.two_sided)} interval "
-                f"{ci_text(shown, '.3f')}", bounds=(show(bound),))
+                f"{ci_text(shown, '.3f')}", bounds=(show(bound),), scale="log" if scale is math.exp else "")
 
 
 class ResidualClaim(FrontierClaim):
