@@ -205,3 +205,23 @@ def sign(interval: list[float] | None, claimed: int) -> str:
         return INCONCLUSIVE
     lo, hi = (interval[0], interval[1]) if claimed > 0 else (-interval[1], -interval[0])
     return HOLDS if lo > 0 else FAILS if hi < 0 else INCONCLUSIVE
+
+
+def limit_verdict(mine: float | None, theirs: float | None, top: float, pooled: dict[str, Any]) -> tuple[str, str]:
+    """(verdict, why) of "this arm trains at a higher lr than that one" over an lr grid: each decision is the pooled
+    exact sign test's (`pooled_failures`) at the claim's level, the two limits saying which way: holds when this arm
+    fails less often over the grid and its limit is no lower; does not hold when it fails more often and its limit is
+    no higher. A limit the test does not back decides nothing (one lr's seeds cannot reach a family-wise level)."""
+    higher, lower = (mine or 0) > (theirs or 0), (mine or 0) < (theirs or 0)
+    if pooled["fewer"] and not lower:
+        return HOLDS, ("a higher highest trainable lr" if higher else "the same highest lr") + \
+            ", backed by fewer failures over the grid (sign test)"
+    if pooled["more"] and not higher:
+        return FAILS, ("a lower highest trainable lr" if lower else "the same highest lr") + \
+            ", backed by more failures over the grid (sign test)"
+    if higher or lower:
+        return INCONCLUSIVE, (f"a {'higher' if higher else 'lower'} limit, but too few pairs over the grid where one "
+                              "alone did not train to call it one: more seeds would decide")
+    if mine == top:
+        return INCONCLUSIVE, f"both train at every lr up to {top:g}: higher lrs would decide"
+    return INCONCLUSIVE, f"the same limit, {mine:g}, and no more failures on either side than the test can call"

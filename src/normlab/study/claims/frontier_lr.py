@@ -11,6 +11,7 @@ from normlab.config import Change
 from normlab.report.figure import Figure, Series
 from normlab.report.outcome import OFF_GRID, OFF_SCALE
 from normlab.study.claims.base import FAILS, HOLDS, INCONCLUSIVE, Part, claim
+from normlab.study.claims.decisions import limit_verdict
 from normlab.study.claims.frontier import PAPERS, FrontierClaim, arm
 from normlab.study.claims.grouping import group, n_seeds, select
 from normlab.study.claims.prose import fmt
@@ -44,26 +45,6 @@ def pooled_failures(records, pairs: list[tuple[Change, Change]], level: Level) -
             "more": only_a > only_b and p_more < level.alpha, "fewer": only_b > only_a and p_fewer < level.alpha,
             "test": f"exact sign test over the (lr, seed) pairs where one arm alone did not train ({n}), pooled over "
                     "the lr grid, one-sided"}
-
-
-def limit_verdict(mine: float | None, theirs: float | None, top: float, pooled: dict[str, Any]) -> tuple[str, str]:
-    """(verdict, why) of "this arm trains at a higher lr than that one" over an lr grid: each decision is the pooled
-    exact sign test's (`pooled_failures`) at the claim's level, the two limits saying which way: holds when this arm
-    fails less often over the grid and its limit is no lower; does not hold when it fails more often and its limit is
-    no higher. A limit the test does not back decides nothing (one lr's seeds cannot reach a family-wise level)."""
-    higher, lower = (mine or 0) > (theirs or 0), (mine or 0) < (theirs or 0)
-    if pooled["fewer"] and not lower:
-        return HOLDS, ("a higher highest trainable lr" if higher else "the same highest lr") + \
-            ", backed by fewer failures over the grid (sign test)"
-    if pooled["more"] and not higher:
-        return FAILS, ("a lower highest trainable lr" if lower else "the same highest lr") + \
-            ", backed by more failures over the grid (sign test)"
-    if higher or lower:
-        return INCONCLUSIVE, (f"a {'higher' if higher else 'lower'} limit, but too few pairs over the grid where one "
-                              "alone did not train to call it one: more seeds would decide")
-    if mine == top:
-        return INCONCLUSIVE, f"both train at every lr up to {top:g}: higher lrs would decide"
-    return INCONCLUSIVE, f"the same limit, {fmt(mine, 'g')}, and no more failures on either side than the test can call"
 
 
 def open_split(parts: list[Part], splits: list[dict[str, Any]]) -> dict[str, Any] | None:

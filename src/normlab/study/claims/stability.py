@@ -8,13 +8,13 @@ from typing import Any
 from normlab.config import Change
 from normlab.report.outcome import OFF_GRID
 from normlab.study.claims.base import FAILS, HOLDS, INCONCLUSIVE, Claim, Part, claim, split_and_open
-from normlab.study.claims.decisions import (by_failures, compare, fails_more, loss_interval, noninferior, not_worse,
-                                            worse)
+from normlab.study.claims.decisions import (by_failures, compare, fails_more, limit_verdict, loss_interval, noninferior,
+                                            not_worse, worse)
 from normlab.study.claims.grouping import failures, from_runs, group, group_record, n_seeds, select
 from normlab.study.claims.prose import ci_text, fmt, loss_test, pct, said, sign_p, tost_test
 from normlab.study.claims.statistics import LOSS_MARGIN, MIN_SEEDS, TRAINS, sign_evidence, spearman
-from normlab.study.claims.sweeps import (at_depth, deeper_deficit, depth_figure, depth_rows, depth_sweep, fail_count,
-                                         limit_split, lr_sweep, max_stable_lr, paired_limits, seed_limits,
+from normlab.study.claims.sweeps import (at_depth, deeper_deficit, depth_figure, depth_rows, depth_sweep, lr_sweep,
+                                         matched_failures, max_stable_lr, paired_limits, seed_limits,
                                          sweep_figure, swept_lrs, sweep_table)
 
 
@@ -123,58 +123,34 @@ class LearningRateC11(Claim):
     def runs(self, preset):
         return lr_sweep(preset, ("pre", "post"))
 
-    RULE = ("holds when Pre-LN's limit is the higher one and, at the lowest lr between the two limits, Post-LN alone "
-            "fails in significantly more seeds than Pre-LN alone (paired exact sign test); does not hold when "
-            "Post-LN's is higher by the same test, or the limits are equal and Pre-LN fails in significantly more "
-            "than half its seeds at the next lr up")
-
-    def undecided(self, pre, post, top, split, at_split, above, beyond) -> str:
-        """What would decide an inconclusive verdict, as the summary's last clause ("" where nothing is said)."""
-        if pre is None and post is None:
-            return "; neither trains at any lr of the grid: lower lrs would decide"
-        if pre == post == top:
-            return f"; both train at the grid's top lr {top:g}: a larger lr would decide"
-        if at_split is not None:
-            return (f"; the limits differ at lr {split:g}, where Pre-LN alone did not train in "
-                    f"{at_split['only_a_failed']} seeds and Post-LN alone in {at_split['only_b_failed']} (sign test "
-                    f"p = {at_split['p_one_sided']:.3g}, level {self.level.alpha:g}): more seeds would decide")
-        if beyond is not None:
-            return (f"; the same limit, and at lr {above:g} Pre-LN failed in {beyond['failed']} of "
-                    f"{beyond['n']} seeds (p = {beyond['p']:.3g}): more seeds would decide")
-        return ""
+    RULE = ("each scheme's highest lr of the grid where ≥ 80 % of seeds train says which way; the decision is the "
+            "paired exact sign test over every (lr, seed) pair of the grid where one scheme alone did not train: "
+            "holds when Post-LN alone fails significantly more often and Pre-LN's limit is no lower; does not hold "
+            "when Pre-LN alone fails significantly more often and its limit is no higher")
 
     def verdict(self, records, measurement, preset):
         best = {w: max_stable_lr(records, preset, ("pre", "post"), w) for w in (preset.warmup, 0)}
         pre, post = best[preset.warmup]["pre"], best[preset.warmup]["post"]
         lrs, top = sorted(preset.lrs), max(preset.lrs)
         seeds = n_seeds(select(records, False, n_layer=preset.depth))
-        at = dict(warmup=preset.warmup, n_layer=preset.depth)
-        # a limit is a threshold on a rate (≥ 80 % of seeds trained); it decides only where the seeds at the lr that
-        # separates the two limits back it, by a paired exact sign test (`limit_split`)
-        split, at_split = limit_split(records, ("pre", "post"), (pre, post), lrs, self.level, **at)
-        # equal limits below the top: "no larger lr" needs Pre-LN to fail in most seeds at the next lr up. Not where
-        # neither trains at any lr: both limits lie below the grid, and nothing says which is higher
-        above = next((lr for lr in lrs if lr > pre), None) if pre is not None and pre == post else None
-        beyond = fail_count(records, "pre", above, **at) if above is not None else None
+        # a limit is a threshold on a rate (≥ 80 % of seeds trained): it says which way, and decides only where the
+        # failures over the whole grid back it (one lr picked by that threshold would be a test chosen by the data)
+        pooled = matched_failures(records, [Change(scheme="pre", lr=lr, warmup_steps=preset.warmup,
+                                                   n_layer=preset.depth) for lr in lrs], "post", self.level)
         if seeds < MIN_SEEDS:
-            verdict = INCONCLUSIVE
-        elif at_split is not None and (pre or 0) > (post or 0) and at_split["fewer"]:
-            verdict = HOLDS  # Pre-LN trains at an lr where Post-LN does not, in significantly many seeds
-        elif at_split is not None and (post or 0) > (pre or 0) and at_split["more"]:
-            verdict = FAILS  # Post-LN's limit is the higher one
-        elif beyond is not None and beyond["p"] < self.level.alpha:
-            verdict = FAILS  # the same limit, and at the next lr up Pre-LN fails in significantly many seeds
+            verdict, why = INCONCLUSIVE, f"{seeds} seeds: fewer than {MIN_SEEDS}"
+        elif pre is None and post is None:
+            verdict, why = INCONCLUSIVE, "neither trains at any lr of the grid: lower lrs would decide"
         else:
-            verdict = INCONCLUSIVE
+            verdict, why = limit_verdict(pre, post, top, pooled)
         censored = pre == top  # Pre-LN trains at the grid's top: its own limit is above the grid
         ratio = pre / post if pre and post else None
-        decide = "" if verdict != INCONCLUSIVE else self.undecided(pre, post, top, split, at_split, above, beyond)
         summary = (f"highest lr at which ≥ {TRAINS:.0%} of seeds train, with warmup {preset.warmup}: Pre-LN "
                    f"{fmt(pre, 'g')}" + (" (the grid's top: its limit is at or above it)" if censored else "")
                    + f", Post-LN {fmt(post, 'g')}; without warmup: Pre-LN {fmt(best[0]['pre'], 'g')}, "
-                   f"Post-LN {fmt(best[0]['post'], 'g')}" + (
-                       f"; at lr {split:g} Pre-LN alone did not train in {at_split['only_a_failed']} seeds, Post-LN "
-                       f"alone in {at_split['only_b_failed']}" + sign_p(at_split) if at_split else "") + decide)
+                   f"Post-LN {fmt(best[0]['post'], 'g')}; over the grid Pre-LN alone did not train in "
+                   f"{pooled['only_a_failed']} (lr, seed) pairs, Post-LN alone in {pooled['only_b_failed']}"
+                   + sign_p(pooled) + f" ({why})")
         settings = {"lrs": preset.lrs, "warmup_steps": preset.warmup, "n_layer": preset.depth,
                     "trainable": f"at least {TRAINS:.0%} of the seeds trained (neither diverged nor stayed on the "
                                  f"unigram plateau); each scheme's own limit, whatever it is compared with",
@@ -183,31 +159,18 @@ class LearningRateC11(Claim):
         if ratio is not None:
             reading = (f"Pre-LN's highest trainable lr is {'at least ' if censored else ''}{ratio:.3g}× Post-LN's"
                        + (" (Pre-LN trains at the grid's top lr)" if censored else ""))
-        test, evidence = self.primary(split, at_split, above, beyond)
+        evidence = sign_evidence(pooled["only_b_failed"], pooled["only_a_failed"], len(pooled["seeds"]),
+                                 "one scheme alone did not train, pooled over the lr grid")
         result = self.make(verdict, "highest trainable lr, Pre-LN / Post-LN", ratio, seeds, settings, summary,
-                         test=test, seeds=(at_split or {}).get("seeds") or _seeds(records, n_layer=preset.depth),
-                         reading=reading, max_stable_lr={str(w): v for w, v in best.items()},
-                         limit_censored_by_grid=censored, limits_split={"lr": split, **(at_split or {})},
-                         evidence=evidence, next_lr_failures=beyond,
-                         sweep=sweep_table(records, preset, ("pre", "post")))
+                           test=pooled["test"] + ", pooled over the lr grid",
+                           seeds=pooled["seeds"] or _seeds(records, n_layer=preset.depth),
+                           reading=reading, max_stable_lr={str(w): v for w, v in best.items()},
+                           limit_censored_by_grid=censored, limits_split=pooled, evidence=evidence,
+                           sweep=sweep_table(records, preset, ("pre", "post")))
         # both limits beyond the grid (neither trains at any lr, or both at its top): a wider grid would decide
         beyond_grid = pre == post and (pre is None or pre == top) and seeds >= MIN_SEEDS
         result.why = OFF_GRID if verdict == INCONCLUSIVE and beyond_grid else ""
         return result
-
-    @staticmethod
-    def primary(split, at_split, above, beyond) -> tuple[str, dict[str, Any] | None]:
-        """The primary test in words and its failure split (`details["evidence"]`): the paired failures at the lr
-        that separates the limits, else Pre-LN's failures at the next lr up, else the limits alone (no test)."""
-        if at_split:
-            return (at_split["test"] + f" at lr {split:g}",
-                    sign_evidence(at_split["only_b_failed"], at_split["only_a_failed"], len(at_split["seeds"]),
-                                  f"one scheme alone did not train at lr {split:g}"))
-        if beyond:
-            return (f"exact binomial test of Pre-LN's failures at lr {above:g} against half",
-                    sign_evidence(beyond["failed"], beyond["n"] - beyond["failed"], beyond["n"],
-                                  f"Pre-LN did not train at lr {above:g}"))
-        return f"each scheme's highest lr of the grid where ≥ {TRAINS:.0%} of seeds trained", None
 
     def figures(self, records, measurement, preset):
         return [sweep_figure(records, preset, ("pre", "post"), "Learning-rate sweep")]
@@ -310,7 +273,7 @@ class DepthC4(Claim):
         seeds = n_seeds(select(records, False, lr=preset.lr_fixed, warmup_steps=preset.warmup))
         # worse at the deepest depth: by the failures where they can decide, else by the losses (`by_failures`)
         worse_deep = post_fail["more"] if by_failures(post_fail, self.level) else cmp == "worse"
-        if pre_fail["more"] or harder["easier"]:
+        if (by_failures(pre_fail, self.level) and pre_fail["more"]) or harder["easier"]:
             verdict = FAILS  # Pre-LN is the one that breaks at depth, or Post-LN's deficit shrinks with depth
         elif harder["n"] < MIN_SEEDS and not post_d.n_failed:
             verdict = INCONCLUSIVE
@@ -383,17 +346,16 @@ class DeepNormC8(Claim):
         post_fine = post.n_failed <= deep.n_failed and post_cmp in ("same", "better")
         # Pre-LN is not worse by more than the margin
         cannot_beat = noninferior(pre, deep, self.level)[0] == "not worse"
+        # DeepNorm's own failures against Pre-LN's at this depth and budget, paired by seed: where Pre-LN trains in a
+        # seed and DeepNorm does not, the failure is DeepNorm's; a failure decides only by the sign test
+        deep_fail = fails_more(deep, pre, self.level)
         if not deep.n_runs:
             verdict = INCONCLUSIVE
-        elif deep.n_diverged:
-            verdict = FAILS  # DeepNorm itself diverged
-        elif deep.n_failed_to_train:
-            # where Pre-LN trained at this depth and budget, DeepNorm's plateau is DeepNorm's; where Pre-LN did
-            # not train either, the budget is too short to say
-            verdict = FAILS if pre.n_runs and not pre.n_failed else INCONCLUSIVE
+        elif by_failures(deep_fail, self.level) and deep_fail["more"]:
+            verdict = FAILS  # DeepNorm fails to train more often than Pre-LN (exact sign test)
         elif cmp == "too-few-seeds":
             verdict = INCONCLUSIVE
-        elif post_fails and cmp == "better":
+        elif post_fails and cmp == "better" and deep.n_failed <= pre.n_failed:
             verdict = HOLDS
         elif cmp == "worse" or post_fine or (cannot_beat and cmp != "better"):
             verdict = FAILS

@@ -117,27 +117,6 @@ def max_stable_lr(records, preset, schemes, warmup, lrs=None) -> dict[str, float
     return out
 
 
-def limit_split(records, schemes: tuple[str, str], limits: tuple[float | None, float | None], lrs: list[float],
-                level: Level, warmup: int, n_layer: int) -> tuple[float | None, dict[str, Any] | None]:
-    """The lr that separates two schemes' limits (the lowest lr of `lrs` at which one trains and the other does
-    not), and the paired failures there (`matched_failures`: a = schemes[0]); (None, None) where the limits are
-    equal. A limit is a threshold on a rate, so it counts only where these seeds back it."""
-    a_lim, b_lim = (lim or 0 for lim in limits)
-    split = next((lr for lr in sorted(lrs) if a_lim >= lr > b_lim or b_lim >= lr > a_lim), None)
-    if split is None:
-        return None, None
-    cell = [Change(scheme=schemes[0], lr=split, warmup_steps=warmup, n_layer=n_layer)]
-    return split, matched_failures(records, cell, schemes[1], level)
-
-
-def fail_count(records, scheme: str, lr: float, warmup: int, n_layer: int) -> dict[str, Any]:
-    """A scheme's runs at one lr: how many of its seeds did not train, and the exact one-sided binomial p of that
-    many or more if each seed failed with probability ½ (small p: it fails in most seeds there)."""
-    g = group(records, scheme=scheme, lr=lr, warmup_steps=warmup, n_layer=n_layer)
-    return {"lr": lr, "failed": g.n_failed, "n": g.n_runs, "p": sign_test(g.n_failed, g.n_runs),
-            "censored": g.n_censored}
-
-
 def seed_limits(records, scheme: str, lrs: list[float], warmup: int, n_layer: int) -> dict[int, float | None]:
     """{seed: the highest lr of `lrs` at which this seed's run trained (0.0: at none of them)}: one outcome per
     seed, so seeds shared across lrs are not counted as independent pairs. A seed whose limit is unknown (a run
