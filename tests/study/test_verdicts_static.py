@@ -139,9 +139,15 @@ def pre_uses_more():
     return Case([], _mem(101.0, 100.0))
 
 
-@scenario("C12", INCONCLUSIVE, 1 - 97 / 100)
-def saving_between_one_and_five_percent():
+@scenario("C12", FAILS, 1 - 97 / 100)
+def saving_below_the_claimed_band():
+    # a deterministic measurement: 3 % is outside 5–10 %, exactly (no interval to wait on)
     return Case([], _mem(97.0, 100.0))
+
+
+@scenario("C12", FAILS, 1 - 80 / 100)
+def saving_above_the_claimed_band():
+    return Case([], _mem(80.0, 100.0))
 
 
 # C16 — every scheme stays causal (value: max |Δ logits| before the perturbed position, over every case)
