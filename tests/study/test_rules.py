@@ -46,3 +46,35 @@ def test_a_presets_measured_time_is_not_a_rule():
         assert rules.presets_data() != before
     finally:
         presets.PRESETS["standard"] = standard
+
+
+def test_every_module_is_in_the_fingerprint_or_says_why_it_cannot_change_a_verdict():
+    """The freeze a reader can check: each module of the package is either a rule module (fingerprinted) or listed
+    in VERDICT_NEUTRAL with its reason, never both, and every entry names a module that exists."""
+    from fnmatch import fnmatch
+    from pathlib import Path
+
+    import normlab
+    from normlab.study.rules import RULE_MODULES, VERDICT_NEUTRAL
+
+    root = Path(normlab.__file__).parent
+    modules = sorted(str(p.relative_to(root)) for p in root.rglob("*.py"))
+
+    def ruled(m: str) -> bool:
+        return any(fnmatch(m, pattern) and "/" not in m[len(pattern.rpartition("/")[0]) + 1:]
+                   for pattern in RULE_MODULES)
+
+    def neutral(m: str) -> list[str]:
+        return [p for p in VERDICT_NEUTRAL if fnmatch(m, p) and "/" not in m[len(p.rpartition("/")[0]) + 1:]]
+
+    unplaced = [m for m in modules if not ruled(m) and not neutral(m)]
+    assert not unplaced, f"modules neither fingerprinted nor said verdict-neutral: {unplaced}"
+    both = [m for m in modules if ruled(m) and neutral(m) and not neutral(m)[0].endswith("*.py")]
+    assert not both, f"named both as a rule module and as verdict-neutral: {both}"
+    assert all(VERDICT_NEUTRAL.values()) and all(any(fnmatch(m, p) for m in modules) for p in VERDICT_NEUTRAL)
+    assert all(any(fnmatch(m, p) for m in modules) for p in RULE_MODULES)
+    # the code that decides what a verdict sees is in: the looks and seeds, censoring, the trained line's
+    # estimates, the init recipes, the timing harness
+    for m in ("study/spec.py", "study/runner.py", "study/records.py", "study/validation.py", "data/corpus.py",
+              "nn/init.py", "bench/norms.py", "study/claims/residual.py"):
+        assert ruled(m), m

@@ -22,13 +22,61 @@ from typing import Any
 
 from normlab.study.claims import Verdict, statistics
 
-# the modules whose code decides a verdict, as package paths under normlab: the claims and their statistics and
-# decisions, the family-wise control, the power plan, what "trained" means, how a verdict is judged at each level
-# (judge.py: where it holds, `depends on`), what an outcome is. The presets enter
-# as data (`presets_data`), not as presets.py's code, and the study's machinery (runner.py, workers.py, the ledger)
-# not at all, so that moving machinery code leaves the rules' fingerprint as it is
+# the modules whose code decides a verdict, as package paths under normlab (a folder's every module: `folder/*.py`):
+# - how a verdict is decided: the claims and their statistics and decisions, the family-wise control, the power
+#   plan, how a verdict is judged at each level (judge.py: where it holds, `depends on`), what an outcome is, and
+#   whether it replicates on the design seeds (design.py);
+# - what a verdict sees: the study's looks, seeds, rounds and passes (spec.py, runner.py's `next_runs`, state.py's
+#   follow-ups), what a run's record carries (records.py) and which runs are censored (validation.py), what
+#   "trained" means and the corpus estimates of its line (trained.py, data/corpus.py), the init recipes the claims
+#   name (nn/init.py), the per-layer measurements the records hold (diagnostics/probe.py, stats.py, streams.py,
+#   skip.py, gradients.py) and the timing and memory harness of the measured claims (bench/norms.py, steps.py,
+#   timing.py, reference_gpt.py), and C9's and C16's exact checks (study/measure.py).
+# The presets enter as data (`presets_data`), not as presets.py's code. Every other module is listed in
+# `VERDICT_NEUTRAL` with why its code cannot change a verdict; tests/study/test_rules.py holds each module of the
+# package to exactly one of the two
 RULE_MODULES = ("study/claims/*.py", "study/family.py", "study/power.py", "study/trained.py", "study/judge.py",
-                "report/outcome.py")
+                "report/outcome.py", "study/design.py", "study/spec.py", "study/runner.py", "study/state.py",
+                "study/records.py", "study/validation.py", "data/corpus.py", "nn/init.py", "diagnostics/probe.py",
+                "diagnostics/stats.py", "diagnostics/streams.py", "diagnostics/skip.py", "diagnostics/gradients.py",
+                "bench/norms.py", "bench/steps.py", "bench/timing.py", "bench/reference_gpt.py", "study/measure.py")
+
+# every module outside the fingerprint, with why its code cannot change a verdict (a folder: `folder/*.py`, its
+# modules not named in RULE_MODULES)
+_MODEL = ("the model a run trains: a change there changes the runs themselves (their curves, recorded per run with "
+          "their numerics and pinned by tests/nn and tests/train), never the rules they are judged by")
+_TRAINER = ("the trainer: a change changes the runs (their curves and their status, which study/trained.py "
+            "judges again by the study's own line), pinned by tests/train's determinism and resume tests")
+VERDICT_NEUTRAL = {
+    "__init__.py": "the package's entry: no code", "__main__.py": "`python -m normlab`: the command line's entry",
+    "version.py": "the version string", "errors.py": "the error types of user input",
+    "registry.py": "name lookups", "jsonsafe.py": "JSON-safe values", "device.py": "where a run computes",
+    "compat.py": "reading what an older normlab wrote: a change there fails tests/study/test_preset_ids.py's pins",
+    "config.py": "the run config's fields: a change moves run ids, which tests/study/test_preset_ids.py pins",
+    "cli/*.py": "the command line: parses what a user asks and prints what the study decided",
+    "data/__init__.py": "re-exports", "data/objectives.py": _MODEL,
+    "data/provenance.py": "what a run keeps of its corpus (hash, vocabulary): refusals, not values",
+    "data/vocab.py": "a run's vocabulary, which its config carries: a change moves run ids (pinned)",
+    "nn/*.py": _MODEL, "nn/schemes/*.py": _MODEL, "nn/kernels/*.py": _MODEL,
+    "diagnostics/__init__.py": "re-exports",
+    "diagnostics/check.py": "`normlab check`: static checks no study reads",
+    "diagnostics/diagnose.py": "`normlab diagnose` on one model: no study reads it",
+    "diagnostics/nan.py": "where a diverged run's first NaN started: said in its reason, never judged",
+    "diagnostics/page.py": "diagnose's page", "diagnostics/structure.py": "diagnose's reading of an HF model",
+    "rundir/*.py": "a run's directory: storage and locks; what a record reads is records.py's",
+    "hf/*.py": "Hugging Face import and export: no study reads them", "hf/families/*.py": "as hf/",
+    "report/*.py": "renders verdicts already decided (what an outcome is: report/outcome.py, fingerprinted)",
+    "train/*.py": _TRAINER,
+    "bench/__init__.py": "re-exports", "bench/report.py": "`normlab bench`'s table",
+    "study/__init__.py": "no code", "study/rules.py": "this fingerprint itself",
+    "study/presets.py": "enters as data (`presets_data`): its settings, not its prose",
+    "study/publish.py": "writes the report of what judge.py decided", "study/sections.py": "the report's general "
+    "sections: descriptions, no decision", "study/ledger.py": "storage of runs and records",
+    "study/jobs.py": "which executor trains a run: the same config trains the same run anywhere",
+    "study/workers.py": "which process trains which run, and stacks: numerics recorded per run",
+    "study/ray_executor.py": "as workers.py, on a Ray cluster", "study/tensorboard.py": "live events for a reader",
+    "study/reference.py": "a reference run's time, to state the study's cost in its units",
+}
 
 
 def _sources() -> list[tuple[str, str]]:
