@@ -65,6 +65,51 @@ def test_a_committed_held_out_result_was_judged_by_todays_rules(folder):
                                     f"not today's ({fingerprint()}): move HELD_OUT and run it again")
 
 
+FREEZE = ROOT / "benchmarks/results/freeze.json"  # the fingerprint of the rules frozen before the held-out runs
+
+
+def freeze_time(fingerprint_: str) -> int | None:
+    """The commit time (Unix seconds) of the commit that first recorded `fingerprint_` in the freeze file, made
+    before any held-out run started (benchmarks/freeze.py); None where no commit did."""
+    import subprocess
+
+    found = subprocess.run(["git", "log", "--reverse", "--format=%ct", f"-S{fingerprint_}", "--",
+                            str(FREEZE.relative_to(ROOT))], cwd=ROOT, capture_output=True, text=True, check=True)
+    times = found.stdout.split()
+    return int(times[0]) if times else None
+
+
+def late_starts(manifest: dict, frozen_at: int, rules: str) -> list[str]:
+    """The runs of a manifest that did not start after the rules were frozen, or ran under other rules."""
+    import datetime
+
+    return [r["id"] for r in manifest["runs"] if r["rules"] != rules or r["started"] is None
+            or datetime.datetime.fromisoformat(r["started"]).timestamp() < frozen_at]
+
+
+@pytest.mark.parametrize("folder", RESULTS, ids=[p.name for p in RESULTS])
+def test_every_held_out_run_started_after_its_rules_were_frozen(folder):
+    """A held-out result judged by today's rules carries its manifest (publish.write_manifest), and every run in it
+    started after the commit that froze those rules (the freeze file's first commit naming the fingerprint) and was
+    claimed under them."""
+    data = verdict_table.load(folder)
+    if not (seeds_of(data) and min(seeds_of(data)) >= HELD_OUT and judged_today(data)):
+        return
+    assert (folder / "manifest.json").is_file(), f"{folder.name}: no manifest.json beside its verdicts"
+    manifest = json.loads((folder / "manifest.json").read_text("utf-8"))
+    assert json.loads(FREEZE.read_text("utf-8"))["fingerprint"] == manifest["rules"] == fingerprint()
+    frozen_at = freeze_time(fingerprint())
+    assert frozen_at is not None, f"no commit of {FREEZE.name} names the fingerprint {fingerprint()}"
+    assert not late_starts(manifest, frozen_at, fingerprint()), f"{folder.name}: runs not started after the freeze"
+
+
+def test_the_manifest_check_can_fail():
+    run = {"id": "a", "rules": "x", "started": "2026-11-29T03:00:00+00:00"}
+    at = 1795921200  # 2026-11-29T03:00:00Z
+    assert late_starts({"runs": [run]}, at, "x") == [] and late_starts({"runs": [run]}, at + 1, "x") == ["a"]
+    assert late_starts({"runs": [run]}, at, "y") == ["a"]
+
+
 def test_the_fingerprint_check_can_fail():
     assert not judged_today({"verdicts": []}) and not judged_today({"rules": {"fingerprint": "0" * 16}})
     assert judged_today({"rules": {"fingerprint": fingerprint()}})

@@ -188,3 +188,28 @@ def test_a_newer_normlabs_ledger_is_refused_before_anything_is_written_to_it(tmp
     db = sqlite3.connect(tmp_path / "study.sqlite")
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
     db.close()
+
+
+def test_each_run_keeps_the_rules_it_was_claimed_under_and_the_manifest_lists_them(tmp_path):
+    """A held-out study's freeze is checkable: the ledger stores the rules' fingerprint of the process that claimed
+    each run (an older ledger gains the column), and `publish.write_manifest` lists every run with its seed, start,
+    end and that fingerprint."""
+    import json
+
+    from normlab.study.publish import write_manifest
+    from normlab.study.records import RunRecord
+    from normlab.study.rules import fingerprint
+    from tests.conftest import tiny_config
+
+    config = tiny_config(train={"seed": 7}).to_dict()
+    reg = Ledger(tmp_path)
+    reg.add_runs([("a", config), ("b", config)])
+    (rid, _), = reg.claim_group(os.getpid(), {"a"})
+    reg.finish(rid, RunRecord(id=rid, config=tiny_config(train={"seed": 7}), status="completed", val_loss=2.0))
+    rows = {r["id"]: r for r in reg.rows()}
+    assert rows["a"]["rules"] == fingerprint() and rows["b"]["rules"] is None  # "b" never started
+    manifest = json.loads(write_manifest(reg, ["a", "b"], tmp_path).read_text())
+    assert manifest["rules"] == fingerprint()
+    a = next(r for r in manifest["runs"] if r["id"] == "a")
+    assert a["seed"] == 7 and a["rules"] == fingerprint() and a["started"] <= a["finished"]
+    assert a["started"].endswith("+00:00")  # UTC, to the second

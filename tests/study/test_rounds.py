@@ -317,6 +317,13 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
     publish(tmp_path / "s")
     doc = {v["id"]: v for v in json.loads((tmp_path / "s" / "verdicts.json").read_text())["verdicts"]}
     assert doc["C13"]["look"]["look"] == 2 and doc["C13"]["look"]["n_seeds"] == 3 and doc["C1"]["look"] == {}
+    # the manifest: every run with its seed, start and end, and the rules' fingerprint that claimed it
+    from normlab.study.rules import fingerprint
+
+    manifest = json.loads((tmp_path / "s" / "manifest.json").read_text())
+    assert manifest["rules"] == fingerprint() and len(manifest["runs"]) == len(records)
+    assert all(r["rules"] == fingerprint() and r["started"] <= r["finished"] for r in manifest["runs"])
+    assert sorted(r["seed"] for r in manifest["runs"]) == sorted(r.seed for r in records)
     again = spec_from_meta(ledger.meta())
     assert again.seeds_of("C13") == [0, 1, 2] and again.look("C13") == (2, 2)
     # a rerun on the finished directory decides the same round and trains nothing

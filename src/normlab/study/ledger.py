@@ -1,6 +1,7 @@
 """The study ledger: a SQLite database in the study directory, `DIR/study.sqlite`.
 
-    runs(id, config, status, owner_pid, owner_host, owner_start, heartbeat, attempts, started, finished, result)
+    runs(id, config, status, owner_pid, owner_host, owner_start, heartbeat, attempts, started, finished, result,
+         rules)                         rules: the fingerprint (study/rules.py) of the code that claimed the run
     measurements(claim, value)          non-training measurements (timings, constants, causality)
     meta(key, value)                    the study's preset, claims, seeds
 
@@ -45,7 +46,8 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS measurements (claim TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
-LEASE_COLUMNS = {"owner_host": "TEXT", "owner_start": "INTEGER", "heartbeat": "REAL"}  # older ledgers lack them
+# columns older ledgers lack: the leases', and the rules' fingerprint each run was claimed under (the manifest's)
+LEASE_COLUMNS = {"owner_host": "TEXT", "owner_start": "INTEGER", "heartbeat": "REAL", "rules": "TEXT"}
 DONE = ("completed", "failed_to_train", "diverged")  # trained to the end: a result, never retried
 MAX_ATTEMPTS = 3  # a run that failed (raised) this many times is left as failed
 OPEN_TRIES = 100  # × 50 ms: switching a new database to WAL fails at once (no busy wait) while another opens it
@@ -207,7 +209,9 @@ class Ledger:
                     limit_of: Callable[[dict[str, Any]], int] = lambda config: 1) -> list[tuple[str, dict[str, Any]]]:
         """Atomically take the next runnable run and up to `limit_of(its config) − 1` more runnable runs
         whose `group_of(config)` equals its own (runs a worker can train as one stack), in ledger order."""
-        now, claimed, key, limit = time.time(), [], None, 1
+        from normlab.study.rules import fingerprint  # the rules this process judges by, recorded with each start
+
+        now, claimed, key, limit, rules = time.time(), [], None, 1, fingerprint()
         with self._tx() as db:
             rows = db.execute("SELECT id, config, status, attempts, owner_pid, owner_host, owner_start, "
                               "COALESCE(heartbeat, started) FROM runs "
@@ -226,8 +230,8 @@ class Ledger:
                 if not claimed:
                     key, limit = mine, limit_of(cfg)
                 db.execute("UPDATE runs SET status = 'running', owner_pid = ?, owner_host = ?, owner_start = ?, "
-                           "heartbeat = ?, attempts = attempts + 1, started = ? WHERE id = ?",
-                           (pid, socket.gethostname(), process_start(pid), now, now, rid))
+                           "heartbeat = ?, attempts = attempts + 1, started = ?, rules = ? WHERE id = ?",
+                           (pid, socket.gethostname(), process_start(pid), now, now, rules, rid))
                 claimed.append((rid, cfg))
                 if len(claimed) >= limit:
                     break
@@ -337,5 +341,5 @@ class Ledger:
 
     def rows(self) -> list[dict[str, Any]]:
         with self._tx() as db:
-            cols = ["id", "status", "owner_pid", "owner_host", "heartbeat", "attempts", "started", "finished"]
+            cols = ["id", "status", "owner_pid", "owner_host", "heartbeat", "attempts", "started", "finished", "rules"]
             return [dict(zip(cols, r)) for r in db.execute(f"SELECT {', '.join(cols)} FROM runs ORDER BY rowid")]

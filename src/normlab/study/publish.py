@@ -56,7 +56,29 @@ def publish(out: str | Path, spec: StudySpec | None = None) -> tuple[dict[str, P
     paths = render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
                           claim_figures=figures, sections=sections, study_info=study_info,
                           completion=status.to_dict(), failed_runs=status.failed, rules=rules_record(), cost=cost)
+    paths["manifest"] = write_manifest(ledger, ids, out)
     return paths, verdicts, status
+
+
+def write_manifest(ledger: Ledger, ids: list[str], out: str | Path) -> Path:
+    """OUT/manifest.json: each of the study's runs with its seed, its start and end (UTC) and the fingerprint of the
+    rules that claimed it, beside the fingerprint the report judged by, so that a reader (and tests/test_results.py)
+    can check that every run of a held-out study started after its rules were frozen."""
+    import datetime
+    import json
+
+    seeds = {rid: config["train"].get("seed") for rid, config in ledger.configs()}
+
+    def utc(t: float | None) -> str | None:
+        return None if t is None else datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat(
+            timespec="seconds")
+
+    wanted = set(ids)
+    runs = [{"id": r["id"], "seed": seeds.get(r["id"]), "status": r["status"], "started": utc(r["started"]),
+             "finished": utc(r["finished"]), "rules": r["rules"]} for r in ledger.rows() if r["id"] in wanted]
+    path = Path(out) / "manifest.json"
+    path.write_text(json.dumps({"rules": rules_record()["fingerprint"], "runs": runs}, indent=1) + "\n", "utf-8")
+    return path
 
 
 def train_wall_s(ledger: Ledger, ids: list[str]) -> float:
