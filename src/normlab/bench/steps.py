@@ -192,6 +192,7 @@ def _bench_config(cfg: StepConfig, variants: list[Variant], rounds: int, steps_p
         rows.append({"config": cfg.name, "impl": v.impl, "scheme": v.scheme, "norm": v.norm,
                      "precision": v.precision, "tokens_per_s": tokens / medians[i],
                      **spread_of([tokens / t for t in samples[i]], "tokens_per_s"),
+                     "samples_s": samples[i],  # per round, paired with every variant's by round
                      "peak_mem_mb": peak_step_memory_mb(v.step, device, persistent)})
     ref = rows[0]
     for row in rows:

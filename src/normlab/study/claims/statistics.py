@@ -110,6 +110,19 @@ def t_interval(values: list[float], coverage: float) -> list[float] | None:
     return [mean - half, mean + half]
 
 
+def median_interval(values: list[float], coverage: float) -> list[float] | None:
+    """A distribution-free interval of the median of `values` that covers it with probability at least `coverage`:
+    the order statistics x₍ₖ₎ and x₍ₙ₋ₖ₊₁₎ with k the largest rank whose binomial tail P(Bin(n, ½) < k) stays
+    within (1 − coverage)/2. One outlying value moves its ends by at most one rank. None: too few values for the
+    coverage (n = 14 reaches 99.9 %)."""
+    xs = sorted(v for v in values if v is not None and math.isfinite(v))
+    n, tail = len(xs), (1 - coverage) / 2
+    k = 0
+    while k < n // 2 and sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n <= tail:
+        k += 1  # P(Bin(n, ½) ≤ k − 1) ≤ tail: rank k is still inside
+    return [xs[k - 1], xs[n - k]] if k >= 1 else None
+
+
 def sign_test(k: int, n: int) -> float:
     """One-sided exact sign test: P(at least k of n discordant pairs fall one way | each way equally likely)."""
     return sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n if n else 1.0
