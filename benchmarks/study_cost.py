@@ -17,7 +17,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from normlab.study.claims import CLAIMS, FAILS, HOLDS
+from normlab.study.claims import CLAIMS
 from normlab.study.ledger import Ledger
 from normlab.study.judge import compute_verdicts
 from normlab.study.state import study_ids
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         c["runs"] += 1
         c["train_s"] += elapsed[rid]
         c["did_not_train"] += r.did_not_train
-    n_decisive = sum(v.outcome.kind in (HOLDS, FAILS) for v in verdicts.values())
+    n_decisive = sum(v.outcome.decisive for v in verdicts.values())  # the one definition (report/outcome.py)
     ref = meta.get("reference_run")
     summary = {"study": str(args.study), "preset": spec.preset.name, "runs": len(records), "train_s": train_s,
                "wall_s": wall, "reference_run_s": (ref or {}).get("s"),
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps({**summary, "per_claim": claims, "per_cell": dict(cells),
                                          "decisive_claims": [v.id for v in verdicts.values()
-                                                             if v.outcome.kind in (HOLDS, FAILS)]}, indent=2) + "\n")
+                                                             if v.outcome.decisive]}, indent=2) + "\n")
     return 0
 
 

@@ -71,10 +71,10 @@ def design_text(v: dict, design: dict[str, dict] | None) -> str:
 
 
 def counts_line(verdicts: list[dict], design: dict[str, dict] | None = None) -> str:
-    """`3 holds (+1 where judged), 4 does not hold, 1 depends on, 6 inconclusive; 5 replicated …`: the totals, one
-    definition each (report/outcome.py)."""
+    """`4 holds (1 of them only where judged), 4 does not hold, 1 depends on, 6 inconclusive; 9 of 15 decisive; 5
+    replicated …`: the totals, one definition each (report/outcome.py)."""
     totals = Totals.of([{**v, "design": (design or {}).get(v["id"]) or {}} for v in verdicts])
-    return totals.text() if design else Totals(totals.counts).text()
+    return totals.text() if design else Totals(totals.counts, 0, totals.decisive, totals.claims).text()
 
 
 def table(verdicts: list[dict], papers: bool, design: dict[str, dict] | None = None) -> str:

@@ -65,6 +65,13 @@ class Outcome:
         return DEPENDS if self.depends_on else self.verdict
 
     @property
+    def decisive(self) -> bool:
+        """The one definition of a decisive verdict, which every output counts by (the report's totals, cost.json,
+        the make-run record, the README): holds, does not hold, or depends on a factor (opposite decisive verdicts
+        at its levels), each decided by its tests; not inconclusive."""
+        return self.kind != INCONCLUSIVE
+
+    @property
     def complete(self) -> bool:
         """Decisive under every level measured (no factor splits it, no level left it open)."""
         return decisive(self.kind) and not self.open_levels
@@ -145,13 +152,14 @@ def outcome_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def totals_text(counts: dict[str, int]) -> str:
-    """`3 holds (+1 where judged), 4 does not hold, 1 depends on, 6 inconclusive`: the totals line, where judged
-    beside its word and never inside it."""
+    """`4 holds (1 of them only where judged), 4 does not hold, 1 depends on, 6 inconclusive`: the totals line, each
+    word counting every verdict it names, those decisive only where judged said beside it, never subtracted (a
+    line that read "0 holds (+1 where judged)" said nothing holds)."""
     parts = []
     for word in OUTCOMES:
-        n = counts.get(word, 0)
         judged = counts.get(f"{word} {WHERE_JUDGED}", 0)
-        parts.append(f"{n} {word}" + (f" (+{judged} {WHERE_JUDGED})" if judged else ""))
+        n = counts.get(word, 0) + judged
+        parts.append(f"{n} {word}" + (f" ({judged} of them only {WHERE_JUDGED})" if judged else ""))
     return ", ".join(parts)
 
 
@@ -172,11 +180,15 @@ class Totals:
 
     counts: dict[str, int] = field(default_factory=dict)
     replicated: int = 0
+    decisive: int = 0  # `Outcome.decisive`: holds, does not hold or depends on
+    claims: int = 0
 
     @classmethod
     def of(cls, rows: list[dict[str, Any]]) -> "Totals":
-        return cls(outcome_counts(rows), sum(replicated(r) for r in rows))
+        return cls(outcome_counts(rows), sum(replicated(r) for r in rows),
+                   sum(outcome_of(r).decisive for r in rows), len(rows))
 
     def text(self) -> str:
-        return totals_text(self.counts) + (f"; {self.replicated} replicated on the design seeds (decisive under "
-                                           "every level measured and the same there)" if self.replicated else "")
+        return (totals_text(self.counts) + f"; {self.decisive} of {self.claims} decisive"
+                + (f"; {self.replicated} replicated on the design seeds (decisive under every level measured and "
+                   "the same there)" if self.replicated else ""))
