@@ -207,3 +207,17 @@ def test_f13s_tokens_per_parameter_are_the_ones_docs_frontier_quotes():
     assert f"about {params / 1e6:.1f}M parameters and sees 300 × 12 × 64 = {seen:,} tokens" in docs
     assert f"{few:,} distinct tokens are about {few / params:.2f} tokens per parameter" in docs
     assert f"the whole corpus about {seen / params:.1f}" in docs
+
+
+def test_f12s_failure_split_is_its_evidence_so_a_seed_round_can_follow():
+    """SpanNorm failing without warmup in 2 more seeds than Post-LN: no decision at 5 seeds, but the split leans,
+    and the power plan reads it (`details["evidence"]`) to add the second look's seeds."""
+    from normlab.study.power import leans
+
+    recs = (records("F12", {"model.scheme": "post", **STRESS}, ["stuck", "stuck", "stuck", 2.2, 2.3])
+            + records("F12", {"model.scheme": "spannorm", **STRESS}, ["stuck"] * 5)
+            + records("F12", {"model.scheme": "spannorm", "train.lr": 3e-3}, five(2.201, 0.001))
+            + records("F12", {"model.scheme": "pre", "model.n_layer": 8}, five(2.2)))
+    v = judge("F12", recs)
+    assert v.verdict == INCONCLUSIVE and v.details["evidence"]["n"] == 2 and v.details["evidence"]["k"] == 2
+    assert leans(v)

@@ -21,7 +21,7 @@ from normlab.study.claims.decisions import beats, not_worse, sign
 from normlab.study.claims.frontier import BEATS_RULE, DERF_CODE, NORM_ARMS, PAPERS, FrontierClaim, arm, contrast_part
 from normlab.study.claims.grouping import group, group_record, n_seeds, select
 from normlab.study.claims.prose import ci_text, fmt, pct
-from normlab.study.claims.statistics import t_interval
+from normlab.study.claims.statistics import sign_evidence, t_interval
 
 # HC §4.1: dynamic hyper-connections at n = 4 with tanh (DHC×4) is the paper's default and its headline ("DHC
 # performs notably better than SHC", Table 2); the static part is not decayed, the dynamic one is (§4,
@@ -287,8 +287,12 @@ class SpanNormF12(ResidualClaim):
     def verdict(self, records, measurement, preset):
         span, post = (group(records, **self.stressed(preset, c)) for c in (SPANNORM, POST))
         knobs = self.knobs(preset)
+        stress = beats(span, post, self.level, ("SpanNorm", "Post-LN"))  # the numbers are Post-LN − SpanNorm
+        split = stress.failed  # its primary test's evidence: the seeds where one alone did not train
+        evidence = sign_evidence(split["only_a_failed"], split["only_b_failed"], len(split.get("seeds") or []),
+                                 "one of SpanNorm and Post-LN alone did not train without warmup")
         parts = [contrast_part(f"SpanNorm trains where Post-LN fails (lr {knobs.stress_lr:g}, no warmup)",
-                               beats(span, post, self.level, ("SpanNorm", "Post-LN")), BEATS_RULE, self.level),
+                               stress, BEATS_RULE, self.level),
                  contrast_part("SpanNorm is not worse than Pre-LN (with warmup)",
                                not_worse(group(records, **self.deep(preset, SPANNORM)),
                                          group(records, **self.deep(preset, PRE)), self.level,
@@ -304,7 +308,8 @@ class SpanNormF12(ResidualClaim):
                                             "worse than Pre-LN with warmup; does not hold when either is refuted"),
                          "; ".join(f"{p.name}: {p.summary}" for p in parts), parts=parts, interval=last.interval,
                          test=last.test, seeds=last.seeds,
-                         arms={"SpanNorm, no warmup": group_record(span), "Post-LN, no warmup": group_record(post)})
+                         arms={"SpanNorm, no warmup": group_record(span), "Post-LN, no warmup": group_record(post)},
+                         evidence=evidence)
 
     def figures(self, records, measurement, preset):
         return [self.bars(records, self.title, {"SpanNorm, no warmup": self.stressed(preset, SPANNORM),
