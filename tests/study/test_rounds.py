@@ -331,3 +331,25 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
     spec = make()
     rerun = runner.run_study(spec, tmp_path / "s", workers=1, stack_runs=False)
     assert rerun.counts == out.counts and judged_study(spec, tmp_path / "s", rerun)[0].final and ("C13", 1) in looked and ("C13", 2) not in looked
+
+
+def test_the_plan_sizes_each_claims_seeds_from_the_design_seeds():
+    """A trial sizes an equivalence test from a pilot: the plan says, per claim, what the design seeds found and
+    whether the cap of its schedule settles it, or how many seeds would."""
+    from normlab.study.power import sized
+
+    design = {"verdicts": {
+        "C1": {"outcome": {"kind": "holds", "text": "holds", "seeds": 10, "unit": "seeds"}},
+        "C13": {"outcome": {"kind": "inconclusive", "why": "effect seen, not past the family-wise level",
+                            "needed": 12, "seeds": 10, "unit": "seeds"}},
+        "C15": {"outcome": {"kind": "inconclusive", "why": "effect seen, not past the family-wise level",
+                            "needed": None, "seeds": 10}},
+        "C7": {"outcome": {"kind": "inconclusive", "why": "effect seen, not past the family-wise level", "needed": 8,
+                           "seeds": 5}},
+        "F1": {"outcome": {"kind": "inconclusive", "why": "not at the paper's scale", "seeds": 5}},
+        "C16": {"outcome": {"kind": "holds", "text": "holds", "seeds": 1}}}}
+    assert sized(design, "C1", 10) == "holds at 10 seeds" and sized(design, "C16", 5) == "holds (measured)"
+    assert sized(design, "C13", 10) == "about 12 seeds needed: the cap (10) leaves it unsettled; about 12 would settle it"
+    assert sized(design, "C7", 10) == "about 8 seeds needed, within the cap (10)"
+    assert "more than 200 needed: the cap (10) leaves it unsettled" in sized(design, "C15", 10)
+    assert sized(design, "F1", 5).endswith("more seeds would not settle it") and sized(None, "C1", 5) == ""

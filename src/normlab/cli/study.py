@@ -192,12 +192,12 @@ def _print_plan(spec) -> None:
     table = Table(title=f"power plan of {spec.preset.name}: Holm over {len(spec.claims)} claims at α = 0.05",
                   title_justify="left")
     for col in ("claim", "primary test", "seeds (looks)", "share of α", "floor of p", "level, strictest step",
-                "reachable"):
+                "reachable", "sized on the design seeds"):
         table.add_column(col, overflow="fold")
     for r in power.plan(spec):
         table.add_row(r.claim, r.test, ", ".join(map(str, r.seeds)), ", ".join(f"{x:g}" for x in r.shares),
                       ", ".join(f"{x:.2g}" for x in r.floors), ", ".join(f"{x:.2g}" for x in r.strictest),
-                      r.reachable)
+                      r.reachable, r.design or "—")
     console.print(table)
     console.print("floor: the smallest p the test can reach at those seeds (an exact sign test: ½ⁿ); level: α/m "
                   "times the look's share, which Holm's later steps raise; " + power.SCHEME, highlight=False)

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from normlab.report.outcome import replicated as same_everywhere
-from normlab.study.spec import StudySpec
 from normlab.study.presets import DESIGN_SEEDS
 
 DESIGN_FILE = Path(__file__).with_name("design_verdicts.json")
@@ -26,7 +25,7 @@ def design_record(preset: str) -> dict[str, Any] | None:
         return None
 
 
-def design_beside(spec: StudySpec, verdicts: list) -> None:
+def design_beside(spec, verdicts: list) -> None:
     """Set each verdict's `design` from the preset's design record: the design seeds' verdict and whether this
     study replicates it (`report.outcome.replicated`: decisive under every level measured, and the same outcome on
     both seed sets). Nothing where the study itself runs on design seeds (it would be compared with itself) or the

@@ -21,6 +21,7 @@ from typing import Any
 from normlab.report.outcome import EQUIVALENT, INCONCLUSIVE, OFF_GRID, OFF_SCALE, TOO_FEW_TRAINED, UNDERPOWERED
 from normlab.study.claims import CLAIMS, Verdict
 from normlab.study.claims.statistics import ALPHA, LOSS_MARGIN, MIN_SEEDS, SPENDING, Level, sign_test
+from normlab.study.design import design_record
 
 # what a claim's primary test is, and the smallest p it can reach at n seeds (`floor`)
 TESTS = {
@@ -68,6 +69,9 @@ class PlanRow:
     floors: tuple[float, ...]
     strictest: tuple[float, ...]
     loosest: tuple[float, ...]
+    # what the design seeds say of the seeds it needs (`sized`): its test's effect and spread there against its
+    # boundaries (the margin, 1, a band), as a trial sizes an equivalence test; "" without a design record
+    design: str = ""
 
     @property
     def reachable(self) -> str:
@@ -81,12 +85,13 @@ class PlanRow:
             return ", ".join(f"{x:.2g}" for x in xs)
         return (f"{self.test} test; seeds {', '.join(map(str, self.seeds))}; α shares "
                 f"{', '.join(f'{x:g}' for x in self.shares)}; floor of p {nums(self.floors)}; level at Holm's "
-                f"strictest step {nums(self.strictest)}; reachable at the last look: {self.reachable}")
+                f"strictest step {nums(self.strictest)}; reachable at the last look: {self.reachable}"
+                + (f"; design seeds: {self.design}" if self.design else ""))
 
     def to_dict(self) -> dict[str, Any]:
         return {"claim": self.claim, "test": self.test, "seeds": list(self.seeds), "shares": list(self.shares),
                 "floors": list(self.floors), "level_strictest": list(self.strictest),
-                "level_loosest": list(self.loosest), "reachable": self.reachable}
+                "level_loosest": list(self.loosest), "reachable": self.reachable, "design": self.design}
 
 
 def claim_shares(spec, claim_id: str) -> tuple[float, ...] | None:
@@ -104,6 +109,7 @@ def level(spec, claim_id: str, family: float) -> Level:
 def plan(spec) -> list[PlanRow]:
     """Every claim's line of the power plan, before anything trains."""
     m = len(spec.claims)
+    design = design_record(spec.preset.name)
     rows = []
     for cid in spec.claims:
         test = CLAIMS.get(cid).test_kind
@@ -111,18 +117,45 @@ def plan(spec) -> list[PlanRow]:
         seeds = tuple(spec.preset.seed_rounds) if on_schedule else (len(spec.preset.seeds),)
         s = shares(test, list(seeds), m) or (1.0,)
         rows.append(PlanRow(cid, test, seeds, tuple(s), tuple(floor(test, n) for n in seeds),
-                            tuple(ALPHA / m * x for x in s), tuple(ALPHA * x for x in s)))
+                            tuple(ALPHA / m * x for x in s), tuple(ALPHA * x for x in s),
+                            sized(design, cid, seeds[-1])))
     return rows
+
+
+def sized(design: dict[str, Any] | None, claim_id: str, cap: int) -> str:
+    """What the preset's design-seed study says of the seeds `claim_id` needs, against the cap of its schedule:
+    decided there at how many seeds; or its effect seen but not past its level, with about how many seeds its
+    interval (narrowing as 1/√n on the scale it is built on, `needed`) would settle it, and whether the cap does;
+    or why more seeds would not. "" without a design record for it."""
+    row = ((design or {}).get("verdicts") or {}).get(claim_id)
+    if not row:
+        return ""
+    out = row.get("outcome") or {}
+    seeds = out.get("seeds")
+    if out.get("kind", out.get("verdict")) != INCONCLUSIVE:
+        word = out.get("text", out.get("verdict"))
+        return f"{word} at {seeds} {out.get('unit') or 'seeds'}" if seeds and seeds > 1 else f"{word} (measured)"
+    if out.get("why") != UNDERPOWERED:
+        return f"inconclusive ({out.get('why') or 'no kind recorded'}): more seeds would not settle it"
+    needed = out.get("needed")
+    if needed is None:
+        return f"effect seen at {seeds} seeds, more than {MAX_NEEDED} needed: the cap ({cap}) leaves it unsettled"
+    unit = out.get("unit") or "seeds"
+    if unit != "seeds":
+        return f"about {needed} {unit} needed (a measurement's, not seeds)"
+    return (f"about {needed} seeds needed" + (f", within the cap ({cap})" if needed <= cap else
+                                              f": the cap ({cap}) leaves it unsettled; about {needed} would settle it"))
 
 
 def plan_text(rows: list[PlanRow]) -> list[str]:
     """The plan as Markdown table lines (the report's method section, `normlab study --plan`)."""
     out = ["| claim | primary test | seeds (looks) | share of α per look | floor of p at each look | "
-           "level at Holm's strictest step | reachable at the last look |", "|---|---|---|---|---|---|---|"]
+           "level at Holm's strictest step | reachable at the last look | sized on the design seeds |",
+           "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r.claim} | {r.test} | {', '.join(map(str, r.seeds))} | "
                    f"{', '.join(f'{x:g}' for x in r.shares)} | {', '.join(f'{x:.2g}' for x in r.floors)} | "
-                   f"{', '.join(f'{x:.2g}' for x in r.strictest)} | {r.reachable} |")
+                   f"{', '.join(f'{x:.2g}' for x in r.strictest)} | {r.reachable} | {r.design or '—'} |")
     return out
 
 
