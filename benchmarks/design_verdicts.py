@@ -1,6 +1,6 @@
 """Record a preset's design-seed verdicts, which every held-out study of the preset shows beside its own.
 
-    python benchmarks/design_verdicts.py benchmarks/results/standard-design
+    python benchmarks/design_verdicts.py benchmarks/results/standard-design [--preset standard]
 
 reads that folder's verdicts.json (a final study of the preset on design seeds, `normlab study --seeds 0,1,2,3,4`,
 copied there with its cost record) and writes the preset's entry of src/normlab/study/design_verdicts.json: the
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -28,9 +29,15 @@ def entry(data: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", type=Path, help="a folder holding the design-seed study's verdicts.json")
-    ap.add_argument("--preset", default="standard")
+    ap.add_argument("--preset", help="the preset it records (default: the one report.md names)")
     args = ap.parse_args(argv)
     data = json.loads((args.results / "verdicts.json").read_text("utf-8"))
+    if args.preset is None:  # the study's own preset, as its report states it ("preset: standard · ...")
+        found = re.search(r"^preset: ([\w-]+)", (args.results / "report.md").read_text("utf-8"), re.M)
+        if found is None:
+            print(f"{args.results}/report.md names no preset: give --preset", file=sys.stderr)
+            return 2
+        args.preset = found.group(1)
     if not data.get("final"):
         print(f"{args.results}/verdicts.json is partial: record a final study", file=sys.stderr)
         return 2

@@ -67,6 +67,8 @@ NOT_RUN = {
                                                                                   "PyTorch's index",
     "normlab study --preset frontier --out frontier-study": f"the frontier preset: {_measured('frontier')} on 2 "
                                                             "cores (its claims' rules: tests/study/test_frontier_verdicts.py)",
+    "normlab study --preset residual --out residual-study": "the residual preset: 105 runs on the design seeds "
+                                                            "(its claims' rules: tests/study/test_residual_verdicts.py)",
     "normlab study --claims C1,C11 --seeds 0,1,2 --set train.steps=600": "60 runs of 600 steps: an hour on 2 cores",
     "normlab study --claims C1,C5 --vary init,context,width": "the standard runs of two claims under four settings "
                                                               "(--vary is tested on tiny runs in tests/study)",

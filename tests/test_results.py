@@ -160,8 +160,11 @@ def test_the_design_study_runs_on_design_seeds_by_todays_rules_and_the_last_held
 
 
 def test_the_packaged_design_record_is_the_committed_design_study():
-    packaged = json.loads(DESIGN_FILE.read_text("utf-8"))["standard"]
-    assert packaged == design_verdicts.entry(verdict_table.load(ROOT / "benchmarks/results/standard-design"))
+    """Each preset's packaged design-seed record is its committed design study (benchmarks/results/PRESET-design)."""
+    packaged = json.loads(DESIGN_FILE.read_text("utf-8"))
+    assert {"standard", "residual"} <= set(packaged)
+    for preset, record in packaged.items():
+        assert record == design_verdicts.entry(verdict_table.load(ROOT / f"benchmarks/results/{preset}-design")), preset
 
 
 def test_the_cost_page_quotes_the_held_out_studys_cost_file():
@@ -463,3 +466,38 @@ def test_every_client_check_passes_in_the_committed_matrix():
     for name, cell in m["cells"].items():
         assert all(v is True for k, v in cell.items() if k != "model(**tok) max |diff|"), (name, cell)
         assert cell["model(**tok) max |diff|"] < 1e-5, (name, cell)
+
+
+def test_the_residual_findings_quote_the_committed_design_study():
+    """docs/frontier.md's table of what the residual preset finds on the design seeds: each figure read from
+    benchmarks/results/residual-design."""
+    text = " ".join((ROOT / "docs" / "frontier.md").read_text("utf-8").split())
+    data = verdict_table.load(ROOT / "benchmarks/results/residual-design")
+    v = {x["id"]: x for x in data["verdicts"]}
+    parts = {cid: x["parts"] for cid, x in v.items()}
+
+    def iv(interval, spec="+.3f"):
+        return "[" + ", ".join(f"{x:{spec}}".replace("-", "−") for x in interval) + "]"
+
+    assert v["F9"]["verdict"] == "holds" and f"HC's grows {parts['F9'][0]['value']:.2f}× from the first block" in text
+    assert iv(parts["F9"][0]["interval"], ".2f") in text and f"HC's largest is {parts['F9'][2]['value']:.2f}×" in text
+    assert f"{parts['F9'][1]['value']:.3f} in every seed" in text
+    hc, mhc = parts["F10"]
+    assert v["F10"]["verdict"] == "inconclusive" and f"HC ends {hc['value']:.3f} nats better than Pre-LN" in text
+    assert iv(hc["interval"]) in text and iv(mhc["interval"]) in text and f"mHC {-mhc['value']:.3f} worse" in text
+    assert f"about {v['F10']['outcome']['needed']} seeds would decide it" in text
+    out, grad, loss = parts["F11"]
+    assert v["F11"]["verdict"] == "holds" and f"{out['value']:.2f} smaller" in text and f"log gradient {grad['value']:.2f}" in text
+    assert f"AttnRes ends {loss['value']:.3f} nats better {iv(loss['interval'])}" in text
+    arms = v["F12"]["details"]["arms"]
+    assert (f"SpanNorm failed to train in {arms['SpanNorm, no warmup']['n_failed_to_train']} of "
+            f"{arms['SpanNorm, no warmup']['n_runs']} seeds and Post-LN in {arms['Post-LN, no warmup']['n_failed_to_train']}") in text
+    e = v["F12"]["details"]["evidence"]
+    assert f"{e['n']} pairs where SpanNorm alone failed, p = {e['p_one_sided']:.3f}" in text
+    assert f"about {v['F12']['outcome']['needed']} seeds" in text
+    assert f"SpanNorm ends {-parts['F12'][1]['value']:.3f} nats better than Pre-LN" in text
+    scarce, plenty = parts["F13"]
+    assert v["F13"]["verdict"] == "holds" and f"DyT ends {scarce['value']:.3f} nats better than LayerNorm {iv(scarce['interval'])}" in text
+    assert f"on the whole corpus {plenty['value']:.3f} worse {iv(plenty['interval'])}" in text
+    runs = json.loads((ROOT / "benchmarks/results/residual-design/manifest.json").read_text("utf-8"))["runs"]
+    assert f"trained {len(runs)} runs in {data['cost']['train_wall_s'] / 60:.1f} min" in text
