@@ -46,9 +46,13 @@ def continue_run(source: str, target: str) -> dict:
     if status.get("status") not in ("completed", "diverged"):
         train(RunDir(dst).read_config(), str(dst))
         status = RunDir(dst).read_status() or {}
-    trained = status.get("status") == "completed" and status.get("outcome") != "failed_to_train"
-    return {"trained": trained, "status": status.get("status"), "outcome": status.get("outcome"),
-            "val_loss": status.get("val_loss"), "step": status.get("step")}
+    # "trained" in the study's one meaning (study/trained.py): below its line, not merely off the plateau
+    from normlab.study.trained import has_trained, line_of
+
+    line = line_of(RunDir(dst).read_config())
+    return {"trained": has_trained(status.get("status"), status.get("val_loss"), line), "line": line,
+            "status": status.get("status"), "outcome": status.get("outcome"), "val_loss": status.get("val_loss"),
+            "step": status.get("step")}
 
 
 def write_outcomes(study: Path, results: dict[str, dict]) -> dict:
@@ -59,9 +63,10 @@ def write_outcomes(study: Path, results: dict[str, dict]) -> dict:
 
     path = study / VALIDATION
     runs = {**(json.loads(path.read_text("utf-8"))["runs"] if path.is_file() else {}), **results}
-    data = {"runs": runs, "continued": len(runs), "recovered": sorted(rid for rid, r in runs.items() if r["trained"]),
+    data = {"runs": runs, "continued": len(runs), "trained": sorted(rid for rid, r in runs.items() if r["trained"]),
             "rule": "a run the plateau stop ended, continued from its stop's checkpoint to its full budget with "
-                    "train.plateau_stop = 'off'; trained: it ended completed and off the unigram plateau"}
+                    "train.plateau_stop = 'off'; trained: it completed below the study's trained line "
+                    "(study/trained.py: halfway from the corpus's unigram to its bigram cross-entropy)"}
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", "utf-8")
     return data
 
@@ -86,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     data = write_outcomes(args.study, results)
     new = sorted(rid for rid, r in results.items() if r["trained"])
     print(f"{len(new)} of {len(results)} would have trained by their budget: {', '.join(new) or 'none'}; "
-          f"{len(data['recovered'])} of {data['continued']} in all → {args.study / VALIDATION}")
+          f"{len(data['trained'])} of {data['continued']} in all → {args.study / VALIDATION}")
     return 0
 
 

@@ -21,6 +21,7 @@ from normlab.study.claims import CLAIMS
 from normlab.study.ledger import Ledger
 from normlab.study.judge import compute_verdicts
 from normlab.study.state import study_ids
+from normlab.study.trained import judge_trained
 from normlab.report.outcome import outcome_counts
 from normlab.report.outcome import replicated
 from normlab.study.reference import in_reference_runs
@@ -82,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     meta = ledger.meta()
     spec = spec_from_meta(meta)
     ids = study_ids(spec, ledger, meta["study"]["run_ids"])
-    records = {r.id: r for r in ledger.records(set(ids))}
+    # "did not train" in the study's one meaning (study/trained.py: below its line), as the verdicts count it
+    records = {r.id: r for r in judge_trained(ledger.records(set(ids)), spec.lines)}
     flats = {rid: r.flat for rid, r in records.items()}  # an older ledger's rows in today's spelling (stored_config)
     rows = [r for r in ledger.rows() if r["id"] in set(ids)]
     started, finished = [r["started"] for r in rows if r["started"]], [r["finished"] for r in rows if r["finished"]]

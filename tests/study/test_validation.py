@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 
 from normlab.rundir import RunDir
+import pytest
+
+from normlab.study.trained import line_of, trained_counts
 from normlab.study.validation import VALIDATION, validated
 from normlab.train import train
 from tests.study.scenarios import PLATEAU_REASON, rec
@@ -27,23 +30,33 @@ def test_a_continued_run_goes_on_from_its_stop_as_the_uninterrupted_run_did(tmp_
     train(run(1e-7, plateau_stop=0.5), str(stopped))
     assert RunDir(stopped).read_status()["reason"].startswith("stopped at step 40 of 80")
     outcome = _benchmark().continue_run(str(stopped), str(tmp_path / "continued"))
-    assert outcome == {"trained": False, "status": "completed", "outcome": "failed_to_train",
+    assert outcome == {"trained": False, "status": "completed", "outcome": "failed_to_train", "line": outcome["line"],
                        "val_loss": outcome["val_loss"], "step": 80}
+    assert outcome["line"] == pytest.approx(line_of(RunDir(stopped).read_config()))
     train(run(1e-7, plateau_stop="off"), str(whole))  # the same run, never stopped
     assert val_curve(tmp_path / "continued") == val_curve(whole)  # the same curve, bit for bit
     assert RunDir(stopped).read_status()["step"] == 40  # the study's own run is left as it was
 
 
 def test_the_ledger_gives_a_continued_run_its_outcome_at_its_budget(tmp_path):
-    stuck, recovered, other = (rec(status="failed_to_train", reason=PLATEAU_REASON, seed=s) for s in range(3))
-    assert stuck.censored and recovered.censored and other.censored
+    """The continued run's own end (a resumed run continues the same curve), and "trained" in the study's one
+    meaning: a run that left the plateau at 3.13 nats is completed, but the study's line (2.91) says it did not
+    train, as the held-out study once called 6 such runs "recovered"."""
+    from normlab.study.trained import judge_trained
+
+    stuck, left, below, other = (rec(status="failed_to_train", reason=PLATEAU_REASON, seed=s) for s in range(4))
+    assert stuck.censored and left.censored and other.censored
     (tmp_path / VALIDATION).write_text(json.dumps({"runs": {
-        stuck.id: {"trained": False}, recovered.id: {"trained": True, "val_loss": 3.13, "step": 300}}}))
-    validated([stuck, recovered, other], tmp_path)
-    assert not stuck.censored and stuck.failed_to_train and "still on the plateau" in stuck.reason
-    # it trained by its budget: the run's own outcome, loss included (a resumed run continues the same curve)
-    assert (recovered.censored, recovered.status, recovered.val_loss, recovered.did_not_train) == (
-        False, "completed", 3.13, False)
+        stuck.id: {"trained": False, "status": "completed", "outcome": "failed_to_train", "val_loss": 3.34,
+                   "step": 300},
+        left.id: {"trained": False, "status": "completed", "outcome": "trained", "val_loss": 3.13, "step": 300},
+        below.id: {"trained": True, "status": "completed", "outcome": "trained", "val_loss": 2.5, "step": 300}}}))
+    validated([stuck, left, below, other], tmp_path)
+    assert not stuck.censored and stuck.failed_to_train and "ended failed_to_train" in stuck.reason
+    assert (left.censored, left.status, left.val_loss) == (False, "completed", 3.13)
+    judged = {r.id: r for r in judge_trained([stuck, left, below, other], {})}
+    assert judged[left.id].did_not_train and not judged[below.id].did_not_train
+    assert trained_counts(list(judged.values())) == {"trained": 1, "did not train": 2, "censored": 1, "failed": 0}
     assert other.censored  # never continued: still unknown
 
 
@@ -54,5 +67,5 @@ def test_a_second_validation_keeps_the_outcomes_of_the_first(tmp_path):
     write = _benchmark().write_outcomes
     write(tmp_path, {"a": {"trained": True, "val_loss": 2.9, "step": 300}, "b": {"trained": False}})
     data = write(tmp_path, {"c": {"trained": False}})
-    assert sorted(data["runs"]) == ["a", "b", "c"] and data["continued"] == 3 and data["recovered"] == ["a"]
+    assert sorted(data["runs"]) == ["a", "b", "c"] and data["continued"] == 3 and data["trained"] == ["a"]
     assert json.loads((tmp_path / VALIDATION).read_text()) == data

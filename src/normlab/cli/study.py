@@ -96,11 +96,14 @@ def study(
             write_events(out)
         # judged from the ledger as it is now, so the report and the terminal never disagree
         paths, verdicts, status = publish(out, spec)
+        from normlab.study.ledger import Ledger
+        from normlab.study.publish import run_counts
+        counts = run_counts(spec, Ledger(out), outcome.ids)  # in the one meaning of each word, as the report's
     except ConfigError as e:  # OUT's study.sqlite is not a study ledger
         fail(str(e))
     _print_verdicts(verdicts, status.status_text())
     _print_failed(status.failed)
-    console.print(f"{status.status_text()}: {sum(outcome.counts.values())} runs ({_counts(outcome.counts)}) in "
+    console.print(f"{status.status_text()}: {sum(counts.values())} runs ({_counts(counts)}) in "
                   f"{outcome.wall_s:.0f} s → {paths['html']}, {paths['markdown']}, {paths['json']}", highlight=False)
     raise typer.Exit(_study_exit_code(status))
 

@@ -21,7 +21,7 @@ from normlab.study.rules import rules_record, thresholds
 from normlab.study.sections import general_sections
 from normlab.study.spec import StudySpec, spec_from_meta
 from normlab.study.state import Completion, completion, study_ids
-from normlab.study.trained import judge_trained
+from normlab.study.trained import judge_trained, trained_counts
 from normlab.train.lifecycle import environment
 
 HIDDEN = ("run_ids", "preset_settings", "init_pass_flag", "tokens", "lines")  # stored for `normlab report`, not for a reader
@@ -46,7 +46,7 @@ def publish(out: str | Path, spec: StudySpec | None = None) -> tuple[dict[str, P
     cost = {"train_wall_s": wall, "reference_run_s": (reference or {}).get("s"),
             "train_wall_reference_runs": in_reference_runs(wall, reference), "reference_run": reference}
     study_info = {**{k: v for k, v in meta["study"].items() if k not in HIDDEN},
-                  "counts": ledger.counts(set(ids)), "train_wall_s": wall,
+                  "counts": run_counts(spec, ledger, ids), "train_wall_s": wall,
                   **({"train_wall_reference_runs": round(cost["train_wall_reference_runs"], 1),
                       "reference_run_s": reference["s"]} if cost["train_wall_reference_runs"] else {}),
                   "environment": environment(resolve_device("cpu")), "thresholds": thresholds(verdicts),
@@ -58,6 +58,14 @@ def publish(out: str | Path, spec: StudySpec | None = None) -> tuple[dict[str, P
                           completion=status.to_dict(), failed_runs=status.failed, rules=rules_record(), cost=cost)
     paths["manifest"] = write_manifest(ledger, ids, out)
     return paths, verdicts, status
+
+
+def run_counts(spec: StudySpec, ledger: Ledger, ids: list[str]) -> dict[str, int]:
+    """The study's runs counted in the one meaning of each word (`study.trained.trained_counts`: trained below the
+    study's line, did not train, censored), and those not finished (pending, running, failed to run)."""
+    counts = trained_counts(judge_trained(ledger.records(set(ids)), spec.lines))
+    unfinished = {k: v for k, v in ledger.counts(set(ids)).items() if k in ("pending", "running", "failed")}
+    return {k: v for k, v in {**counts, **unfinished}.items() if v}
 
 
 def write_manifest(ledger: Ledger, ids: list[str], out: str | Path) -> Path:

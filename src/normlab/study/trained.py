@@ -56,10 +56,34 @@ def judge_trained(records: list, lines: dict[str, list]) -> list:
     return out
 
 
+def has_trained(status: str, val_loss: float | None, line: float) -> bool:
+    """The one definition of "trained" that every output counts by (verdicts, the report's counts, cost.json, the
+    plateau validation, the make-run record): the run completed and its final val loss is at or below the study's
+    line (`data.corpus.trained_line`). A run that merely left the unigram plateau (the trainer's own judgement,
+    `train.untrained_margin`) has not trained by it."""
+    return status == "completed" and val_loss is not None and val_loss <= line
+
+
+def line_of(config: RunConfig) -> float:
+    """The trained line of a run's corpus (its own tokens: `data.train_tokens` included)."""
+    return trained_line(*corpus_lines(config))
+
+
+def trained_counts(records: list) -> dict[str, int]:
+    """How many of these judged records (`judge_trained`) trained, did not train (failed to train or diverged),
+    were censored by the plateau stop, or failed to run: the study's counts in the one meaning of each word."""
+    out = {"trained": 0, "did not train": 0, "censored": 0, "failed": 0}
+    for r in records:
+        key = ("censored" if r.censored else "did not train" if r.did_not_train else
+               "trained" if r.status == "completed" else "failed")
+        out[key] += 1
+    return out
+
+
 def above_line(record, line: float):
     """The record as failed to train when it completed above the trained line, saying by how much; a run whose
     config says never to judge it (`train.untrained_margin = "off"`) is left as it is."""
-    if record.status != "completed" or record.val_loss is None or record.val_loss <= line \
+    if record.status != "completed" or has_trained(record.status, record.val_loss, line) \
             or record.get("train.untrained_margin") in ("off", 0, 0.0):
         return record
     return dataclasses.replace(record, status="failed_to_train", reason=(

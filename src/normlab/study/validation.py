@@ -18,9 +18,10 @@ VALIDATED = "continued past its plateau stop to its budget (benchmarks/plateau_v
 
 
 def validated(records: list[RunRecord], study_dir: str | Path) -> list[RunRecord]:
-    """The records with each stopped run the validation continued to its budget given its outcome there: failed
-    to train where it stayed on the plateau, trained (with its val loss at the budget) where it left it; the
-    reason says how it is known. Records the validation did not continue are left as they are."""
+    """The records with each stopped run the validation continued to its budget given its outcome there, as its
+    trainer ended it (completed with its val loss at the budget, or still on the plateau, or diverged): whether it
+    trained is then the study's line's to say (`study.trained.judge_trained`), as for every run. The reason says
+    how it is known. Records the validation did not continue are left as they are."""
     path = Path(study_dir) / VALIDATION
     if not path.is_file():
         return records
@@ -29,9 +30,10 @@ def validated(records: list[RunRecord], study_dir: str | Path) -> list[RunRecord
         seen = runs.get(r.id)
         if not r.censored or seen is None:
             continue
-        if seen["trained"]:
-            r.status, r.val_loss, r.step = "completed", seen["val_loss"], seen["step"]
-            r.reason = f"{VALIDATED}: trained; {r.reason}"
-        else:
-            r.reason = f"{VALIDATED}: still on the plateau; {r.reason}"
+        if seen.get("status") == "diverged":
+            r.status = "diverged"
+        elif seen.get("status") == "completed" and seen.get("outcome") != "failed_to_train":
+            r.status = "completed"
+        r.val_loss, r.step = seen.get("val_loss", r.val_loss), seen.get("step", r.step)
+        r.reason = f"{VALIDATED}: ended {seen.get('outcome') or seen.get('status')} at step {r.step}; {r.reason}"
     return records
