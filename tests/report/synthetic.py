@@ -1,6 +1,8 @@
 """Synthetic study output for the report tests: verdicts C1–C16, claim figures, run records, timings."""
 from __future__ import annotations
 
+import dataclasses
+
 import math
 import random
 
@@ -39,19 +41,19 @@ def verdicts() -> list[Verdict]:
         out.append(Verdict(f"C{i}", VERDICTS[i % 3], f"statistic of C{i}", 0.0421 * i if i != 5 else None,
                            2 + i % 2, settings, details, f"Summary of claim {i}: measured < expected & fine."))
     # C1 as a bundled claim judged under one init recipe and re-measured under the other (which disagrees)
-    c1 = out[0]
-    c1.parts = [{"name": "Post-LN needs warmup", "verdict": "holds", "statistic": "penalty", "value": 0.257,
-                 "interval": [0.081, 0.434], "test": "paired t over 5 seeds, 95 % interval", "seeds": [0, 1, 2, 3, 4],
-                 "summary": "0.257 nats <b>paired</b>"},
-                {"name": "Pre-LN is barely affected", "verdict": "inconclusive", "statistic": "diff", "value": 0.01,
-                 "interval": [-0.005, 0.031], "test": "TOST", "seeds": [0, 1, 2, 3], "summary": ""}]
-    c1.interval, c1.test, c1.seeds = [0.081, 0.434], "paired t over 5 seeds, 95 % interval", [0, 1, 2, 3, 4]
-    c1.init, c1.init_dependent = "xiong", True
-    c1.other_init = {"recipe": "gpt2", "verdict": "holds", "value": -0.01, "interval": [-0.05, 0.03],
-                     "reading": "", "summary": "", "parts": []}
-    out[1].init, out[1].init_dependent = "xiong", False
-    out[1].other_init = {"recipe": "gpt2", "verdict": out[1].verdict, "value": 0.1, "interval": None,
-                         "reading": "", "summary": "", "parts": []}
+    out[0] = dataclasses.replace(
+        out[0], parts=[{"name": "Post-LN needs warmup", "verdict": "holds", "statistic": "penalty", "value": 0.257,
+                        "interval": [0.081, 0.434], "test": "paired t over 5 seeds, 95 % interval",
+                        "seeds": [0, 1, 2, 3, 4], "summary": "0.257 nats <b>paired</b>"},
+                       {"name": "Pre-LN is barely affected", "verdict": "inconclusive", "statistic": "diff",
+                        "value": 0.01, "interval": [-0.005, 0.031], "test": "TOST", "seeds": [0, 1, 2, 3],
+                        "summary": ""}],
+        interval=[0.081, 0.434], test="paired t over 5 seeds, 95 % interval", seeds=[0, 1, 2, 3, 4], init="xiong",
+        init_dependent=True, other_init={"recipe": "gpt2", "verdict": "holds", "value": -0.01,
+                                         "interval": [-0.05, 0.03], "reading": "", "summary": "", "parts": []})
+    out[1] = dataclasses.replace(out[1], init="xiong", init_dependent=False, other_init={
+        "recipe": "gpt2", "verdict": out[1].verdict, "value": 0.1, "interval": None, "reading": "", "summary": "",
+        "parts": []})
     return out
 
 

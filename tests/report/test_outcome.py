@@ -53,7 +53,18 @@ def test_totals_count_where_judged_apart():
     counts = outcome_counts(rows)
     assert counts == {"holds": 1, "holds where judged": 1, "does not hold": 1, "does not hold where judged": 0,
                       "depends on": 1, "inconclusive": 1}
-    assert totals_text(counts) == "1 holds (+1 where judged), 1 does not hold, 1 depends on, 1 inconclusive"
+    assert totals_text(counts) == ("2 holds (1 of them only where judged), 1 does not hold, 1 depends on, "
+                                   "1 inconclusive")
+    # a word never reads as none when its only verdicts are decisive where judged
+    assert totals_text({**counts, "holds": 0}).startswith("1 holds (1 of them only where judged)")
+    totals = Totals.of(rows)
+    assert (totals.decisive, totals.claims) == (4, 5) and "; 4 of 5 decisive" in totals.text()
+
+
+def test_decisive_has_one_definition():
+    """Holds, does not hold and depends on are decisive (each decided by its tests); inconclusive is not."""
+    assert [Outcome(v).decisive for v in (HOLDS, FAILS, INCONCLUSIVE)] == [True, True, False]
+    assert Outcome(HOLDS, ("init",)).decisive and Outcome(HOLDS, (), ("gpt2",)).decisive
 
 
 def test_replicated_has_one_definition():

@@ -776,7 +776,7 @@ def test_f8_limits_the_seeds_do_not_back_are_underpowered_with_their_split_as_ev
     e = v.details["evidence"]
     assert (e["test"], e["k"], e["n"]) == ("sign", 1, 1) and "Post-LN" in e["what"]
     assert leans(v)
-    explain(v, 0.05)
+    v = explain(v, 0.05)
     assert v.why == UNDERPOWERED and v.needed is not None and v.needed > 5
 
 

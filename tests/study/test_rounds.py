@@ -184,7 +184,7 @@ def test_a_measurement_left_open_asks_for_timing_rounds_not_seeds():
               "rounds": 15}
     v = _verdict(INCONCLUSIVE, None, [timing, {"verdict": HOLDS, "interval": [-0.01, 0.01]}])
     assert not leans(v)
-    explain(v, 0.05)
+    v = explain(v, 0.05)
     assert (v.why, v.needed, v.unit, v.unit_count) == (UNDERPOWERED, 60, "timing rounds", 15)
     assert v.outcome.why_text == "effect seen, not past the family-wise level at 15 timing rounds: about 60 needed"
     assert v.to_dict()["outcome"]["unit"] == "timing rounds"
@@ -198,10 +198,9 @@ def test_a_verdict_open_only_by_its_grid_or_scale_gets_no_seeds():
     from normlab.study.power import explain, leans
 
     for why in (OFF_GRID, OFF_SCALE):
-        v = _split(INCONCLUSIVE, 5, 0)
-        v.why = why
+        v = dataclasses.replace(_split(INCONCLUSIVE, 5, 0), why=why)
         assert not leans(v)
-        explain(v, 0.05)
+        v = explain(v, 0.05)
         assert v.why == why and v.needed is None
 
 
@@ -210,18 +209,18 @@ def test_an_inconclusive_verdict_says_which_kind_it_is():
     from normlab.study.power import explain
 
     v = _verdict(INCONCLUSIVE)
-    explain(v, 0.05)
+    v = explain(v, 0.05)
     assert v.why == TOO_FEW_TRAINED and v.outcome.why_text == "too few runs trained to compare"
     v = Verdict("C7", INCONCLUSIVE, "Post-LN − Pre-LN val loss (nats)", 0.001, 5, {}, interval=[-0.01, 0.012])
-    explain(v, 0.05)
+    v = explain(v, 0.05)
     assert v.why == EQUIVALENT and v.needed is None
     v = _split(INCONCLUSIVE, 5, 0)
-    explain(v, 0.0028)
+    v = explain(v, 0.0028)
     assert (v.why, v.needed) == (UNDERPOWERED, 9)
     assert v.outcome.why_text == "effect seen, not past the family-wise level at 5 seeds: about 9 needed"
     assert v.to_dict()["outcome"]["why"] == UNDERPOWERED
     held = _split(HOLDS, 5, 0)
-    explain(held, 0.05)
+    held = explain(held, 0.05)
     assert held.why == "" and held.outcome.why_text == ""  # only an inconclusive verdict has a kind
 
 

@@ -3,6 +3,8 @@ makes (failures or losses, chosen by the number of discordant seeds), Holm's ste
 `depends on <factor>`, the per-seed limits of C14 and the per-seed deficit of C4. Synthetic records only."""
 from __future__ import annotations
 
+import dataclasses
+
 import math
 
 import pytest
@@ -168,8 +170,8 @@ def test_a_claim_whose_open_part_is_a_timing_asks_for_timing_rounds():
     """C10's cost is timed over rounds: decisive alone but at no Holm step, more seeds would not decide it."""
     def judge_at(claim: str, level: float) -> Verdict:
         v = _v(claim, HOLDS if level >= ALPHA else INCONCLUSIVE)
-        v.parts = [{"name": "cost", "verdict": v.verdict, "rounds": 9}, {"name": "loss", "verdict": HOLDS}]
-        return v
+        return dataclasses.replace(v, parts=[{"name": "cost", "verdict": v.verdict, "rounds": 9},
+                                             {"name": "loss", "verdict": HOLDS}])
     out = holm(["A", "B"], judge_at)
     assert out["A"].summary.endswith("(Holm over 2 claims): more timing rounds would decide")
 
@@ -205,7 +207,7 @@ def test_the_family_in_words_and_the_four_outcomes_counted_apart():
 # -- where a verdict holds: `depends on <factor>` --------------------------------------------------------------
 def test_opposite_decisive_verdicts_across_levels_depend_on_the_factor():
     v = _v("C13", HOLDS)
-    scope_verdict(v, {"init": {"gpt2": HOLDS, "xiong": FAILS}}, [])
+    v = scope_verdict(v, {"init": {"gpt2": HOLDS, "xiong": FAILS}}, [])
     assert (v.outcome.text, v.verdict, v.depends_on) == ("depends on init", HOLDS, ["init"])
     assert v.scope == {"init": {"gpt2": HOLDS, "xiong": FAILS}}
     assert outcome_of(v.to_dict()).kind == DEPENDS and not decisive(v.outcome.kind)  # never counted as holds
@@ -214,14 +216,14 @@ def test_opposite_decisive_verdicts_across_levels_depend_on_the_factor():
 
 def test_every_factor_that_splits_is_named():
     v = _v("C7", FAILS)
-    scope_verdict(v, {"init": {"xiong": FAILS, "gpt2": HOLDS}, "context": {"32 tokens": FAILS, "64 tokens": FAILS},
+    v = scope_verdict(v, {"init": {"xiong": FAILS, "gpt2": HOLDS}, "context": {"32 tokens": FAILS, "64 tokens": FAILS},
                       "width": {"d 64": FAILS, "d 128": HOLDS}}, [])
     assert (v.outcome.text, v.verdict) == ("depends on init, width", FAILS)
 
 
 def test_an_inconclusive_level_narrows_the_scope_without_overturning_the_verdict():
     v = _v("C1", HOLDS)
-    scope_verdict(v, {"context": {"32 tokens": HOLDS, "64 tokens": INCONCLUSIVE}}, [])
+    v = scope_verdict(v, {"context": {"32 tokens": HOLDS, "64 tokens": INCONCLUSIVE}}, [])
     assert (v.outcome.text, v.verdict) == (HOLDS, HOLDS)
     assert v.scope == {"context": {"32 tokens": HOLDS, "64 tokens": INCONCLUSIVE}}
     # decisive where judged, counted apart from a verdict decisive under every level measured
@@ -232,19 +234,19 @@ def test_an_inconclusive_level_narrows_the_scope_without_overturning_the_verdict
 
 def test_a_level_that_could_not_be_judged_overturns_nothing():
     v = _v("C1", HOLDS)
-    scope_verdict(v, {"width": {"d 64": HOLDS, "d 128": "error: no runs"}}, [])
+    v = scope_verdict(v, {"width": {"d 64": HOLDS, "d 128": "error: no runs"}}, [])
     assert v.verdict == HOLDS and v.scope["width"]["d 128"] == "error: no runs"
 
 
 def test_factors_a_claims_own_runs_fix_are_recorded():
     v = _v("C8", FAILS)
-    scope_verdict(v, {}, ["context"])
+    v = scope_verdict(v, {}, ["context"])
     assert v.scope == {"context": {"its own runs' level (not varied)": FAILS}}
     # the factor was not varied for this claim, and its summary says so
     assert (v.outcome.text, v.verdict, v.summary) == (
         FAILS, FAILS, "C8: as measured; where it holds: context: does not hold under its own runs' level (not varied)")
     v = _v("C8", FAILS)
-    scope_verdict(v, {"width": {"d 64": FAILS, "d 128": FAILS}}, ["context"])
+    v = scope_verdict(v, {"width": {"d 64": FAILS, "d 128": FAILS}}, ["context"])
     assert v.verdict == FAILS and v.scope["context"] == {"its own runs' level (not varied)": FAILS}
 
 

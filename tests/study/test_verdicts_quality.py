@@ -567,7 +567,7 @@ def _fragility(main: list[RunRecord], rerun: list[RunRecord]):
     claim = CLAIMS.get("C13")()
     spec = SimpleNamespace(preset=P, robust_overrides=lambda: {"train.threads": 2})
     verdict = claim.verdict(_at_threads(main, 1), None, P)
-    mark_fragile(verdict, claim, _at_threads(rerun, 2), None, spec)
+    verdict = mark_fragile(verdict, claim, _at_threads(rerun, 2), None, spec)
     return verdict
 
 

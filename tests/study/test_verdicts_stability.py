@@ -769,7 +769,7 @@ def test_c4s_five_of_five_is_underpowered_under_holm_and_ten_of_ten_decides_at_t
     five_fail = _c4({2: five(1.915), 4: five(1.955), 8: [None] * 5}, PRE5)
     first = CLAIMS.get("C4")(Level(strictest, (1, 2), plan)).judge(five_fail, None, P)
     assert first.verdict == INCONCLUSIVE and leans(first)  # 5 of 5 leans, but 1/32 is far from 0.0003
-    explain(first, strictest * plan[1])  # what its last look could reach
+    first = explain(first, strictest * plan[1])  # what its last look could reach
     assert (first.why, first.needed) == (UNDERPOWERED, 9)  # 2⁻⁹ = 0.00195 < 0.0028
     ten = [1.915 + 0.001 * s for s in range(10)]
     ten_fail = _c4({2: ten, 4: ten, 8: [None] * 10}, {d: [1.905 + 0.001 * s for s in range(10)] for d in P.depths})

@@ -7,6 +7,7 @@ verdicts, so a held-out study's report shows both without training the design se
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -25,16 +26,17 @@ def design_record(preset: str) -> dict[str, Any] | None:
         return None
 
 
-def design_beside(spec, verdicts: list) -> None:
-    """Set each verdict's `design` from the preset's design record: the design seeds' verdict and whether this
-    study replicates it (`report.outcome.replicated`: decisive under every level measured, and the same outcome on
-    both seed sets). Nothing where the study itself runs on design seeds (it would be compared with itself) or the
-    preset has no record."""
+def design_beside(spec, verdicts: list) -> list:
+    """The verdicts, each with its `design` from the preset's design record: the design seeds' verdict and whether
+    this study replicates it (`report.outcome.replicated`: decisive under every level measured, and the same
+    outcome on both seed sets). As they are where the study itself runs on design seeds (it would be compared with
+    itself) or the preset has no record. `spec`: a study (its preset's name and seeds)."""
     record = design_record(spec.preset.name)
     if not record or all(s in DESIGN_SEEDS for s in spec.preset.seeds):
-        return
+        return list(verdicts)
+    out = []
     for v in verdicts:
         seen = record["verdicts"].get(v.id)
-        if seen:
-            v.design = {**seen, "seeds": record["seeds"]}
-            v.design["replicated"] = same_everywhere(v.to_dict(), seen)
+        out.append(dataclasses.replace(v, design={**seen, "seeds": record["seeds"],
+                                                  "replicated": same_everywhere(v.to_dict(), seen)}) if seen else v)
+    return out

@@ -13,6 +13,7 @@ first step.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable
 
 from normlab.study.claims.base import Verdict, decisive
@@ -46,11 +47,14 @@ def holm(claims: list[str], judge_at: Callable[[str, float], Verdict], alpha: fl
 
 
 def _mark(v: Verdict, level: float, step: int | None, m: int, alpha: float, alone: Verdict) -> Verdict:
-    v.family = {"alpha": alpha, "m": m, "level": round(level, 12), "step": step, "alone": alone.outcome.text,
-                "method": f"Holm's step-down over the study's {m} claims at family-wise α = {alpha:g}"}
+    """The verdict with its family-wise record: the level and step that decided it, the family's size, and what it
+    was at `alpha` alone (said in its summary where no step decided it)."""
+    family = {"alpha": alpha, "m": m, "level": round(level, 12), "step": step, "alone": alone.outcome.text,
+              "method": f"Holm's step-down over the study's {m} claims at family-wise α = {alpha:g}"}
+    summary = v.summary
     if step is None and decisive(alone.verdict):
         # a measurement's part left open (C10's timing) narrows with more timing rounds, not with more seeds
         more = "timing rounds" if any(p.get("rounds") and not decisive(p["verdict"]) for p in v.parts) else "seeds"
-        v.summary += (f"; {alone.outcome.text} at α = {alpha:g} alone, not at the family level {level:.3g} (Holm over "
-                      f"{m} claims): more {more} would decide")
-    return v
+        summary += (f"; {alone.outcome.text} at α = {alpha:g} alone, not at the family level {level:.3g} (Holm over "
+                    f"{m} claims): more {more} would decide")
+    return dataclasses.replace(v, family=family, summary=summary)

@@ -38,14 +38,11 @@ def compute_verdicts(spec: StudySpec, ledger: Ledger, ids: list[str] | None = No
         claim = CLAIMS.get(claim_id)(at)  # every decision of the claim is made at this level
         verdict, figs = judge(spec, claim, records, base, measurements.get(claim_id))
         figures.setdefault(claim_id, figs)
-        if at.look:
-            mark_look(verdict, at, spec)
-        return verdict
+        return mark_look(verdict, at, spec) if at.look else verdict
 
     family = sorted(spec.claims, key=claim_number)
-    decided = holm(family, judge_at)
-    for verdict in decided.values():  # an inconclusive verdict says which kind it is, at its last look's level
-        power.explain(verdict, power.last_alpha(verdict))
+    # an inconclusive verdict says which kind it is, at its last look's level
+    decided = {c: power.explain(v, power.last_alpha(v)) for c, v in holm(family, judge_at).items()}
     wanted = set(claims if claims is not None else spec.claims)
     return [decided[c] for c in family if c in wanted], {c: figures[c] for c in family if c in wanted}
 
@@ -68,11 +65,12 @@ def judge(spec: StudySpec, claim, records: list, base: dict[str, Any], measureme
                           {"error": f"{type(e).__name__}: {e}"}, f"error while computing: {e}")
         figures = []
     if claim.runs(spec.preset):  # a claim that trains: the init its schemes started from, and the other passes
-        verdict.init = spec.inits(claim)[0]
-        verdict.settings.setdefault("init", init_text(verdict.init))
+        init = spec.inits(claim)[0]
+        verdict = dataclasses.replace(verdict, init=init, settings={
+            **verdict.settings, "init": verdict.settings.get("init", init_text(init))})
         if "other_init" in bases:
-            mark_init_dependent(verdict, claim, [dataclasses.replace(r, base=bases["other_init"])
-                                                 for r in records], measurement, spec)
+            verdict = mark_init_dependent(verdict, claim, [dataclasses.replace(r, base=bases["other_init"])
+                                                           for r in records], measurement, spec)
         levels = {}
         for factor in spec.vary:
             key = f"vary:{factor}"
@@ -94,41 +92,41 @@ def judge(spec: StudySpec, claim, records: list, base: dict[str, Any], measureme
             levels = {"init": {verdict.init: verdict.verdict, verdict.other_init["recipe"]:
                                verdict.other_init["primary"]}, **levels}
         fixed = spec.fixed_factors(claim) + [key for key in spec.axes if not spec.varies_axis(claim, key)]
-        scope_verdict(verdict, levels, fixed)
+        verdict = scope_verdict(verdict, levels, fixed)
         if "robustness" in bases:
-            mark_fragile(verdict, claim, [dataclasses.replace(r, base=bases["robustness"]) for r in records],
-                         measurement, spec)
+            verdict = mark_fragile(verdict, claim, [dataclasses.replace(r, base=bases["robustness"])
+                                                    for r in records], measurement, spec)
     return verdict, figures
 
 
-def scope_verdict(verdict: Verdict, levels: dict[str, dict[str, str]], fixed: list[str]) -> None:
+def scope_verdict(verdict: Verdict, levels: dict[str, dict[str, str]], fixed: list[str]) -> Verdict:
     """Where the verdict holds: `scope` = {factor: {level: verdict}}, the claim's own level first, each level judged
     at the verdict's own family-wise level (one rule for every factor, C1's lr included). A factor whose levels
     give opposite decisive verdicts (holds under one, does not hold under the other) makes the outcome `depends on
     <factor>` (`depends_on`), which never counts as holds; a level that is inconclusive leaves a decisive verdict
     standing where it was judged, counted apart from one decisive under every level (`Outcome.open_levels`)."""
-    verdict.scope = {**verdict.scope, **{factor: dict(by_level) for factor, by_level in levels.items()}}
+    scope = {**verdict.scope, **{factor: dict(by_level) for factor, by_level in levels.items()}}
     for factor in fixed:  # the claim's own runs set this factor (C8's narrow models): not varied for it
-        verdict.scope[factor] = {"its own runs' level (not varied)": verdict.verdict}
-    verdict.depends_on = list(split_and_open(verdict.scope)[0])
-    if verdict.scope:
-        verdict.summary += "; where it holds: " + "; ".join(
+        scope[factor] = {"its own runs' level (not varied)": verdict.verdict}
+    summary = verdict.summary
+    if scope:
+        summary += "; where it holds: " + "; ".join(
             f"{factor}: " + ", ".join(f"{v} under {level}" for level, v in by_level.items())
-            for factor, by_level in verdict.scope.items())
+            for factor, by_level in scope.items())
+    return dataclasses.replace(verdict, scope=scope, depends_on=list(split_and_open(scope)[0]), summary=summary)
 
 
-def mark_look(verdict: Verdict, level: Level, spec: StudySpec) -> None:
+def mark_look(verdict: Verdict, level: Level, spec: StudySpec) -> Verdict:
     """Which look of the sequential schedule a verdict was decided at, with its level and the claim's spending
     over its looks (study/power.py), in verdicts.json and in the verdict's test."""
     k, looks = level.look
     shares = list(level.shares or SPENDING[looks])
     n = len(spec.seeds_of(verdict.id))
-    verdict.look = {"look": k, "looks": looks, "alpha": round(ALPHA * shares[k - 1], 12), "n_seeds": n,
-                    "schedule": spec.preset.seed_rounds, "shares": shares,
-                    "spending": "Bonferroni over the looks: α = 0.05 split " + " + ".join(
-                        f"{ALPHA * x:g}" for x in shares)}
-    verdict.test = (f"{verdict.test}; " if verdict.test else "") + \
-        f"look {k} of {looks} at {n} seeds (α = {ALPHA * shares[k - 1]:g} at this look)"
+    look = {"look": k, "looks": looks, "alpha": round(ALPHA * shares[k - 1], 12), "n_seeds": n,
+            "schedule": spec.preset.seed_rounds, "shares": shares,
+            "spending": "Bonferroni over the looks: α = 0.05 split " + " + ".join(f"{ALPHA * x:g}" for x in shares)}
+    return dataclasses.replace(verdict, look=look, test=(f"{verdict.test}; " if verdict.test else "")
+                               + f"look {k} of {looks} at {n} seeds (α = {ALPHA * shares[k - 1]:g} at this look)")
 
 
 def claim_bases(spec: StudySpec, claim, base: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -163,20 +161,18 @@ def rejudge(claim, records: list, measurement, spec: StudySpec) -> tuple[Verdict
         return None, f"{type(e).__name__}: {e}"
 
 
-def mark_init_dependent(verdict: Verdict, claim, records: list, measurement, spec: StudySpec) -> None:
+def mark_init_dependent(verdict: Verdict, claim, records: list, measurement, spec: StudySpec) -> Verdict:
     """`init-dependent` when the same claim judged on the runs of the other init recipe gives another verdict;
     both numbers are kept (the other's verdict, value, interval and sub-verdicts)."""
     recipe = spec.inits(claim)[1]
     again, error = rejudge(claim, records, measurement, spec)
     if again is None:
-        verdict.other_init = {"recipe": recipe, "error": error}
-        return
-    verdict.init_dependent = again.verdict != verdict.verdict
-    verdict.other_init = {"recipe": recipe, "verdict": again.outcome.text, "primary": again.verdict,
-                          "value": again.value,
-                          "interval": again.interval, "reading": again.reading, "summary": again.summary,
-                          "parts": [{"name": p["name"], "verdict": p["verdict"], "value": p["value"],
-                                     "interval": p["interval"]} for p in again.parts]}
+        return dataclasses.replace(verdict, other_init={"recipe": recipe, "error": error})
+    return dataclasses.replace(verdict, init_dependent=again.verdict != verdict.verdict, other_init={
+        "recipe": recipe, "verdict": again.outcome.text, "primary": again.verdict, "value": again.value,
+        "interval": again.interval, "reading": again.reading, "summary": again.summary,
+        "parts": [{"name": p["name"], "verdict": p["verdict"], "value": p["value"], "interval": p["interval"]}
+                  for p in again.parts]})
 
 
 def main_records(spec: StudySpec, records: list) -> list:
@@ -187,12 +183,10 @@ def main_records(spec: StudySpec, records: list) -> list:
     return [r for r in records if any(r.get(k) != v for k, v in rerun.items())]
 
 
-def mark_fragile(verdict: Verdict, claim, reruns: list, measurement, spec: StudySpec) -> None:
+def mark_fragile(verdict: Verdict, claim, reruns: list, measurement, spec: StudySpec) -> Verdict:
     """`fragile` when the same runs at another thread count (a one-bit change of numerics) give another verdict."""
     again, error = rejudge(claim, reruns, measurement, spec)
     if again is None:
-        verdict.robustness = {"changed": spec.robust_overrides(), "error": error}
-        return
-    verdict.fragile = again.verdict != verdict.verdict
-    verdict.robustness = {"changed": spec.robust_overrides(), "verdict": again.verdict, "value": again.value,
-                          "summary": again.summary}
+        return dataclasses.replace(verdict, robustness={"changed": spec.robust_overrides(), "error": error})
+    return dataclasses.replace(verdict, fragile=again.verdict != verdict.verdict, robustness={
+        "changed": spec.robust_overrides(), "verdict": again.verdict, "value": again.value, "summary": again.summary})

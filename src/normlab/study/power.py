@@ -14,6 +14,7 @@ loss tests it also makes) and the rest at its last look; every other claim on th
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -240,28 +241,23 @@ def needed(e: dict[str, Any], alpha: float) -> int | None:
     return max(total, seeds + 1) if total <= MAX_NEEDED else None
 
 
-def explain(verdict: Verdict, alpha: float) -> None:
-    """Set an inconclusive verdict's kind (`why`) and, where more seeds would decide it, about how many (`needed`)
-    at `alpha`, the level of its last look. Too few trained: nothing to test (no interval, no discordant seeds).
-    No effect larger than the margin: a loss gap whose interval lies inside ±margin, or a failure split with no
-    discordant seed among ≥ MIN_SEEDS. Otherwise an effect is seen but not past the level."""
+def explain(verdict: Verdict, alpha: float) -> Verdict:
+    """The verdict with an inconclusive verdict's kind (`why`) and, where more seeds would decide it, about how
+    many (`needed`) at `alpha`, the level of its last look. Too few trained: nothing to test (no interval, no
+    discordant seeds). No effect larger than the margin: a loss gap whose interval lies inside ±margin, or a
+    failure split with no discordant seed among ≥ MIN_SEEDS. Otherwise an effect is seen but not past the level."""
     if verdict.verdict != INCONCLUSIVE or verdict.why:  # a claim that said its own kind (OFF_SCALE) keeps it
-        return
+        return verdict
     e = evidence(verdict)
     if e is None:
-        verdict.why = TOO_FEW_TRAINED
-        return
+        return dataclasses.replace(verdict, why=TOO_FEW_TRAINED)
     if e["test"] == "sign" and not e["n"]:
-        verdict.why = EQUIVALENT if e["seeds"] >= MIN_SEEDS else TOO_FEW_TRAINED
-        return
+        return dataclasses.replace(verdict, why=EQUIVALENT if e["seeds"] >= MIN_SEEDS else TOO_FEW_TRAINED)
     if e["test"] == "t" and "nats" in e["statistic"] and -LOSS_MARGIN < e["interval"][0] \
             and e["interval"][1] < LOSS_MARGIN:
-        verdict.why = EQUIVALENT
-        return
-    verdict.why = UNDERPOWERED
-    verdict.needed = needed(e, alpha)
-    if e.get("unit", "seeds") != "seeds":
-        verdict.unit, verdict.unit_count = e["unit"], e["seeds"]
+        return dataclasses.replace(verdict, why=EQUIVALENT)
+    measured = {"unit": e["unit"], "unit_count": e["seeds"]} if e.get("unit", "seeds") != "seeds" else {}
+    return dataclasses.replace(verdict, why=UNDERPOWERED, needed=needed(e, alpha), **measured)
 
 
 def last_alpha(verdict: Verdict) -> float:

@@ -38,7 +38,7 @@ def publish(out: str | Path, spec: StudySpec | None = None) -> tuple[dict[str, P
     ids = study_ids(spec, ledger, meta["study"]["run_ids"])
     status = completion(spec, ledger, ids)  # before the verdicts: a run settling meanwhile is not called final
     verdicts, figures = compute_verdicts(spec, ledger, ids)
-    design_beside(spec, verdicts)
+    verdicts = design_beside(spec, verdicts)
     info = {cid: {"title": CLAIMS.get(cid).title, "statement": CLAIMS.get(cid).statement,
                   "sources": CLAIMS.get(cid).sources} for cid in spec.claims}
     wall = train_wall_s(ledger, ids)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
 from normlab.config import Change, ConfigError
@@ -54,7 +54,7 @@ from normlab.report.outcome import (FAILS, HOLDS, INCONCLUSIVE, Outcome, decisiv
                                     split_and_open)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Verdict:
     id: str
     verdict: str
@@ -213,7 +213,7 @@ class Claim:
     def make(self, verdict: str | None, statistic: str, value: float | None, n_seeds: int, settings: dict[str, Any],
              summary: str, *, missing: str | None = None, parts: list["Part"] | None = None,
              interval: list[float] | None = None, test: str = "", seeds: list[int] | None = None,
-             reading: str | None = None, **details: Any) -> Verdict:
+             reading: str | None = None, why: str = "", **details: Any) -> Verdict:
         """`missing`: the reading when the key number could not be computed, saying why (Post-LN did not train
         at 16 layers), so a verdict beside `n/a` never seems to rest on nothing. `reading`: the key number in
         words where `self.reading(value)` cannot say it (it needs more than the value). `parts`: the sub-verdicts
@@ -229,7 +229,7 @@ class Claim:
         return Verdict(self.id, verdict, statistic, value, n_seeds, settings, json_safe(details), summary,
                        reading=reading or "", parts=[p.to_dict() for p in parts],
                        interval=json_safe(list(interval)) if interval else None, test=test,
-                       seeds=sorted(set(seeds or [])), bundled=bundled)
+                       seeds=sorted(set(seeds or [])), bundled=bundled, why=why)
 
     def judge(self, records: list[RunRecord], measurement: dict[str, Any] | None, preset) -> Verdict:
         """`verdict`, with a bundled claim's "does not hold" corrected for its parts (`corrected`)."""
@@ -247,12 +247,12 @@ class Claim:
             return verdict
         level = self.level.split(k)
         strict = again(type(self)(level))
+        details = {**verdict.details, "does_not_hold_level": level.alpha}
         if not any(p["verdict"] == FAILS for p in strict.parts):
-            verdict.verdict = INCONCLUSIVE
-            verdict.summary += (f"; a part does not hold at α = {self.level.alpha:g} but none at {level.alpha:g}, the "
-                                f"level split over its {k} parts that a bundled claim's 'does not hold' needs")
-        verdict.details["does_not_hold_level"] = level.alpha
-        return verdict
+            return replace(verdict, verdict=INCONCLUSIVE, details=details, summary=verdict.summary + (
+                f"; a part does not hold at α = {self.level.alpha:g} but none at {level.alpha:g}, the "
+                f"level split over its {k} parts that a bundled claim's 'does not hold' needs"))
+        return replace(verdict, details=details)
 
     def reading(self, value: float) -> str | None:
         """The key number said in the claim's direction (which side is better, by how much); None: `statistic =

@@ -8,6 +8,7 @@ Keel's depth) sit beside it, their defaults the frontier preset's.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -97,7 +98,7 @@ class FrontierClaim(Claim):
     def make(self, verdict, statistic, value, n_seeds, settings, summary, **kw):
         v = super().make(verdict, statistic, value, n_seeds, {**settings, "paper_scale": self.scale}, summary, **kw)
         if v.verdict != HOLDS and self.scale:
-            v.summary += f"; the paper measured {self.scale}"
+            return dataclasses.replace(v, summary=v.summary + f"; the paper measured {self.scale}")
         return v
 
     def settings(self, preset, **extra: Any) -> dict[str, Any]:
@@ -255,8 +256,8 @@ class NGPTSpeedupF1(FrontierClaim):
         the verdict is inconclusive, not at the paper's scale, unless the 4× is already reached."""
         verdict = super().judge(records, measurement, preset)
         if verdict.verdict != HOLDS:
-            verdict.verdict, verdict.why = INCONCLUSIVE, OFF_SCALE
-            verdict.summary += "; not at the paper's budget (≈ 200k steps): scoped, not refuted"
+            return dataclasses.replace(verdict, verdict=INCONCLUSIVE, why=OFF_SCALE, summary=verdict.summary
+                                       + "; not at the paper's budget (≈ 200k steps): scoped, not refuted")
         return verdict
 
     def figures(self, records, measurement, preset):

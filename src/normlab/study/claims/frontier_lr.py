@@ -3,6 +3,7 @@ tolerates a higher lr than Post-LN and Pre-LN at depth (F8). Each arm's limit is
 it trains, backed by the paired exact sign test over the (lr, seed) pairs where one arm alone did not train."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -145,8 +146,8 @@ class QKNormF7(FrontierClaim):
                                             "or the same limit below the grid's top"),
                          summary, parts=parts, test=parts[0].test, seeds=parts[0].seeds, highest_lr=limit,
                          evidence=open_split(parts, splits))
-        verdict.why = grid_why([p.verdict for p in parts], kinds) if verdict.verdict == INCONCLUSIVE else ""
-        return verdict
+        return dataclasses.replace(verdict, why=grid_why([p.verdict for p in parts], kinds)
+                                   if verdict.verdict == INCONCLUSIVE else "")
 
     def figures(self, records, measurement, preset):
         lrs = self.lrs(preset)
@@ -248,8 +249,9 @@ class KeelF8(FrontierClaim):
         verdict = super().judge(records, measurement, preset)
         splits = verdict.details.get("limits_split", {})
         if verdict.verdict == INCONCLUSIVE:
-            verdict.why = grid_why([p["verdict"] for p in verdict.parts],
-                                   [splits.get(label, {}).get("why", "") for label in self.OTHERS])
+            return dataclasses.replace(verdict, why=grid_why([p["verdict"] for p in verdict.parts],
+                                                             [splits.get(label, {}).get("why", "")
+                                                              for label in self.OTHERS]))
         return verdict
 
     def verdict(self, records, measurement, preset):

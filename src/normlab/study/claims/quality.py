@@ -2,6 +2,7 @@
 the final norm (C13), the LLaMA recipe (C15)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -320,9 +321,8 @@ class RMSNormC10(Claim):
         # scope level each (their decisive verdicts disagreeing: the outcome depends on the implementation)
         levels = {**{IMPLEMENTATIONS[a]: r for a, r in ratios.items()},
                   **{f"a training step ({a} norms)": r for a, r in step_ratios.items()}}
-        verdict.scope = {"implementation": {level: combine([Part("", cost_verdict(r), "", None), converge])
-                                            for level, r in levels.items()}}
-        return verdict
+        return dataclasses.replace(verdict, scope={"implementation": {
+            level: combine([Part("", cost_verdict(r), "", None), converge]) for level, r in levels.items()}})
 
     def figures(self, records, measurement, preset):
         rows = measurement["norm_timings"]

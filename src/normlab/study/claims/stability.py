@@ -2,6 +2,7 @@
 very deep DeepNorm (C8), Peri-LN as a stabilizer (C14)."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,15 +53,16 @@ class WarmupC1(Claim):
               for lr in swept_lrs(preset, 0)}
         verdict = at.get(preset.lr_fixed) or self.at_lr(records, preset, preset.lr_fixed)
         regions = {lr: region(v) for lr, v in at.items()}
-        verdict.details["regions"] = {f"{lr:g}": r for lr, r in regions.items()}
-        verdict.details["evidence"] = leaning_split(at)
-        if len(at) > 1:
-            verdict.scope = {"lr": {f"lr {lr:g}": v.verdict for lr, v in at.items()}}
-            verdict.depends_on = list(split_and_open(verdict.scope)[0])
-            verdict.details["lr_boundary"] = lr_boundary({lr: v.verdict for lr, v in at.items()})
-            verdict.reading = region_text(regions) + f"; at lr {preset.lr_fixed:g}: {verdict.reading}"
-            verdict.summary += "; along lr: " + region_text(regions)
-        return verdict
+        details = {**verdict.details, "regions": {f"{lr:g}": r for lr, r in regions.items()},
+                   "evidence": leaning_split(at)}
+        if len(at) <= 1:
+            return dataclasses.replace(verdict, details=details)
+        scope = {"lr": {f"lr {lr:g}": v.verdict for lr, v in at.items()}}
+        return dataclasses.replace(
+            verdict, scope=scope, depends_on=list(split_and_open(scope)[0]),
+            details={**details, "lr_boundary": lr_boundary({lr: v.verdict for lr, v in at.items()})},
+            reading=region_text(regions) + f"; at lr {preset.lr_fixed:g}: {verdict.reading}",
+            summary=verdict.summary + "; along lr: " + region_text(regions))
 
     def at_lr(self, records, preset, lr: float):
         """C1's rule at one lr of the sweep (its verdict is at `Preset.lr_fixed`)."""
@@ -169,8 +171,7 @@ class LearningRateC11(Claim):
                            sweep=sweep_table(records, preset, ("pre", "post")))
         # both limits beyond the grid (neither trains at any lr, or both at its top): a wider grid would decide
         beyond_grid = pre == post and (pre is None or pre == top) and seeds >= MIN_SEEDS
-        result.why = OFF_GRID if verdict == INCONCLUSIVE and beyond_grid else ""
-        return result
+        return dataclasses.replace(result, why=OFF_GRID if verdict == INCONCLUSIVE and beyond_grid else "")
 
     def figures(self, records, measurement, preset):
         return [sweep_figure(records, preset, ("pre", "post"), "Learning-rate sweep")]
@@ -493,8 +494,7 @@ class PeriC14(Claim):
                          seed_limits={sch: {str(k): v for k, v in lim.items()} for sch, lim in limits.items()},
                          max_stable_lr_no_warmup=lr_best,
                          sweep=sweep_table(records, preset, self.SCHEMES, (0,), lrs))
-        result.why = OFF_GRID if verdict == INCONCLUSIVE and beyond_grid else ""
-        return result
+        return dataclasses.replace(result, why=OFF_GRID if verdict == INCONCLUSIVE and beyond_grid else "")
 
     def figures(self, records, measurement, preset):
         return [sweep_figure(records, preset, self.SCHEMES, "Learning-rate sweep of Peri-LN and Pre-LN, no warmup",
