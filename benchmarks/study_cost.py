@@ -20,6 +20,7 @@ from pathlib import Path
 from normlab.study.claims import CLAIMS
 from normlab.study.ledger import Ledger
 from normlab.study.judge import compute_verdicts
+from normlab.study.plan import plan_study
 from normlab.study.state import study_ids
 from normlab.study.trained import judge_trained
 from normlab.report.outcome import outcome_counts
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             owners[rid] += 1
     elapsed = {rid: r.elapsed_s or 0.0 for rid, r in records.items()}
     train_s = sum(elapsed.values())
-    verdicts = {v.id: v for v in compute_verdicts(spec, ledger, ids)[0]}
+    verdicts = {v.id: v for v in compute_verdicts(plan_study(spec), ledger, ids)[0]}
     claims = []
     for claim_id, mine in by_claim.items():
         alone = sum(elapsed[r] for r in sorted(mine))  # in one order: a set's would move the last digit run to run

@@ -31,10 +31,11 @@ def judged_study(spec, out, outcome) -> tuple:
     `publish` reads them for the report."""
     from normlab.study.judge import compute_verdicts
     from normlab.study.ledger import Ledger
+    from normlab.study.plan import plan_study
     from normlab.study.state import completion
 
     ledger = Ledger(out)
-    return completion(spec, ledger, outcome.ids), compute_verdicts(spec, ledger, outcome.ids)[0]
+    return completion(spec, ledger, outcome.ids), compute_verdicts(plan_study(spec), ledger, outcome.ids)[0]
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ from tests.study.scenarios import Scenarios, approx, check_verdict, five, mean
 P = PRESETS["frontier"]
 SEEDS = list(P.seeds)
 FULL = P.base["train.steps"]
-# the study's base config, as compute_verdicts sets it (`claim_bases`: the base with the claim's init, GPT-2's,
+# the study's base config, as compute_verdicts sets it (the plan's main pass: the base with the claim's init, GPT-2's,
 # which is the frontier base's own): groups match it on every axis they do not name
 BASE = flatten(build_config(P, {INIT_KEY: "gpt2"}, SEEDS[0]).to_dict())
 assert BASE == flatten(build_config(P, {}, SEEDS[0]).to_dict())

@@ -7,7 +7,7 @@ import pytest
 
 from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS
-from normlab.study.judge import claim_bases
+from normlab.study.plan import plan_study
 from normlab.study.spec import load_study, spec_from_meta
 from normlab.study.presets import DESIGN_SEEDS, HELD_OUT, PRESETS
 
@@ -86,8 +86,10 @@ def test_vary_context_adds_64_token_runs_where_the_claims_runs_do_not_fix_the_co
     assert spec.varied(c8, "context") is None and spec.fixed_factors(c8) == ["context"]
     assert spec.varied(c1, "context") == {"model.block_size": 64, "train.eval_batches": 10}
     assert spec.fixed_factors(c1) == []
-    bases = {cid: claim_bases(spec, CLAIMS.get(cid)(), spec.base_flat()) for cid in ("C1", "C8")}
-    assert bases["C1"]["vary:context"]["model.block_size"] == 64 and "vary:context" not in bases["C8"]
+    plan = plan_study(spec)
+    (own, context), = plan["C1"].varied
+    assert context.base["model.block_size"] == 64 and (own.level, context.level) == ("32 tokens", "64 tokens")
+    assert plan["C8"].varied == () and plan["C8"].fixed == ("context",)
 
 
 def test_vary_width_is_fixed_by_c8s_narrow_models_too():

@@ -565,9 +565,9 @@ def _fragility(main: list[RunRecord], rerun: list[RunRecord]):
     from normlab.study.judge import mark_fragile
 
     claim = CLAIMS.get("C13")()
-    spec = SimpleNamespace(preset=P, robust_overrides=lambda: {"train.threads": 2})
+    plan = SimpleNamespace(preset=P, robust_changed={"train.threads": 2})  # a claim's plan, as it reads it
     verdict = claim.verdict(_at_threads(main, 1), None, P)
-    verdict = mark_fragile(verdict, claim, _at_threads(rerun, 2), None, spec)
+    verdict = mark_fragile(verdict, claim, _at_threads(rerun, 2), None, plan)
     return verdict
 
 

@@ -101,10 +101,10 @@ def claim_shares(spec, claim_id: str) -> tuple[float, ...] | None:
     return shares(CLAIMS.get(claim_id).test_kind, schedule, len(spec.claims))
 
 
-def level(spec, claim_id: str, family: float) -> Level:
-    """The level every decision of the claim is made at: the Holm step's `family`, the claim's look and shares."""
-    look = spec.look(claim_id)
-    return Level(family, look, claim_shares(spec, claim_id) if look else None)
+def level(plan, family: float) -> Level:
+    """The level every decision of a claim is made at: the Holm step's `family`, and its look and shares from its
+    plan (`study.plan.ClaimPlan`)."""
+    return Level(family, plan.look, plan.shares if plan.look else None)
 
 
 def plan(spec) -> list[PlanRow]:

@@ -16,6 +16,7 @@ from normlab.study.claims import CLAIMS, Verdict
 from normlab.study.design import design_beside
 from normlab.study.judge import compute_verdicts, main_records
 from normlab.study.ledger import Ledger
+from normlab.study.plan import plan_study
 from normlab.study.reference import REFERENCE_KEY, in_reference_runs
 from normlab.study.rules import rules_record, thresholds
 from normlab.study.sections import general_sections
@@ -37,7 +38,8 @@ def publish(out: str | Path, spec: StudySpec | None = None) -> tuple[dict[str, P
     spec = spec or spec_from_meta(meta, ledger.schema)
     ids = study_ids(spec, ledger, meta["study"]["run_ids"])
     status = completion(spec, ledger, ids)  # before the verdicts: a run settling meanwhile is not called final
-    verdicts, figures = compute_verdicts(spec, ledger, ids)
+    plan = plan_study(spec)  # every claim's seeds, looks and passes, resolved once
+    verdicts, figures = compute_verdicts(plan, ledger, ids)
     verdicts = design_beside(spec, verdicts)
     info = {cid: {"title": CLAIMS.get(cid).title, "statement": CLAIMS.get(cid).statement,
                   "sources": CLAIMS.get(cid).sources} for cid in spec.claims}
@@ -51,7 +53,7 @@ def publish(out: str | Path, spec: StudySpec | None = None) -> tuple[dict[str, P
                       "reference_run_s": reference["s"]} if cost["train_wall_reference_runs"] else {}),
                   "environment": environment(resolve_device("cpu")), "thresholds": thresholds(verdicts),
                   "power_plan": {"scheme": power.SCHEME, **{r.claim: r.text() for r in power.plan(spec)}}}
-    sections = general_sections(main_records(spec, judge_trained(ledger.records(set(ids)), spec.lines)),
+    sections = general_sections(main_records(plan, judge_trained(ledger.records(set(ids)), spec.lines)),
                                 ledger.measurements())
     paths = render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
                           claim_figures=figures, sections=sections, study_info=study_info,

@@ -39,7 +39,8 @@ RULE_MODULES = ("study/claims/*.py", "study/family.py", "study/power.py", "study
                 "report/outcome.py", "study/design.py", "study/spec.py", "study/runner.py", "study/state.py",
                 "study/records.py", "study/validation.py", "data/corpus.py", "nn/init.py", "diagnostics/probe.py",
                 "diagnostics/stats.py", "diagnostics/streams.py", "diagnostics/skip.py", "diagnostics/gradients.py",
-                "bench/norms.py", "bench/steps.py", "bench/timing.py", "bench/reference_gpt.py", "study/measure.py")
+                "bench/norms.py", "bench/steps.py", "bench/timing.py", "bench/reference_gpt.py", "study/measure.py",
+                "study/plan.py")
 
 # every module outside the fingerprint, with why its code cannot change a verdict (a folder: `folder/*.py`, its
 # modules not named in RULE_MODULES)

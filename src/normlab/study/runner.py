@@ -21,6 +21,7 @@ from normlab.study.claims import CLAIMS
 from normlab.study.jobs import EXECUTORS
 from normlab.study.judge import compute_verdicts
 from normlab.study.ledger import Ledger
+from normlab.study.plan import plan_study
 from normlab.study.reference import REFERENCE_KEY, measure_reference
 from normlab.study.spec import StudySpec
 from normlab.study.state import followup_runs, stale_measurements
@@ -105,7 +106,7 @@ def next_runs(spec: StudySpec, ledger: Ledger, ids: list[str], say: Callable[[st
     more = [r for r in followup_runs(spec, ledger, ids) if r.id not in known]
     if more:
         return more
-    grown = spec.grow(compute_verdicts(spec, ledger, ids, spec.on_schedule())[0])
+    grown = spec.grow(compute_verdicts(plan_study(spec), ledger, ids, spec.on_schedule())[0])
     if grown:
         say(f"seed round: {', '.join(grown)}: its evidence leans one way but its test cannot yet reach its level")
     return [r for r in spec.expand(CLAIMS) if r.id not in known]

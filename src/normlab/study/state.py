@@ -12,8 +12,8 @@ from typing import Any
 from normlab.compat import UNPINNED
 from normlab.config import stored_config
 from normlab.study.claims import CLAIMS, Claim
-from normlab.study.judge import claim_bases
 from normlab.study.ledger import Ledger
+from normlab.study.plan import plan_study
 from normlab.study.records import flatten
 from normlab.study.spec import StudySpec, source_key
 from normlab.study.trained import judge_trained
@@ -52,16 +52,16 @@ def followup_runs(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list:
     if done < total:
         return []
     records = judge_trained(ledger.records(set(ids)), spec.lines)  # "trained" as the verdicts read it
-    base = spec.base_flat()
+    plan = plan_study(spec)
     # a follow-up registered earlier is the same run even if the study directory has moved since (its
     # init_from then names the old place): it is found by its config with init_from cut to the source's id
     registered = {source_key(config): rid for rid, config in ledger.configs() if config["train"].get("init_from")}
     out: dict[str, Any] = {}
     for claim_id in spec.claims:
         claim = CLAIMS.get(claim_id)()
-        seeds = set(spec.seeds_of(claim_id))
-        for pass_base in claim_bases(spec, claim, base).values():
-            pass_records = [dataclasses.replace(r, base=pass_base) for r in records if r.seed in seeds]
+        seeds = set(plan[claim_id].seeds)
+        for at in plan[claim_id].passes():
+            pass_records = [dataclasses.replace(r, base=at.base) for r in records if r.seed in seeds]
             for source, overrides in claim.followups(pass_records, spec.preset):
                 run = spec.followup(source.config, {**overrides,
                                                     "train.init_from": str(ledger.run_dir(source.id).resolve())})
