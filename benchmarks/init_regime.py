@@ -56,6 +56,20 @@ def frontier_rows() -> dict[str, tuple[int, dict[str, Any], str]]:
                     ARM_WIDTH[cid][1]) for label, (cid, o) in arms.items()}
 
 
+def residual_rows() -> dict[str, tuple[int, dict[str, Any], str]]:
+    """The residual-stream arms of F9–F13 as the residual preset trains them: under `gpt2` (GPT-2 small's regime,
+    768) with their schemes' own constants, which do not depend on the width (HC's maps, AttnRes's zero queries)
+    or carry it themselves (mHC's φ, σ·√(4096/C): measured against DeepSeek-V4's 4096 in tests/nn/test_residual.py),
+    and F13's GPT-2 arms (Derf's nanoGPT, 768)."""
+    from normlab.study.claims.residual import ATTNRES, DYT_REGIME, HC, MHC, SPANNORM
+
+    arms = {"F10 HC": HC, "F10 mHC": MHC, "F11 AttnRes": ATTNRES, "F12 SpanNorm": SPANNORM,
+            "F13 DyT": DYT_REGIME["DyT"], "F13 LayerNorm": DYT_REGIME["LayerNorm"]}
+    return {label: (768, {"frontier": True, **{k: v for k, v in o.items() if k.startswith("model.")}},
+                    "GPT-2 small, n_embd 768: the `gpt2` recipe these arms train under")
+            for label, o in arms.items()}
+
+
 def build(overrides: dict[str, Any], width: int):
     """The model at `width` (heads of 64 at a paper's width, 4 at ours), `LAYERS` blocks, seed `SEED`."""
     from normlab.config import derive
@@ -123,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-width", type=int, default=None, help="leave out rows whose paper's width is above this")
     args = ap.parse_args(argv)
     tokens = tokens_of_corpus()
-    rows = {**ROWS, **frontier_rows()}
+    rows = {**ROWS, **frontier_rows(), **residual_rows()}
     out: dict[str, Any] = {"ours": OURS, "layers": LAYERS, "batch": BATCH, "seed": SEED, "kept_within": KEPT,
                            "rows": {}}
     for name, (width, overrides, why) in rows.items():

@@ -71,8 +71,8 @@ def test_the_committed_regime_benchmark_says_which_recipes_keep_their_regime():
     import init_regime
     committed = json.loads((root / "benchmarks/results/init_regime.json").read_text())
     tokens = init_regime.tokens_of_corpus()
-    for name in ("gpt2", "gpt2-fixed-std", "xiong", "F3 Derf"):
-        width, overrides, _ = {**init_regime.ROWS, **init_regime.frontier_rows()}[name]
+    for name in ("gpt2", "gpt2-fixed-std", "xiong", "F3 Derf", "F10 mHC", "F11 AttnRes"):
+        width, overrides, _ = {**init_regime.ROWS, **init_regime.frontier_rows(), **init_regime.residual_rows()}[name]
         ours = init_regime.measure(overrides, init_regime.OURS, tokens)
         row = committed["rows"][name]
         assert ours["stream_rms"] == pytest.approx(row["ours"]["stream_rms"], rel=1e-5)
@@ -82,7 +82,8 @@ def test_the_committed_regime_benchmark_says_which_recipes_keep_their_regime():
             assert init_regime.compare(ours, paper) == pytest.approx(row["ratio"], rel=1e-4)
     kept = {n: r["ratio"]["kept"] for n, r in committed["rows"].items()}
     assert kept == {"gpt2": True, "gpt2-fixed-std": False, "llama": True, "xiong": True, "F2 DyT": False,
-                    "F2 RMSNorm": True, "F3 Derf": True, "F3 LayerNorm": True}
+                    "F2 RMSNorm": True, "F3 Derf": True, "F3 LayerNorm": True, "F10 HC": True, "F10 mHC": True,
+                    "F11 AttnRes": True, "F12 SpanNorm": True, "F13 DyT": True, "F13 LayerNorm": True}
     assert all(r["ratio"]["stream_kept"] for r in committed["rows"].values())
 
 
