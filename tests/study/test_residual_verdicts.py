@@ -221,3 +221,13 @@ def test_f12s_failure_split_is_its_evidence_so_a_seed_round_can_follow():
     v = judge("F12", recs)
     assert v.verdict == INCONCLUSIVE and v.details["evidence"]["n"] == 2 and v.details["evidence"]["k"] == 2
     assert leans(v)
+
+
+def test_f12s_split_is_its_evidence_only_while_it_is_open():
+    """Once SpanNorm's failure split is decided, the open part's interval is the evidence a seed round reads."""
+    recs = (records("F12", {"model.scheme": "post", **STRESS}, ["stuck"] * 5)
+            + records("F12", {"model.scheme": "spannorm", **STRESS}, five(2.3))
+            + records("F12", {"model.scheme": "spannorm", "train.lr": 3e-3}, five(2.21, 0.02))
+            + records("F12", {"model.scheme": "pre", "model.n_layer": 8}, five(2.2)))
+    v = judge("F12", recs)
+    assert v.parts[0]["verdict"] == HOLDS and v.details["evidence"] is None

@@ -15,11 +15,11 @@ from normlab.study.claims.base import decisive
 from normlab.study.claims.decisions import by_failures, not_worse, same, worse
 from normlab.study.claims.grouping import group_record, failures, group
 from normlab.study.claims.statistics import ALPHA, Level, sign_test
-from normlab.study.claims.sweeps import deeper_deficit, matched_failures, paired_limits, seed_limits
+from normlab.study.claims.sweeps import deeper_deficit, paired_limits, seed_limits
 from normlab.study.rules import family_text
 from normlab.study.family import holm
 from normlab.study.judge import scope_verdict
-from tests.study.scenarios import LR, LRS, PLATEAU, PLATEAU_REASON, STUCK, P, W, five, rec, runs
+from tests.study.scenarios import LRS, PLATEAU, PLATEAU_REASON, STUCK, P, W, five, rec, runs
 
 ALONE = Level()  # a claim alone at a single look: every decision at α = 0.05
 
@@ -46,18 +46,6 @@ def test_group_counts_censored_runs_apart():
 def test_failures_text_names_censored_runs_only_where_there_are_some():
     assert failures(group(runs([1.9, PLATEAU]))) == "0/1 did not train; 1 stopped on the plateau, censored"
     assert failures(group(runs([1.9, 1.9]))) == "0/2 did not train"
-
-
-def test_matched_failures_leave_out_a_pair_with_a_censored_side():
-    # Pre-LN (a) fails in seeds 0 and 1 and is censored in 2; Post-LN is censored in 3 and fails in 4
-    records = (runs([None, None, PLATEAU, 1.9, 1.9], scheme="pre")
-               + runs([1.9, 1.9, 1.9, PLATEAU, None], scheme="post"))
-    cell = [{"model.scheme": "pre", "train.lr": LR, "train.warmup_steps": W, "model.n_layer": 4}]
-    m = matched_failures(records, cell, "post", ALONE)
-    assert (m["only_a_failed"], m["only_b_failed"], m["seeds"]) == (2, 1, [0, 1, 4])
-    assert m["p_one_sided"] == pytest.approx(sign_test(2, 3)) == pytest.approx(0.5)
-    assert m["test"].startswith("exact sign test over the 3 of 3 (configuration, seed) pairs")
-    assert not m["more"] and not m["fewer"]
 
 
 # -- one test per contrast, chosen by the number D of discordant seeds -----------------------------------------

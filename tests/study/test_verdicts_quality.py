@@ -590,3 +590,14 @@ def test_the_rerun_reads_only_rerun_records():
         for r in records:  # as compute_verdicts does: one base for every record
             r.base = base
         assert claim.verdict(records, None, P).verdict == expected
+
+
+@pytest.mark.parametrize("make", [p.values[1] for p in scenario.params if p.values[0] == "C10"],
+                         ids=[p.id for p in scenario.params if p.values[0] == "C10"])
+def test_c10s_own_implementation_level_is_its_verdict(make):
+    """The eager formula's scope level is judged as the claim's verdict is (a bundled "does not hold" needs a part
+    past the split level), so the two never disagree and no level splits a claim its rule left open."""
+    case = make()
+    v = CLAIMS.get("C10")().judge(case.records, case.measurement, case.preset)
+    if v.scope:
+        assert v.scope["implementation"]["the eager formula"] == v.verdict, v.summary

@@ -142,8 +142,8 @@ def pre_diverges_without_warmup_in_five_seeds():
 
 # =========================================================================================
 # C11 — Pre-LN tolerates larger lrs (value: highest trainable lr Pre-LN / Post-LN, warmup W). The limits say which
-#       way; a decision is the paired exact sign test over every (lr, seed) pair of the grid where one scheme alone
-#       did not train (`decisions.limit_verdict`, as F7 and F8). 5 of 5 on one side: p = 1/32
+#       way; a decision is the exact sign test over the seeds whose own highest trainable lr differs (one outcome
+#       per seed; `decisions.limit_verdict`). 5 of 5 on one side: p = 1/32
 # =========================================================================================
 def _c11(pre: dict, post: dict, seeds=5) -> list[RunRecord]:
     """pre/post: lr -> a loss every seed ends at (+ 0.01·seed; None: every seed diverged), or a list with one
@@ -165,28 +165,32 @@ POST_TOP_FAILS = {1e-3: 1.97, 3e-3: 1.95, 1e-2: None}  # Post-LN's limit 3e-3: e
 
 @scenario("C11", HOLDS, 1e-2 / 3e-3)
 def post_diverges_at_top_lr():
-    # Post-LN diverges at 1e-2 in all 5 seeds, Pre-LN trains in all 5: over the grid's 15 (lr, seed) pairs, 5 where
-    # Post-LN alone did not train, p = 1/32 < 0.05. Pre-LN trains at the grid's top: 3.33× is a lower bound
+    # Post-LN diverges at 1e-2 in all 5 seeds, Pre-LN trains in all 5: in every seed Pre-LN's own limit is the higher,
+    # p = 1/32 < 0.05. Pre-LN trains at the grid's top: 3.33× is a lower bound
     def check(v):
         assert v.details["max_stable_lr"][str(W)] == {"pre": 1e-2, "post": 3e-3}
         assert v.details["max_stable_lr"]["0"]["post"] is None  # every no-warmup Post-LN run diverged
-        split = v.details["limits_split"]
-        assert (split["only_a_failed"], split["only_b_failed"]) == (0, 5) and split["fewer"]
-        assert split["p_one_sided"] == approx(1 / 32) and v.seeds == [0, 1, 2, 3, 4]
+        paired = v.details["limits_paired"]
+        assert (paired["a_higher"], paired["b_higher"]) == (5, 0) and paired["higher"]
+        assert paired["p_higher"] == approx(1 / 32) and v.seeds == [0, 1, 2, 3, 4]
+        assert v.details["seed_limits"]["post"] == {str(s): 3e-3 for s in range(5)}
         assert v.details["limit_censored_by_grid"] is True
         assert v.reading == "Pre-LN's highest trainable lr is at least 3.33× Post-LN's (Pre-LN trains at the grid's top lr)"
         assert "(the grid's top: its limit is at or above it)" in v.summary
-        assert v.test == ("exact sign test over the 5 of 15 (configuration, seed) pairs where one scheme alone did not "
-                          "train, one-sided, pooled over the lr grid")
+        assert v.test == ("exact sign test over the 5 of 5 seeds whose highest trainable lr differs between the "
+                          "schemes (one outcome per seed), one-sided")
     return Case(_c11(TRAIN_ALL, POST_TOP_FAILS), check=check)
 
 
 @scenario("C11", HOLDS, 1e-2 / 1e-3)
-def the_grid_pools_what_one_lr_cannot_decide():
+def a_seed_whose_limit_is_two_lrs_lower_counts_once():
     # Post-LN fails in 2 seeds at 3e-3 (3 of 5 train: its limit falls to 1e-3) and in all 5 at 1e-2. At the lr that
-    # separates the limits, 3e-3, 2 pairs (p = 1/4) could not decide; pooled over the grid, 7 pairs (p = 1/128) do
+    # separates the limits, 3e-3, 2 seeds (p = 1/4) could not decide; per seed, Pre-LN's own limit is the higher in
+    # all 5 (p = 1/32): the two seeds two lrs apart count once each, not as 2 pairs
     def check(v):
-        assert (v.details["limits_split"]["only_b_failed"], v.details["limits_split"]["only_a_failed"]) == (7, 0)
+        paired = v.details["limits_paired"]
+        assert (paired["a_higher"], paired["b_higher"]) == (5, 0)
+        assert v.details["seed_limits"]["post"] == {"0": 1e-3, "1": 1e-3, "2": 3e-3, "3": 3e-3, "4": 3e-3}
     return Case(_c11(TRAIN_ALL, {1e-3: 1.97, 3e-3: [STUCK, None, 1.95, 1.96, 1.97], 1e-2: None}), check=check)
 
 
@@ -205,8 +209,8 @@ def post_trains_in_too_few_seeds_at_top_lr():
 def pre_diverges_first():
     # the limits the other way round: Pre-LN alone fails at 1e-2 in 5 of 5 seeds (p = 1/32)
     def check(v):
-        split = v.details["limits_split"]
-        assert (split["only_a_failed"], split["only_b_failed"]) == (5, 0) and split["more"]
+        paired = v.details["limits_paired"]
+        assert (paired["a_higher"], paired["b_higher"]) == (0, 5) and paired["lower"]
         assert v.details["limit_censored_by_grid"] is False and v.reading == "Pre-LN's highest trainable lr is 0.3× Post-LN's"
     return Case(_c11({1e-3: 1.95, 3e-3: 1.90, 1e-2: None}, {1e-3: 1.97, 3e-3: 1.95, 1e-2: 1.93}), check=check)
 
@@ -216,7 +220,7 @@ def same_limit_below_top():
     # the same limit (3e-3), both failing in every seed above it: no pair where one alone failed, no test, no
     # decision (Pre-LN failing at the next lr up says nothing about Post-LN doing better there)
     def check(v):
-        assert v.details["limits_split"]["only_a_failed"] == v.details["limits_split"]["only_b_failed"] == 0
+        assert v.details["limits_paired"]["ties"] == 5
         assert "the same limit, 0.003, and no more failures on either side than the test can call" in v.summary
         assert v.why == ""
     return Case(_c11({1e-3: 1.95, 3e-3: 1.90, 1e-2: None}, POST_TOP_FAILS), check=check)
@@ -246,11 +250,11 @@ def c11_everything_diverged():
 
 @scenario("C11", HOLDS, 1e-2 / 3e-3)
 def post_censored_seed_is_left_out_of_the_split():
-    # 6 seeds: Post-LN diverges at 1e-2 in seeds 0–4, and the plateau stop ended seed 5's run there. Censored, it is
-    # neither a failure nor a pair: 5 pairs where Post-LN alone failed, 5–0 (p = 1/32)
+    # 6 seeds: Post-LN diverges at 1e-2 in seeds 0–4, and the plateau stop ended seed 5's run there. Censored, its
+    # limit is unknown: 5 seeds paired, 5–0 (p = 1/32)
     def check(v):
-        split = v.details["limits_split"]
-        assert (split["only_a_failed"], split["only_b_failed"]) == (0, 5)
+        paired = v.details["limits_paired"]
+        assert (paired["a_higher"], paired["b_higher"], paired["censored_seeds"]) == (5, 0, [5])
         cell = v.details["sweep"]["post"][str(W)]["0.01"]
         assert (cell["n_runs"], cell["n_diverged"], cell["n_censored"]) == (5, 5, 1)
     return Case(_c11(TRAIN_ALL, {1e-3: 1.97, 3e-3: 1.95, 1e-2: [None] * 5 + [PLATEAU]}, seeds=6), check=check)
@@ -259,10 +263,10 @@ def post_censored_seed_is_left_out_of_the_split():
 @scenario("C11", INCONCLUSIVE, 1e-2 / 3e-3)
 def post_failures_at_the_split_partly_censored():
     # Post-LN at 1e-2: 3 seeds diverged, 2 stopped on the plateau. Counted as failures they would make 5–0 (holds);
-    # censored, the grid has 3 pairs, 3–0, p = 1/8
+    # censored, two seeds' limits are unknown: 3 seeds paired, 3–0, p = 1/8
     def check(v):
-        assert v.details["limits_split"]["only_b_failed"] == 3
-        assert "Post-LN alone in 3 (sign test p = 0.125)" in v.summary
+        assert v.details["limits_paired"]["a_higher"] == 3
+        assert "above Post-LN's in 3 seeds and below it in 0 (sign test p = 0.125; 2 seeds' limits censored)" in v.summary
     return Case(_c11(TRAIN_ALL, {1e-3: 1.97, 3e-3: 1.95, 1e-2: [None, None, None, PLATEAU, PLATEAU]}), check=check)
 
 

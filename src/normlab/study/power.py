@@ -138,12 +138,11 @@ def sized(design: dict[str, Any] | None, claim_id: str, cap: int) -> str:
         return f"{word} at {seeds} {out.get('unit') or 'seeds'}" if seeds and seeds > 1 else f"{word} (measured)"
     if out.get("why") != UNDERPOWERED:
         return f"inconclusive ({out.get('why') or 'no kind recorded'}): more seeds would not settle it"
-    needed = out.get("needed")
-    if needed is None:
-        return f"effect seen at {seeds} seeds, more than {MAX_NEEDED} needed: the cap ({cap}) leaves it unsettled"
-    unit = out.get("unit") or "seeds"
+    needed, unit = out.get("needed"), out.get("unit") or "seeds"
     if unit != "seeds":
-        return f"about {needed} {unit} needed (a measurement's, not seeds)"
+        return (f"about {needed} {unit} needed" if needed else f"more {unit} needed") + " (a measurement's, not seeds)"
+    if needed is None:  # past MAX_NEEDED, or nothing to project it from
+        return f"effect seen at {seeds} seeds, no projection within {MAX_NEEDED}: the cap ({cap}) may leave it unsettled"
     return (f"about {needed} seeds needed" + (f", within the cap ({cap})" if needed <= cap else
                                               f": the cap ({cap}) leaves it unsettled; about {needed} would settle it"))
 

@@ -208,10 +208,11 @@ def sign(interval: list[float] | None, claimed: int) -> str:
 
 
 def limit_verdict(mine: float | None, theirs: float | None, top: float, pooled: dict[str, Any]) -> tuple[str, str]:
-    """(verdict, why) of "this arm trains at a higher lr than that one" over an lr grid: each decision is the pooled
-    exact sign test's (`pooled_failures`) at the claim's level, the two limits saying which way: holds when this arm
-    fails less often over the grid and its limit is no lower; does not hold when it fails more often and its limit is
-    no higher. A limit the test does not back decides nothing (one lr's seeds cannot reach a family-wise level)."""
+    """(verdict, why) of "this arm trains at a higher lr than that one" over an lr grid: each decision is an exact
+    sign test's at the claim's level (`pooled`: its `fewer` / `more`, this arm failing less / more: over the grid's
+    pairs, or over the seeds whose own limits differ), the two limits saying which way: holds when this arm fails
+    less often and its limit is no lower; does not hold when it fails more often and its limit is no higher. A
+    limit the test does not back decides nothing (one lr's seeds cannot reach a family-wise level)."""
     higher, lower = (mine or 0) > (theirs or 0), (mine or 0) < (theirs or 0)
     if pooled["fewer"] and not lower:
         return HOLDS, ("a higher highest trainable lr" if higher else "the same highest lr") + \

@@ -43,14 +43,16 @@ IMPLEMENTATIONS = {"eager": "the eager formula", "fused": "the fused kernel", "c
 WARMUP_ROUNDS = 1
 
 
-def paired_ratio(a: dict[str, Any], b: dict[str, Any], level: Level) -> dict[str, Any]:
+def paired_ratio(a: dict[str, Any], b: dict[str, Any], level: Level) -> dict[str, Any] | None:
     """a's time / b's from interleaved rounds (round r of both timed back to back, so a slow moment of the machine
     cancels), the first `WARMUP_ROUNDS` discarded: the median of the per-round log ratios and its distribution-free
     interval at `level` (`median_interval`), exponentiated. One outlying round moves neither by more than a rank."""
     pairs = [(x, y) for x, y in zip(a.get("samples_s") or [], b.get("samples_s") or []) if x > 0 and y > 0]
     logs = [math.log(x / y) for x, y in pairs[WARMUP_ROUNDS:]]
+    if not logs:  # no round past the warm-up: nothing timed to compare
+        return None
     ci = median_interval(logs, level.two_sided)
-    return {"ratio": math.exp(statistics.median(logs)) if logs else None,
+    return {"ratio": math.exp(statistics.median(logs)),
             "ci95": [math.exp(ci[0]), math.exp(ci[1])] if ci else None, "rounds": len(logs)}
 
 
@@ -277,14 +279,14 @@ class RMSNormC10(Claim):
                              "the norm and step timings were not measured")
         rows = {(r["norm"], r["impl"]): r for r in measurement["norm_timings"]}
         # RMSNorm's time / LayerNorm's, each pair one algorithm: what the claim is about, not whose kernel is better
-        ratios = {a: paired_ratio(rows["rmsnorm", impl], rows["layernorm", impl], self.level)
-                  for a, impl in NORM_ALGORITHMS.items()
-                  if ("rmsnorm", impl) in rows and ("layernorm", impl) in rows}
         steps = {(r["norm"], r["impl"]): r for r in measurement["steps"]}
-        step_ratios = {a: paired_ratio(steps["rmsnorm", impl], steps["layernorm", impl], self.level)
-                       for a, impl in STEP_ALGORITHMS.items()
-                       if ("rmsnorm", impl) in steps and ("layernorm", impl) in steps
-                       and steps["rmsnorm", impl].get("samples_s")}
+        # each implementation a user meets, as (RMSNorm's rows, LayerNorm's): the norm alone, and a training step
+        pairs = {a: (rows["rmsnorm", impl], rows["layernorm", impl]) for a, impl in NORM_ALGORITHMS.items()
+                 if ("rmsnorm", impl) in rows and ("layernorm", impl) in rows}
+        step_pairs = {a: (steps["rmsnorm", impl], steps["layernorm", impl]) for a, impl in STEP_ALGORITHMS.items()
+                      if ("rmsnorm", impl) in steps and ("layernorm", impl) in steps}
+        ratios = {a: r for a, pair in pairs.items() if (r := paired_ratio(*pair, self.level))}
+        step_ratios = {a: r for a, pair in step_pairs.items() if (r := paired_ratio(*pair, self.level))}
         torch_ratio = (rows["rmsnorm", "torch.nn"]["median_s"] / rows["layernorm", "torch.nn"]["median_s"]
                        if ("rmsnorm", "torch.nn") in rows and ("layernorm", "torch.nn") in rows else None)
         decided = ratios.get(DECIDING)
@@ -318,11 +320,20 @@ class RMSNormC10(Claim):
                          torch_nn_ratio=torch_ratio, val_loss=info,
                          layernorm=group_record(ln), rmsnorm=group_record(rms), timings=measurement["norm_timings"])
         # the claim at each implementation a user meets: the cost part there with the same convergence part, a
-        # scope level each (their decisive verdicts disagreeing: the outcome depends on the implementation)
-        levels = {**{IMPLEMENTATIONS[a]: r for a, r in ratios.items()},
-                  **{f"a training step ({a} norms)": r for a, r in step_ratios.items()}}
-        return dataclasses.replace(verdict, scope={"implementation": {
-            level: combine([Part("", cost_verdict(r), "", None), converge]) for level, r in levels.items()}})
+        # scope level each (their decisive verdicts disagreeing: the outcome depends on the implementation), each
+        # judged as the claim's own verdict is: a "does not hold" needs a part past the level split over its two
+        # parts (`Claim.corrected`), so the eager level is the verdict itself
+        strict = self.level.split(2)
+        converge_strict = {"not worse": HOLDS, "worse": FAILS}.get(noninferior(rms, ln, strict)[0], INCONCLUSIVE)
+
+        def at(pair) -> str:
+            word = combine([Part("", cost_verdict(paired_ratio(*pair, self.level)), "", None), converge])
+            if word != FAILS:
+                return word
+            return FAILS if FAILS in (cost_verdict(paired_ratio(*pair, strict)), converge_strict) else INCONCLUSIVE
+        levels = {**{IMPLEMENTATIONS[a]: at(pair) for a, pair in pairs.items()},
+                  **{f"a training step ({a} norms)": at(pair) for a, pair in step_pairs.items()}}
+        return dataclasses.replace(verdict, scope={"implementation": levels}) if levels else verdict
 
     def figures(self, records, measurement, preset):
         rows = measurement["norm_timings"]

@@ -16,7 +16,7 @@ from typing import Any
 
 from normlab.config import Change
 from normlab.report.figure import Figure, Series
-from normlab.study.claims.base import FAILS, HOLDS, INCONCLUSIVE, Part, claim
+from normlab.study.claims.base import HOLDS, INCONCLUSIVE, Part, claim
 from normlab.study.claims.decisions import beats, not_worse, sign
 from normlab.study.claims.frontier import BEATS_RULE, DERF_CODE, NORM_ARMS, PAPERS, FrontierClaim, arm, contrast_part
 from normlab.study.claims.grouping import group, group_record, n_seeds, select
@@ -58,6 +58,12 @@ def log_trend(values: list[float | None] | None) -> float | None:
     mx, my = statistics.fmean(p[0] for p in pairs), statistics.fmean(p[1] for p in pairs)
     den = sum((p[0] - mx) ** 2 for p in pairs)
     return sum((p[0] - mx) * (p[1] - my) for p in pairs) / den * (len(values) - 1)
+
+
+def log_peak(values: list[float | None] | None) -> float | None:
+    """The log of a positive per-layer profile's largest value (its non-finite or non-positive layers left out)."""
+    kept = [v for v in values or [] if v is not None and v > 0]
+    return math.log(max(kept)) if kept else None
 
 
 def per_seed(records, change: Change, key: str, of) -> dict[int, float]:
@@ -124,8 +130,7 @@ class CompositeGainF9(ResidualClaim):
     def verdict(self, records, measurement, preset):
         hc, mhc = arm(preset, **HC), arm(preset, **MHC)
         growth = per_seed(records, hc, self.KEY, log_trend)
-        peak = per_seed(records, mhc, self.KEY, lambda p: math.log(max(p)) if p else None)
-        hc_peak = per_seed(records, hc, self.KEY, lambda p: math.log(max(p)) if p else None)
+        peak, hc_peak = (per_seed(records, arm_, self.KEY, log_peak) for arm_ in (mhc, hc))
         gap = {s: hc_peak[s] - peak[s] for s in set(hc_peak) & set(peak)}
         parts = [interval_part("HC's composite gain grows with depth", growth, self.level,
                                "fitted factor of HC's composite gain, first block → last", +1,
@@ -314,7 +319,8 @@ class SpanNormF12(ResidualClaim):
                          "; ".join(f"{p.name}: {p.summary}" for p in parts), parts=parts, interval=last.interval,
                          test=last.test, seeds=last.seeds,
                          arms={"SpanNorm, no warmup": group_record(span), "Post-LN, no warmup": group_record(post)},
-                         evidence=evidence)
+                         # the split is the evidence while it is open; once decided, the open part's interval is
+                         evidence=evidence if parts[0].verdict != HOLDS else None)
 
     def figures(self, records, measurement, preset):
         return [self.bars(records, self.title, {"SpanNorm, no warmup": self.stressed(preset, SPANNORM),

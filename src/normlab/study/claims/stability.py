@@ -15,7 +15,7 @@ from normlab.study.claims.grouping import failures, from_runs, group, group_reco
 from normlab.study.claims.prose import ci_text, fmt, loss_test, pct, said, sign_p, tost_test
 from normlab.study.claims.statistics import LOSS_MARGIN, MIN_SEEDS, TRAINS, sign_evidence, spearman
 from normlab.study.claims.sweeps import (at_depth, deeper_deficit, depth_figure, depth_rows, depth_sweep, lr_sweep,
-                                         matched_failures, max_stable_lr, paired_limits, seed_limits,
+                                         max_stable_lr, paired_limits, seed_limits,
                                          sweep_figure, swept_lrs, sweep_table)
 
 
@@ -126,9 +126,9 @@ class LearningRateC11(Claim):
         return lr_sweep(preset, ("pre", "post"))
 
     RULE = ("each scheme's highest lr of the grid where ≥ 80 % of seeds train says which way; the decision is the "
-            "paired exact sign test over every (lr, seed) pair of the grid where one scheme alone did not train: "
-            "holds when Post-LN alone fails significantly more often and Pre-LN's limit is no lower; does not hold "
-            "when Pre-LN alone fails significantly more often and its limit is no higher")
+            "exact sign test over the seeds whose own highest trainable lr differs between the schemes (one outcome "
+            "per seed): holds when Pre-LN's is the higher in significantly many and its limit is no lower; does not "
+            "hold when Post-LN's is the higher in significantly many and Pre-LN's limit is no higher")
 
     def verdict(self, records, measurement, preset):
         best = {w: max_stable_lr(records, preset, ("pre", "post"), w) for w in (preset.warmup, 0)}
@@ -136,9 +136,12 @@ class LearningRateC11(Claim):
         lrs, top = sorted(preset.lrs), max(preset.lrs)
         seeds = n_seeds(select(records, False, n_layer=preset.depth))
         # a limit is a threshold on a rate (≥ 80 % of seeds trained): it says which way, and decides only where the
-        # failures over the whole grid back it (one lr picked by that threshold would be a test chosen by the data)
-        pooled = matched_failures(records, [Change(scheme="pre", lr=lr, warmup_steps=preset.warmup,
-                                                   n_layer=preset.depth) for lr in lrs], "post", self.level)
+        # seeds back it: each seed's own highest trainable lr, paired by seed (one outcome per seed: a seed whose
+        # limits differ by two lrs is one seed, not two pairs; one lr picked by the threshold would be a test the
+        # data chose)
+        limits = {s: seed_limits(records, s, lrs, preset.warmup, preset.depth) for s in ("pre", "post")}
+        paired = paired_limits(limits["pre"], limits["post"], self.level)
+        pooled = {"fewer": paired["higher"], "more": paired["lower"]}  # Pre-LN's limit higher: it fails less
         if seeds < MIN_SEEDS:
             verdict, why = INCONCLUSIVE, f"{seeds} seeds: fewer than {MIN_SEEDS}"
         elif pre is None and post is None:
@@ -150,9 +153,10 @@ class LearningRateC11(Claim):
         summary = (f"highest lr at which ≥ {TRAINS:.0%} of seeds train, with warmup {preset.warmup}: Pre-LN "
                    f"{fmt(pre, 'g')}" + (" (the grid's top: its limit is at or above it)" if censored else "")
                    + f", Post-LN {fmt(post, 'g')}; without warmup: Pre-LN {fmt(best[0]['pre'], 'g')}, "
-                   f"Post-LN {fmt(best[0]['post'], 'g')}; over the grid Pre-LN alone did not train in "
-                   f"{pooled['only_a_failed']} (lr, seed) pairs, Post-LN alone in {pooled['only_b_failed']}"
-                   + sign_p(pooled) + f" ({why})")
+                   f"Post-LN {fmt(best[0]['post'], 'g')}; per seed, Pre-LN's highest trainable lr is above "
+                   f"Post-LN's in {paired['a_higher']} seeds and below it in {paired['b_higher']} (sign test p = "
+                   f"{fmt(paired['p_higher'] if paired['a_higher'] >= paired['b_higher'] else paired['p_lower'], '.3g')}"
+                   f"; {len(paired['censored_seeds'])} seeds' limits censored) ({why})")
         settings = {"lrs": preset.lrs, "warmup_steps": preset.warmup, "n_layer": preset.depth,
                     "trainable": f"at least {TRAINS:.0%} of the seeds trained (neither diverged nor stayed on the "
                                  f"unigram plateau); each scheme's own limit, whatever it is compared with",
@@ -161,13 +165,14 @@ class LearningRateC11(Claim):
         if ratio is not None:
             reading = (f"Pre-LN's highest trainable lr is {'at least ' if censored else ''}{ratio:.3g}× Post-LN's"
                        + (" (Pre-LN trains at the grid's top lr)" if censored else ""))
-        evidence = sign_evidence(pooled["only_b_failed"], pooled["only_a_failed"], len(pooled["seeds"]),
-                                 "one scheme alone did not train, pooled over the lr grid")
+        evidence = sign_evidence(paired["a_higher"], paired["b_higher"], len(paired["seeds"]),
+                                 "seeds whose highest trainable lr differs between Pre-LN and Post-LN")
         result = self.make(verdict, "highest trainable lr, Pre-LN / Post-LN", ratio, seeds, settings, summary,
-                           test=pooled["test"] + ", pooled over the lr grid",
-                           seeds=pooled["seeds"] or _seeds(records, n_layer=preset.depth),
+                           test=paired["test"], seeds=paired["seeds"] or _seeds(records, n_layer=preset.depth),
                            reading=reading, max_stable_lr={str(w): v for w, v in best.items()},
-                           limit_censored_by_grid=censored, limits_split=pooled, evidence=evidence,
+                           limit_censored_by_grid=censored, limits_paired=paired,
+                           seed_limits={s: {str(k): v for k, v in lim.items()} for s, lim in limits.items()},
+                           evidence=evidence,
                            sweep=sweep_table(records, preset, ("pre", "post")))
         # both limits beyond the grid (neither trains at any lr, or both at its top): a wider grid would decide
         beyond_grid = pre == post and (pre is None or pre == top) and seeds >= MIN_SEEDS

@@ -148,26 +148,6 @@ def paired_limits(a: dict[int, float | None], b: dict[int, float | None], level:
                                      "trainable lr differs between the schemes (one outcome per seed), one-sided"}
 
 
-def matched_failures(records, overrides: list[Change], other: str, level: Level) -> dict[str, Any]:
-    """Runs of `overrides` against the same configurations with `model.scheme` = other, paired by configuration
-    and seed: `fails_more` over the pairs where exactly one side did not train, significant at `level`."""
-    pairs = []
-    for o in overrides:
-        mine = {r.seed: r for r in select(records, **o)}
-        theirs = {r.seed: r for r in select(records, **(o | Change(scheme=other)))}
-        pairs += [(mine[s], theirs[s]) for s in sorted(set(mine) & set(theirs))
-                  if not (mine[s].censored or theirs[s].censored)]  # a censored run decides no pair
-    only_a = sum(1 for a, b in pairs if a.did_not_train and not b.did_not_train)
-    only_b = sum(1 for a, b in pairs if b.did_not_train and not a.did_not_train)
-    return {"more": only_a > only_b and sign_test(only_a, only_a + only_b) < level.alpha,
-            "fewer": only_b > only_a and sign_test(only_b, only_a + only_b) < level.alpha,
-            "only_a_failed": only_a, "only_b_failed": only_b,
-            "p_one_sided": sign_test(max(only_a, only_b), only_a + only_b),
-            "test": f"exact sign test over the {only_a + only_b} of {len(pairs)} (configuration, seed) pairs where "
-                    f"one scheme alone did not train, one-sided",
-            "seeds": sorted({a.seed for a, _ in pairs})}
-
-
 def deeper_deficit(records, preset, shallow: int, deep: int, level: Level) -> dict[str, Any]:
     """Per seed, Post-LN's deficit to Pre-LN (val-loss difference; +inf where Post-LN alone did not train, −inf
     where Pre-LN alone did not) at two depths, and the one-sided exact sign tests over the seeds where it differs:
