@@ -201,7 +201,7 @@ def post_trains_in_too_few_seeds_at_top_lr():
     def check(v):
         assert v.details["max_stable_lr"][str(W)] == {"pre": 1e-2, "post": 3e-3}
         assert "80%" in v.settings["trainable"]
-        assert "a higher limit, but too few pairs over the grid" in v.summary
+        assert "a higher limit, but too few seeds whose own limits differ" in v.summary
     return Case(_c11(TRAIN_ALL, {1e-3: 1.97, 3e-3: 1.95, 1e-2: [STUCK, STUCK, 1.93, 1.94, 1.95]}), check=check)
 
 

@@ -216,13 +216,13 @@ def limit_verdict(mine: float | None, theirs: float | None, top: float, pooled: 
     higher, lower = (mine or 0) > (theirs or 0), (mine or 0) < (theirs or 0)
     if pooled["fewer"] and not lower:
         return HOLDS, ("a higher highest trainable lr" if higher else "the same highest lr") + \
-            ", backed by fewer failures over the grid (sign test)"
+            ", backed by the sign test"
     if pooled["more"] and not higher:
         return FAILS, ("a lower highest trainable lr" if lower else "the same highest lr") + \
-            ", backed by more failures over the grid (sign test)"
+            ", backed by the sign test"
     if higher or lower:
-        return INCONCLUSIVE, (f"a {'higher' if higher else 'lower'} limit, but too few pairs over the grid where one "
-                              "alone did not train to call it one: more seeds would decide")
+        return INCONCLUSIVE, (f"a {'higher' if higher else 'lower'} limit, but too few seeds whose own limits differ "
+                              "to call it one: more seeds would decide")
     if mine == top:
         return INCONCLUSIVE, f"both train at every lr up to {top:g}: higher lrs would decide"
     return INCONCLUSIVE, f"the same limit, {mine:g}, and no more failures on either side than the test can call"

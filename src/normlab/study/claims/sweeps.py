@@ -117,13 +117,14 @@ def max_stable_lr(records, preset, schemes, warmup, lrs=None) -> dict[str, float
     return out
 
 
-def seed_limits(records, scheme: str, lrs: list[float], warmup: int, n_layer: int) -> dict[int, float | None]:
-    """{seed: the highest lr of `lrs` at which this seed's run trained (0.0: at none of them)}: one outcome per
-    seed, so seeds shared across lrs are not counted as independent pairs. A seed whose limit is unknown (a run
-    above its highest trained lr censored by the plateau stop, or missing) maps to None."""
+def limits_by_seed(records, at, lrs: list[float]) -> dict[int, float | None]:
+    """{seed: the highest lr of `lrs` at which this seed's run of `at(lr)` (a run's overrides at that lr) trained
+    (0.0: at none of them)}: one outcome per seed, so seeds shared across lrs are not counted as independent pairs.
+    A seed whose limit is unknown (a run above its highest trained lr censored by the plateau stop, or missing)
+    maps to None."""
     out: dict[int, float | None] = {}
     # each lr named: a strict `select` without it would hold train.lr to the base's (one lr, every other unknown)
-    runs = [r for lr in lrs for r in select(records, scheme=scheme, lr=lr, warmup_steps=warmup, n_layer=n_layer)]
+    runs = [r for lr in lrs for r in select(records, **at(lr))]
     for seed in sorted({r.seed for r in runs}):
         mine = {r.get("train.lr"): r for r in runs if r.seed == seed}
         trained = [lr for lr, r in mine.items() if not r.did_not_train and r.status == "completed"]
@@ -131,6 +132,12 @@ def seed_limits(records, scheme: str, lrs: list[float], warmup: int, n_layer: in
         unknown = any(lr not in mine or mine[lr].censored for lr in lrs if lr > limit)
         out[seed] = None if unknown else limit
     return out
+
+
+def seed_limits(records, scheme: str, lrs: list[float], warmup: int, n_layer: int) -> dict[int, float | None]:
+    """`limits_by_seed` of one scheme of the lr sweep, at a warmup and depth."""
+    return limits_by_seed(records, lambda lr: Change(scheme=scheme, lr=lr, warmup_steps=warmup, n_layer=n_layer),
+                          lrs)
 
 
 def paired_limits(a: dict[int, float | None], b: dict[int, float | None], level: Level) -> dict[str, Any]:
@@ -146,6 +153,15 @@ def paired_limits(a: dict[int, float | None], b: dict[int, float | None], level:
             "censored_seeds": sorted(s for s in set(a) | set(b) if a.get(s) is None or b.get(s) is None),
             "seeds": common, "test": f"exact sign test over the {up + down} of {len(common)} seeds whose highest "
                                      "trainable lr differs between the schemes (one outcome per seed), one-sided"}
+
+
+def limit_split(records, mine, theirs, lrs: list[float], level: Level) -> dict[str, Any]:
+    """Two arms' per-seed limits over a grid (`mine(lr)`, `theirs(lr)`: each arm's run overrides at an lr), paired
+    by seed (`paired_limits`), with what `decisions.limit_verdict` reads: `fewer` (this arm's own limit the higher
+    in significantly many seeds: it fails less) and `more` (the lower)."""
+    paired = paired_limits(limits_by_seed(records, mine, lrs), limits_by_seed(records, theirs, lrs), level)
+    return {**paired, "fewer": paired["higher"], "more": paired["lower"],
+            "p_one_sided": paired["p_higher"] if paired["a_higher"] >= paired["b_higher"] else paired["p_lower"]}
 
 
 def deeper_deficit(records, preset, shallow: int, deep: int, level: Level) -> dict[str, Any]:
