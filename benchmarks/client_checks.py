@@ -18,7 +18,6 @@ exported, then read back:
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
