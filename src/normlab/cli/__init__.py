@@ -18,7 +18,7 @@ from rich.table import Table
 
 from normlab.cli.common import (PRINT_EVERY_S, BenchConfig, Clock, Dtype, Only, Parallel, Precision, app, console,
                                 err_console, exit_quietly, fail, lazy_help, norm_names, one_of, progress_bar, say_note,
-                                scheme_names, sigterm_as_interrupt, status_line)
+                                sigterm_as_interrupt, status_line)
 from normlab.cli.listings import listing
 from normlab.cli.study import STUDY_HELP, report, study, study_help
 from normlab.errors import ConfigError, CorpusError

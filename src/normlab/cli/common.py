@@ -44,12 +44,6 @@ def one_of(option: str, given: list[str], valid: tuple[str, ...]) -> None:
             fail(f"{option}: {value!r} is not one of {', '.join(map(repr, valid))}")
 
 
-def scheme_names() -> tuple[str, ...]:
-    from normlab.nn.schemes import SCHEMES
-
-    return tuple(SCHEMES)
-
-
 def norm_names() -> tuple[str, ...]:
     from normlab.nn.norms import NORMS
 
