@@ -143,21 +143,23 @@ def test_f11_does_not_hold_when_attnres_is_the_less_uniform():
 STRESS = {"train.lr": 1e-2, "train.warmup_steps": 0}
 
 
+def f12(post: list, span_stressed: list, span: list, pre: list) -> list[RunRecord]:
+    """F12's four arms: Post-LN and SpanNorm at the stress lr without warmup, SpanNorm and Pre-LN with warmup."""
+    return (records("F12", {"model.scheme": "post", **STRESS}, post)
+            + records("F12", {"model.scheme": "spannorm", **STRESS}, span_stressed)
+            + records("F12", {"model.scheme": "spannorm", "train.lr": 3e-3}, span)
+            + records("F12", {"model.scheme": "pre", "model.n_layer": 8}, pre))
+
+
 def test_f12_holds_when_post_ln_fails_without_warmup_spannorm_trains_and_matches_pre_ln():
-    recs = (records("F12", {"model.scheme": "post", **STRESS}, ["stuck"] * 5)
-            + records("F12", {"model.scheme": "spannorm", **STRESS}, five(2.3))
-            + records("F12", {"model.scheme": "spannorm", "train.lr": 3e-3}, five(2.201, 0.001))
-            + records("F12", {"model.scheme": "pre", "model.n_layer": 8}, five(2.2)))
+    recs = f12(["stuck"] * 5, five(2.3), five(2.201, 0.001), five(2.2))
     v = judge("F12", recs)
     assert [p["verdict"] for p in v.parts] == [HOLDS, HOLDS] and v.verdict == HOLDS, v.summary
     assert v.value == pytest.approx(0.001)
 
 
 def test_f12_does_not_hold_when_spannorm_ends_worse_than_pre_ln_by_more_than_the_margin():
-    recs = (records("F12", {"model.scheme": "post", **STRESS}, ["stuck"] * 5)
-            + records("F12", {"model.scheme": "spannorm", **STRESS}, five(2.3))
-            + records("F12", {"model.scheme": "spannorm", "train.lr": 3e-3}, five(2.3, 0.001))
-            + records("F12", {"model.scheme": "pre", "model.n_layer": 8}, five(2.2)))
+    recs = f12(["stuck"] * 5, five(2.3), five(2.3, 0.001), five(2.2))
     assert judge("F12", recs).verdict == FAILS
 
 
@@ -214,10 +216,7 @@ def test_f12s_failure_split_is_its_evidence_so_a_seed_round_can_follow():
     and the power plan reads it (`details["evidence"]`) to add the second look's seeds."""
     from normlab.study.power import leans
 
-    recs = (records("F12", {"model.scheme": "post", **STRESS}, ["stuck", "stuck", "stuck", 2.2, 2.3])
-            + records("F12", {"model.scheme": "spannorm", **STRESS}, ["stuck"] * 5)
-            + records("F12", {"model.scheme": "spannorm", "train.lr": 3e-3}, five(2.201, 0.001))
-            + records("F12", {"model.scheme": "pre", "model.n_layer": 8}, five(2.2)))
+    recs = f12(["stuck", "stuck", "stuck", 2.2, 2.3], ["stuck"] * 5, five(2.201, 0.001), five(2.2))
     v = judge("F12", recs)
     assert v.verdict == INCONCLUSIVE and v.details["evidence"]["n"] == 2 and v.details["evidence"]["k"] == 2
     assert leans(v)
@@ -225,9 +224,6 @@ def test_f12s_failure_split_is_its_evidence_so_a_seed_round_can_follow():
 
 def test_f12s_split_is_its_evidence_only_while_it_is_open():
     """Once SpanNorm's failure split is decided, the open part's interval is the evidence a seed round reads."""
-    recs = (records("F12", {"model.scheme": "post", **STRESS}, ["stuck"] * 5)
-            + records("F12", {"model.scheme": "spannorm", **STRESS}, five(2.3))
-            + records("F12", {"model.scheme": "spannorm", "train.lr": 3e-3}, five(2.21, 0.02))
-            + records("F12", {"model.scheme": "pre", "model.n_layer": 8}, five(2.2)))
+    recs = f12(["stuck"] * 5, five(2.3), five(2.21, 0.02), five(2.2))
     v = judge("F12", recs)
     assert v.parts[0]["verdict"] == HOLDS and v.details["evidence"] is None
