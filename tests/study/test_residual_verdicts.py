@@ -121,7 +121,8 @@ ATT, PRE8 = {"model.scheme": "attnres"}, {"model.scheme": "pre", "model.n_layer"
 
 
 def profiles(rate: float, jitters) -> list[dict[str, list[float]]]:
-    return [{"branch_rms/mlp": [(rate + j) ** i for i in range(8)], "grad_norm/block": [(rate + j) ** -i for i in range(8)]}
+    return [{"branch_rms/mlp": [(rate + j) ** i for i in range(8)],
+             "grad_norm/block": [(rate + j) ** -i for i in range(8)]}
             for j in jitters]
 
 
@@ -174,8 +175,8 @@ def f13(scarce: tuple[float, float], plentiful: tuple[float, float], jitter: flo
 def records_plentiful(norm: str, loss: float, jitter: float = 0.0) -> list[RunRecord]:
     found = [o for o in CLAIMS.get("F13")().runs(P) if o.get("model.norm") == norm and "data.train_tokens" not in o]
     assert len(found) == 1
-    return [RunRecord(id=f"r{next(_ids)}", config=build_config(P, {INIT_KEY: "gpt2", **found[0]}, s), status="completed",
-                      base=BASE, val_loss=x) for s, x in zip(SEEDS, five(loss, jitter))]
+    return [RunRecord(id=f"r{next(_ids)}", config=build_config(P, {INIT_KEY: "gpt2", **found[0]}, s),
+                      status="completed", base=BASE, val_loss=x) for s, x in zip(SEEDS, five(loss, jitter))]
 
 
 @pytest.mark.parametrize("scarce, plentiful, expected", [((2.60, 2.70), (2.30, 2.20), HOLDS),

@@ -142,7 +142,8 @@ def sized(design: dict[str, Any] | None, claim_id: str, cap: int) -> str:
     if unit != "seeds":
         return (f"about {needed} {unit} needed" if needed else f"more {unit} needed") + " (a measurement's, not seeds)"
     if needed is None:  # past MAX_NEEDED, or nothing to project it from
-        return f"effect seen at {seeds} seeds, no projection within {MAX_NEEDED}: the cap ({cap}) may leave it unsettled"
+        return (f"effect seen at {seeds} seeds, no projection within {MAX_NEEDED}: the cap ({cap}) may leave it "
+                "unsettled")
     return (f"about {needed} seeds needed" + (f", within the cap ({cap})" if needed <= cap else
                                               f": the cap ({cap}) leaves it unsettled; about {needed} would settle it"))
 

@@ -26,5 +26,5 @@ SEED_CLAIMS = [c for c in ORDER if c.startswith("C")]  # the standard preset's
 FRONTIER_CLAIMS = [c for c in ORDER if CLAIMS.get(c).home == "frontier"]  # the frontier preset's (F1–F8)
 RESIDUAL_CLAIMS = [c for c in ORDER if CLAIMS.get(c).home == "residual"]  # the residual preset's (F9–F13)
 
-__all__ = ["CLAIMS", "FAILS", "FRONTIER_CLAIMS", "HOLDS", "INCONCLUSIVE", "ORDER", "RESIDUAL_CLAIMS", "SEED_CLAIMS", "Claim",
-           "Figure", "Series", "Verdict", "claim_number"]
+__all__ = ["CLAIMS", "FAILS", "FRONTIER_CLAIMS", "HOLDS", "INCONCLUSIVE", "ORDER",
+           "RESIDUAL_CLAIMS", "SEED_CLAIMS", "Claim", "Figure", "Series", "Verdict", "claim_number"]
