@@ -22,3 +22,16 @@ def test_a_benchmark_imports(path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert callable(getattr(module, "main", None)), f"{path.name} has no main()"
+
+
+def test_the_busy_fraction_counts_each_worker_once_and_every_gap():
+    """Two workers over 10 s: both busy 0–4 s, one 4–6 s, none 6–8 s (a round being judged), three runs (a stack and
+    a run) 8–10 s: (2·4 + 1·2 + 0 + 2·2) / (2 · 10) = 0.7."""
+    spec = importlib.util.spec_from_file_location("busy", BENCHMARKS[0].parent / "busy_fraction.py")
+    busy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(busy)
+    spans = [(0, 4), (0, 6), (8, 10), (8, 10), (8, 10)]
+    out = busy.busy_fraction(spans, 2)
+    assert out["busy_s"] == 14.0 and out["busy_fraction"] == 0.7 and out["study_span_s"] == 10
+    assert busy.busy_fraction(spans, 2, wall_s=20)["busy_fraction"] == 0.35  # the job's wall around the study
+    assert busy.busy_fraction([], 2)["busy_fraction"] is None

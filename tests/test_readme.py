@@ -78,6 +78,8 @@ NOT_RUN = {
     "python benchmarks/study_cost.py normlab-study": _STUDY_DIR,
     "python benchmarks/study_cost.py normlab-study --record": _STUDY_DIR,
     "python benchmarks/verdict_table.py normlab-study": _STUDY_DIR,
+    "python benchmarks/busy_fraction.py normlab-study --workers 2 --wall-s SECONDS": _STUDY_DIR + " (its arithmetic: "
+                                                                                  "tests/test_benchmarks.py)",
     "normlab train configs/nanogpt_cpu.toml --set model.scheme='\"deepnorm\"' --set model.n_layer=1000 --set "
     "model.d_model=64 --set model.n_head=2 --set train.batch_size=8 --set train.activation_checkpointing=true --set "
     "train.lr=1e-3 --set train.warmup_steps=10 --set train.steps=300 --set train.decay_steps=300 --out "
