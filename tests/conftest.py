@@ -35,6 +35,7 @@ def judged_study(spec, out, outcome) -> tuple:
     from normlab.study.state import completion
 
     ledger = Ledger(out)
+    spec = outcome.spec  # the study as it ended: its claims' seeds after their rounds (`spec`: as it began)
     return completion(spec, ledger, outcome.ids), compute_verdicts(plan_study(spec), ledger, outcome.ids)[0]
 
 

@@ -95,10 +95,10 @@ def study(
             from normlab.study.tensorboard import write_events
             write_events(out)
         # judged from the ledger as it is now, so the report and the terminal never disagree
-        paths, verdicts, status = publish(out, spec)
+        paths, verdicts, status = publish(out, outcome.spec)  # the study as it ended: seeds after their rounds
         from normlab.study.ledger import Ledger
         from normlab.study.publish import run_counts
-        counts = run_counts(spec, Ledger(out), outcome.ids)  # in the one meaning of each word, as the report's
+        counts = run_counts(outcome.spec, Ledger(out), outcome.ids)  # each word in its one meaning
     except ConfigError as e:  # OUT's study.sqlite is not a study ledger
         fail(str(e))
     _print_verdicts(verdicts, status.status_text())

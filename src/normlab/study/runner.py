@@ -37,6 +37,7 @@ class StudyOutcome:
     ids: list[str]
     counts: dict[str, int]
     wall_s: float
+    spec: StudySpec  # the study as it ended: its claims' seeds after their rounds
 
 
 def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None,
@@ -60,10 +61,11 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
         training.train(runs)
         if wait_for_others(ledger, set(training.ids), say):
             continue  # then take what they left: a run whose owner was lost is claimed again
-        runs = next_runs(spec, ledger, training.ids, say)
+        spec, runs = next_runs(spec, ledger, training.ids, say)
+        training.spec = spec  # what the ledger records of the study: its seeds after this round
         if not runs:
             break
-    return StudyOutcome(training.ids, ledger.counts(set(training.ids)), time.perf_counter() - start)
+    return StudyOutcome(training.ids, ledger.counts(set(training.ids)), time.perf_counter() - start, spec)
 
 
 def wait_for_others(ledger: Ledger, ids: set[str], say: Callable[[str], None], poll_s: float = 2.0) -> bool:
@@ -90,26 +92,28 @@ def open_study(study_dir: str | Path) -> Ledger:
     return ledger
 
 
-def next_runs(spec: StudySpec, ledger: Ledger, ids: list[str], say: Callable[[str], None] = print) -> list:
-    """What the study trains next, once every run in `ids` is settled ([] before: chosen from partial results, it
-    could differ from what the final ones choose), and [] when nothing is left to add:
+def next_runs(spec: StudySpec, ledger: Ledger, ids: list[str], say: Callable[[str], None] = print
+              ) -> tuple[StudySpec, list]:
+    """The study at its next step and what it trains there, once every run in `ids` is settled (nothing before:
+    chosen from partial results, it could differ from what the final ones choose), nothing when nothing is left:
     - the runs the claims start from trained ones (C7's fine-tunes, `state.followup_runs`);
     - else the next seed round's: each claim on the preset's schedule (`Preset.seed_rounds`) whose verdict at its
       look is inconclusive but leans one way (`power.leans`: a failure split whose majority falls one way, an
-      interval that straddles its boundary) gets its next look's seeds (`StudySpec.grow`), and the runs those seeds
-      add are trained. Runs already trained are the same configs, so they are reused, never retrained."""
+      interval that straddles its boundary) gets its next look's seeds (`StudySpec.grown`: a new spec, this one
+      left as it is), and the runs those seeds add are trained. Runs already trained are the same configs, so
+      they are reused, never retrained."""
     known = set(ids)
     done, total = ledger.progress(known)
     if done < total:
-        return []
+        return spec, []
     measure_claims(spec, ledger)  # once, on a quiet machine; C10's verdict needs its timings to be judged at all
     more = [r for r in followup_runs(spec, ledger, ids) if r.id not in known]
     if more:
-        return more
-    grown = spec.grow(compute_verdicts(plan_study(spec), ledger, ids, spec.on_schedule())[0])
+        return spec, more
+    spec, grown = spec.grown(compute_verdicts(plan_study(spec), ledger, ids, spec.on_schedule())[0])
     if grown:
         say(f"seed round: {', '.join(grown)}: its evidence leans one way but its test cannot yet reach its level")
-    return [r for r in spec.expand(CLAIMS) if r.id not in known]
+    return spec, [r for r in spec.expand(CLAIMS) if r.id not in known]
 
 
 def measure_claims(spec: StudySpec, ledger: Ledger) -> None:

@@ -205,16 +205,14 @@ class StudySpec:
         """The claims on the preset's schedule of seed rounds (those with a `look`)."""
         return [c for c in self.claims if self.look(c) is not None]
 
-    def grow(self, verdicts: list) -> list[str]:
-        """The next look's seeds (`claim_seeds`) for each claim whose verdict at this look is inconclusive but
-        leans one way (`power.leans`) and has a look left; the claims grown, each with its seeds, in words."""
-        grown = []
-        for verdict in verdicts:
-            seeds = self.next_seeds(verdict.id)
-            if seeds is not None and power.leans(verdict):
-                self.claim_seeds[verdict.id] = seeds
-                grown.append(f"{verdict.id} ({len(seeds)} seeds)")
-        return grown
+    def grown(self, verdicts: list) -> tuple["StudySpec", list[str]]:
+        """The study at its next look: a new spec whose `claim_seeds` give each claim whose verdict at this look is
+        inconclusive but leans one way (`power.leans`) and has a look left its next look's seeds (this one is left
+        as it is); and the claims grown, each with its seeds, in words."""
+        seeds = {v.id: s for v in verdicts if (s := self.next_seeds(v.id)) is not None and power.leans(v)}
+        new = dataclasses.replace(self, claim_seeds={**self.claim_seeds, **seeds})
+        new._built = self._built  # the runs built so far are the same configs: validated once per study
+        return new, [f"{cid} ({len(s)} seeds)" for cid, s in seeds.items()]
 
     def robust_overrides(self) -> dict[str, Any]:
         """The one-bit change of numerics of the robustness pass: another intra-op thread count."""
