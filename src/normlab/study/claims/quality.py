@@ -310,7 +310,8 @@ class RMSNormC10(Claim):
                    f"(paired by round, {pct(self.level.two_sided)}): "
                    + ", ".join(f"{a} {r['ratio']:.2f}× {ci_text(r['ci95'], '.2f')}" for a, r in ratios.items())
                    + "; a whole training step, RMSNorm/LayerNorm time: "
-                   + ", ".join(f"{a} norms {r['ratio']:.2f}× {ci_text(r['ci95'], '.2f')}" for a, r in step_ratios.items())
+                   + ", ".join(f"{a} norms {r['ratio']:.2f}× {ci_text(r['ci95'], '.2f')}"
+                               for a, r in step_ratios.items())
                    + (f" (torch.nn's two modules, which are different kernels: {torch_ratio:.2f}×)" if torch_ratio else "")
                    + f"; final val loss RMSNorm − LayerNorm {nats(info.get('diff'))} ({said(ni, self.level)})")
         verdict = self.make(None, f"RMSNorm / LayerNorm norm time ({DECIDING})", decided and decided["ratio"],
@@ -319,21 +320,26 @@ class RMSNormC10(Claim):
                          seeds=info.get("seeds"), norm_time_ratio=ratios, step_time_ratio=step_ratios,
                          torch_nn_ratio=torch_ratio, val_loss=info,
                          layernorm=group_record(ln), rmsnorm=group_record(rms), timings=measurement["norm_timings"])
-        # the claim at each implementation a user meets: the cost part there with the same convergence part, a
-        # scope level each (their decisive verdicts disagreeing: the outcome depends on the implementation), each
-        # judged as the claim's own verdict is: a "does not hold" needs a part past the level split over its two
-        # parts (`Claim.corrected`), so the eager level is the verdict itself
+        levels = self.implementations(pairs, step_pairs, converge.verdict, noninferior(rms, ln, self.level.split(2))[0])
+        return dataclasses.replace(verdict, scope={"implementation": levels}) if levels else verdict
+
+    def implementations(self, pairs: dict, step_pairs: dict, converge: str, converge_strict: str) -> dict[str, str]:
+        """The claim at each implementation a user meets (each a scope level: their decisive verdicts disagreeing,
+        the outcome depends on the implementation): the cost part there with the same convergence part, judged
+        as the claim's own verdict is: a "does not hold" needs a part past the level split over its two parts
+        (`Claim.corrected`), so the eager level is the verdict itself. `converge_strict`: the convergence test's
+        outcome at that split level."""
         strict = self.level.split(2)
-        converge_strict = {"not worse": HOLDS, "worse": FAILS}.get(noninferior(rms, ln, strict)[0], INCONCLUSIVE)
+        converge_at_strict = {"not worse": HOLDS, "worse": FAILS}.get(converge_strict, INCONCLUSIVE)
 
         def at(pair) -> str:
-            word = combine([Part("", cost_verdict(paired_ratio(*pair, self.level)), "", None), converge])
+            word = combine([Part("", cost_verdict(paired_ratio(*pair, self.level)), "", None),
+                            Part("", converge, "", None)])
             if word != FAILS:
                 return word
-            return FAILS if FAILS in (cost_verdict(paired_ratio(*pair, strict)), converge_strict) else INCONCLUSIVE
-        levels = {**{IMPLEMENTATIONS[a]: at(pair) for a, pair in pairs.items()},
-                  **{f"a training step ({a} norms)": at(pair) for a, pair in step_pairs.items()}}
-        return dataclasses.replace(verdict, scope={"implementation": levels}) if levels else verdict
+            return FAILS if FAILS in (cost_verdict(paired_ratio(*pair, strict)), converge_at_strict) else INCONCLUSIVE
+        return {**{IMPLEMENTATIONS[a]: at(pair) for a, pair in pairs.items()},
+                **{f"a training step ({a} norms)": at(pair) for a, pair in step_pairs.items()}}
 
     def figures(self, records, measurement, preset):
         rows = measurement["norm_timings"]
