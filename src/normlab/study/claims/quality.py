@@ -56,6 +56,12 @@ def paired_ratio(a: dict[str, Any], b: dict[str, Any], level: Level) -> dict[str
             "ci95": [math.exp(ci[0]), math.exp(ci[1])] if ci else None, "rounds": len(logs)}
 
 
+def matched(rows: dict[tuple[str, str], dict], algorithms: dict[str, str]) -> dict[str, tuple[dict, dict]]:
+    """{algorithm: (RMSNorm's row, LayerNorm's)} for each algorithm both were timed as (`rows` by (norm, impl))."""
+    return {a: (rows["rmsnorm", impl], rows["layernorm", impl]) for a, impl in algorithms.items()
+            if ("rmsnorm", impl) in rows and ("layernorm", impl) in rows}
+
+
 def cost_verdict(ratio: dict[str, Any] | None) -> str:
     """RMSNorm costs less: holds when the ratio's interval lies below 1 − SPEED_SAME, does not hold above it."""
     ci = (ratio or {}).get("ci95")
@@ -278,13 +284,10 @@ class RMSNormC10(Claim):
             return self.make(INCONCLUSIVE, "not measured", None, 0, {"norm_shape": TIMING_SHAPES[0]},
                              "the norm and step timings were not measured")
         rows = {(r["norm"], r["impl"]): r for r in measurement["norm_timings"]}
-        # RMSNorm's time / LayerNorm's, each pair one algorithm: what the claim is about, not whose kernel is better
-        steps = {(r["norm"], r["impl"]): r for r in measurement["steps"]}
+        # RMSNorm's time / LayerNorm's, each pair one algorithm: what the claim is about, not whose kernel is better;
         # each implementation a user meets, as (RMSNorm's rows, LayerNorm's): the norm alone, and a training step
-        pairs = {a: (rows["rmsnorm", impl], rows["layernorm", impl]) for a, impl in NORM_ALGORITHMS.items()
-                 if ("rmsnorm", impl) in rows and ("layernorm", impl) in rows}
-        step_pairs = {a: (steps["rmsnorm", impl], steps["layernorm", impl]) for a, impl in STEP_ALGORITHMS.items()
-                      if ("rmsnorm", impl) in steps and ("layernorm", impl) in steps}
+        pairs, step_pairs = (matched(rows, NORM_ALGORITHMS),
+                             matched({(r["norm"], r["impl"]): r for r in measurement["steps"]}, STEP_ALGORITHMS))
         ratios = {a: r for a, pair in pairs.items() if (r := paired_ratio(*pair, self.level))}
         step_ratios = {a: r for a, pair in step_pairs.items() if (r := paired_ratio(*pair, self.level))}
         torch_ratio = (rows["rmsnorm", "torch.nn"]["median_s"] / rows["layernorm", "torch.nn"]["median_s"]
