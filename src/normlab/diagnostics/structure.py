@@ -235,17 +235,8 @@ def detect_placement(model: nn.Module, run_forward: Callable[[], object],
                 hooks.callback(part.register_forward_hook(seen, with_kwargs=True).remove)
         run_forward()
 
-    per_layer = []
-    for i in range(len(layers)):
-        x_in, x_out = layer_io[i]
-        inside = [(n, a, o) for n, a, o in calls if layer_of.get(n) == i]
-        flags = [is_qk_norm(n, a) for n, a, _ in inside]  # (tuples of tensors: never compared with `in`)
-        qk = [c for c, f in zip(inside, flags) if f]
-        inside = [c for c, f in zip(inside, flags) if not f]  # the placement is about the residual stream's norms
-        seen = _seen(x_in, x_out, inside, parts[i], qkv=len(qk))
-        per_layer.append({"layer": i, "kind": layout_of(seen), "norms": len(inside), "qk_norms": len(qk),
-                          "seen": seen.summary()})
-
+    per_layer = [_layer_seen(i, layer_io[i], [c for c in calls if layer_of.get(c[0]) == i], parts[i])
+                 for i in range(len(layers))]
     outside = [(n, a, o) for n, a, o in calls if n not in layer_of]
     last_out = layer_io[len(layers) - 1][1]
     first_in = layer_io[0][0]
@@ -263,6 +254,17 @@ def detect_placement(model: nn.Module, run_forward: Callable[[], object],
         "layers_module": layers_name,
         "n_layer": len(layers), "per_layer": per_layer,
     }
+
+
+def _layer_seen(i: int, io: tuple[torch.Tensor, torch.Tensor], inside: list, parts: list) -> dict[str, object]:
+    """One layer's placement as its forward pass showed it: `io` its input and output, `inside` its norms' calls
+    (name, input, output), `parts` its sub-layers' (input, output). QK-norms are counted apart: the placement is
+    about the residual stream's norms."""
+    flags = [is_qk_norm(n, a) for n, a, _ in inside]  # (tuples of tensors: never compared with `in`)
+    qk = [c for c, f in zip(inside, flags) if f]
+    inside = [c for c, f in zip(inside, flags) if not f]
+    seen = _seen(io[0], io[1], inside, parts, qkv=len(qk))
+    return {"layer": i, "kind": layout_of(seen), "norms": len(inside), "qk_norms": len(qk), "seen": seen.summary()}
 
 
 def _outside(model: nn.Module, layers: nn.ModuleList, norms: dict[str, nn.Module]) -> list[nn.Module]:
