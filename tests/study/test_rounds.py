@@ -352,3 +352,16 @@ def test_the_plan_sizes_each_claims_seeds_from_the_design_seeds():
     assert sized(design, "C7", 10) == "about 8 seeds needed, within the cap (10)"
     assert "no projection within 200: the cap (10) may leave it unsettled" in sized(design, "C15", 10)
     assert sized(design, "F1", 5).endswith("more seeds would not settle it") and sized(None, "C1", 5) == ""
+
+
+def test_a_timing_too_short_for_any_interval_asks_for_timing_rounds_not_trained_runs():
+    """C10 at 9 rounds (8 past the warm-up) against a Holm level of 0.0022: the median's order-statistic interval
+    needs 2·½ⁿ ≤ α, n = 10, plus the warm-up: about 11 timing rounds, never "too few runs trained"."""
+    from normlab.report.outcome import UNDERPOWERED
+    from normlab.study.power import explain
+
+    part = {"name": "cost", "verdict": INCONCLUSIVE, "interval": None, "statistic": "time ratio", "bounds": [0.98],
+            "rounds": 8}
+    v = explain(_verdict(INCONCLUSIVE, None, [part, {"name": "loss", "verdict": HOLDS, "interval": [-0.01, 0.0]}]),
+                0.0022)
+    assert (v.why, v.needed, v.unit, v.unit_count) == (UNDERPOWERED, 11, "timing rounds", 8)

@@ -21,6 +21,7 @@ from typing import Any
 
 from normlab.report.outcome import EQUIVALENT, INCONCLUSIVE, OFF_GRID, OFF_SCALE, TOO_FEW_TRAINED, UNDERPOWERED
 from normlab.study.claims import CLAIMS, Verdict
+from normlab.study.claims.quality import WARMUP_ROUNDS
 from normlab.study.claims.statistics import ALPHA, LOSS_MARGIN, MIN_SEEDS, SPENDING, Level, sign_test
 from normlab.study.design import design_record
 
@@ -172,6 +173,12 @@ def evidence(verdict: Verdict) -> dict[str, Any] | None:
         return found
     open_parts = sorted((p for p in verdict.parts if p["verdict"] == INCONCLUSIVE and _finite(p.get("interval"))),
                         key=lambda p: bool(p.get("rounds")))
+    unmeasured = [p for p in verdict.parts
+                  if p["verdict"] == INCONCLUSIVE and p.get("rounds") and not p.get("interval")]
+    if not open_parts and unmeasured:  # a timing whose rounds were too few for any interval at its level
+        p = unmeasured[0]
+        return {"test": "t", "interval": None, "statistic": p.get("statistic") or "",
+                "bounds": list(p.get("bounds") or []), "unit": "timing rounds", "seeds": p["rounds"]}
     source = open_parts[0] if open_parts else ({"interval": verdict.interval, "statistic": verdict.statistic,
                                                 "bounds": details.get("bounds")} if not verdict.parts else None)
     if source and _finite(source.get("interval")):
@@ -213,6 +220,10 @@ def needed(e: dict[str, Any], alpha: float) -> int | None:
     seeds = e.get("seeds") or 0
     if seeds < 1:
         return None
+    if e["test"] == "t" and e.get("interval") is None:  # timing rounds too few for the median's interval to
+        # exist: the order statistics cover the median at 1 − α from 2·½ⁿ ≤ α on (`statistics.median_interval`),
+        # and the first round is a warm-up the rule discards
+        return math.ceil(math.log2(2 / alpha)) + WARMUP_ROUNDS
     if e["test"] == "sign":
         if not e["n"] or 2 * e["k"] <= e["n"]:
             return None
@@ -253,7 +264,7 @@ def explain(verdict: Verdict, alpha: float) -> Verdict:
         return dataclasses.replace(verdict, why=TOO_FEW_TRAINED)
     if e["test"] == "sign" and not e["n"]:
         return dataclasses.replace(verdict, why=EQUIVALENT if e["seeds"] >= MIN_SEEDS else TOO_FEW_TRAINED)
-    if e["test"] == "t" and "nats" in e["statistic"] and -LOSS_MARGIN < e["interval"][0] \
+    if e["test"] == "t" and e.get("interval") and "nats" in e["statistic"] and -LOSS_MARGIN < e["interval"][0] \
             and e["interval"][1] < LOSS_MARGIN:
         return dataclasses.replace(verdict, why=EQUIVALENT)
     measured = {"unit": e["unit"], "unit_count": e["seeds"]} if e.get("unit", "seeds") != "seeds" else {}

@@ -179,7 +179,7 @@ PRESETS: dict[str, Preset] = {
         # C4's round adds only its two end depths, C11's reuses C1's runs), and those with the cheapest second round
         # (C10, C13, C15). The other claims' tests are continuous and reach their level at 5 seeds: they look once
         seed_rounds=[5, 10],
-        knobs={"C7": {"in_cell": False}, "C8": {"depths": [32], "base": DEEP_CPU}, "C10": {"repeats": 9},
+        knobs={"C7": {"in_cell": False}, "C8": {"depths": [32], "base": DEEP_CPU},
                # C14's lrs: in the standard runs of 2026-11-25 at 64 tokens Pre-LN and Peri-LN both trained at 0.03,
                # 0.1 and 0.3 and both failed at 1 in every seed, so a limit that tells them apart lies between 0.3
                # and 1 (at 32 tokens too: Peri-LN's limit was 0.5, Pre-LN's 0.3)
@@ -195,7 +195,7 @@ PRESETS: dict[str, Preset] = {
         # C8 (very deep models) and C14 (Peri-LN in both sweeps) are the standard preset's
         claims=[c for c in SEED_CLAIMS if c not in ("C8", "C14")],
         lrs=LRS, no_warmup_from=1e-3, warmup=50, lr_fixed=3e-3, depths=[2, 4, 8, 16], paper_inits=True,
-        depth_cell=DEPTH_CELL, knobs={"C7": {"in_cell": False}, "C10": {"repeats": 9}},
+        depth_cell=DEPTH_CELL, knobs={"C7": {"in_cell": False}},
     ),
     "deep": Preset(
         name="deep", summary="C8 alone at 100, 300 and 1,000 layers, for a GPU",
