@@ -3,6 +3,7 @@ the study's code must pass where it means to leave every verdict and report as i
 
     python benchmarks/rerender.py STUDY:RESULTS [STUDY:RESULTS ...]
     python benchmarks/rerender.py normlab-study:benchmarks/results/standard ../runs/design:benchmarks/results/standard-design
+    python benchmarks/rerender.py --write benchmarks/results/standard-design:benchmarks/results/standard-design
 
 STUDY is a study directory (its study.sqlite and runs/), RESULTS the folder its outputs were committed to. STUDY is
 copied to a temporary directory, its checkpoints left out (the report reads none), and rendered there as `normlab
@@ -28,9 +29,10 @@ def comparable(name: str, text: str) -> str:
     return PNG.sub("data:image/png;base64,<PNG>", text) if name == "report.html" else text
 
 
-def rerender(study: Path, results: Path) -> dict[str, bool | None]:
+def rerender(study: Path, results: Path, write: bool = False) -> dict[str, bool | None]:
     """Each compared file: True where the re-render equals the committed file, False where it differs, None where
-    RESULTS has no such file (nothing to compare)."""
+    RESULTS has no such file (nothing to compare). `write`: the re-rendered verdicts.json and report.md replace the
+    committed ones (a design study judged again under new rules, from its committed ledger)."""
     from normlab.study.publish import publish
 
     if not (study / "study.sqlite").is_file():
@@ -47,6 +49,8 @@ def rerender(study: Path, results: Path) -> dict[str, bool | None]:
                 continue
             out[name] = comparable(name, (copy / name).read_text("utf-8")) == \
                 comparable(name, committed.read_text("utf-8"))
+            if write and name != "report.html":
+                shutil.copyfile(copy / name, committed)
         return out
 
 
@@ -54,13 +58,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("pairs", nargs="+", metavar="STUDY:RESULTS",
                     help="a study directory and the folder its outputs were committed to")
+    ap.add_argument("--write", action="store_true",
+                    help="replace RESULTS' verdicts.json and report.md with the re-render (a design study judged again "
+                         "under new rules; RESULTS may be the study itself: its committed study.sqlite)")
     args = ap.parse_args(argv)
     differ = False
     for pair in args.pairs:
         study, sep, results = pair.partition(":")
         if not sep or not study or not results:
             ap.error(f"{pair!r} is not STUDY:RESULTS (a study directory, a colon, the committed results folder)")
-        for name, same in rerender(Path(study), Path(results)).items():
+        for name, same in rerender(Path(study), Path(results), args.write).items():
             word = "not committed" if same is None else "same" if same else "DIFFERS"
             print(f"{study} -> {results}/{name}: {word}")
             differ |= same is False

@@ -508,3 +508,15 @@ def test_the_residual_findings_quote_the_committed_design_study():
     assert f"on the whole corpus {plenty['value']:.3f} worse {iv(plenty['interval'])}" in text
     runs = json.loads((ROOT / "benchmarks/results/residual-design/manifest.json").read_text("utf-8"))["runs"]
     assert f"trained {len(runs)} runs in {data['cost']['train_wall_s'] / 60:.1f} min" in text
+
+
+LEDGERS = sorted(p.parent for p in (ROOT / "benchmarks/results").glob("*/study.sqlite"))
+
+
+@pytest.mark.parametrize("folder", LEDGERS, ids=[p.name for p in LEDGERS])
+def test_a_study_committed_with_its_ledger_renders_from_it_as_committed(folder):
+    """A study committed with its ledger is judged from it alone: `normlab report` on it gives its committed
+    verdicts.json and report.md byte for byte, so a rule change that would judge its runs otherwise shows here,
+    and `python benchmarks/rerender.py --write F:F` judges them again without training."""
+    rerender = _module("rerender")
+    assert rerender.rerender(folder, folder) == {"verdicts.json": True, "report.md": True, "report.html": None}
