@@ -14,13 +14,13 @@ from normlab.study.spec import load_study
 
 # (preset, study options) -> [runs, sha256 of the sorted ids, sha256 of the sorted (id, stored config) pairs]
 PINNED = {
-    ("standard", ""): [270, "5650bb7bc5808a43", "f052846f52f9ca5b"],
-    ("quick", ""): [150, "27b8c5c44dba934c", "fba6e885f590d0cc"],
-    ("deep", ""): [45, "691798fef271b21e", "18b8995129f56f97"],
-    ("full", ""): [500, "2e83ed31811fb60e", "773bc925206b2204"],
-    ("frontier", ""): [230, "049aa03ebf6debd1", "3d54d753664b726e"],
-    ("residual", ""): [60, "5db54947b6169ff7", "16909077cb643e17"],
-    ("standard", "vary=init,context,width robustness"): [1560, "9e5fa6c95cfc9bb7", "7efc11eea42ead03"],
+    ("standard", ""): [270, "f5393d7a1c95ffdb", "6163d6bc04b0336d"],
+    ("quick", ""): [150, "c4acc3cc42fa627b", "0d64d6ec2ee4573c"],
+    ("deep", ""): [45, "fece40265c44e825", "35471413cfd5153c"],
+    ("full", ""): [500, "0c3bc7d9fbb9b90a", "787e5be379ff8f81"],
+    ("frontier", ""): [230, "8453b8c7f08dce53", "1f27b9164a7f2fe6"],
+    ("residual", ""): [60, "8f08e7ad169c8246", "9524678156156a4e"],
+    ("standard", "vary=init,context,width robustness"): [1560, "b77c06cb8b76e69c", "15fa2ef887872a49"],
 }
 OPTIONS = {"": {}, "vary=init,context,width robustness": {"vary": ["init", "context", "width"], "robustness": True}}
 
