@@ -570,3 +570,43 @@ def test_a_study_committed_with_its_ledger_renders_from_it_as_committed(folder):
     and `python benchmarks/rerender.py --write F:F` judges them again without training."""
     rerender = _module("rerender")
     assert rerender.rerender(folder, folder) == {"verdicts.json": True, "report.md": True, "report.html": None}
+
+
+def test_the_residual_held_out_findings_quote_the_committed_study():
+    """docs/frontier.md's table of what the residual preset finds on the held-out seeds, each figure read from
+    benchmarks/results/residual (and F10's design-seed figures it moved from, from residual-design)."""
+    text = " ".join((ROOT / "docs" / "frontier.md").read_text("utf-8").split())
+    data = verdict_table.load(ROOT / "benchmarks/results/residual")
+    assert min(seeds_of(data)) >= HELD_OUT and judged_today(data) and data["final"]
+    v = {x["id"]: x for x in data["verdicts"]}
+    parts = {cid: x["parts"] for cid, x in v.items()}
+
+    def iv(interval, spec="+.3f"):
+        return "[" + ", ".join(f"{x:{spec}}".replace("-", "−") for x in interval) + "]"
+
+    hc, mhc = parts["F10"]
+    out, grad, loss = parts["F11"]
+    scarce, plenty = parts["F13"]
+    arms = v["F12"]["details"]["arms"]
+    said = [f"holds: HC's grows {parts['F9'][0]['value']:.2f}× from the first block to the last "
+            f"{iv(parts['F9'][0]['interval'], '.2f')}; mHC's is {parts['F9'][1]['value']:.3f}",
+            f"HC's largest is {parts['F9'][2]['value']:.2f}× mHC's",
+            f"holds: HC ends {hc['value']:.3f} nats better than Pre-LN {iv(hc['interval'])}, mHC {mhc['value']:.3f} "
+            f"better {iv(mhc['interval'])}",
+            f"is {out['value']:.2f} smaller than Pre-LN's, of the log gradient {grad['value']:.2f}; AttnRes ends "
+            f"{loss['value']:.3f} nats better {iv(loss['interval'])} at 8 layers",
+            f"SpanNorm and Post-LN both failed to train in {arms['SpanNorm, no warmup']['n_failed_to_train']} of "
+            f"{arms['SpanNorm, no warmup']['n_runs']} seeds, so no seed tells them apart; with warmup SpanNorm ends "
+            f"{-parts['F12'][1]['value']:.3f} nats better than Pre-LN {iv(parts['F12'][1]['interval'])}",
+            f"holds: on 4,096 distinct tokens DyT ends {scarce['value']:.3f} nats better than LayerNorm "
+            f"{iv(scarce['interval'])}, on the whole corpus {plenty['value']:.3f} worse {iv(plenty['interval'])}",
+            f"{data['cost']['train_wall_s'] / 60:.1f} min on a quiet 2-core Intel Xeon"]
+    for text_ in said:
+        assert text_ in text, f"docs/frontier.md should say {text_!r} (benchmarks/results/residual)"
+    assert [v[c]["verdict"] for c in ("F9", "F10", "F11", "F12", "F13")] == ["holds"] * 3 + ["inconclusive", "holds"]
+    assert arms["Post-LN, no warmup"]["n_failed_to_train"] == arms["SpanNorm, no warmup"]["n_failed_to_train"]
+    assert v["F12"]["details"]["evidence"]["n"] == 0  # no seed where one alone failed
+    design = {x["id"]: x for x in verdict_table.load(ROOT / "benchmarks/results/residual-design")["verdicts"]}
+    d_hc, d_mhc = design["F10"]["parts"]
+    assert (f"inconclusive there, at {len(design['F10']['seeds'])} seeds: HC {d_hc['value']:.3f} nats better, mHC "
+            f"{-d_mhc['value']:.3f} worse) to holds here on {len(v['F10']['seeds'])}") in text
