@@ -6,8 +6,11 @@ Each run's start and end are in the ledger. At every instant, min(runs in progre
 training (a stack of runs trains in one worker, so more runs than workers still counts as every worker busy). The
 busy fraction is that count's integral over the wall time, divided by workers × wall. The wall is the study's own
 span (its first start to its last end) unless `--wall-s` gives the whole job's (`make run`'s, validations and
-report included, timed outside). What is left is every gap where a worker waited: between passes, for the judging
-of a round, for the validation and the report.
+report included, timed outside). `make run`'s plateau validations train too, outside the ledger: each run they
+continue (`STUDY/plateau_validation/<id>/`) counts from its resumed step to its end, read from the run itself (its
+status's end time, less the time its metrics say the continuation took). The figure is given with them
+(`busy_fraction`) and from the ledger alone (`ledger_only`). What is left is every gap where a worker waited:
+between passes, for the judging of a round or a quiet measurement, for the report.
 """
 from __future__ import annotations
 
@@ -17,15 +20,16 @@ import sys
 from pathlib import Path
 
 
-def busy_seconds(spans: list[tuple[float, float]], workers: int) -> float:
-    """∫ min(runs in progress, workers) dt over the union of the spans, in seconds."""
+def _sweep(spans: list[tuple[float, float]], workers: int) -> tuple[float, float]:
+    """(∫ min(runs in progress, workers) dt, the longest stretch with no run in progress) over the spans' union."""
     events = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans])
-    busy, running, last = 0.0, 0, None
+    busy, idle, running, last = 0.0, 0.0, 0, None
     for t, step in events:
         if last is not None:
             busy += min(running, workers) * (t - last)
+            idle = max(idle, t - last) if running == 0 else idle
         running, last = running + step, t
-    return busy
+    return busy, idle
 
 
 def busy_fraction(spans: list[tuple[float, float]], workers: int, wall_s: float | None = None) -> dict:
@@ -34,9 +38,37 @@ def busy_fraction(spans: list[tuple[float, float]], workers: int, wall_s: float 
         return {"runs": 0, "workers": workers, "wall_s": wall_s or 0.0, "busy_s": 0.0, "busy_fraction": None}
     own = max(e for _, e in spans) - min(s for s, _ in spans)
     wall = wall_s if wall_s is not None else own
-    busy = busy_seconds(spans, workers)
+    busy, idle = _sweep(spans, workers)
     return {"runs": len(spans), "workers": workers, "wall_s": round(wall, 1), "study_span_s": round(own, 1),
-            "busy_s": round(busy, 1), "busy_fraction": round(busy / (workers * wall), 4) if wall > 0 else None}
+            "busy_s": round(busy, 1), "busy_fraction": round(busy / (workers * wall), 4) if wall > 0 else None,
+            "longest_idle_s": round(idle, 1)}
+
+
+def continued_span(run_dir: Path) -> tuple[float, float] | None:
+    """When a validation's continued run trained: from its resumed step to its end. The end is its status's last
+    update; the length is its metrics' elapsed time at the end less that at the step it resumed from (the
+    metrics carry the run's whole curve, the steps before the resume included). None for a run that did not end."""
+    try:
+        status = json.loads((run_dir / "status.json").read_text("utf-8"))
+        resumed = json.loads((run_dir / "run.json").read_text("utf-8")).get("resumed_from_step")
+        lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text("utf-8").splitlines() if line]
+    except (OSError, ValueError):
+        return None
+    if status.get("status") not in ("completed", "diverged") or resumed is None or not lines:
+        return None
+    at = {m["step"]: m["elapsed_s"] for m in lines if "elapsed_s" in m}
+    before = max((s for s in at if s <= resumed), default=None)
+    if before is None:
+        return None
+    took = lines[-1]["elapsed_s"] - at[before]
+    return status["updated"] - took, status["updated"]
+
+
+def validation_spans(folder: Path) -> list[tuple[float, float]]:
+    """The spans of every run a plateau validation continued under `folder` (none when there is no folder)."""
+    if not folder.is_dir():
+        return []
+    return [s for d in sorted(folder.iterdir()) if d.is_dir() and (s := continued_span(d)) is not None]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,7 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     rows = [r for r in Ledger(args.study).rows() if r["started"] and r["finished"]]
-    result = busy_fraction([(r["started"], r["finished"]) for r in rows], args.workers, args.wall_s)
+    spans = [(r["started"], r["finished"]) for r in rows]
+    continued = validation_spans(args.study / "plateau_validation")
+    result = busy_fraction(spans + continued, args.workers, args.wall_s)
+    result["validation_runs"] = len(continued)
+    result["ledger_only"] = busy_fraction(spans, args.workers, args.wall_s)
     text = json.dumps(result, indent=1) + "\n"
     if args.out:
         args.out.write_text(text, "utf-8")

@@ -33,5 +33,30 @@ def test_the_busy_fraction_counts_each_worker_once_and_every_gap():
     spans = [(0, 4), (0, 6), (8, 10), (8, 10), (8, 10)]
     out = busy.busy_fraction(spans, 2)
     assert out["busy_s"] == 14.0 and out["busy_fraction"] == 0.7 and out["study_span_s"] == 10
+    assert out["longest_idle_s"] == 2.0  # 6–8 s, where no run trained
     assert busy.busy_fraction(spans, 2, wall_s=20)["busy_fraction"] == 0.35  # the job's wall around the study
     assert busy.busy_fraction([], 2)["busy_fraction"] is None
+
+
+def test_a_validations_continued_run_counts_from_its_resumed_step_to_its_end(tmp_path):
+    """A run the plateau validation continued from step 150 to 300 trained from its end (the status's last update)
+    less the time its metrics say steps 150–300 took; a run that did not end, or never resumed, counts nothing."""
+    import json
+
+    spec = importlib.util.spec_from_file_location("busy", BENCHMARKS[0].parent / "busy_fraction.py")
+    busy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(busy)
+
+    def run(name: str, status: str, resumed: int | None) -> None:
+        d = tmp_path / name
+        d.mkdir()
+        (d / "status.json").write_text(json.dumps({"status": status, "updated": 1000.0}), "utf-8")
+        (d / "run.json").write_text(json.dumps({"resumed_from_step": resumed}), "utf-8")
+        lines = [{"step": s, "elapsed_s": s / 10} for s in range(0, 301, 50)]  # the whole curve, 0.1 s a step
+        (d / "metrics.jsonl").write_text("\n".join(json.dumps(m) for m in lines) + "\n", "utf-8")
+
+    run("a", "completed", 150)
+    run("b", "running", 150)
+    run("c", "completed", None)
+    assert busy.validation_spans(tmp_path) == [(985.0, 1000.0)]
+    assert busy.validation_spans(tmp_path / "none") == []

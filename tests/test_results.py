@@ -455,8 +455,11 @@ def test_the_cost_floor_is_its_runs_and_the_cost_page_quotes_it():
     met = w["make_run_min"] <= 30
     assert ("**30 minutes is met.**" in section) == met and (f"packed without a gap on 2 workers, takes "
                                                             f"{w['training_packed_on_workers_min']} min; `make run` took {w['make_run_min']}") in section
-    assert f"Its workers trained {make_run['busy_fraction'] * 100:.1f} % of that wall" in section
+    assert (f"Its workers trained {make_run['busy_fraction'] * 100:.1f} % of that wall, the plateau validations' "
+            f"continued runs counted ({make_run['busy_fraction_ledger_only'] * 100:.1f} % from the study's own runs "
+            "alone") in section
     assert ("short of the 90 %" in section) == (make_run["busy_fraction"] < 0.9)
+    assert f"the {make_run['longest_idle_s']} s after the first look where no run trained" in section
     frontier = json.loads((ROOT / "benchmarks/results/frontier/cost_floor.json").read_text("utf-8"))
     again = cost_floor.floor(frontier["per_run"], frontier["reference_run_s"], frontier["workers"],
                              frontier["job"], step_limit, frontier["limit_reference_runs"])
