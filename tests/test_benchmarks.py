@@ -60,3 +60,15 @@ def test_a_validations_continued_run_counts_from_its_resumed_step_to_its_end(tmp
     run("c", "completed", None)
     assert busy.validation_spans(tmp_path) == [(985.0, 1000.0)]
     assert busy.validation_spans(tmp_path / "none") == []
+
+
+def test_the_make_run_record_reads_its_five_timed_steps_and_refuses_fewer(tmp_path):
+    spec = importlib.util.spec_from_file_location("make_run_record", BENCHMARKS[0].parent / "make_run_record.py")
+    record = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(record)
+    times = tmp_path / "study.times"
+    times.write_text("standard|normlab study|10.0|20.5\nnot a step\nstandard|validate|20.5|22.0\n", "utf-8")
+    assert record.read_times(times) == [("normlab study", 10.0, 20.5), ("validate", 20.5, 22.0)]
+    with pytest.raises(SystemExit, match="make run has 5 steps; the times give 2"):
+        record.record(record.read_times(times), tmp_path)
+    assert [c[-2:] for c in record.commands(tmp_path / "s")][:1] == [["--out", str(tmp_path / "s")]]

@@ -80,6 +80,8 @@ NOT_RUN = {
     "python benchmarks/verdict_table.py normlab-study": _STUDY_DIR,
     "python benchmarks/busy_fraction.py normlab-study --workers 2 --wall-s SECONDS": _STUDY_DIR + " (its arithmetic: "
                                                                                   "tests/test_benchmarks.py)",
+    "python benchmarks/make_run_record.py --run --out make_run.json": "make run itself, 20 minutes or more (its "
+                                                                     "reading of the times: tests/test_benchmarks.py)",
     "normlab train configs/nanogpt_cpu.toml --set model.scheme='\"deepnorm\"' --set model.n_layer=1000 --set "
     "model.d_model=64 --set model.n_head=2 --set train.batch_size=8 --set train.activation_checkpointing=true --set "
     "train.lr=1e-3 --set train.warmup_steps=10 --set train.steps=300 --set train.decay_steps=300 --out "
