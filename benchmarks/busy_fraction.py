@@ -35,7 +35,8 @@ def _sweep(spans: list[tuple[float, float]], workers: int) -> tuple[float, float
 def busy_fraction(spans: list[tuple[float, float]], workers: int, wall_s: float | None = None) -> dict:
     """The busy fraction of `workers` over `wall_s` (default: the spans' own first start to last end)."""
     if not spans:
-        return {"runs": 0, "workers": workers, "wall_s": wall_s or 0.0, "busy_s": 0.0, "busy_fraction": None}
+        return {"runs": 0, "workers": workers, "wall_s": wall_s or 0.0, "busy_s": 0.0, "busy_fraction": None,
+                "longest_idle_s": 0.0}
     own = max(e for _, e in spans) - min(s for s, _ in spans)
     wall = wall_s if wall_s is not None else own
     busy, idle = _sweep(spans, workers)
@@ -71,21 +72,25 @@ def validation_spans(folder: Path) -> list[tuple[float, float]]:
     return [s for d in sorted(folder.iterdir()) if d.is_dir() and (s := continued_span(d)) is not None]
 
 
-def main(argv: list[str] | None = None) -> int:
+def study_busy(study: Path, workers: int, wall_s: float | None = None) -> dict:
+    """A study's busy fraction, its plateau validations' continued runs counted, with the ledger's alone beside
+    (`ledger_only`)."""
     from normlab.study.ledger import Ledger
 
+    spans = [(r["started"], r["finished"]) for r in Ledger(study).rows() if r["started"] and r["finished"]]
+    continued = validation_spans(study / "plateau_validation")
+    result = busy_fraction(spans + continued, workers, wall_s)
+    return {**result, "validation_runs": len(continued), "ledger_only": busy_fraction(spans, workers, wall_s)}
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("study", type=Path)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--wall-s", type=float, default=None, help="the whole job's wall time (default: the study's span)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
-    rows = [r for r in Ledger(args.study).rows() if r["started"] and r["finished"]]
-    spans = [(r["started"], r["finished"]) for r in rows]
-    continued = validation_spans(args.study / "plateau_validation")
-    result = busy_fraction(spans + continued, args.workers, args.wall_s)
-    result["validation_runs"] = len(continued)
-    result["ledger_only"] = busy_fraction(spans, args.workers, args.wall_s)
+    result = study_busy(args.study, args.workers, args.wall_s)
     text = json.dumps(result, indent=1) + "\n"
     if args.out:
         args.out.write_text(text, "utf-8")

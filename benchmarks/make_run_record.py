@@ -56,7 +56,6 @@ def read_times(times: Path) -> list[tuple[str, float, float]]:
 def record(steps: list[tuple[str, float, float]], study: Path, workers: int = 2) -> dict:
     """The record of a finished `make run` from its five timed steps and its study directory."""
     from normlab.study.claims import CLAIMS
-    from normlab.study.ledger import Ledger
     from normlab.study.spec import load_study
 
     if len(steps) != 5:
@@ -67,12 +66,7 @@ def record(steps: list[tuple[str, float, float]], study: Path, workers: int = 2)
     if not verdicts.get("final"):
         raise SystemExit(f"{study / 'verdicts.json'} is partial: the record needs a final study")
     validation = json.loads((study / "plateau_validation.json").read_text("utf-8"))
-    ledger = Ledger(study)
-    rows = [r for r in ledger.rows() if r["started"] and r["finished"]]
-    run_spans = [(r["started"], r["finished"]) for r in rows]
-    continued = busy_fraction.validation_spans(study / "plateau_validation")
-    busy = busy_fraction.busy_fraction(run_spans + continued, workers, total)
-    alone = busy_fraction.busy_fraction(run_spans, workers, total)
+    busy = busy_fraction.study_busy(study, workers, total)
     ref = verdicts["cost"]["reference_run_s"]
     trained = validation["trained"]
     seeds = sorted({s for v in verdicts["verdicts"] for s in v.get("seeds") or []})
@@ -87,11 +81,11 @@ def record(steps: list[tuple[str, float, float]], study: Path, workers: int = 2)
         "total_s": round(total, 1),
         "reference_run_s": ref,
         "total_reference_runs": round(total / ref, 1),
-        "runs": len(rows),
+        "runs": busy["ledger_only"]["runs"],
         "stopped_runs_continued": validation["continued"],
         "stopped_runs_that_trained": trained if isinstance(trained, int) else len(trained),
         "busy_fraction": busy["busy_fraction"],
-        "busy_fraction_ledger_only": alone["busy_fraction"],
+        "busy_fraction_ledger_only": busy["ledger_only"]["busy_fraction"],
         "longest_idle_s": busy["longest_idle_s"],
         "rules": verdicts["rules"]["fingerprint"],
         "limit": f"at most 100 reference runs of wall: {'met' if total / ref <= 100 else 'not met'} "
