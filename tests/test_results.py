@@ -118,6 +118,23 @@ def test_every_held_out_run_started_after_its_rules_were_frozen(folder):
     assert not late_starts(manifest, frozen_at, fingerprint()), f"{folder.name}: runs not started after the freeze"
 
 
+def test_the_packaged_design_record_is_the_one_frozen_with_the_rules():
+    """The packaged design record is read by a held-out study's report (the power plan's `sized` text), outside
+    the fingerprint (study/rules.py's DATA_FILES): it is the one the freeze's commit held, so a held-out report
+    re-renders as it was written."""
+    import subprocess
+
+    if (why := no_history()) is not None:
+        pytest.skip(f"the freeze's commit cannot be read: {why}")
+    found = subprocess.run(["git", "log", "--reverse", "--format=%H", f"-S{fingerprint()}", "--",
+                            str(FREEZE.relative_to(ROOT))], cwd=ROOT, capture_output=True, text=True, check=True)
+    commit = found.stdout.split()[0]
+    packaged = "src/normlab/study/design_verdicts.json"  # normlab.study.design.DESIGN_FILE, in this checkout
+    frozen = subprocess.run(["git", "show", f"{commit}:{packaged}"], cwd=ROOT, capture_output=True, text=True,
+                            check=True).stdout
+    assert json.loads(frozen) == json.loads((ROOT / packaged).read_text("utf-8")), (
+        f"{DESIGN_FILE.name} changed after the freeze ({commit[:7]}): it changes with the next move")
+
 def test_the_manifest_check_can_fail():
     run = {"id": "a", "rules": "x", "started": "2026-11-29T03:00:00+00:00"}
     at = 1795921200  # 2026-11-29T03:00:00Z

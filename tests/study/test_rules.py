@@ -78,3 +78,20 @@ def test_every_module_is_in_the_fingerprint_or_says_why_it_cannot_change_a_verdi
     for m in ("study/spec.py", "study/runner.py", "study/records.py", "study/validation.py", "data/corpus.py",
               "nn/init.py", "bench/norms.py", "study/claims/residual.py"):
         assert ruled(m), m
+
+
+def test_every_data_file_the_package_ships_says_why_it_is_outside_the_fingerprint():
+    """The package's files that are not Python (corpora, the kernel source, the packaged records) are each listed
+    in DATA_FILES with why their content cannot change a decision, and every entry names a file that exists."""
+    from fnmatch import fnmatch
+    from pathlib import Path
+
+    import normlab
+    from normlab.study.rules import DATA_FILES
+
+    root = Path(normlab.__file__).parent
+    shipped = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and p.suffix != ".py"
+                     and "__pycache__" not in p.parts and p.suffix not in (".so", ".pyc"))
+    unlisted = [f for f in shipped if not any(fnmatch(f, pattern) for pattern in DATA_FILES)]
+    assert not unlisted, f"data files with no reason to be outside the fingerprint: {unlisted}"
+    assert all(DATA_FILES.values()) and all(any(fnmatch(f, p) for f in shipped) for p in DATA_FILES)

@@ -79,6 +79,23 @@ VERDICT_NEUTRAL = {
     "study/reference.py": "a reference run's time, to state the study's cost in its units",
 }
 
+# every file the package ships that is not Python, with why its content cannot change a decision (the presets'
+# settings, which can, enter the fingerprint as data: `presets_data`); tests/study/test_rules.py holds the package's
+# data files to this list
+DATA_FILES = {
+    "data/*.txt": "the corpora runs train on: a change changes the runs themselves (each run stores its corpus's "
+                  "hash, data/provenance.py, and is refused on another) and the trained line they are judged by "
+                  "(data/corpus.py, fingerprinted, computes it from them)",
+    "nn/kernels/*.cpp": _MODEL,
+    "cli/listings.json": "the command line's help lists, written from the registries and tested against them",
+    "study/measured_cost.json": "a preset's measured wall time, which its description quotes (prose, left out of "
+                                "`presets_data`)",
+    "study/design_verdicts.json": "the packaged design-seed record: the report's design column (design.py's "
+                                  "`design_beside`) and the power plan's `sized` text read it, no decision does; "
+                                  "a held-out study's report quotes it, so it changes only with a move "
+                                  "(tests/test_results.py holds it to the one committed with the freeze)",
+}
+
 
 def _sources() -> list[tuple[str, str]]:
     root = resources.files("normlab")
