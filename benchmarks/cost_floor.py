@@ -39,11 +39,11 @@ def run_rows(study: Path) -> tuple[list[dict], dict]:
     from normlab.study.jobs import group_of, run_config
     from normlab.study.ledger import Ledger
     from normlab.study.state import study_ids
-    from normlab.study.spec import spec_from_meta
+    from normlab.study.plan import plan_from_meta
 
     ledger = Ledger(study)
     meta = ledger.meta()
-    spec = spec_from_meta(meta)
+    spec = plan_from_meta(meta)
     ids = set(study_ids(spec, ledger, meta["study"]["run_ids"]))
     records = {r.id: r for r in ledger.records(ids)}
     raw = {rid: c for rid, c in ledger.configs() if rid in records}

@@ -38,7 +38,7 @@ def run_config(spec: dict[str, Any]):
     """The `deep` preset's C8 config for this grid point, built as the study builds it, then `--set` on top."""
     from normlab.config import apply_override, validate_config
     from normlab.study.claims import CLAIMS
-    from normlab.study.spec import build_config
+    from normlab.study.runs import build_config
     from normlab.study.presets import PRESETS
 
     preset = PRESETS[spec["preset"]]

@@ -56,7 +56,7 @@ def read_times(times: Path) -> list[tuple[str, float, float]]:
 def record(steps: list[tuple[str, float, float]], study: Path, workers: int = 2) -> dict:
     """The record of a finished `make run` from its five timed steps and its study directory."""
     from normlab.study.claims import CLAIMS
-    from normlab.study.spec import load_study
+    from normlab.study.plan import load_study
 
     if len(steps) != 5:
         raise SystemExit(f"make run has 5 steps; the times give {len(steps)}: run it to its end first")
@@ -91,7 +91,7 @@ def record(steps: list[tuple[str, float, float]], study: Path, workers: int = 2)
         "limit": f"at most 100 reference runs of wall: {'met' if total / ref <= 100 else 'not met'} "
                  f"({total / ref:.0f}); at most 30 minutes: {'met' if total <= 1800 else 'not met'} "
                  f"({total / 60:.1f} min)",
-        "first_look_runs": len(load_study("standard").expand(CLAIMS)),
+        "first_look_runs": len(load_study("standard").runs),
     }
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from normlab.jsonsafe import write_json
 from normlab.study.claims import CLAIMS
 from normlab.study.jobs import run_cost
-from normlab.study.spec import load_study
+from normlab.study.plan import load_study
 
 BEFORE_PLAN = ("C1", "C10", "C13", "C15")  # the claims on the standard preset's schedule before issue 42
 
@@ -24,8 +24,8 @@ BEFORE_PLAN = ("C1", "C10", "C13", "C15")  # the claims on the standard preset's
 def cost(spec, claims) -> dict:
     for cid in claims:
         while (more := spec.next_seeds(cid)) is not None:
-            spec.claim_seeds[cid] = more
-    runs = spec.expand(CLAIMS)
+            spec = spec.with_seeds({cid: more})
+    runs = spec.runs
     return {"runs": len(runs), "run_cost": sum(run_cost(r.data) for r in runs)}
 
 
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     spec = load_study(args.preset)
-    rounds = [c for c in spec.claims if spec.look(c) is not None]
+    rounds = spec.on_schedule()
     first = cost(load_study(args.preset), [])
     now = cost(load_study(args.preset), rounds)
     before = cost(load_study(args.preset), [c for c in BEFORE_PLAN if c in rounds])

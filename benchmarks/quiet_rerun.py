@@ -33,7 +33,7 @@ def retrain(config: dict, out: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     from normlab.study.ledger import Ledger
-    from normlab.study.spec import factor_overrides, spec_from_meta
+    from normlab.study.plan import factor_overrides, plan_from_meta
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("study", type=Path)
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     ledger = Ledger(args.study)
-    spec = spec_from_meta(ledger.meta())
+    spec = plan_from_meta(ledger.meta())
     other = factor_overrides(args.factor, spec.preset.config)
     sample: dict[tuple, object] = {}
     for record in sorted(ledger.records(), key=lambda r: r.id):

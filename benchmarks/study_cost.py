@@ -26,7 +26,7 @@ from normlab.study.trained import judge_trained
 from normlab.report.outcome import outcome_counts
 from normlab.report.outcome import replicated
 from normlab.study.reference import in_reference_runs
-from normlab.study.spec import INIT_KEY, factor_overrides, spec_from_meta
+from normlab.study.plan import INIT_KEY, factor_overrides, plan_from_meta
 
 
 def claim_runs(spec, ids: set[str], flats: dict[str, dict]) -> dict[str, set[str]]:
@@ -36,7 +36,7 @@ def claim_runs(spec, ids: set[str], flats: dict[str, dict]) -> dict[str, set[str
     for claim_id in spec.claims:
         claim = CLAIMS.get(claim_id)()
         wanted = []
-        for recipe in spec.inits(claim):
+        for recipe in spec[claim_id].inits:
             wanted += [{INIT_KEY: recipe, **o} for o in claim.runs(spec.preset)]
         mine = set()
         for rid in ids:
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     ledger = Ledger(args.study)
     meta = ledger.meta()
-    spec = spec_from_meta(meta)
+    spec = plan_from_meta(meta)
     ids = study_ids(spec, ledger, meta["study"]["run_ids"])
     # "did not train" in the study's one meaning (study/trained.py: below its line), as the verdicts count it
     records = {r.id: r for r in judge_trained(ledger.records(set(ids)), spec.lines)}
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             owners[rid] += 1
     elapsed = {rid: r.elapsed_s or 0.0 for rid, r in records.items()}
     train_s = sum(elapsed.values())
-    verdicts = {v.id: v for v in compute_verdicts(plan_study(spec), ledger, ids)[0]}
+    verdicts = {v.id: v for v in compute_verdicts(spec, ledger, ids)[0]}
     claims = []
     for claim_id, mine in by_claim.items():
         alone = sum(elapsed[r] for r in sorted(mine))  # in one order: a set's would move the last digit run to run
@@ -121,15 +121,15 @@ def main(argv: list[str] | None = None) -> int:
     # each nuisance pass (`--vary`): its runs (those at the factor's other level) and their training time; its
     # wall time on W workers is about that / W
     passes = {}
-    for factor in spec.vary:
+    for factor in spec.spec.vary:
         other = factor_overrides(factor, spec.preset.config)
         mine = [rid for rid in records if all(flats[rid].get(k) == v for k, v in other.items())]
         passes[factor] = {"runs": len(mine), "train_s": sum(elapsed[r] for r in mine), "overrides": other}
         print(f"{factor} pass: {len(mine)} runs, {passes[factor]['train_s'] / 60:.1f} min of training")
     # `--vary init`: every training claim under the other recipe too, beyond the preset's own init pass
-    if spec.init_pass_override:
-        chosen = dataclasses.replace(spec, init_pass_override=None, claim_seeds=dict(spec.claim_seeds))
-        mine = sorted({r.id for r in spec.expand(CLAIMS)} - {r.id for r in chosen.expand(CLAIMS)} & set(records))
+    if spec.spec.init_pass_override:
+        chosen = plan_study(dataclasses.replace(spec.spec, init_pass_override=None), spec.claim_seeds, spec.builder)
+        mine = sorted({r.id for r in spec.runs} - {r.id for r in chosen.runs} & set(records))
         passes["init"] = {"runs": len(mine), "train_s": sum(elapsed[r] for r in mine),
                           "overrides": {INIT_KEY: "the other recipe"}}
         print(f"init pass: {len(mine)} runs, {passes['init']['train_s'] / 60:.1f} min of training")

@@ -18,7 +18,7 @@ from normlab.study import workers as study_workers
 from normlab.study.claims import CLAIMS
 from normlab.study.jobs import run_cost
 from normlab.study.ledger import Ledger
-from normlab.study.spec import load_study
+from normlab.study.plan import load_study
 
 
 def main() -> None:
@@ -32,7 +32,7 @@ def main() -> None:
         spec = load_study("quick", claims=args.claims.split(","))
         with tempfile.TemporaryDirectory() as tmp:
             ledger = Ledger(tmp)
-            runs = spec.expand(CLAIMS)
+            runs = spec.runs
             ledger.add_runs([(r.id, r.config.to_dict()) for r in runs])
             costs = {r.id: run_cost(r.config.to_dict()) for r in runs}
             start = time.perf_counter()

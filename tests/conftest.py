@@ -31,12 +31,11 @@ def judged_study(spec, out, outcome) -> tuple:
     `publish` reads them for the report."""
     from normlab.study.judge import compute_verdicts
     from normlab.study.ledger import Ledger
-    from normlab.study.plan import plan_study
     from normlab.study.state import completion
 
     ledger = Ledger(out)
-    spec = outcome.spec  # the study as it ended: its claims' seeds after their rounds (`spec`: as it began)
-    return completion(spec, ledger, outcome.ids), compute_verdicts(plan_study(spec), ledger, outcome.ids)[0]
+    plan = outcome.plan  # the study as it ended: its claims' seeds after their rounds (`spec`: as it began)
+    return completion(plan, ledger, outcome.ids), compute_verdicts(plan, ledger, outcome.ids)[0]
 
 
 @pytest.fixture

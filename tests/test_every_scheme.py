@@ -21,7 +21,8 @@ from normlab.nn.norms import NORMS
 from normlab.nn.schemes import SCHEMES, PreLN
 from normlab.nn.stacked import StackedGPT
 from normlab.study.claims import CLAIMS
-from normlab.study.spec import INIT_KEY, build_config, load_study, other_init
+from normlab.study.plan import INIT_KEY, load_study, other_init
+from normlab.study.runs import build_config
 from normlab.study.presets import PRESETS
 from normlab.train.group import alone_because
 from tests.conftest import tiny_config
@@ -153,7 +154,7 @@ def robustness_path():
     """A claim's run of every pair, its robustness rerun (another thread count) and its init pass (the other
     recipe), on the quick preset's base: each a valid config with the scheme's settings."""
     spec = load_study("quick", claims=["C13"], robustness=True)
-    preset, reruns = spec.preset, spec.robust_overrides()
+    preset, reruns = spec.preset, spec.robust_changed
     for scheme, norm in pairs():
         settings, _ = SCHEMES.get(scheme).fit({"norm": norm}, axes=("norm",))
         if settings is None:

@@ -346,10 +346,10 @@ def test_the_plans_cost_file_is_what_the_preset_expands_to():
     """benchmarks/results/standard_plan_cost.json (docs/cost.md quotes it) is regenerated here."""
     committed = json.loads((ROOT / "benchmarks/results/standard_plan_cost.json").read_text("utf-8"))
     plan_cost = _module("plan_cost")
-    from normlab.study.spec import load_study
+    from normlab.study.plan import load_study
 
     spec = load_study("standard")
-    rounds = [c for c in spec.claims if spec.look(c) is not None]
+    rounds = spec.on_schedule()
     assert committed["round_claims"] == rounds
     assert committed["every_round"] == plan_cost.cost(load_study("standard"), rounds)
     assert committed["first_look"] == plan_cost.cost(load_study("standard"), [])

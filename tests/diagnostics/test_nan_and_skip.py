@@ -275,7 +275,7 @@ def test_the_layer_skip_sample_size_leaves_run_ids_as_they_were():
     """A field added after runs were hashed: at its default (100) a config hashes as it did before the field
     existed (the quick preset's base run, seed 0, the standard preset's base until it dropped the layer-skip
     ablation, hashed by the code before it: a61bc7fca1f7)."""
-    from normlab.study.spec import build_config
+    from normlab.study.runs import build_config
     from normlab.study.presets import PRESETS
 
     # train.plateau_stop, added later, at its neutral value (off; 0 then) as every run of then had it; the presets set ½;

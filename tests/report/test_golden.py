@@ -61,10 +61,10 @@ def build_ledger(out: Path, claims: list[str] = CLAIMS, seeds: list[int] = (0, 1
     `_record`."""
     from normlab.study.claims import CLAIMS as REGISTRY
     from normlab.study.ledger import Ledger
-    from normlab.study.spec import load_study
+    from normlab.study.plan import load_study
 
     spec = load_study("quick", claims=list(claims), seeds=list(seeds), init_pass=True)
-    runs = spec.expand(REGISTRY)
+    runs = spec.runs
     ledger = Ledger(out)
     ledger.add_runs([(r.id, r.config.to_dict()) for r in runs])
     ledger.set_meta("study", spec.record([r.id for r in runs]))

@@ -72,34 +72,35 @@ def test_a_study_resolves_each_runs_vocabulary_at_its_start_reading_the_corpus_o
     as built, before the vocabulary is filled in (the ids of earlier studies)."""
     from normlab.data.vocab import _read
     from normlab.study.claims import CLAIMS
-    from normlab.study.spec import load_study
+    from normlab.study.plan import load_study
 
     _read.cache_clear()
     spec = load_study("quick", claims=["C13", "C3"], seeds=[0, 1])
-    runs = spec.expand(CLAIMS)
+    runs = spec.runs
     assert len(runs) > 4 and {r.config.model.vocab_size for r in runs} == {65}  # tiny Shakespeare's characters
     assert _read.cache_info().misses == 1
     for r in runs:
         as_built = r.config.model_copy(update={"model": r.config.model.model_copy(update={"vocab_size": None})})
         assert r.id == as_built.hash() != r.config.hash()
-    assert spec.base_flat()["model.vocab_size"] == 65
-    assert list(spec.tokens.values()) == [[65, None]]  # stored with the study (`StudySpec.record`): read by report
+    assert spec.base["model.vocab_size"] == 65
+    assert list(spec.builder.tokens.values()) == [[65, None]]  # stored with the study (`StudyPlan.record`)
 
 
 def test_report_reads_the_vocabulary_the_study_stored_not_the_corpus(tmp_path, monkeypatch):
     """`normlab report` rebuilds the spec from the ledger: the tokens it resolved at its start come with it, so a
     corpus moved away since (or unreadable) does not stop the report."""
-    from normlab.study import spec as spec_module
+    from normlab.study import plan as plan_module
+    from normlab.study import runs as runs_module
 
-    spec = spec_module.load_study("quick", claims=["C13"], seeds=[0])
-    stored = spec.record([r.id for r in spec.expand(spec_module.CLAIMS)])
+    spec = plan_module.load_study("quick", claims=["C13"], seeds=[0])
+    stored = spec.record([r.id for r in spec.runs])
 
     def unreadable(*args):
         raise OSError("the corpus is gone")
 
-    monkeypatch.setattr(spec_module, "vocabulary", unreadable)
-    again = spec_module.spec_from_meta({"study": stored})
-    assert again.base_flat()["model.vocab_size"] == 65 and again.base_flat() == spec.base_flat()
+    monkeypatch.setattr(runs_module, "vocabulary", unreadable)
+    again = plan_module.plan_from_meta({"study": stored})
+    assert again.base["model.vocab_size"] == 65 and again.base == spec.base
     # a study stored before its tokens were: its base keeps the vocabulary unset, as then, reading no corpus
-    older = spec_module.spec_from_meta({"study": {k: v for k, v in stored.items() if k != "tokens"}})
-    assert "model.vocab_size" not in older.base_flat()
+    older = plan_module.plan_from_meta({"study": {k: v for k, v in stored.items() if k != "tokens"}})
+    assert "model.vocab_size" not in older.base

@@ -28,7 +28,8 @@ from normlab.study.claims import CLAIMS, FAILS, FRONTIER_CLAIMS, HOLDS, INCONCLU
 from normlab.study.claims.grouping import config_keys
 from normlab.study.claims.statistics import LOSS_MARGIN, TRAINS
 from normlab.study.records import RunRecord, flatten
-from normlab.study.spec import INIT_KEY, build_config
+from normlab.study.plan import INIT_KEY
+from normlab.study.runs import build_config
 from normlab.study.presets import HELD_OUT_SEEDS, PRESETS
 from tests.study.scenarios import Scenarios, approx, check_verdict, five, mean
 
@@ -867,7 +868,7 @@ def test_a_frontier_claim_is_refused_outside_the_frontier_preset():
     """F claims are judged in their papers' setup, which is the frontier preset's base: on another preset's base
     (learned positions, GELU, Xiong's init) they would give verdicts about a setup no paper trained."""
     from normlab.config import ConfigError
-    from normlab.study.spec import load_study
+    from normlab.study.plan import load_study
 
     with pytest.raises(ConfigError, match=r"claims F1, F8 are judged in their papers' setup.*--preset frontier"):
         load_study("standard", claims=["C1", "F1", "F8"])

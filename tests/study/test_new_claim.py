@@ -12,7 +12,7 @@ import pytest
 from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS, HOLDS, Claim, Figure, Series, claim_number
 from normlab.study.claims.base import Part, claim
-from normlab.study.spec import spec_from_meta
+from normlab.study.plan import plan_from_meta
 from normlab.study.presets import PRESETS
 from tests.conftest import judged_study
 
@@ -46,7 +46,7 @@ class CausalMaskSizeC99(Claim):
 
 def test_a_claim_registered_in_its_own_module_runs_in_a_study_and_its_report(tmp_path, monkeypatch):
     from normlab.study.runner import run_study
-    from normlab.study.spec import load_study
+    from normlab.study.plan import load_study
 
     monkeypatch.setattr(CLAIMS, "_entries", {**CLAIMS._entries})  # the registry as it was, after the test
     as_c99(CausalMaskSizeC99)
@@ -112,7 +112,7 @@ def test_a_claims_own_knob_has_its_default_a_presets_value_and_a_stored_studys(m
     assert CausalMaskSizeC99().measure(preset)["value"] == 2.0
     stored = {"preset": "quick", "preset_settings": json.loads(json.dumps(dataclasses.asdict(preset))),
               "base": preset.base, "seeds": preset.seeds, "claims": ["C99"]}
-    assert CausalMaskSizeC99.knobs(spec_from_meta({"study": stored}).preset).value == 2.0
+    assert CausalMaskSizeC99.knobs(plan_from_meta({"study": stored}).preset).value == 2.0
     with pytest.raises(ConfigError, match="claim C99 has no knob 'valu'; its knobs: rounds, init_pass, value"):
         dataclasses.replace(PRESETS["quick"], knobs={"C99": {"valu": 2.0}})
 

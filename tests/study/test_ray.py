@@ -26,7 +26,7 @@ from normlab.rundir.checkpoint import NEWEST  # noqa: E402
 from normlab.study import ray_executor  # noqa: E402
 from normlab.study.ledger import Ledger  # noqa: E402
 from normlab.study.runner import run_study  # noqa: E402
-from normlab.study.spec import load_study  # noqa: E402
+from normlab.study.plan import load_study  # noqa: E402
 from normlab.train import RunDir  # noqa: E402
 from tests.conftest import judged_study  # noqa: E402
 

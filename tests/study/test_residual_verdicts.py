@@ -15,7 +15,8 @@ from normlab.study.claims import CLAIMS, FAILS, HOLDS, INCONCLUSIVE, RESIDUAL_CL
 from normlab.study.claims.residual import log_spread, log_trend
 from normlab.study.presets import PRESETS
 from normlab.study.records import RunRecord, flatten
-from normlab.study.spec import INIT_KEY, build_config, load_study
+from normlab.study.plan import INIT_KEY, load_study
+from normlab.study.runs import build_config
 from tests.study.scenarios import five
 
 P = PRESETS["residual"]

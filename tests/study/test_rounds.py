@@ -12,7 +12,7 @@ from normlab.study.claims.decisions import compare, fails_more
 from normlab.study.claims.grouping import Group
 from normlab.study.claims.prose import pct
 from normlab.study.claims.statistics import ALPHA, SPENDING, Level, look_alpha, sign_evidence, t_interval
-from normlab.study.spec import load_study
+from normlab.study.plan import load_study
 from normlab.study.presets import HELD_OUT, PRESETS
 from tests.conftest import judged_study
 
@@ -230,27 +230,27 @@ def test_the_standard_preset_states_its_schedule_and_a_users_own_seeds_look_once
     # the failure-split claims take rounds (their exact tests need the seeds); the depth sweep's other claims not
     assert all(CLAIMS.get(c).knobs(spec.preset).rounds for c in ("C4", "C8", "C11", "C14"))
     assert not any(CLAIMS.get(c).knobs(spec.preset).rounds for c in ("C2", "C3", "C5"))
-    assert spec.look("C1") == (1, 2) and spec.look("C8") == (1, 2) and spec.look("C16") is None
+    assert spec["C1"].look == (1, 2) and spec["C8"].look == (1, 2) and spec["C16"].look is None
     assert spec.next_seeds("C1") == list(range(HELD_OUT, HELD_OUT + 10))  # held-out seeds, numbered on
-    spec.claim_seeds["C1"] = spec.next_seeds("C1")
-    assert spec.look("C1") == (2, 2) and spec.next_seeds("C1") is None
-    assert load_study("standard", seeds=[0, 1]).look("C1") is None
+    grown = spec.with_seeds({"C1": spec.next_seeds("C1")})
+    assert grown["C1"].look == (2, 2) and grown.next_seeds("C1") is None
+    assert spec["C1"].look == (1, 2)  # a round is a new plan: this one is left as it is
+    assert load_study("standard", seeds=[0, 1])["C1"].look is None
 
 
 def test_a_round_of_c4_adds_only_the_two_depths_its_test_reads():
     spec = load_study("standard", claims=["C4"], init_pass=False)
-    before = {r.id for r in spec.expand(CLAIMS)}
-    spec.claim_seeds["C4"] = spec.next_seeds("C4")
-    added = [r for r in spec.expand(CLAIMS) if r.id not in before]
+    before = {r.id for r in spec.runs}
+    spec = spec.with_seeds({"C4": spec.next_seeds("C4")})
+    added = [r for r in spec.runs if r.id not in before]
     assert sorted({r.config.model.n_layer for r in added}) == [2, 16]
     assert len(added) == 2 * 2 * 5  # Pre-LN and Post-LN at 2 and 16 layers, 5 new seeds
 
 
 def test_a_round_adds_seeds_to_its_claims_runs_only():
     spec = load_study("standard", claims=["C13", "C1"], init_pass=False)
-    before = {r.id for r in spec.expand(CLAIMS)}
-    spec.claim_seeds["C13"] = spec.next_seeds("C13")
-    after = spec.expand(CLAIMS)
+    before = {r.id for r in spec.runs}
+    after = spec.with_seeds({"C13": spec.next_seeds("C13")}).runs
     added = [r for r in after if r.id not in before]
     # C13's two runs (with and without the final norm) at seeds 1005–1009; C1's runs keep their 5 seeds
     assert sorted(r.config.train.seed for r in added) == sorted(list(range(HELD_OUT + 5, HELD_OUT + 10)) * 2)
@@ -272,16 +272,16 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
     C13's baseline run (Pre-LN with the final norm at the fixed lr with warmup)."""
     from normlab.study import power, runner
     from normlab.study.ledger import Ledger
-    from normlab.study.spec import spec_from_meta
+    from normlab.study.plan import plan_from_meta, plan_study
 
     def make():
         spec = load_study("quick", claims=["C13", "C1"], seeds=[0, 1],
                           overrides=[f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in TINY.items()])
         # one init for every claim (paper_inits off), so that C1's Pre-LN run with warmup is C13's baseline
-        spec.preset = dataclasses.replace(spec.preset, seed_rounds=[2, 3], warmup=2, paper_inits=False,
-                                          init_pass="none", lrs=[spec.preset.lr_fixed],
-                                          knobs={**spec.preset.knobs, "C1": {"rounds": False}})  # C13's alone
-        return spec
+        preset = dataclasses.replace(spec.preset, seed_rounds=[2, 3], warmup=2, paper_inits=False,
+                                     init_pass="none", lrs=[spec.preset.lr_fixed],
+                                     knobs={**spec.preset.knobs, "C1": {"rounds": False}})  # C13's alone
+        return plan_study(dataclasses.replace(spec.spec, preset=preset))
 
     looked, seen = [], {}
     monkeypatch.setattr(power, "leans", lambda v: looked.append((v.id, v.look["look"])) or True)
@@ -323,8 +323,8 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
     assert manifest["rules"] == fingerprint() and len(manifest["runs"]) == len(records)
     assert all(r["rules"] == fingerprint() and r["started"] <= r["finished"] for r in manifest["runs"])
     assert sorted(r["seed"] for r in manifest["runs"]) == sorted(r.seed for r in records)
-    again = spec_from_meta(ledger.meta())
-    assert again.seeds_of("C13") == [0, 1, 2] and again.look("C13") == (2, 2)
+    again = plan_from_meta(ledger.meta())
+    assert again["C13"].seeds == (0, 1, 2) and again["C13"].look == (2, 2)
     # a rerun on the finished directory decides the same round and trains nothing
     looked.clear()
     spec = make()

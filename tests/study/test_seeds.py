@@ -7,8 +7,7 @@ import pytest
 
 from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS
-from normlab.study.plan import plan_study
-from normlab.study.spec import load_study, spec_from_meta
+from normlab.study.plan import load_study, plan_from_meta, plan_study, varied
 from normlab.study.presets import DESIGN_SEEDS, HELD_OUT, PRESETS
 
 DESIGN = set(DESIGN_SEEDS)
@@ -33,13 +32,13 @@ def test_no_seed_round_reaches_into_the_design_seeds(name):
     added = set()
     for cid in spec.claims:
         while (more := spec.next_seeds(cid)) is not None:  # through every look of the claim's schedule
-            spec.claim_seeds[cid] = more
+            spec = spec.with_seeds({cid: more})
             added |= set(more)
-        assert not set(spec.seeds_of(cid)) & DESIGN, cid
+        assert not set(spec[cid].seeds) & DESIGN, cid
     assert not added & DESIGN
     if name == "standard":  # the one preset with rounds: the loop above did add seeds
-        assert added == set(range(HELD_OUT, HELD_OUT + 10)) and spec.seeds_of("C1") == list(range(HELD_OUT,
-                                                                                                   HELD_OUT + 10))
+        assert added == set(range(HELD_OUT, HELD_OUT + 10)) and spec["C1"].seeds == tuple(range(HELD_OUT,
+                                                                                                HELD_OUT + 10))
 
 
 @pytest.mark.parametrize("name", sorted(n for n, p in PRESETS.items() if "C2" in p.claims))
@@ -55,7 +54,7 @@ def test_design_seeds_run_by_seeds():
     assert spec.preset.seeds == [0, 1, 2, 3, 4] and set(spec.preset.seeds) <= DESIGN
     assert spec.next_seeds("C1") == list(range(10))  # 5 seeds: the preset's schedule of looks, numbered on
     assert PRESETS["standard"].seeds == list(range(HELD_OUT, HELD_OUT + 5))  # the preset itself is untouched
-    expanded = spec.expand(CLAIMS)
+    expanded = spec.runs
     assert expanded and {r.config.train.seed for r in expanded} == {0, 1, 2, 3, 4}
 
 
@@ -68,14 +67,15 @@ def test_an_unknown_factor_is_refused_with_the_valid_ones():
 
 
 def test_factors_are_kept_once_in_the_order_given():
-    assert load_study("standard", claims=["C1"], vary=["width", "context", "width"]).vary == ["width", "context"]
+    assert load_study("standard", claims=["C1"], vary=["width", "context", "width"]).spec.vary == ["width",
+                                                                                                    "context"]
 
 
 def test_vary_context_adds_64_token_runs_where_the_claims_runs_do_not_fix_the_context():
     plain = load_study("standard", claims=["C1", "C8"])
     spec = load_study("standard", claims=["C1", "C8"], vary=["context"])
     c1, c8 = CLAIMS.get("C1")(), CLAIMS.get("C8")()
-    before, after = plain.expand(CLAIMS), spec.expand(CLAIMS)
+    before, after = plain.runs, spec.runs
     assert spec.preset.base["model.block_size"] == 32 and not [r for r in before if r.config.model.block_size == 64]
     added = [r.config for r in after if r.id not in {b.id for b in before}]
     # C1's lr sweep once more at 64 tokens (the same val tokens per evaluation: 10 batches of 64), every seed
@@ -84,10 +84,10 @@ def test_vary_context_adds_64_token_runs_where_the_claims_runs_do_not_fix_the_co
     assert {c.model.scheme for c in added} == {"pre", "post"} and {c.model.n_layer for c in added} == {4}
     # C8's very deep models set their own context (32 tokens): not varied, and its verdict says so
     assert c8.runs(spec.preset) and all(o["model.block_size"] == 32 for o in c8.runs(spec.preset))
-    assert spec.varied(c8, "context") is None and spec.fixed_factors(c8) == ["context"]
-    assert spec.varied(c1, "context") == {"model.block_size": 64, "train.eval_batches": 10}
-    assert spec.fixed_factors(c1) == []
-    plan = plan_study(spec)
+    assert varied(c8, spec.preset, "context") is None and spec["C8"].fixed == ("context",)
+    assert varied(c1, spec.preset, "context") == {"model.block_size": 64, "train.eval_batches": 10}
+    assert spec["C1"].fixed == ()
+    plan = plan_study(spec.spec)
     (own, context), = plan["C1"].varied
     assert context.base["model.block_size"] == 64 and (own.level, context.level) == ("32 tokens", "64 tokens")
     assert plan["C8"].varied == () and plan["C8"].fixed == ("context",)
@@ -95,25 +95,24 @@ def test_vary_context_adds_64_token_runs_where_the_claims_runs_do_not_fix_the_co
 
 def test_vary_width_is_fixed_by_c8s_narrow_models_too():
     spec = load_study("standard", claims=["C1", "C8"], vary=["context", "width"])
-    assert spec.fixed_factors(CLAIMS.get("C8")()) == ["context", "width"]
-    assert spec.varied(CLAIMS.get("C1")(), "width") == {"model.d_model": 128}
+    assert spec["C8"].fixed == ("context", "width")
+    assert varied(CLAIMS.get("C1")(), spec.preset, "width") == {"model.d_model": 128}
 
 
 def test_a_claim_without_training_runs_is_not_varied():
     spec = load_study("standard", claims=["C16"], vary=["context"])
-    c16 = CLAIMS.get("C16")()
-    assert spec.varied(c16, "context") is None and spec.fixed_factors(c16) == []
+    assert spec["C16"].varied == () and spec["C16"].fixed == () and not spec["C16"].trains
 
 
 def test_vary_init_is_the_init_pass():
     spec = load_study("standard", claims=["C1", "C13"], vary=["init"])
-    assert spec.init_pass_override is True and spec.vary == []
-    assert spec.judges_both_inits("C1") and len(spec.inits(CLAIMS.get("C1")())) == 2
-    assert load_study("standard", claims=["C1"], vary=["init", "width"]).vary == ["width"]
+    assert spec.spec.init_pass_override is True and spec.spec.vary == []
+    assert spec["C1"].other_init is not None and len(spec["C1"].inits) == 2
+    assert load_study("standard", claims=["C1"], vary=["init", "width"]).spec.vary == ["width"]
 
 
 def test_the_factors_varied_are_recorded_and_read_back():
     spec = load_study("standard", claims=["C1"], vary=["context"])
     study = spec.record([])
     assert study["vary"] == ["context"]
-    assert spec_from_meta({"study": study}).vary == ["context"]
+    assert plan_from_meta({"study": study}).spec.vary == ["context"]

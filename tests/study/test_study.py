@@ -16,7 +16,8 @@ import pytest
 from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS
 from normlab.study.ledger import Ledger, pid_alive
-from normlab.study.spec import build_config, load_study, spec_from_meta
+from normlab.study.plan import load_study, plan_from_meta, plan_study
+from normlab.study.runs import build_config
 from normlab.study.presets import PRESETS, stored_preset
 from normlab.train import RunDir
 from tests.conftest import judged_study
@@ -44,10 +45,10 @@ def test_quick_preset_covers_the_required_claims_with_two_seeds():
 
 def test_expansion_dedups_shared_runs_by_config_hash():
     spec = load_study("quick")
-    runs = spec.expand(CLAIMS)
+    runs = spec.runs
     assert len({r.id for r in runs}) == len(runs)
     # C1's Pre-LN run at the fixed lr with warmup is the same run as C4's at the base depth and C13's baseline
-    c13 = load_study("quick", claims=["C13"]).expand(CLAIMS)
+    c13 = load_study("quick", claims=["C13"]).runs
     assert {r.id for r in c13} <= {r.id for r in runs}
     assert len(c13) == 2 * len(PRESETS["quick"].seeds)
 
@@ -72,7 +73,7 @@ def test_a_study_file_axis_repeats_each_claims_runs_at_each_value(tmp_path):
     path.write_text('preset = "quick"\nclaims = ["C13"]\nseeds = [3]\n[base.train]\nsteps = 7\n'
                     '[axes]\n"model.norm" = ["layernorm", "rmsnorm", "dyt"]\n')
     spec = load_study(study_file=path)
-    runs = spec.expand(CLAIMS)
+    runs = spec.runs
     assert sorted((r.config.model.norm, r.config.model.final_norm is not False) for r in runs) == [
         ("dyt", False), ("dyt", True), ("layernorm", False), ("layernorm", True), ("rmsnorm", False),
         ("rmsnorm", True)]
@@ -100,7 +101,7 @@ def test_a_base_setting_every_run_of_a_claim_replaces_is_refused_naming_both(tmp
                                                     "sets train.warmup_steps itself (50")):
         load_study(study_file=path, overrides=overrides)
     spec = load_study(study_file=path) if not text else load_study("quick", claims=["C13"])
-    assert {r.config.train.warmup_steps for r in spec.expand(CLAIMS)} == {50}  # what its runs use, said above
+    assert {r.config.train.warmup_steps for r in spec.runs} == {50}  # what its runs use, said above
     assert load_study("quick", claims=["C13"], overrides=["train.steps=70"]).preset.config.train.steps == 70
 
 
@@ -272,7 +273,7 @@ def test_runs_that_pin_more_threads_get_fewer_workers(monkeypatch):
     from normlab.study import workers
 
     spec = load_study("quick", claims=["C13"], seeds=[0, 1], robustness=True)
-    runs = spec.expand(CLAIMS)
+    runs = spec.runs
     monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
     phases = workers.phases(runs, workers=2, threads=1)
     assert [(len(ids), workers, threads) for ids, workers, threads in phases] == [(4, 2, 1), (4, 1, 2)]
@@ -332,7 +333,7 @@ def test_a_ledger_from_before_the_claims_had_knobs_is_read_with_its_stored_setti
     init_pass, cell_claims). Read back, each value is the claim's knob, and each list the claims' membership."""
     stored = json.loads((Path(__file__).parent / "presets_before_knobs.json").read_text("utf-8"))
     for name, old in stored.items():
-        spec = spec_from_meta({"study": {"preset": name, "preset_settings": old, "base": old["base"],
+        spec = plan_from_meta({"study": {"preset": name, "preset_settings": old, "base": old["base"],
                                          "seeds": old["seeds"], "claims": old["claims"]}})
         knobs = {cid: CLAIMS.get(cid).knobs(spec.preset) for cid in ("C2", "C7", "C8", "C10", "C14", "F1", "F2",
                                                                       "F7", "F8")}
@@ -345,9 +346,9 @@ def test_a_ledger_from_before_the_claims_had_knobs_is_read_with_its_stored_setti
                     "keel_cell": knobs["F8"].cell}
         assert old["frontier"].items() <= frontier.items(), name
         rounds = old["round_claims"] if len(old["seed_rounds"]) > 1 else []
-        assert [c for c in old["claims"] if spec.look(c)] == [c for c in old["claims"] if c in rounds], name
+        assert [c for c in old["claims"] if spec[c].look] == [c for c in old["claims"] if c in rounds], name
         both = [c for c in old["claims"] if old["init_pass"] == "all" or c in old["init_pass"]]
-        assert [c for c in old["claims"] if spec.judges_both_inits(c)] == both, name
+        assert [c for c in old["claims"] if len(spec[c].inits) == 2] == both, name
         in_cell = {c for c in ("C5", "C6", "C7") if old["depth_cell"] and c in old["cell_claims"]}
         assert {c for c in ("C5", "C6", "C7") if CLAIMS.get(c)().cell_overrides(spec.preset)} == in_cell, name
 
@@ -362,9 +363,10 @@ def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
         "train.steps=8", "model.n_layer=1", "train.eval_interval=4", "diagnostics.interval=off",
         "diagnostics.layer_skip=false", "train.untrained_margin=off"])
     # at the base (1 layer × 8 steps), not in the depth cell (12 layers × 1,000 steps), which made this test 3 min
-    spec.preset = dataclasses.replace(spec.preset, lrs=[1e-3, 1e-2], warmup=2, knobs={
+    spec = plan_study(dataclasses.replace(spec.spec, preset=dataclasses.replace(spec.preset, lrs=[1e-3, 1e-2],
+                                                                                warmup=2, knobs={
         **spec.preset.knobs, "C7": {"in_cell": False, "finetune": {
-            "train.steps": 4, "train.lr": 3e-4, "train.warmup_steps": 1}}})
+            "train.steps": 4, "train.lr": 3e-4, "train.warmup_steps": 1}}})))
     out = run_study(spec, tmp_path / "s", workers=1, stack_runs=False)
     status, verdicts = judged_study(spec, tmp_path / "s", out)
     assert status.final and out.counts == {"completed": 2 * 2 * 2 + 2 * 2}  # 8 sweep runs, 2 schemes × 2 seeds tuned
@@ -380,7 +382,7 @@ def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
     assert sorted(r.get("model.scheme") for r in tuned) == ["post", "post", "pre", "pre"]
     assert v.details["finetune_pre"]["n_runs"] == 2 and v.details["finetune_post"]["n_runs"] == 2
     # the report rebuilds the study from the ledger: the same run ids, nothing missing, final
-    again = spec_from_meta(ledger.meta())  # with the preset as it ran (lrs, warmup, fine-tune budget)
+    again = plan_from_meta(ledger.meta())  # with the preset as it ran (lrs, warmup, fine-tune budget)
     ids = study_ids(again, ledger, ledger.meta()["study"]["run_ids"])
     assert sorted(ids) == sorted(records) and completion(again, ledger, ids).final
 
@@ -411,7 +413,7 @@ def test_claims_run_on_the_encoder_decoder_through_the_study_base():
     from normlab.nn.model import EncoderDecoder, build_model
 
     spec = load_study("standard", claims=["C1", "C2"], overrides=['model.arch="encoder-decoder"'])
-    runs = spec.expand(CLAIMS)
+    runs = spec.runs
     assert runs and all(r.config.model.arch == "encoder-decoder" for r in runs)
     deepest = max(runs, key=lambda r: r.config.model.n_layer).config.model
     model = build_model(deepest.model_copy(update={"vocab_size": 67}))
@@ -420,7 +422,7 @@ def test_claims_run_on_the_encoder_decoder_through_the_study_base():
 
 def test_deep_preset_runs_c8_at_deepnets_depths_with_checkpointing():
     spec = load_study("deep")
-    runs = spec.expand(CLAIMS)
+    runs = spec.runs
     assert spec.claims == ["C8"] and len(runs) == 3 * 3 * 5
     assert {(r.config.model.n_layer, r.config.model.scheme) for r in runs} == {
         (d, s) for d in (100, 300, 1000) for s in ("deepnorm", "post", "pre")}
@@ -436,7 +438,7 @@ def test_the_full_presets_stated_compute_is_what_its_runs_add_up_to():
     from normlab.study.jobs import run_cost
 
     def cost(preset):
-        return sum(run_cost(r.config.to_dict()) for r in load_study(preset).expand(CLAIMS))
+        return sum(run_cost(r.config.to_dict()) for r in load_study(preset).runs)
 
     ratio = cost("full") / cost("standard")
     readme = (Path(__file__).parents[2] / "README.md").read_text("utf-8")
@@ -450,11 +452,11 @@ def test_the_full_presets_stated_compute_is_what_its_runs_add_up_to():
 def test_the_init_pass_judges_a_claim_under_both_recipes_and_reuses_shared_runs(tmp_path):
     """C13 is GPT-2's claim: judged under gpt2, re-measured under xiong; its xiong baseline (Pre-LN with the final
     norm) is the very run C10 and C1 judge under xiong, so it is registered once."""
-    both = load_study("standard", claims=["C13"], seeds=[0, 1]).expand(CLAIMS)
+    both = load_study("standard", claims=["C13"], seeds=[0, 1]).runs
     assert sorted(r.config.model.init for r in both) == ["gpt2"] * 4 + ["xiong"] * 4
     assert [r.config.model.init for r in load_study("standard", claims=["C13"], seeds=[0, 1],
-                                                    init_pass=False).expand(CLAIMS)] == ["gpt2"] * 4
-    with_c10 = load_study("standard", claims=["C13", "C10"], seeds=[0, 1]).expand(CLAIMS)
+                                                    init_pass=False).runs] == ["gpt2"] * 4
+    with_c10 = load_study("standard", claims=["C13", "C10"], seeds=[0, 1]).runs
     assert len(with_c10) == 8 + 8 - 4  # C10's two inits × 2 norms × 2 seeds share 4 runs with C13's
     args = [sys.executable, "-m", "normlab", "study", "--out", str(tmp_path / "s"), "--claims", "C13", "--workers", "2",
             "--seeds", "0,1", "--init-pass", "--set", "train.steps=20"]

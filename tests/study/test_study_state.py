@@ -14,7 +14,7 @@ from normlab.cli import app
 from normlab.study.claims import CLAIMS
 from normlab.study.ledger import MAX_ATTEMPTS, Ledger
 from normlab.study.runner import run_study
-from normlab.study.spec import load_study
+from normlab.study.plan import load_study
 from tests.conftest import judged_study
 from tests.study.test_study import TINY
 
@@ -39,9 +39,9 @@ def read_report(out) -> tuple[list[str], str, dict]:
 def test_partial_until_every_run_settles_then_failed_runs_are_listed(tmp_path):
     out = tmp_path / "study"
     spec = load_study("quick", claims=["C13"], seeds=[0, 1], overrides=SETTINGS)
-    ids = [r.id for r in spec.expand(CLAIMS)]
+    ids = [r.id for r in spec.runs]
     reg = Ledger(out)
-    reg.add_runs([(r.id, r.config.to_dict()) for r in spec.expand(CLAIMS)])
+    reg.add_runs([(r.id, r.config.to_dict()) for r in spec.runs])
     held, _ = reg.claim_next(os.getpid(), {ids[0]})  # as another `normlab study` training it would
     with reg.holding(held, os.getpid()):
         status, _ = judged_study(spec, out, run_study(spec, out, workers=1))

@@ -64,26 +64,26 @@ def study(
     address: Optional[str] = typer.Option(None, "--address", metavar="HOST:PORT",
                                           help="With --executor ray: the cluster (HOST:PORT or auto); unset: a "
                                           "local Ray."),
-    plan: bool = typer.Option(False, "--plan", help="Print the power plan (each claim's test, the smallest p it "
+    plan_only: bool = typer.Option(False, "--plan", help="Print the power plan (each claim's test, the smallest p it "
                               "can reach at its seeds, the level it must beat) and exit; trains nothing."),
 ) -> None:
-    from normlab.study.spec import load_study
+    from normlab.study.plan import load_study
 
     try:  # an unknown preset is refused here, naming the valid ones
-        spec = load_study(preset, study_file, csv_list(claims), _seeds(seeds), set_, robustness=robustness,
+        plan = load_study(preset, study_file, csv_list(claims), _seeds(seeds), set_, robustness=robustness,
                           init_pass=init_pass, vary=csv_list(vary))
         if tensorboard:  # before any run starts: each would fail on it, and spend its retries
             from normlab.rundir.events import require_tensorboard
             require_tensorboard()
     except (ConfigError, ValueError) as e:
         fail(str(e))
-    if plan:
-        _print_plan(spec)
+    if plan_only:
+        _print_plan(plan.spec)
         return
-    console.print(f"normlab study: preset [bold]{spec.preset.name}[/], claims {', '.join(spec.claims)}, "
-                  f"seeds {spec.preset.seeds} → {out}", highlight=False)
+    console.print(f"normlab study: preset [bold]{plan.preset.name}[/], claims {', '.join(plan.spec.claims)}, "
+                  f"seeds {plan.preset.seeds} → {out}", highlight=False)
     try:
-        outcome = _run_with_bar(spec, out, workers, stack_runs, executor.value, address, tensorboard)
+        outcome = _run_with_bar(plan, out, workers, stack_runs, executor.value, address, tensorboard)
     except KeyboardInterrupt:
         _study_interrupted(out)
     except ConfigError as e:  # OUT's study.sqlite is not a study ledger; an executor that cannot start
@@ -95,10 +95,10 @@ def study(
             from normlab.study.tensorboard import write_events
             write_events(out)
         # judged from the ledger as it is now, so the report and the terminal never disagree
-        paths, verdicts, status = publish(out, outcome.spec)  # the study as it ended: seeds after their rounds
+        paths, verdicts, status = publish(out, outcome.plan)  # the study as it ended: seeds after their rounds
         from normlab.study.ledger import Ledger
         from normlab.study.publish import run_counts
-        counts = run_counts(outcome.spec, Ledger(out), outcome.ids)  # each word in its one meaning
+        counts = run_counts(outcome.plan, Ledger(out), outcome.ids)  # each word in its one meaning
     except ConfigError as e:  # OUT's study.sqlite is not a study ledger
         fail(str(e))
     _print_verdicts(verdicts, status.status_text())
@@ -108,7 +108,7 @@ def study(
     raise typer.Exit(_study_exit_code(status))
 
 
-def _run_with_bar(spec, out: Path, workers: Optional[int], stack_runs: Optional[bool], executor: str = "local",
+def _run_with_bar(plan, out: Path, workers: Optional[int], stack_runs: Optional[bool], executor: str = "local",
                   address: Optional[str] = None, tensorboard: bool = False):
     from normlab.study.ledger import Ledger
     from normlab.study.runner import run_study
@@ -133,7 +133,7 @@ def _run_with_bar(spec, out: Path, workers: Optional[int], stack_runs: Optional[
                 console.print(f"study {100 * done / max(total, 1e-12):.0f}% ({status})"
                               + "".join(f"\n  {run.progress_text()}" for run in active), highlight=False)
 
-        return run_study(spec, out, workers, on_progress, stack_runs=stack_runs, executor=executor, address=address,
+        return run_study(plan, out, workers, on_progress, stack_runs=stack_runs, executor=executor, address=address,
                          say=lambda line: bar.console.print(line, highlight=False), tensorboard=tensorboard)
 
 

@@ -39,9 +39,9 @@ def compute_verdicts(plan: StudyPlan, ledger: Ledger, ids: list[str] | None = No
         return mark_look(verdict, at, plan[claim_id]) if at.look else verdict
 
     # an inconclusive verdict says which kind it is, at its last look's level
-    decided = {c: power.explain(v, power.last_alpha(v)) for c, v in holm(list(plan.claims), judge_at).items()}
-    wanted = set(claims if claims is not None else plan.claims)
-    return [decided[c] for c in plan.claims if c in wanted], {c: figures[c] for c in plan.claims if c in wanted}
+    decided = {c: power.explain(v, power.last_alpha(v)) for c, v in holm(list(plan.family), judge_at).items()}
+    wanted = set(claims if claims is not None else plan.family)
+    return [decided[c] for c in plan.family if c in wanted], {c: figures[c] for c in plan.family if c in wanted}
 
 
 def rebased(records: list, at: Pass) -> list:

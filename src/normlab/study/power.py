@@ -96,10 +96,10 @@ class PlanRow:
                 "level_loosest": list(self.loosest), "reachable": self.reachable, "design": self.design}
 
 
-def claim_shares(spec, claim_id: str) -> tuple[float, ...] | None:
-    """The claim's own spending over its looks (None: it looks once, or SPENDING's)."""
-    schedule = spec.preset.seed_rounds if spec.look(claim_id) is not None else []
-    return shares(CLAIMS.get(claim_id).test_kind, schedule, len(spec.claims))
+def claim_shares(preset, claim_id: str, m: int) -> tuple[float, ...] | None:
+    """The spending over its looks of a claim on the preset's schedule, in a family of `m` claims (None:
+    SPENDING's)."""
+    return shares(CLAIMS.get(claim_id).test_kind, preset.seed_rounds, m)
 
 
 def level(plan, family: float) -> Level:

@@ -72,7 +72,7 @@ class Preset:
         """The base as a validated RunConfig (the defaults with `base` set, at the preset's first seed: the study's
         base run): where a claim reads the base's settings (`preset.config.train.steps`), typed and with the
         defaults the overlay leaves out. The overlay itself is what a run's config and id are derived from
-        (`build_config`). Validated when first read, once per base per process (`load_study` reads it first, so a
+        (`build_config`). Validated when first read, once per base per process (`spec.read_study` reads it first, so a
         bad key or value in a study's base is an error before anything runs)."""
         return _base_config(json.dumps({**self.base, "train.seed": self.seeds[0]}, sort_keys=True))
 

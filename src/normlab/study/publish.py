@@ -16,11 +16,10 @@ from normlab.study.claims import CLAIMS, Verdict
 from normlab.study.design import design_beside
 from normlab.study.judge import compute_verdicts, main_records
 from normlab.study.ledger import Ledger
-from normlab.study.plan import plan_study
+from normlab.study.plan import StudyPlan, plan_from_meta
 from normlab.study.reference import REFERENCE_KEY, in_reference_runs
 from normlab.study.rules import rules_record, thresholds
 from normlab.study.sections import general_sections
-from normlab.study.spec import StudySpec, spec_from_meta
 from normlab.study.state import Completion, completion, study_ids
 from normlab.study.trained import judge_trained, trained_counts
 from normlab.train.lifecycle import environment
@@ -28,19 +27,19 @@ from normlab.train.lifecycle import environment
 HIDDEN = ("run_ids", "preset_settings", "init_pass_flag", "tokens", "lines")  # stored for `normlab report`, not for a reader
 
 
-def publish(out: str | Path, spec: StudySpec | None = None) -> tuple[dict[str, Path], list[Verdict], Completion]:
+def publish(out: str | Path, plan: StudyPlan | None = None) -> tuple[dict[str, Path], list[Verdict], Completion]:
     """Judge the study in `out` from its ledger alone and write its report; returns (paths, verdicts, `Completion`).
-    `spec`: the study this process ran (else the one the ledger stored)."""
+    `plan`: the study this process ran, as it ended (else the one the ledger stored)."""
     ledger = Ledger(out)
     meta = ledger.meta()
     if "study" not in meta:  # killed before it registered its runs
         raise ConfigError(f"{str(ledger.path)!r} holds no study yet: run `normlab study --out {out}` first")
-    spec = spec or spec_from_meta(meta, ledger.schema)
-    ids = study_ids(spec, ledger, meta["study"]["run_ids"])
-    status = completion(spec, ledger, ids)  # before the verdicts: a run settling meanwhile is not called final
-    plan = plan_study(spec)  # every claim's seeds, looks and passes, resolved once
+    plan = plan or plan_from_meta(meta, ledger.schema)  # every claim's seeds, looks and passes, resolved once
+    spec = plan.spec
+    ids = study_ids(plan, ledger, meta["study"]["run_ids"])
+    status = completion(plan, ledger, ids)  # before the verdicts: a run settling meanwhile is not called final
     verdicts, figures = compute_verdicts(plan, ledger, ids)
-    verdicts = design_beside(spec, verdicts)
+    verdicts = design_beside(spec.preset, verdicts)
     info = {cid: {"title": CLAIMS.get(cid).title, "statement": CLAIMS.get(cid).statement,
                   "sources": CLAIMS.get(cid).sources} for cid in spec.claims}
     wall = train_wall_s(ledger, ids)
@@ -48,12 +47,12 @@ def publish(out: str | Path, spec: StudySpec | None = None) -> tuple[dict[str, P
     cost = {"train_wall_s": wall, "reference_run_s": (reference or {}).get("s"),
             "train_wall_reference_runs": in_reference_runs(wall, reference), "reference_run": reference}
     study_info = {**{k: v for k, v in meta["study"].items() if k not in HIDDEN},
-                  "counts": run_counts(spec, ledger, ids), "train_wall_s": wall,
+                  "counts": run_counts(plan, ledger, ids), "train_wall_s": wall,
                   **({"train_wall_reference_runs": round(cost["train_wall_reference_runs"], 1),
                       "reference_run_s": reference["s"]} if cost["train_wall_reference_runs"] else {}),
                   "environment": environment(resolve_device("cpu")), "thresholds": thresholds(verdicts),
                   "power_plan": {"scheme": power.SCHEME, **{r.claim: r.text() for r in power.plan(spec)}}}
-    sections = general_sections(main_records(plan, judge_trained(ledger.records(set(ids)), spec.lines)),
+    sections = general_sections(main_records(plan, judge_trained(ledger.records(set(ids)), plan.lines)),
                                 ledger.measurements())
     paths = render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
                           claim_figures=figures, sections=sections, study_info=study_info,
@@ -62,10 +61,10 @@ def publish(out: str | Path, spec: StudySpec | None = None) -> tuple[dict[str, P
     return paths, verdicts, status
 
 
-def run_counts(spec: StudySpec, ledger: Ledger, ids: list[str]) -> dict[str, int]:
+def run_counts(plan: StudyPlan, ledger: Ledger, ids: list[str]) -> dict[str, int]:
     """The study's runs counted in the one meaning of each word (`study.trained.trained_counts`: trained below the
     study's line, did not train, censored), and those not finished (pending, running, failed to run)."""
-    counts = trained_counts(judge_trained(ledger.records(set(ids)), spec.lines))
+    counts = trained_counts(judge_trained(ledger.records(set(ids)), plan.lines))
     unfinished = {k: v for k, v in ledger.counts(set(ids)).items() if k in ("pending", "running", "failed")}
     return {k: v for k, v in {**counts, **unfinished}.items() if v}
 

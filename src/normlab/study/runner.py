@@ -21,9 +21,8 @@ from normlab.study.claims import CLAIMS
 from normlab.study.jobs import EXECUTORS
 from normlab.study.judge import compute_verdicts
 from normlab.study.ledger import Ledger
-from normlab.study.plan import plan_study
+from normlab.study.plan import StudyPlan
 from normlab.study.reference import REFERENCE_KEY, measure_reference
-from normlab.study.spec import StudySpec
 from normlab.study.state import followup_runs, stale_measurements
 from normlab.study.workers import ProgressCallback, Training
 
@@ -37,10 +36,10 @@ class StudyOutcome:
     ids: list[str]
     counts: dict[str, int]
     wall_s: float
-    spec: StudySpec  # the study as it ended: its claims' seeds after their rounds
+    plan: StudyPlan  # the study as it ended: its claims' seeds after their rounds
 
 
-def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None,
+def run_study(plan: StudyPlan, study_dir: str | Path, workers: int | None = None,
               progress: ProgressCallback | None = None, stack_runs: bool | None = None, executor: str = "local",
               address: str | None = None, say: Callable[[str], None] = print, tensorboard: bool = False
               ) -> StudyOutcome:
@@ -54,18 +53,18 @@ def run_study(spec: StudySpec, study_dir: str | Path, workers: int | None = None
     if executor == "local" and address is not None:
         raise ConfigError(f"--address {address!r} is for --executor ray; valid with local: no --address")
     start = time.perf_counter()
-    runs = spec.expand(CLAIMS)  # first: an invalid study leaves nothing on disk
+    runs = plan.runs  # first: an invalid study leaves nothing on disk
     ledger = open_study(study_dir)
-    training = Training(spec, ledger, workers, stack_runs, executor, address, progress, say, tensorboard)
+    training = Training(plan, ledger, workers, stack_runs, executor, address, progress, say, tensorboard)
     while True:  # the claims' runs, then the runs that start from them, then seed rounds while a look leans
         training.train(runs)
         if wait_for_others(ledger, set(training.ids), say):
             continue  # then take what they left: a run whose owner was lost is claimed again
-        spec, runs = next_runs(spec, ledger, training.ids, say)
-        training.spec = spec  # what the ledger records of the study: its seeds after this round
+        plan, runs = next_runs(plan, ledger, training.ids, say)
+        training.plan = plan  # what the ledger records of the study: its seeds after this round
         if not runs:
             break
-    return StudyOutcome(training.ids, ledger.counts(set(training.ids)), time.perf_counter() - start, spec)
+    return StudyOutcome(training.ids, ledger.counts(set(training.ids)), time.perf_counter() - start, plan)
 
 
 def wait_for_others(ledger: Ledger, ids: set[str], say: Callable[[str], None], poll_s: float = 2.0) -> bool:
@@ -92,31 +91,31 @@ def open_study(study_dir: str | Path) -> Ledger:
     return ledger
 
 
-def next_runs(spec: StudySpec, ledger: Ledger, ids: list[str], say: Callable[[str], None] = print
-              ) -> tuple[StudySpec, list]:
+def next_runs(plan: StudyPlan, ledger: Ledger, ids: list[str], say: Callable[[str], None] = print
+              ) -> tuple[StudyPlan, list]:
     """The study at its next step and what it trains there, once every run in `ids` is settled (nothing before:
     chosen from partial results, it could differ from what the final ones choose), nothing when nothing is left:
     - the runs the claims start from trained ones (C7's fine-tunes, `state.followup_runs`);
     - else the next seed round's: each claim on the preset's schedule (`Preset.seed_rounds`) whose verdict at its
       look is inconclusive but leans one way (`power.leans`: a failure split whose majority falls one way, an
-      interval that straddles its boundary) gets its next look's seeds (`StudySpec.grown`: a new spec, this one
+      interval that straddles its boundary) gets its next look's seeds (`StudyPlan.grow`: a new plan, this one
       left as it is), and the runs those seeds add are trained. Runs already trained are the same configs, so
       they are reused, never retrained."""
     known = set(ids)
     done, total = ledger.progress(known)
     if done < total:
-        return spec, []
-    measure_claims(spec, ledger)  # once, on a quiet machine; C10's verdict needs its timings to be judged at all
-    more = [r for r in followup_runs(spec, ledger, ids) if r.id not in known]
+        return plan, []
+    measure_claims(plan, ledger)  # once, on a quiet machine; C10's verdict needs its timings to be judged at all
+    more = [r for r in followup_runs(plan, ledger, ids) if r.id not in known]
     if more:
-        return spec, more
-    spec, grown = spec.grown(compute_verdicts(plan_study(spec), ledger, ids, spec.on_schedule())[0])
+        return plan, more
+    plan, grown = plan.grow(compute_verdicts(plan, ledger, ids, plan.on_schedule())[0])
     if grown:
         say(f"seed round: {', '.join(grown)}: its evidence leans one way but its test cannot yet reach its level")
-    return spec, [r for r in spec.expand(CLAIMS) if r.id not in known]
+    return plan, [r for r in plan.runs if r.id not in known]
 
 
-def measure_claims(spec: StudySpec, ledger: Ledger) -> None:
+def measure_claims(plan: StudyPlan, ledger: Ledger) -> None:
     """Timings, memory, constants, causality: once per study, once its runs are settled (a quiet machine).
 
     One process measures at a time: a second `normlab study` on the directory waits on a lock, then finds the
@@ -128,10 +127,10 @@ def measure_claims(spec: StudySpec, ledger: Ledger) -> None:
     steady_allocator()  # as `normlab bench`: freed memory stays warm, so no candidate pays another's page faults
     with open(ledger.dir / MEASURE_LOCK, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when the process dies
-        have = ledger.measured() - stale_measurements(spec, ledger)
-        for claim_id in spec.claims:
+        have = ledger.measured() - stale_measurements(plan, ledger)
+        for claim_id in plan.claims:
             if claim_id not in have:  # None is stored too: it marks the claim measured (for `completion`)
-                ledger.set_measurement(claim_id, CLAIMS.get(claim_id)().measure(spec.preset))
+                ledger.set_measurement(claim_id, CLAIMS.get(claim_id)().measure(plan.preset))
 
 
 MEASURE_LOCK = ".measuring.lock"  # in the study directory: held by the one process measuring

@@ -13,9 +13,9 @@ from normlab.compat import UNPINNED
 from normlab.config import stored_config
 from normlab.study.claims import CLAIMS, Claim
 from normlab.study.ledger import Ledger
-from normlab.study.plan import plan_study
+from normlab.study.plan import StudyPlan
 from normlab.study.records import flatten
-from normlab.study.spec import StudySpec, source_key
+from normlab.study.runs import source_key
 from normlab.study.trained import judge_trained
 
 
@@ -44,50 +44,49 @@ class Completion:
         return {"final": self.final, "status": self.status_text(), "done": self.done, "total": self.total}
 
 
-def followup_runs(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list:
+def followup_runs(plan: StudyPlan, ledger: Ledger, ids: list[str]) -> list:
     """The runs the claims start from trained runs (`Claim.followups`), once every run in `ids` is settled
     (chosen from partial results they could differ from the final ones). Each is its source's config with the
     claim's overrides and `train.init_from` = the source's run directory; the robustness pass's reruns get theirs."""
     done, total = ledger.progress(set(ids))
     if done < total:
         return []
-    records = judge_trained(ledger.records(set(ids)), spec.lines)  # "trained" as the verdicts read it
-    plan = plan_study(spec)
+    records = judge_trained(ledger.records(set(ids)), plan.lines)  # "trained" as the verdicts read it
     # a follow-up registered earlier is the same run even if the study directory has moved since (its
     # init_from then names the old place): it is found by its config with init_from cut to the source's id
     registered = {source_key(config): rid for rid, config in ledger.configs() if config["train"].get("init_from")}
     out: dict[str, Any] = {}
-    for claim_id in spec.claims:
+    for claim_id in plan.claims:
         claim = CLAIMS.get(claim_id)()
         seeds = set(plan[claim_id].seeds)
         for at in plan[claim_id].passes():
             pass_records = [dataclasses.replace(r, base=at.base) for r in records if r.seed in seeds]
-            for source, overrides in claim.followups(pass_records, spec.preset):
-                run = spec.followup(source.config, {**overrides,
+            for source, overrides in claim.followups(pass_records, plan.preset):
+                run = plan.followup(source.config, {**overrides,
                                                     "train.init_from": str(ledger.run_dir(source.id).resolve())})
                 rid = registered.get(source_key(run.data), run.id)
                 out.setdefault(rid, run if rid == run.id else dataclasses.replace(run, id=rid))
     return list(out.values())
 
 
-def study_ids(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list[str]:
+def study_ids(plan: StudyPlan, ledger: Ledger, ids: list[str]) -> list[str]:
     """A study's runs: those its claims and axes expand to (`ids`), then the follow-ups chosen from them."""
     known = set(ids)
-    return list(ids) + [r.id for r in followup_runs(spec, ledger, ids) if r.id not in known]
+    return list(ids) + [r.id for r in followup_runs(plan, ledger, ids) if r.id not in known]
 
 
-def completion(spec: StudySpec, ledger: Ledger, ids: list[str]) -> Completion:
+def completion(plan: StudyPlan, ledger: Ledger, ids: list[str]) -> Completion:
     done, total = ledger.progress(set(ids))
-    measured = {c for c in spec.claims if _measures(c)} <= ledger.measured() - stale_measurements(spec, ledger)
-    return Completion(done, total, measured, failed_runs(spec, ledger, ids))
+    measured = {c for c in plan.claims if _measures(c)} <= ledger.measured() - stale_measurements(plan, ledger)
+    return Completion(done, total, measured, failed_runs(plan, ledger, ids))
 
 
-def stale_measurements(spec: StudySpec, ledger: Ledger) -> set[str]:
+def stale_measurements(plan: StudyPlan, ledger: Ledger) -> set[str]:
     """Claims whose stored measurement carries another key than the claim gives now (`Claim.measure_key`)."""
     stored = ledger.measurements()
     out = set()
-    for claim_id in spec.claims:
-        key = CLAIMS.get(claim_id)().measure_key(spec.preset) if claim_id in stored else None
+    for claim_id in plan.claims:
+        key = CLAIMS.get(claim_id)().measure_key(plan.preset) if claim_id in stored else None
         if key is not None and stored[claim_id].get("key") != key:
             out.add(claim_id)
     return out
@@ -98,10 +97,10 @@ def _measures(claim_id: str) -> bool:
     return CLAIMS.get(claim_id).measure is not Claim.measure
 
 
-def failed_runs(spec: StudySpec, ledger: Ledger, ids: list[str]) -> list[dict[str, Any]]:
+def failed_runs(plan: StudyPlan, ledger: Ledger, ids: list[str]) -> list[dict[str, Any]]:
     """The failed runs: id, attempts, reason, and settings (the config keys that set the run apart from the
     study's base, and its seed), so a reader can tell which run it was without opening the ledger."""
-    base = spec.base_flat()
+    base = plan.base
     out = []
     for run in ledger.failed(set(ids)):
         config = flatten(stored_config(run["config"]).to_dict())  # an older ledger's row: in today's spelling

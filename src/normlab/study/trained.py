@@ -40,7 +40,7 @@ def corpus_lines(config: RunConfig) -> tuple[float, float]:
 
 def judge_trained(records: list, lines: dict[str, list]) -> list:
     """The records with "trained" decided by the study's one line (`data.corpus.trained_line`): a run that completed
-    above it did not train. The line's ends come from `lines` (the study's, stored at its start: `StudySpec.lines`);
+    above it did not train. The line's ends come from `lines` (the study's, stored at its start: `StudyPlan.lines`);
     a study stored before them reads its corpus once (and adds it to `lines`), and where it cannot, its runs keep
     the status they trained with."""
     out = []

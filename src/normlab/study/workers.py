@@ -19,7 +19,7 @@ from typing import Callable, NamedTuple
 from normlab.config import RunConfig
 from normlab.study.jobs import claim_jobs, done_cost, events_dir, is_stacked, record_results, run_cost, train_jobs
 from normlab.study.ledger import Ledger
-from normlab.study.spec import StudySpec
+from normlab.study.plan import StudyPlan
 
 ProgressCallback = Callable[[float, float, dict[str, int]], None]  # (done cost, total cost, status counts)
 
@@ -95,7 +95,7 @@ class Training:
     gets one CPU: what one small run trains fastest on, benchmarks/study_workers.py); `stack_runs` is
     `default_stack_runs` of the study's device."""
 
-    spec: StudySpec
+    plan: StudyPlan  # the study at its current look: what the ledger records of it
     ledger: Ledger
     workers: int | None = None
     stack_runs: bool | None = None
@@ -112,7 +112,7 @@ class Training:
         self.workers = self.workers or default_workers()
         self.threads = 1 if self.executor == "ray" else max(1, (os.cpu_count() or 1) // self.workers)
         if self.stack_runs is None:
-            self.stack_runs = default_stack_runs(self.spec.base_config().train.device)
+            self.stack_runs = default_stack_runs(self.plan.base_config().train.device)
 
     def train(self, runs: list) -> None:
         """Register `runs` in the ledger, with what `normlab report` reads later (the study's settings, each
@@ -125,7 +125,7 @@ class Training:
         self.ledger.add_runs([(r.id, r.data) for r in runs])
         self.costs.update({r.id: run_cost(r.data) for r in runs})
         self.ids.extend(r.id for r in runs)
-        self.ledger.set_meta("study", self.spec.record(self.ids))
+        self.ledger.set_meta("study", self.plan.record(self.ids))
         for phase in by_threads:
             if self.executor == "local":
                 _train_all(self.ledger, phase.ids, self.costs, phase.workers, phase.threads, self.progress,
