@@ -34,9 +34,9 @@ setup: $(VENV)/.installed
 # first look (C4's Post-LN at 16 layers) gets the seed round its continued runs show it needs, and those runs'
 # stopped ones are continued in turn; then the report judged again with every outcome
 run: setup
-	$(BIN)/normlab study --preset standard --out normlab-study
+	$(BIN)/normlab study --preset standard --out normlab-study --no-report
 	$(BIN)/python benchmarks/plateau_validation.py normlab-study
-	$(BIN)/normlab study --preset standard --out normlab-study
+	$(BIN)/normlab study --preset standard --out normlab-study --no-report
 	$(BIN)/python benchmarks/plateau_validation.py normlab-study
 	$(BIN)/normlab report normlab-study
 

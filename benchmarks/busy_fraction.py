@@ -9,8 +9,10 @@ span (its first start to its last end) unless `--wall-s` gives the whole job's (
 report included, timed outside). `make run`'s plateau validations train too, outside the ledger: each run they
 continue (`STUDY/plateau_validation/<id>/`) counts from its resumed step to its end, read from the run itself (its
 status's end time, less the time its metrics say the continuation took). The figure is given with them
-(`busy_fraction`) and from the ledger alone (`ledger_only`). What is left is every gap where a worker waited:
-between passes, for the judging of a round or a quiet measurement, for the report.
+(`busy_fraction`) and from the ledger alone (`ledger_only`). What is left is the study's own measuring on a quiet
+machine, when by design nothing trains (the reference run, the claims' timings and checks: the ledger's
+`quiet_spans`, `quiet_fraction`), and every gap where a worker waited (`waiting_fraction`: between passes, for the
+judging of a round, for the report).
 """
 from __future__ import annotations
 
@@ -74,13 +76,20 @@ def validation_spans(folder: Path) -> list[tuple[float, float]]:
 
 def study_busy(study: Path, workers: int, wall_s: float | None = None) -> dict:
     """A study's busy fraction, its plateau validations' continued runs counted, with the ledger's alone beside
-    (`ledger_only`)."""
-    from normlab.study.ledger import Ledger
+    (`ledger_only`), and the rest of its wall split into measuring on a quiet machine and waiting."""
+    from normlab.study.ledger import QUIET_SPANS, Ledger
 
-    spans = [(r["started"], r["finished"]) for r in Ledger(study).rows() if r["started"] and r["finished"]]
+    ledger = Ledger(study)
+    spans = [(r["started"], r["finished"]) for r in ledger.rows() if r["started"] and r["finished"]]
     continued = validation_spans(study / "plateau_validation")
     result = busy_fraction(spans + continued, workers, wall_s)
-    return {**result, "validation_runs": len(continued), "ledger_only": busy_fraction(spans, workers, wall_s)}
+    quiet = sum(end - start for _, start, end in ledger.meta().get(QUIET_SPANS, []))
+    wall = result["wall_s"]
+    shares = {"quiet_s": round(quiet, 1), "quiet_fraction": round(quiet / wall, 4) if wall else None,
+              "waiting_fraction": round(1 - result["busy_fraction"] - quiet / wall, 4)
+              if wall and result["busy_fraction"] is not None else None}
+    return {**result, **shares, "validation_runs": len(continued),
+            "ledger_only": busy_fraction(spans, workers, wall_s)}
 
 
 def main(argv: list[str] | None = None) -> int:

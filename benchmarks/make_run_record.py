@@ -31,11 +31,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def commands(study: Path) -> list[list[str]]:
-    """`make run`'s five commands (Makefile, target `run`), with this interpreter's normlab."""
-    normlab = [sys.executable, "-m", "normlab"]
-    validate = [sys.executable, str(ROOT / "benchmarks" / "plateau_validation.py"), str(study)]
-    study_cmd = normlab + ["study", "--preset", "standard", "--out", str(study)]
-    return [study_cmd, validate, study_cmd, validate, normlab + ["report", str(study)]]
+    """`make run`'s five commands, read from the Makefile's target `run`, with this interpreter's normlab and
+    `study` for its directory."""
+    lines = (ROOT / "Makefile").read_text("utf-8").split("\nrun:", 1)[1].split("\n")[1:]
+    recipe = [line.split() for line in lines[:next(i for i, line in enumerate(lines) if not line.startswith("\t"))]]
+    swap = {"$(BIN)/normlab": [sys.executable, "-m", "normlab"], "$(BIN)/python": [sys.executable],
+            "normlab-study": [str(study)], "benchmarks/plateau_validation.py": [str(ROOT / "benchmarks" /
+                                                                                  "plateau_validation.py")]}
+    return [[part for word in cmd for part in swap.get(word, [word])] for cmd in recipe]
 
 
 def run_timed(study: Path, times: Path) -> None:
@@ -86,6 +89,8 @@ def record(steps: list[tuple[str, float, float]], study: Path, workers: int = 2)
         "stopped_runs_that_trained": trained if isinstance(trained, int) else len(trained),
         "busy_fraction": busy["busy_fraction"],
         "busy_fraction_ledger_only": busy["ledger_only"]["busy_fraction"],
+        "quiet_measuring_fraction": busy["quiet_fraction"],  # the study's timings and checks, alone by design
+        "waiting_fraction": busy["waiting_fraction"],  # what is left: judging, planning, process starts, the report
         "longest_idle_s": busy["longest_idle_s"],
         "rules": verdicts["rules"]["fingerprint"],
         "limit": f"at most 100 reference runs of wall: {'met' if total / ref <= 100 else 'not met'} "

@@ -71,4 +71,32 @@ def test_the_make_run_record_reads_its_five_timed_steps_and_refuses_fewer(tmp_pa
     assert record.read_times(times) == [("normlab study", 10.0, 20.5), ("validate", 20.5, 22.0)]
     with pytest.raises(SystemExit, match="make run has 5 steps; the times give 2"):
         record.record(record.read_times(times), tmp_path)
-    assert [c[-2:] for c in record.commands(tmp_path / "s")][:1] == [["--out", str(tmp_path / "s")]]
+    # the Makefile's five commands, on this study: the study twice without its report, the report once at the end
+    cmds = record.commands(tmp_path / "s")
+    assert [c[c.index("-m") + 2] if "-m" in c else Path(c[1]).name for c in cmds] == [
+        "study", "plateau_validation.py", "study", "plateau_validation.py", "report"]
+    assert all(str(tmp_path / "s") in c for c in cmds) and [("--no-report" in c) for c in cmds] == [
+        True, False, True, False, False]
+
+
+def test_a_studys_quiet_measuring_is_told_from_waiting(tmp_path):
+    """Two workers over 20 s: both train 0–10 s and 15–20 s; 10–13 s the study measures alone on a quiet machine
+    (its ledger's `quiet_spans`), 13–15 s it waits. Busy 75 %, measuring alone 15 %, waiting the other 10 %."""
+    import sqlite3
+
+    from normlab.study.ledger import Ledger
+
+    spec = importlib.util.spec_from_file_location("busy", BENCHMARKS[0].parent / "busy_fraction.py")
+    busy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(busy)
+    ledger = Ledger(tmp_path)
+    with sqlite3.connect(tmp_path / "study.sqlite") as db:
+        db.executemany("INSERT INTO runs (id, config, status, started, finished) VALUES (?, '{}', 'completed', ?, ?)",
+                       [("a", 100.0, 110.0), ("b", 100.0, 110.0), ("c", 115.0, 120.0),
+                        ("d", 115.0, 120.0)])
+    ledger.add_quiet_span("measure C10", 110.0, 112.0)
+    ledger.add_quiet_span("measure C16", 112.0, 113.0)
+    out = busy.study_busy(tmp_path, 2)
+    assert (out["busy_fraction"], out["quiet_s"], out["quiet_fraction"]) == (0.75, 3.0, 0.15)
+    assert out["waiting_fraction"] == pytest.approx(0.10) and out["longest_idle_s"] == 5.0
+    assert [s[0] for s in ledger.meta()["quiet_spans"]] == ["measure C10", "measure C16"]

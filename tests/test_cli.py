@@ -134,6 +134,23 @@ def test_study_prints_each_active_runs_step_and_loss_when_output_is_not_a_termin
     assert not re.search(r"^study\s+━", result.output, re.M)  # no bar drawn into a log
 
 
+def test_study_without_its_report_trains_says_how_far_it_is_and_leaves_the_report_to_normlab_report(tmp_path):
+    """`make run`'s passes before its last: --no-report trains and exits as the study would, and writes no report
+    (`normlab report` writes it once, from the ledger)."""
+    from tests.study.test_study import TINY
+
+    args = ["study", "--out", str(tmp_path / "s"), "--claims", "C13", "--seeds", "0", "--workers", "1",
+            "--no-report"]
+    for item in TINY + ["train.steps=8"]:
+        args += ["--set", item]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "final: " in result.output and f"no report (`normlab report {tmp_path / 's'}`)" in result.output
+    assert not list((tmp_path / "s").glob("report.*")) and not (tmp_path / "s" / "verdicts.json").exists()
+    again = runner.invoke(app, ["report", str(tmp_path / "s")])
+    assert again.exit_code == 0 and (tmp_path / "s" / "verdicts.json").is_file(), again.output
+
+
 def test_train_prints_a_line_per_evaluation_when_output_is_not_a_terminal(tmp_path):
     config = tmp_path / "c.toml"
     config.write_text(tiny_config().to_toml())

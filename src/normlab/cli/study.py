@@ -64,6 +64,10 @@ def study(
     address: Optional[str] = typer.Option(None, "--address", metavar="HOST:PORT",
                                           help="With --executor ray: the cluster (HOST:PORT or auto); unset: a "
                                           "local Ray."),
+    write_report: bool = typer.Option(True, "--report/--no-report", help="Judge the study and write its report "
+                                      "when its runs are done; --no-report: only train, say how far the study is "
+                                      "and exit as it would (a pipeline that runs the study again, or `normlab "
+                                      "report` later, writes the report once)."),
     plan_only: bool = typer.Option(False, "--plan", help="Print the power plan (each claim's test, the smallest p it "
                               "can reach at its seeds, the level it must beat) and exit; trains nothing."),
 ) -> None:
@@ -89,22 +93,26 @@ def study(
     except ConfigError as e:  # OUT's study.sqlite is not a study ledger; an executor that cannot start
         fail(str(e))
     try:
-        from normlab.study.publish import publish
+        from normlab.study.ledger import Ledger
+        from normlab.study.publish import publish, run_counts, study_status
 
         if tensorboard:  # runs trained before the flag was given (or shipped to Ray nodes) get theirs now
             from normlab.study.tensorboard import write_events
             write_events(out)
         # judged from the ledger as it is now, so the report and the terminal never disagree
-        paths, verdicts, status = publish(out, outcome.plan)  # the study as it ended: seeds after their rounds
-        from normlab.study.ledger import Ledger
-        from normlab.study.publish import run_counts
+        if write_report:
+            paths, verdicts, status = publish(out, outcome.plan)  # the study as it ended: seeds after their rounds
+        else:
+            paths, verdicts, status = None, [], study_status(out, outcome.plan)
         counts = run_counts(outcome.plan, Ledger(out), outcome.ids)  # each word in its one meaning
     except ConfigError as e:  # OUT's study.sqlite is not a study ledger
         fail(str(e))
-    _print_verdicts(verdicts, status.status_text())
+    if verdicts:
+        _print_verdicts(verdicts, status.status_text())
     _print_failed(status.failed)
+    where = f"{paths['html']}, {paths['markdown']}, {paths['json']}" if paths else f"no report (`normlab report {out}`)"
     console.print(f"{status.status_text()}: {sum(counts.values())} runs ({_counts(counts)}) in "
-                  f"{outcome.wall_s:.0f} s → {paths['html']}, {paths['markdown']}, {paths['json']}", highlight=False)
+                  f"{outcome.wall_s:.0f} s → {where}", highlight=False)
     raise typer.Exit(_study_exit_code(status))
 
 

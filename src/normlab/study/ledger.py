@@ -97,6 +97,8 @@ def owner_gone(owner_pid: int | None, owner_host: str | None, owner_start: int |
     return owner_start is not None and start is not None and start != owner_start
 
 
+QUIET_SPANS = "quiet_spans"  # the meta key of `Ledger.add_quiet_span`
+
 class Ledger:
     FILENAME = "study.sqlite"
 
@@ -168,6 +170,16 @@ class Ledger:
     def set_meta(self, key: str, value: Any) -> None:
         with self._tx() as db:
             db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+
+    def add_quiet_span(self, what: str, start: float, end: float) -> None:
+        """A stretch of the study's own measuring on a quiet machine (the reference run, the claims' timings and
+        checks), when by design no run trains: `quiet_spans` in the meta, [what, start, end] each (time.time()), so
+        that a reading of the workers' busy fraction (benchmarks/busy_fraction.py) tells it from waiting."""
+        with self._tx() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (QUIET_SPANS,)).fetchone()
+            spans = json.loads(row[0]) if row else []
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                       (QUIET_SPANS, json.dumps(spans + [[what, start, end]])))
 
     def meta(self) -> dict[str, Any]:
         with self._tx() as db:

@@ -61,6 +61,13 @@ def publish(out: str | Path, plan: StudyPlan | None = None) -> tuple[dict[str, P
     return paths, verdicts, status
 
 
+def study_status(out: str | Path, plan: StudyPlan) -> Completion:
+    """How far the study in `out` is (`state.Completion`), read from its ledger as `publish` reads it, judging
+    nothing and writing nothing: what `normlab study --no-report` says."""
+    ledger = Ledger(out)
+    return completion(plan, ledger, study_ids(plan, ledger, ledger.meta()["study"]["run_ids"]))
+
+
 def run_counts(plan: StudyPlan, ledger: Ledger, ids: list[str]) -> dict[str, int]:
     """The study's runs counted in the one meaning of each word (`study.trained.trained_counts`: trained below the
     study's line, did not train, censored), and those not finished (pending, running, failed to run)."""

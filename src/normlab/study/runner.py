@@ -85,9 +85,11 @@ def open_study(study_dir: str | Path) -> Ledger:
     resumed study keeps the timing it took first)."""
     ledger = Ledger(study_dir)
     known = ledger.meta().get(REFERENCE_KEY)
+    start = time.time()
     reference = measure_reference(known)
     if reference and reference is not known:
         ledger.set_meta(REFERENCE_KEY, reference)
+        ledger.add_quiet_span("reference run", start, time.time())
     return ledger
 
 
@@ -130,7 +132,9 @@ def measure_claims(plan: StudyPlan, ledger: Ledger) -> None:
         have = ledger.measured() - stale_measurements(plan, ledger)
         for claim_id in plan.claims:
             if claim_id not in have:  # None is stored too: it marks the claim measured (for `completion`)
+                start = time.time()
                 ledger.set_measurement(claim_id, CLAIMS.get(claim_id)().measure(plan.preset))
+                ledger.add_quiet_span(f"measure {claim_id}", start, time.time())
 
 
 MEASURE_LOCK = ".measuring.lock"  # in the study directory: held by the one process measuring
