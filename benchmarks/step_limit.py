@@ -15,6 +15,12 @@ AdamW, what `--stack-runs` does), at one thread. Beside each, in the same proces
   optimizer's element-wise ops, copies, other ops), the difference between the step's wall time under the profiler
   and the ops' own time being Python and dispatch (the profiler adds its own cost to that wall time).
 
+And **the candidates** that would bring the step alone nearer its matmuls (`--candidates`), each timed interleaved
+with the step it would replace (torch's foreach AdamW, eager), in one process, from the same init on the same
+batch: torch's fused AdamW CPU kernel, `torch.compile` (inductor's C++ kernels) of the model, and both. Each states
+what it costs before its first step (compiling), how many steps that is at the time it saves, and its numerics: the
+largest parameter difference from the eager step after a few steps, and whether two of its runs are bit-identical.
+
 Run it on an otherwise idle machine: it reports medians over rounds with their spread.
 """
 from __future__ import annotations
@@ -195,23 +201,98 @@ def bench(k: int | str, rounds: int) -> dict:
             "profile_ms": profile(side, x, y)}
 
 
+NUMERIC_STEPS = 20  # steps from one init on one batch, after which candidates' parameters are compared
+
+
+class Candidate(Alone):
+    """The step alone with one change: the fused AdamW kernel and/or a compiled model."""
+
+    def __init__(self, fused: bool, compiled: bool):
+        super().__init__()
+        if fused:
+            groups = [{k: v for k, v in g.items() if k not in ("foreach", "fused")} for g in self.opt.param_groups]
+            self.opt = torch.optim.AdamW(groups, fused=True)  # each group's lr, betas and decay as they were
+        if compiled:
+            self.model = torch.compile(self.model)
+
+
+def cold_compile() -> None:
+    """What a study's worker meets: nothing compiled in this process, and no compiled code on disk (a fresh
+    inductor cache), so that a candidate's setup is its whole compile."""
+    import os
+    import tempfile
+
+    torch._dynamo.reset()
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="step_limit_inductor_")
+
+
+def trained_params(make, x, y) -> list[torch.Tensor]:
+    side = make()
+    for _ in range(NUMERIC_STEPS):
+        side.step(x, y)
+    return [p.detach().clone() for p in (side.model._orig_mod if hasattr(side.model, "_orig_mod")
+                                         else side.model).parameters()]
+
+
+def candidates(rounds: int) -> list[dict]:
+    """Each candidate's step beside the eager one, its setup time and its numerics (see the module's text)."""
+    g = torch.Generator().manual_seed(0)
+    x, y = (torch.randint(VOCAB, (1, BATCH, model_config().block_size), generator=g) for _ in range(2))
+    eager = trained_params(Alone, x, y)
+    out = []
+    for name, fused, compiled in (("fused AdamW", True, False), ("compiled", False, True),
+                                  ("compiled + fused AdamW", True, True)):
+        cold_compile()
+        t = time.perf_counter()
+        side = Candidate(fused, compiled)
+        side.step(x, y)
+        setup = time.perf_counter() - t
+        base, limit = Alone(), Matmuls(1)
+        for _ in range(3):
+            side.step(x, y), base.step(x, y), limit.step()
+        times: dict[str, list[float]] = {"candidate": [], "eager": [], "matmuls": []}
+        for _ in range(rounds):
+            for key, fn in (("candidate", side.step), ("eager", base.step), ("matmuls", limit.step)):
+                t = time.perf_counter()
+                for _ in range(16):
+                    fn(x, y)
+                times[key].append((time.perf_counter() - t) / 16)
+        step, was, mm = (statistics.median(times[k]) for k in ("candidate", "eager", "matmuls"))
+        mine = trained_params(lambda: Candidate(fused, compiled), x, y)
+        again = trained_params(lambda: Candidate(fused, compiled), x, y)
+        saved = was - step
+        out.append({"candidate": name, "step_ms": spread(times["candidate"]), "eager_step_ms": spread(times["eager"]),
+                    "matmuls_ms": spread(times["matmuls"]), "step_over_matmuls": step / mm,
+                    "eager_over_matmuls": was / mm, "speedup": was / step, "setup_s": round(setup, 2),
+                    "steps_to_repay_setup": round((setup - was) / saved) if saved > 0 else None,
+                    "max_param_diff_from_eager": max((a - b).abs().max().item() for a, b in zip(mine, eager)),
+                    "bit_identical_rerun": all(torch.equal(a, b) for a, b in zip(mine, again)),
+                    "after_steps": NUMERIC_STEPS})
+        print(f"{name:24} step {step * 1e3:6.2f} ms against eager {was * 1e3:6.2f} ({was / step:4.2f}×), "
+              f"{step / mm:4.2f}× its matmuls; setup {setup:5.1f} s; |Δθ| {out[-1]['max_param_diff_from_eager']:.1e} "
+              f"after {NUMERIC_STEPS} steps", flush=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ks", default="1,4,16,32")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--candidates", action="store_true", help="also time the candidates beside the eager step")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)  # as every CPU preset's run trains (train.threads = 1)
     steady_allocator()
     rows = []
-    for k in ["alone", *(int(v) for v in args.ks.split(","))]:
+    for k in ["alone", *(int(v) for v in args.ks.split(",") if v)]:
         row = bench(k, args.rounds)
         rows.append(row)
         print(f"K={k!s:5} step {row['step_ms']['median']:8.2f} ms ({row['step_ms_per_run']:6.2f} per run)  matmuls "
               f"{row['matmuls_ms']['median']:7.2f} ms  ratio {row['step_over_matmuls']:5.2f}×  phases "
               + ", ".join(f"{n} {v:.1f}" for n, v in row["phases_ms"].items()), flush=True)
     out = {"machine": f"{torch.get_num_threads()} thread of a {cpu_model()}", "torch": torch.__version__,
-           "python": platform.python_version(), "batch": BATCH, "rows": rows}
+           "python": platform.python_version(), "batch": BATCH, "rows": rows,
+           **({"candidates": candidates(args.rounds)} if args.candidates else {})}
     if args.out:
         args.out.write_text(json.dumps(out, indent=1) + "\n", "utf-8")
     return 0

@@ -255,6 +255,14 @@ def test_the_step_limit_table_is_its_json():
     p16 = rows["16"]["profile_ms"]
     assert f"matmuls {p16['matmul']:.1f}, attention" in flat and f"GELU {p16['activation']:.1f}" in flat
     assert all(r["step_over_matmuls"] > 1.5 for r in rows.values())  # what the page says of the limit
+    said = {"fused AdamW": "torch's fused AdamW (CPU kernel)", "compiled": "`torch.compile` of the model",
+            "compiled + fused AdamW": "both"}
+    for c in data["candidates"]:  # each candidate's row, and what the page says of them all
+        row = (f"| {said[c['candidate']]} | {c['speedup']:.2f}× faster | {c['step_over_matmuls']:.2f}× (eager "
+               f"{c['eager_over_matmuls']:.2f}×) |")
+        assert row in text and f"{c['max_param_diff_from_eager']:.1e} from eager" in text, row
+        assert c["bit_identical_rerun"] and c["step_over_matmuls"] > 1.8  # "reruns bit-identical", "none reaches"
+        assert c["setup_s"] < 1 or (f"{c['setup_s']:.1f} s" in text and f"{c['steps_to_repay_setup']:,} steps" in text)
 
 
 def test_the_residual_2026_cost_table_is_its_json():

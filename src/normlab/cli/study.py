@@ -64,10 +64,8 @@ def study(
     address: Optional[str] = typer.Option(None, "--address", metavar="HOST:PORT",
                                           help="With --executor ray: the cluster (HOST:PORT or auto); unset: a "
                                           "local Ray."),
-    write_report: bool = typer.Option(True, "--report/--no-report", help="Judge the study and write its report "
-                                      "when its runs are done; --no-report: only train, say how far the study is "
-                                      "and exit as it would (a pipeline that runs the study again, or `normlab "
-                                      "report` later, writes the report once)."),
+    write_report: bool = typer.Option(True, "--report/--no-report", help="Write the report when done; "
+                                      "--no-report: train and say how far it is (`normlab report` writes it)."),
     plan_only: bool = typer.Option(False, "--plan", help="Print the power plan (each claim's test, the smallest p it "
                               "can reach at its seeds, the level it must beat) and exit; trains nothing."),
 ) -> None:
