@@ -80,7 +80,7 @@ def study(
     except (ConfigError, ValueError) as e:
         fail(str(e))
     if plan_only:
-        _print_plan(plan.spec)
+        _print_plan(plan)
         return
     console.print(f"normlab study: preset [bold]{plan.preset.name}[/], claims {', '.join(plan.spec.claims)}, "
                   f"seeds {plan.preset.seeds} → {out}", highlight=False)
@@ -194,16 +194,16 @@ def report(out: Path = typer.Argument(Path("normlab-study"), metavar="OUT", help
     console.print(f"{status.status_text()} → {paths['html']}, {paths['markdown']}, {paths['json']}", highlight=False)
 
 
-def _print_plan(spec) -> None:
-    """The study's power plan, before anything trains (study/power.py)."""
+def _print_plan(plan) -> None:
+    """The study's power plan, before anything trains (study/power.py, resolved with the plan)."""
     from normlab.study import power
 
-    table = Table(title=f"power plan of {spec.preset.name}: Holm over {len(spec.claims)} claims at α = 0.05",
+    table = Table(title=f"power plan of {plan.preset.name}: Holm over {len(plan.claims)} claims at α = 0.05",
                   title_justify="left")
     for col in ("claim", "primary test", "seeds (looks)", "share of α", "floor of p", "level, strictest step",
                 "reachable", "sized on the design seeds"):
         table.add_column(col, overflow="fold")
-    for r in power.plan(spec):
+    for r in plan.power_plan:
         table.add_row(r.claim, r.test, ", ".join(map(str, r.seeds)), ", ".join(f"{x:g}" for x in r.shares),
                       ", ".join(f"{x:.2g}" for x in r.floors), ", ".join(f"{x:.2g}" for x in r.strictest),
                       r.reachable, r.design or "—")

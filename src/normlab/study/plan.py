@@ -112,6 +112,8 @@ class StudyPlan:
     builder: RunBuilder
     claim_seeds: dict[str, list[int]]  # a claim's seeds after its rounds, where they are not the preset's
     robust_changed: dict[str, Any] | None = None
+    # each claim's line of the power plan (`normlab study --plan`, the report's)
+    power_plan: tuple[power.PlanRow, ...] = ()
 
     def __getitem__(self, claim_id: str) -> ClaimPlan:
         return self.plans[claim_id]
@@ -236,7 +238,8 @@ def plan_study(spec: StudySpec, claim_seeds: dict[str, list[int]] | None = None,
                           f"overrides) is not valid: {one_line(e)}") from None
     robust = {"train.threads": spec.preset.robust_threads} if spec.robustness else None
     plans = {cid: plan_claim(spec, cid, base, claim_seeds.get(cid), robust) for cid in spec.claims}
-    return StudyPlan(spec, tuple(sorted(spec.claims, key=claim_number)), plans, base, builder, claim_seeds, robust)
+    return StudyPlan(spec, tuple(sorted(spec.claims, key=claim_number)), plans, base, builder, claim_seeds, robust,
+                     tuple(power.plan(spec)))
 
 
 def look(preset: Preset, claim_id: str, n_seeds: int) -> tuple[int, int] | None:

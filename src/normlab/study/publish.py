@@ -51,7 +51,7 @@ def publish(out: str | Path, plan: StudyPlan | None = None) -> tuple[dict[str, P
                   **({"train_wall_reference_runs": round(cost["train_wall_reference_runs"], 1),
                       "reference_run_s": reference["s"]} if cost["train_wall_reference_runs"] else {}),
                   "environment": environment(resolve_device("cpu")), "thresholds": thresholds(verdicts),
-                  "power_plan": {"scheme": power.SCHEME, **{r.claim: r.text() for r in power.plan(spec)}}}
+                  "power_plan": {"scheme": power.SCHEME, **{r.claim: r.text() for r in plan.power_plan}}}
     sections = general_sections(main_records(plan, judge_trained(ledger.records(set(ids)), plan.lines)),
                                 ledger.measurements())
     paths = render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
