@@ -14,13 +14,13 @@ from normlab.study.plan import load_study
 
 # (preset, study options) -> [runs, sha256 of the sorted ids, sha256 of the sorted (id, stored config) pairs]
 PINNED = {
-    ("standard", ""): [270, "f5393d7a1c95ffdb", "6163d6bc04b0336d"],
-    ("quick", ""): [150, "c4acc3cc42fa627b", "0d64d6ec2ee4573c"],
-    ("deep", ""): [45, "fece40265c44e825", "35471413cfd5153c"],
-    ("full", ""): [500, "0c3bc7d9fbb9b90a", "787e5be379ff8f81"],
-    ("frontier", ""): [230, "8453b8c7f08dce53", "1f27b9164a7f2fe6"],
-    ("residual", ""): [60, "8f08e7ad169c8246", "9524678156156a4e"],
-    ("standard", "vary=init,context,width robustness"): [1560, "b77c06cb8b76e69c", "15fa2ef887872a49"],
+    ("standard", ""): [270, "988b1faa4a9cd6cb", "f61f4ec57a697350"],
+    ("quick", ""): [150, "5bc82caacfe61e6f", "50bdff2a720d1614"],
+    ("deep", ""): [45, "3ec11dec77328d11", "e9f6d43113937f3f"],
+    ("full", ""): [500, "dc0ec947a37662d4", "0b5211b38b0e4923"],
+    ("frontier", ""): [230, "8f2a82d7d0ca3e09", "05bfb81d80129948"],
+    ("residual", ""): [60, "3f16ce01230c6643", "16ce61b70f7d33bc"],
+    ("standard", "vary=init,context,width robustness"): [1560, "540bbdf6e3f81b69", "37556ca5f51982d1"],
 }
 OPTIONS = {"": {}, "vary=init,context,width robustness": {"vary": ["init", "context", "width"], "robustness": True}}
 
