@@ -74,7 +74,7 @@ def record(steps: list[tuple[str, float, float]], study: Path, workers: int = 2)
     trained = validation["trained"]
     seeds = sorted({s for v in verdicts["verdicts"] for s in v.get("seeds") or []})
     return {
-        "command": "make run (its venv already set up): normlab study --preset standard, "
+        "command": "make run (its venv already set up): normlab study --preset standard --no-report, "
                    "benchmarks/plateau_validation.py, the study again, the validation again, normlab report",
         "machine": f"{os.cpu_count()}-core {verdicts['cost']['reference_run'].get('cpu')} ({platform.machine()})",
         "date": datetime.date.fromtimestamp(steps[0][1]).isoformat(),
