@@ -400,7 +400,8 @@ def test_the_frontier_findings_quote_the_committed_files():
     assert limits["Pre-LN"] > limits["Keel"] and held["F8"]["outcome"]["why"] == "effect seen, not past the family-wise level"
     assert f"about {held['F8']['outcome']['needed']} seeds needed" in text
     for cid, words in (("F5", "LayerNorm Scaling ends {:.3f} nats behind Pre-LN under its paper's init (Pre-LN − LNS {})"),
-                       ("F6", "HybridNorm {:.3f} nats ahead (Pre-LN − HybridNorm {})")):
+                       ("F6", "HybridNorm {:.3f} nats " + ("ahead" if held["F6"]["value"] > 0 else "behind")
+                        + " (Pre-LN − HybridNorm {})")):
         assert held[cid]["verdict"] == "inconclusive" and abs(held[cid]["value"]) < 0.02
         assert words.format(abs(held[cid]["value"]), iv(held[cid]["interval"])) in text, cid
     assert (f"about {held['F5']['outcome']['needed']} and {held['F6']['outcome']['needed']} seeds would decide them"
@@ -639,7 +640,7 @@ def test_the_residual_held_out_findings_quote_the_committed_study():
             f"{iv(parts['F9'][0]['interval'], '.2f')}; mHC's is {parts['F9'][1]['value']:.3f}",
             f"HC's largest is {parts['F9'][2]['value']:.2f}× mHC's",
             f"inconclusive: HC ends {hc['value']:.3f} nats better than Pre-LN {iv(hc['interval'])}, mHC "
-            f"{-mhc['value']:.3f} worse {iv(mhc['interval'])}, both intervals spanning the margin",
+            f"{-mhc['value']:.3f} worse {iv([-x for x in reversed(mhc['interval'])])}, both intervals spanning the margin",
             f"is {out['value']:.2f} smaller than Pre-LN's, of the log gradient {grad['value']:.2f}; AttnRes ends "
             f"{loss['value']:.3f} nats better {iv(loss['interval'])} at 8 layers",
             f"SpanNorm failed to train in {span['n_failed_to_train']} of {span['n_runs']} seeds and Post-LN in "
