@@ -83,7 +83,11 @@ def study_busy(study: Path, workers: int, wall_s: float | None = None) -> dict:
     spans = [(r["started"], r["finished"]) for r in ledger.rows() if r["started"] and r["finished"]]
     continued = validation_spans(study / "plateau_validation")
     result = busy_fraction(spans + continued, workers, wall_s)
-    quiet = sum(end - start for _, start, end in ledger.meta().get(QUIET_SPANS, []))
+    quiet_spans = [(start, end) for _, start, end in ledger.meta().get(QUIET_SPANS, [])]
+    if wall_s is None and spans:  # the wall is the study's own span: only what the study measured inside it
+        first, last = min(s for s, _ in spans + continued), max(e for _, e in spans + continued)
+        quiet_spans = [(max(start, first), min(end, last)) for start, end in quiet_spans if end > first and start < last]
+    quiet = sum(end - start for start, end in quiet_spans)
     wall = result["wall_s"]
     shares = {"quiet_s": round(quiet, 1), "quiet_fraction": round(quiet / wall, 4) if wall else None,
               "waiting_fraction": round(1 - result["busy_fraction"] - quiet / wall, 4)

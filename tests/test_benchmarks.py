@@ -100,3 +100,8 @@ def test_a_studys_quiet_measuring_is_told_from_waiting(tmp_path):
     assert (out["busy_fraction"], out["quiet_s"], out["quiet_fraction"]) == (0.75, 3.0, 0.15)
     assert out["waiting_fraction"] == pytest.approx(0.10) and out["longest_idle_s"] == 5.0
     assert [s[0] for s in ledger.meta()["quiet_spans"]] == ["measure C10", "measure C16"]
+    # the reference run, timed before the first run starts, is outside the study's own span (the default wall), and
+    # inside a whole job's wall given from outside
+    ledger.add_quiet_span("reference run", 95.0, 100.0)
+    assert busy.study_busy(tmp_path, 2)["quiet_s"] == 3.0
+    assert busy.study_busy(tmp_path, 2, wall_s=25.0)["quiet_s"] == 8.0
