@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 from normlab.jsonsafe import write_json
-from normlab.study.claims import CLAIMS
 from normlab.study.jobs import run_cost
 from normlab.study.plan import load_study
 

@@ -71,7 +71,6 @@ def test_a_study_resolves_each_runs_vocabulary_at_its_start_reading_the_corpus_o
     key for key, the vocabulary included), read once per corpus; a run's id is still the hash of its config
     as built, before the vocabulary is filled in (the ids of earlier studies)."""
     from normlab.data.vocab import _read
-    from normlab.study.claims import CLAIMS
     from normlab.study.plan import load_study
 
     _read.cache_clear()

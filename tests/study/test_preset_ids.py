@@ -9,7 +9,6 @@ import json
 
 import pytest
 
-from normlab.study.claims import CLAIMS
 from normlab.study.plan import load_study
 
 # (preset, study options) -> [runs, sha256 of the sorted ids, sha256 of the sorted (id, stored config) pairs]

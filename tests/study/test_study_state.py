@@ -11,7 +11,6 @@ import pytest
 from typer.testing import CliRunner
 
 from normlab.cli import app
-from normlab.study.claims import CLAIMS
 from normlab.study.ledger import MAX_ATTEMPTS, Ledger
 from normlab.study.runner import run_study
 from normlab.study.plan import load_study
