@@ -777,8 +777,8 @@ def test_f8_limits_the_seeds_do_not_back_are_underpowered_with_their_split_as_ev
     keel = [OK, OK, ONE_DIVERGED, DIV, DIV]
     v = CLAIMS.get("F8")().judge(_f8(keel, [OK, OK, TWO_FAILED, DIV, DIV], [OK, OK, DIV, DIV, DIV]), None, P)
     assert v.verdict == INCONCLUSIVE and v.why == ""
-    e = v.details["evidence"]
-    assert (e["test"], e["k"], e["n"]) == ("sign", 1, 1) and "Post-LN" in e["what"]
+    e = v.evidence
+    assert (e.test, e.k, e.n) == ("sign", 1, 1) and "Post-LN" in e.what
     assert leans(v)
     v = explain(v, 0.05)
     assert v.why == UNDERPOWERED and v.needed is not None and v.needed > 5
@@ -790,7 +790,7 @@ def test_f7_everything_training_is_beyond_the_grid_and_its_split_is_recorded():
 
     v = CLAIMS.get("F7")().judge(_f7(none=[OK] * 3, per_head=[OK] * 3, full_width=[OK] * 3), None, P)
     assert v.verdict == INCONCLUSIVE and v.why == OFF_GRID and not leans(v)
-    assert v.details["evidence"]["test"] == "sign" and CLAIMS.get("F7").test_kind == "sign"
+    assert v.evidence.test == "sign" and CLAIMS.get("F7").test_kind == "sign"
     # QK-norm's limit below none's in all 5 seeds (p = 1/32): past α = 0.05 for each part, not past the 0.025 a
     # bundled "does not hold" needs; limits that differ are not beyond the grid
     v = CLAIMS.get("F7")().judge(_f7(none=[OK, OK, DIV], per_head=[ONE_DIVERGED, DIV, DIV],

@@ -215,12 +215,13 @@ def test_f13s_tokens_per_parameter_are_the_ones_docs_frontier_quotes():
 
 def test_f12s_failure_split_is_its_evidence_so_a_seed_round_can_follow():
     """SpanNorm failing without warmup in 2 more seeds than Post-LN: no decision at 5 seeds, but the split leans,
-    and the power plan reads it (`details["evidence"]`) to add the second look's seeds."""
+    and the power plan reads it (`Verdict.evidence`) to add the second look's seeds."""
     from normlab.study.power import leans
 
     recs = f12(["stuck", "stuck", "stuck", 2.2, 2.3], ["stuck"] * 5, five(2.201, 0.001), five(2.2))
     v = judge("F12", recs)
-    assert v.verdict == INCONCLUSIVE and v.details["evidence"]["n"] == 2 and v.details["evidence"]["k"] == 2
+    assert v.verdict == INCONCLUSIVE and (v.evidence.n, v.evidence.k) == (2, 2)
+    assert v.to_dict()["details"]["evidence"]["n"] == 2  # verdicts.json keeps it where it was
     assert leans(v)
 
 
@@ -228,4 +229,4 @@ def test_f12s_split_is_its_evidence_only_while_it_is_open():
     """Once SpanNorm's failure split is decided, the open part's interval is the evidence a seed round reads."""
     recs = f12(["stuck"] * 5, five(2.3), five(2.21, 0.02), five(2.2))
     v = judge("F12", recs)
-    assert v.parts[0]["verdict"] == HOLDS and v.details["evidence"] is None
+    assert v.parts[0]["verdict"] == HOLDS and v.evidence is None and "evidence" not in v.to_dict()["details"]

@@ -11,7 +11,8 @@ from normlab.study.claims import CLAIMS, FAILS, HOLDS, INCONCLUSIVE, Verdict
 from normlab.study.claims.decisions import compare, fails_more
 from normlab.study.claims.grouping import Group
 from normlab.study.claims.prose import pct
-from normlab.study.claims.statistics import ALPHA, SPENDING, Level, look_alpha, sign_evidence, t_interval
+from normlab.study.claims.statistics import (ALPHA, SPENDING, Level, OpenInterval, look_alpha, sign_evidence,
+                                             t_interval)
 from normlab.study.plan import load_study
 from normlab.study.presets import HELD_OUT, PRESETS
 from tests.conftest import judged_study
@@ -79,10 +80,8 @@ def test_only_an_inconclusive_verdict_whose_evidence_leans_gets_more_seeds():
 
 
 def _split(verdict, k, against, seeds=5, open_level=False):
-    v = _verdict(verdict)
-    v.details["evidence"] = {**sign_evidence(k, against, seeds, "a failure split"), **({"open": True} if open_level
-                                                                                      else {})}
-    return v
+    return dataclasses.replace(_verdict(verdict), evidence=sign_evidence(k, against, seeds, "a failure split",
+                                                                         open=open_level))
 
 
 def test_a_failure_split_leans_when_most_discordant_seeds_fall_one_way():
@@ -133,13 +132,17 @@ def test_about_k_seeds_needed_projects_the_split_and_the_interval():
     assert needed(sign_evidence(4, 1, 5, "x"), 0.0028) > 10
     assert needed(sign_evidence(2, 2, 5, "x"), 0.05) is None  # no lean, no projection
     # an interval [−0.01, 0.03] at 5 seeds: centre 0.01, half 0.02: 4× the seeds to halve it past 0
-    assert needed({"test": "t", "interval": [-0.01, 0.03], "seeds": 5}, 0.05) == 20
+    assert needed(_interval((-0.01, 0.03), 5), 0.05) == 20
     # a loss gap in nats must also clear the margin it straddles: [0.005, 0.025] is 0.005 from +0.02
-    assert needed({"test": "t", "interval": [0.005, 0.025], "statistic": "gap (nats)", "seeds": 5}, 0.05) == 20
-    assert needed({"test": "t", "interval": [0.1, 0.3], "seeds": 5}, 0.05) is None  # straddles nothing known
+    assert needed(_interval((0.005, 0.025), 5, "gap (nats)"), 0.05) == 20
+    assert needed(_interval((0.1, 0.3), 5), 0.05) is None  # straddles nothing known
     # a loss gap past the margin is decided by excluding 0, not by clearing the margin it also straddles: C13's
     # held-out gap +0.025 [−0.002, 0.051] at 10 seeds: centre 0.0246, half 0.0266, (0.0266 / 0.0246)² × 10 → 12
-    assert needed({"test": "t", "interval": [-0.002032, 0.051158], "statistic": "gap (nats)", "seeds": 10}, 0.05) == 12
+    assert needed(_interval((-0.002032, 0.051158), 10, "gap (nats)"), 0.05) == 12
+
+
+def _interval(interval, seeds, statistic="", bounds=(), unit="seeds", scale=""):
+    return OpenInterval(interval, statistic, bounds, unit, seeds, scale)
 
 
 def test_a_ratio_built_on_logs_is_projected_on_the_log_scale():
@@ -148,11 +151,11 @@ def test_a_ratio_built_on_logs_is_projected_on_the_log_scale():
     read on the linear scale it would be 116."""
     from normlab.study.power import needed
 
-    e = {"test": "t", "interval": [0.20, 1.42], "seeds": 9, "bounds": [0.98], "unit": "timing rounds"}
-    assert needed({**e, "scale": "log"}, 0.05) == 24
+    e = _interval((0.20, 1.42), 9, bounds=(0.98,), unit="timing rounds")
+    assert needed(dataclasses.replace(e, scale="log"), 0.05) == 24
     assert needed(e, 0.05) == 116
     # a ratio with no bounds of its own is decided against 1: 0.629 from log 1, (0.980 / 0.629)² × 9 → 22
-    assert needed({**e, "scale": "log", "bounds": []}, 0.05) == 22
+    assert needed(dataclasses.replace(e, scale="log", bounds=()), 0.05) == 22
 
 
 def test_an_interval_is_projected_past_its_own_boundaries_not_past_zero():
@@ -161,17 +164,17 @@ def test_an_interval_is_projected_past_its_own_boundaries_not_past_zero():
     from normlab.study.power import evidence, needed
 
     # a timing ratio [0.80, 1.00] decided against 0.95: centre 0.90, half 0.10, 0.05 from it: 4× the rounds
-    ratio = {"test": "t", "interval": [0.8, 1.0], "seeds": 15, "bounds": [0.95]}
+    ratio = _interval((0.8, 1.0), 15, bounds=(0.95,))
     assert needed(ratio, 0.05) == 60
-    assert needed({**ratio, "bounds": []}, 0.05) is None  # against 0 it straddles nothing: the old projection
+    assert needed(dataclasses.replace(ratio, bounds=()), 0.05) is None  # against 0 it straddles nothing
     # a verdict's own interval carries its bounds in details; an open part's in the part
     # C5's exponent [0.4, 1.2] straddles ½ and 1: centre 0.8, half 0.4, 0.2 from 1: 4× the seeds
     v = Verdict("C5", INCONCLUSIVE, "exponent", 0.8, 5, {}, interval=[0.4, 1.2], details={"bounds": [0.5, 1.0]})
-    assert evidence(v)["bounds"] == [0.5, 1.0] and needed(evidence(v), 0.05) == 20
+    assert evidence(v).bounds == (0.5, 1.0) and needed(evidence(v), 0.05) == 20
     part = {"verdict": INCONCLUSIVE, "interval": [0.8, 1.0], "statistic": "time ratio", "bounds": [0.95],
             "rounds": 15}
     e = evidence(_verdict(INCONCLUSIVE, None, [part]))
-    assert (e["unit"], e["seeds"], e["bounds"]) == ("timing rounds", 15, [0.95])
+    assert (e.unit, e.count, e.bounds) == ("timing rounds", 15, (0.95,))
 
 
 def test_a_measurement_left_open_asks_for_timing_rounds_not_seeds():
@@ -190,7 +193,7 @@ def test_a_measurement_left_open_asks_for_timing_rounds_not_seeds():
     assert v.to_dict()["outcome"]["unit"] == "timing rounds"
     loss = {"verdict": INCONCLUSIVE, "interval": [-0.01, 0.03], "statistic": "gap (nats)"}
     both = _verdict(INCONCLUSIVE, None, [timing, loss])
-    assert evidence(both)["unit"] == "seeds" and leans(both)  # the seeds' part first: a round can narrow it
+    assert evidence(both).unit == "seeds" and leans(both)  # the seeds' part first: a round can narrow it
 
 
 def test_a_verdict_open_only_by_its_grid_or_scale_gets_no_seeds():

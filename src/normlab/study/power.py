@@ -22,7 +22,8 @@ from typing import Any
 from normlab.report.outcome import EQUIVALENT, INCONCLUSIVE, OFF_GRID, OFF_SCALE, TOO_FEW_TRAINED, UNDERPOWERED
 from normlab.study.claims import CLAIMS, Verdict
 from normlab.study.claims.quality import WARMUP_ROUNDS
-from normlab.study.claims.statistics import ALPHA, LOSS_MARGIN, MIN_SEEDS, SPENDING, Level, sign_test
+from normlab.study.claims.statistics import (ALPHA, LOSS_MARGIN, MIN_SEEDS, SPENDING, Evidence, Level, OpenInterval,
+                                             SignSplit, sign_test)
 from normlab.study.design import design_record
 
 # what a claim's primary test is, and the smallest p it can reach at n seeds (`floor`)
@@ -162,31 +163,32 @@ def plan_text(rows: list[PlanRow]) -> list[str]:
 
 
 # -- evidence, leaning and "about k needed" ------------------------------------------------------------------------
-def evidence(verdict: Verdict) -> dict[str, Any] | None:
-    """The primary test's evidence a verdict recorded (`details["evidence"]`: a failure split), or else the interval
-    still open: an inconclusive part's where the verdict has parts (one over seeds before a measurement's over
-    timing rounds), the verdict's own otherwise; with the boundaries it is decided against (`Part.bounds`,
-    `details["bounds"]`) and what more of would narrow it (`unit`: seeds, or a measurement's timing rounds)."""
-    details = verdict.details or {}
-    found = details.get("evidence")
-    if found and found.get("n"):
+def evidence(verdict: Verdict) -> Evidence | None:
+    """The primary test's evidence: the failure split the verdict recorded (`Verdict.evidence`), or else the
+    interval still open (`OpenInterval`): an inconclusive part's where the verdict has parts (one over seeds before
+    a measurement's over timing rounds), the verdict's own otherwise; with the boundaries it is decided against
+    (`Part.bounds`, `details["bounds"]`) and what more of would narrow it (seeds, or a measurement's timing
+    rounds)."""
+    found = verdict.evidence
+    if found and found.n:
         return found
+    details = verdict.details or {}
     open_parts = sorted((p for p in verdict.parts if p["verdict"] == INCONCLUSIVE and _finite(p.get("interval"))),
                         key=lambda p: bool(p.get("rounds")))
     unmeasured = [p for p in verdict.parts
                   if p["verdict"] == INCONCLUSIVE and p.get("rounds") and not p.get("interval")]
     if not open_parts and unmeasured:  # a timing whose rounds were too few for any interval at its level
         p = unmeasured[0]
-        return {"test": "t", "interval": None, "statistic": p.get("statistic") or "",
-                "bounds": list(p.get("bounds") or []), "unit": "timing rounds", "seeds": p["rounds"]}
+        return OpenInterval(None, p.get("statistic") or "", tuple(p.get("bounds") or ()), "timing rounds",
+                            p["rounds"])
     source = open_parts[0] if open_parts else ({"interval": verdict.interval, "statistic": verdict.statistic,
                                                 "bounds": details.get("bounds")} if not verdict.parts else None)
     if source and _finite(source.get("interval")):
         rounds = source.get("rounds")
-        return {"test": "t", "interval": list(source["interval"]), "statistic": source.get("statistic") or "",
-                "bounds": list(source.get("bounds") or []), "unit": "timing rounds" if rounds else "seeds",
-                "seeds": rounds or len(verdict.seeds) or verdict.n_seeds,
-                "scale": source.get("scale") or ("" if verdict.parts else details.get("scale", ""))}
+        lo, hi = source["interval"]
+        return OpenInterval((lo, hi), source.get("statistic") or "", tuple(source.get("bounds") or ()),
+                            "timing rounds" if rounds else "seeds", rounds or len(verdict.seeds) or verdict.n_seeds,
+                            source.get("scale") or ("" if verdict.parts else details.get("scale", "")))
     return found  # a split with no discordant seed, or None: nothing to narrow
 
 
@@ -201,45 +203,45 @@ def leans(verdict: Verdict) -> bool:
     if verdict.why in (OFF_SCALE, OFF_GRID):  # the claim said more seeds would not decide it
         return False
     e = evidence(verdict)
-    if e and e.get("unit", "seeds") != "seeds":  # a measurement's timing rounds: a seed round adds none
+    if e and e.unit != "seeds":  # a measurement's timing rounds: a seed round adds none
         return False
-    if e and e["test"] == "sign" and e["n"] and (verdict.verdict == INCONCLUSIVE or e.get("open")):
-        return 2 * e["k"] > e["n"]
+    if isinstance(e, SignSplit) and e.n and (verdict.verdict == INCONCLUSIVE or e.open):
+        return e.leans()
     if verdict.verdict != INCONCLUSIVE:
         return False
     open_parts = [p for p in verdict.parts if p["verdict"] == INCONCLUSIVE]
     return any(p.get("interval") for p in open_parts) if open_parts else bool(verdict.interval)
 
 
-def needed(e: dict[str, Any], alpha: float) -> int | None:
+def needed(e: Evidence, alpha: float) -> int | None:
     """About how many seeds in all would bring the evidence past `alpha`, if added seeds fall as these did: for a
     failure split, the same share of discordant seeds and of them the same share one way; for an interval, its
     half-width shrinking as 1/√n until it clears every boundary it straddles (the evidence's `bounds`, else 0 and
     ±margin for a loss gap in nats). For a measurement over timing rounds, the same in rounds. None: nothing to
     project."""
-    seeds = e.get("seeds") or 0
+    seeds = e.count or 0
     if seeds < 1:
         return None
-    if e["test"] == "t" and e.get("interval") is None:  # timing rounds too few for the median's interval to
+    if isinstance(e, OpenInterval) and e.interval is None:  # timing rounds too few for the median's interval to
         # exist: the order statistics cover the median at 1 − α from 2·½ⁿ ≤ α on (`statistics.median_interval`),
         # and the first round is a warm-up the rule discards
         return math.ceil(math.log2(2 / alpha)) + WARMUP_ROUNDS
-    if e["test"] == "sign":
-        if not e["n"] or 2 * e["k"] <= e["n"]:
+    if isinstance(e, SignSplit):
+        if not e.leans():
             return None
         for total in range(seeds + 1, MAX_NEEDED + 1):  # at `seeds` it did not pass: it is inconclusive
-            d = round(e["n"] * total / seeds)
-            if sign_test(round(e["k"] * total / seeds), d) < alpha:
+            d = round(e.n * total / seeds)
+            if sign_test(round(e.k * total / seeds), d) < alpha:
                 return total
         return None
-    lo, hi = e["interval"]
-    bounds = list(e.get("bounds") or [])
-    if e.get("scale") == "log":  # built on logs: it narrows there, symmetric about the log of its centre
+    lo, hi = e.interval
+    bounds = list(e.bounds)
+    if e.scale == "log":  # built on logs: it narrows there, symmetric about the log of its centre
         if lo <= 0 or any(b <= 0 for b in bounds):
             return None
         lo, hi, bounds = math.log(lo), math.log(hi), [math.log(b) for b in bounds] or [0.0]
     centre, half = (lo + hi) / 2, (hi - lo) / 2
-    if not bounds and "nats" in e.get("statistic", ""):
+    if not bounds and "nats" in e.statistic:
         # a loss gap decided as `decisions.compare` decides it: beyond the margin, by excluding 0; within it, by
         # lying inside ±margin. The distance that decides is the one on the side its centre lies
         target = abs(centre) if abs(centre) > LOSS_MARGIN else LOSS_MARGIN - abs(centre)
@@ -262,12 +264,12 @@ def explain(verdict: Verdict, alpha: float) -> Verdict:
     e = evidence(verdict)
     if e is None:
         return dataclasses.replace(verdict, why=TOO_FEW_TRAINED)
-    if e["test"] == "sign" and not e["n"]:
-        return dataclasses.replace(verdict, why=EQUIVALENT if e["seeds"] >= MIN_SEEDS else TOO_FEW_TRAINED)
-    if e["test"] == "t" and e.get("interval") and "nats" in e["statistic"] and -LOSS_MARGIN < e["interval"][0] \
-            and e["interval"][1] < LOSS_MARGIN:
+    if isinstance(e, SignSplit) and not e.n:
+        return dataclasses.replace(verdict, why=EQUIVALENT if e.seeds >= MIN_SEEDS else TOO_FEW_TRAINED)
+    if isinstance(e, OpenInterval) and e.interval and "nats" in e.statistic and -LOSS_MARGIN < e.interval[0] \
+            and e.interval[1] < LOSS_MARGIN:
         return dataclasses.replace(verdict, why=EQUIVALENT)
-    measured = {"unit": e["unit"], "unit_count": e["seeds"]} if e.get("unit", "seeds") != "seeds" else {}
+    measured = {"unit": e.unit, "unit_count": e.count} if e.unit != "seeds" else {}
     return dataclasses.replace(verdict, why=UNDERPOWERED, needed=needed(e, alpha), **measured)
 
 

@@ -19,7 +19,7 @@ from normlab.config import Change, ConfigError
 from normlab.jsonsafe import json_safe
 from normlab.registry import Registry
 from normlab.report.figure import Figure
-from normlab.study.claims.statistics import Level
+from normlab.study.claims.statistics import Level, SignSplit
 from normlab.study.records import RunRecord
 
 CLAIMS: Registry[type["Claim"]] = Registry("claim")
@@ -99,6 +99,9 @@ class Verdict:
     # the same claim on the design seeds (study/design.py): {"verdict", "reading", "seeds", "replicated"}; empty
     # where no design record exists for the preset
     design: dict[str, Any] = field(default_factory=dict)
+    # the primary test's failure split, where the claim's evidence is one (C1, C14, F7, F8, F12): what the power
+    # plan reads to tell whether more seeds could decide it (study/power.py); verdicts.json keeps it in `details`
+    evidence: SignSplit | None = None
 
     @property
     def outcome(self) -> Outcome:
@@ -112,16 +115,22 @@ class Verdict:
     @classmethod
     def from_dict(cls, row: dict[str, Any]) -> "Verdict":
         """A verdicts.json row back as a Verdict: its rule's word is `primary`; `outcome` is derived, not stored."""
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = {f.name for f in dataclasses.fields(cls)} - {"evidence"}
         outcome = outcome_of(row)  # a row from before typed outcomes is read from its data, never its words
+        details = dict(row.get("details") or {})
         return cls(**{**{k: v for k, v in row.items() if k in names}, "verdict": outcome.verdict,
-                      "depends_on": list(outcome.depends_on)})
+                      "depends_on": list(outcome.depends_on), "details": details,
+                      "evidence": SignSplit.from_dict(details.pop("evidence", None))})
 
     def to_dict(self) -> dict[str, Any]:
         """As verdicts.json holds it: `verdict` is the outcome's text (`depends on init`), `primary` the rule's word
         at the claim's own levels, `outcome` the typed outcome."""
         outcome = self.outcome
-        return {**asdict(self), "verdict": outcome.text, "primary": self.verdict, "outcome": outcome.to_dict()}
+        row = {**asdict(self), "verdict": outcome.text, "primary": self.verdict, "outcome": outcome.to_dict()}
+        del row["evidence"]
+        if self.evidence is not None:
+            row["details"] = {**row["details"], "evidence": self.evidence.to_dict()}
+        return row
 
 
 @dataclass(frozen=True)
@@ -213,11 +222,13 @@ class Claim:
     def make(self, verdict: str | None, statistic: str, value: float | None, n_seeds: int, settings: dict[str, Any],
              summary: str, *, missing: str | None = None, parts: list["Part"] | None = None,
              interval: list[float] | None = None, test: str = "", seeds: list[int] | None = None,
-             reading: str | None = None, why: str = "", **details: Any) -> Verdict:
+             reading: str | None = None, why: str = "", evidence: SignSplit | None = None,
+             **details: Any) -> Verdict:
         """`missing`: the reading when the key number could not be computed, saying why (Post-LN did not train
         at 16 layers), so a verdict beside `n/a` never seems to rest on nothing. `reading`: the key number in
         words where `self.reading(value)` cannot say it (it needs more than the value). `parts`: the sub-verdicts
-        of a bundled claim; with `verdict=None` the claim's verdict is theirs combined (`combine`)."""
+        of a bundled claim; with `verdict=None` the claim's verdict is theirs combined (`combine`). `evidence`: the
+        primary test's failure split, where the claim decides by one (`statistics.sign_evidence`)."""
         settings = {**settings, "paper": settings.get("paper") or self.paper} if self.paper else settings
         parts = parts or []
         bundled = verdict is None and len(parts) > 1
@@ -229,7 +240,7 @@ class Claim:
         return Verdict(self.id, verdict, statistic, value, n_seeds, settings, json_safe(details), summary,
                        reading=reading or "", parts=[p.to_dict() for p in parts],
                        interval=json_safe(list(interval)) if interval else None, test=test,
-                       seeds=sorted(set(seeds or [])), bundled=bundled, why=why)
+                       seeds=sorted(set(seeds or [])), bundled=bundled, why=why, evidence=evidence)
 
     def judge(self, records: list[RunRecord], measurement: dict[str, Any] | None, preset) -> Verdict:
         """`verdict`, with a bundled claim's "does not hold" corrected for its parts (`corrected`)."""

@@ -16,7 +16,7 @@ from normlab.study.claims.decisions import limit_verdict
 from normlab.study.claims.frontier import PAPERS, FrontierClaim, arm
 from normlab.study.claims.grouping import group, n_seeds, select
 from normlab.study.claims.prose import fmt
-from normlab.study.claims.statistics import TRAINS, sign_evidence
+from normlab.study.claims.statistics import TRAINS, SignSplit, sign_evidence
 from normlab.study.claims.sweeps import limit_split, trains
 
 
@@ -27,8 +27,8 @@ def highest_trainable(records, lrs, **fixed) -> float | None:
     return max(ok) if ok else None
 
 
-def open_split(parts: list[Part], splits: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The primary test's split (`details["evidence"]`) of the first part that does not hold, else of the first
+def open_split(parts: list[Part], splits: list[dict[str, Any]]) -> SignSplit | None:
+    """The primary test's split (`Verdict.evidence`) of the first part that does not hold, else of the first
     part: the seeds where the claimed arm's own limit is the higher (`k`) against those where it is the lower
     (`sweeps.limit_split`)."""
     at = next((i for i, p in enumerate(parts) if p.verdict != HOLDS), 0) if parts else None

@@ -13,7 +13,7 @@ from normlab.study.claims.decisions import (by_failures, compare, fails_more, li
                                             not_worse, worse)
 from normlab.study.claims.grouping import failures, from_runs, group, group_record, n_seeds, select
 from normlab.study.claims.prose import ci_text, fmt, loss_test, pct, said, sign_p, tost_test
-from normlab.study.claims.statistics import LOSS_MARGIN, MIN_SEEDS, TRAINS, sign_evidence, spearman
+from normlab.study.claims.statistics import LOSS_MARGIN, MIN_SEEDS, TRAINS, SignSplit, sign_evidence, spearman
 from normlab.study.claims.sweeps import (at_depth, deeper_deficit, depth_figure, depth_rows, depth_sweep, lr_sweep,
                                          max_stable_lr, paired_limits, seed_limits,
                                          sweep_figure, swept_lrs, sweep_table)
@@ -53,13 +53,12 @@ class WarmupC1(Claim):
               for lr in swept_lrs(preset, 0)}
         verdict = at.get(preset.lr_fixed) or self.at_lr(records, preset, preset.lr_fixed)
         regions = {lr: region(v) for lr, v in at.items()}
-        details = {**verdict.details, "regions": {f"{lr:g}": r for lr, r in regions.items()},
-                   "evidence": leaning_split(at)}
+        details = {**verdict.details, "regions": {f"{lr:g}": r for lr, r in regions.items()}}
         if len(at) <= 1:
-            return dataclasses.replace(verdict, details=details)
+            return dataclasses.replace(verdict, details=details, evidence=leaning_split(at))
         scope = {"lr": {f"lr {lr:g}": v.verdict for lr, v in at.items()}}
         return dataclasses.replace(
-            verdict, scope=scope, depends_on=list(split_and_open(scope)[0]),
+            verdict, scope=scope, evidence=leaning_split(at), depends_on=list(split_and_open(scope)[0]),
             details={**details, "lr_boundary": lr_boundary({lr: v.verdict for lr, v in at.items()})},
             reading=region_text(regions) + f"; at lr {preset.lr_fixed:g}: {verdict.reading}",
             summary=verdict.summary + "; along lr: " + region_text(regions))
@@ -224,7 +223,7 @@ def region_text(regions: dict[float, str]) -> str:
     return "; ".join(f"{r} at lr {', '.join(f'{lr:g}' for lr in lrs)}" for r, lrs in by_region.items())
 
 
-def leaning_split(at: dict[float, Any]) -> dict[str, Any] | None:
+def leaning_split(at: dict[float, Any]) -> SignSplit | None:
     """The failure split a seed round could decide: at the lr where C1 is open (its verdict there, or a part,
     inconclusive) and Post-LN without warmup failed alone in most discordant seeds; the strongest such split."""
     best = None
@@ -233,9 +232,9 @@ def leaning_split(at: dict[float, Any]) -> dict[str, Any] | None:
             continue
         post = v.details.get("post_failed") or {}
         k, against = post.get("only_a_failed", 0), post.get("only_b_failed", 0)
-        if k + against and (best is None or abs(k - against) > 2 * best["k"] - best["n"]):
-            best = {**sign_evidence(k, against, len(post.get("seeds") or []),
-                                    f"Post-LN without warmup alone did not train, at lr {lr:g}"), "open": True}
+        if k + against and (best is None or abs(k - against) > 2 * best.k - best.n):
+            best = sign_evidence(k, against, len(post.get("seeds") or []),
+                                 f"Post-LN without warmup alone did not train, at lr {lr:g}", open=True)
     return best
 
 

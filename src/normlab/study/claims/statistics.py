@@ -128,12 +128,69 @@ def sign_test(k: int, n: int) -> float:
     return sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n if n else 1.0
 
 
-def sign_evidence(k: int, against: int, seeds: int, what: str) -> dict[str, Any]:
-    """A claim's failure split as the study's power plan reads it (study/power.py: whether it leans, about how
-    many seeds would decide it): `k` seeds fall the way the claim says, `against` the other way, of `seeds`
-    paired; `what` says which split it is. A claim stores it as `details["evidence"]`."""
-    return {"test": "sign", "k": max(k, against), "n": k + against, "seeds": seeds, "what": what,
-            "p_one_sided": sign_test(max(k, against), k + against)}
+@dataclass(frozen=True)
+class SignSplit:
+    """A claim's failure split, its primary test's evidence as the study's power plan reads it (study/power.py:
+    whether it leans, about how many seeds would decide it): `k` of the `n` discordant seeds fall the majority way,
+    of `seeds` paired; `what` says which split it is. `open`: the split is at an open level of the verdict's scope
+    (C1 at an lr), so it may lean where the verdict at the claim's own level is decided. A claim hands it to
+    `Claim.make(evidence=...)`; verdicts.json keeps it as `details["evidence"]`."""
+
+    k: int
+    n: int
+    seeds: int
+    what: str
+    open: bool = False
+    test = "sign"  # class constants, not fields: what the power plan asks of any evidence
+    unit = "seeds"
+
+    @property
+    def p_one_sided(self) -> float:
+        return sign_test(self.k, self.n)
+
+    @property
+    def count(self) -> int:
+        return self.seeds
+
+    def leans(self) -> bool:
+        """Its majority falls one way."""
+        return bool(self.n) and 2 * self.k > self.n
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"test": self.test, "k": self.k, "n": self.n, "seeds": self.seeds, "what": self.what,
+                "p_one_sided": self.p_one_sided, **({"open": True} if self.open else {})}
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any] | None) -> "SignSplit | None":
+        """A verdicts.json `details["evidence"]` back as a split (None stays None)."""
+        if not row:
+            return None
+        return cls(row["k"], row["n"], row["seeds"], row.get("what", ""), bool(row.get("open")))
+
+
+@dataclass(frozen=True)
+class OpenInterval:
+    """An interval still open, the evidence of a verdict without a split (study/power.py reads it): the key number's,
+    or an inconclusive part's, with the boundaries it is decided against (`bounds`: () for the usual ones, 0 and
+    ±LOSS_MARGIN for a loss gap in nats) and over how many of what it was built (`count` `unit`: seeds, or a
+    measurement's timing rounds, which more seeds would not narrow). `interval` None: timing rounds too few for
+    any interval at the level. `scale` "log": built on logs, and narrows there."""
+
+    interval: tuple[float, float] | None
+    statistic: str
+    bounds: tuple[float, ...]
+    unit: str
+    count: int
+    scale: str = ""
+    test = "t"
+
+
+def sign_evidence(k: int, against: int, seeds: int, what: str, open: bool = False) -> SignSplit:
+    """A failure split where `k` seeds fall the way the claim says and `against` the other way, of `seeds` paired."""
+    return SignSplit(max(k, against), k + against, seeds, what, open)
+
+
+Evidence = SignSplit | OpenInterval
 
 
 def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float] | None:
