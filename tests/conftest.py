@@ -27,15 +27,16 @@ def tiny_config(**sections) -> RunConfig:
 
 
 def judged_study(spec, out, outcome) -> tuple:
-    """How far a study `run_study` trained in `out` got (`Completion`), and its verdicts: read from its ledger, as
-    `publish` reads them for the report."""
-    from normlab.study.judge import compute_verdicts
+    """How far a study `run_study` trained in `out` got (`Completion`), and its verdicts, as it judged them when it
+    ended (what the report renders); checked against judging its ledger afresh."""
+    from normlab.study.judge import judge_study
     from normlab.study.ledger import Ledger
-    from normlab.study.state import completion
 
-    ledger = Ledger(out)
-    plan = outcome.plan  # the study as it ended: its claims' seeds after their rounds (`spec`: as it began)
-    return completion(plan, ledger, outcome.ids), compute_verdicts(plan, ledger, outcome.ids)[0]
+    judged = outcome.judged
+    again = judge_study(judged.plan, Ledger(out), list(judged.ids))
+    assert again.status == judged.status and [v.to_dict() for v in again.verdicts] == \
+        [v.to_dict() for v in judged.verdicts], "the study's judgement differs from its ledger's"
+    return judged.status, list(judged.verdicts)
 
 
 @pytest.fixture

@@ -92,16 +92,16 @@ def study(
         fail(str(e))
     try:
         from normlab.study.ledger import Ledger
-        from normlab.study.publish import publish, run_counts, study_status
+        from normlab.study.publish import publish, run_counts
 
         if tensorboard:  # runs trained before the flag was given (or shipped to Ray nodes) get theirs now
             from normlab.study.tensorboard import write_events
             write_events(out)
-        # judged from the ledger as it is now, so the report and the terminal never disagree
+        # the study as it ended, judged once: the report and the terminal never disagree
         if write_report:
-            paths, verdicts, status = publish(out, outcome.plan)  # the study as it ended: seeds after their rounds
+            paths, verdicts, status = publish(out, outcome.judged)  # the study as it ended: seeds after their rounds
         else:
-            paths, verdicts, status = None, [], study_status(out, outcome.plan)
+            paths, verdicts, status = None, [], outcome.judged.status
         counts = run_counts(outcome.plan, Ledger(out), outcome.ids)  # each word in its one meaning
     except ConfigError as e:  # OUT's study.sqlite is not a study ledger
         fail(str(e))

@@ -3,22 +3,46 @@
 A claim judges its runs at the level `power.level` gives it (Holm's step over the study's claims, and the look of
 its seed rounds: `family.holm`); then, where the study measured them, the same claim is judged again on each other
 pass's runs: the other init recipe (`init-dependent`), each `--vary` factor and study-file axis (`depends on
-<factor>`, `scope_verdict`), and another thread count (`fragile`). Nothing here trains or writes: the runner calls
-it between looks to plan seed rounds, and `publish` calls it to write the report.
+<factor>`, `scope_verdict`), and another thread count (`fragile`). Nothing here trains or writes: the runner judges
+the study (`judge_study`) between looks to plan seed rounds, and its last judgement is what `publish` renders.
 """
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 from normlab.study import power
 from normlab.study.claims import CLAIMS, INCONCLUSIVE, Figure, Verdict
 from normlab.study.claims.base import split_and_open
 from normlab.study.claims.prose import init_text
 from normlab.study.claims.statistics import ALPHA, SPENDING, Level
+from normlab.study.design import design_beside
 from normlab.study.family import holm
 from normlab.study.ledger import Ledger
 from normlab.study.plan import ClaimPlan, Pass, StudyPlan
+from normlab.study.state import Completion, completion
 from normlab.study.trained import judge_trained
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A study judged from its ledger: the plan it was judged by, its runs (`ids`), how far it was (`status`), and
+    every claim's verdict, in family order with the design seeds' beside it, and figures. The runner judges a study
+    once its runs are settled, to plan its seed rounds; where nothing is added after that, the same judgement is
+    the one the report renders (`publish`), never worked out twice."""
+
+    plan: StudyPlan
+    ids: tuple[str, ...]
+    status: Completion
+    verdicts: tuple[Verdict, ...]
+    figures: dict[str, list[Figure]]
+
+
+def judge_study(plan: StudyPlan, ledger: Ledger, ids: list[str]) -> Judged:
+    """The study's judgement from its ledger alone, on the runs `ids` (its claims' and their follow-ups')."""
+    status = completion(plan, ledger, ids)  # before the verdicts: a run settling meanwhile is not called final
+    verdicts, figures = compute_verdicts(plan, ledger, ids)
+    return Judged(plan, tuple(ids), status, tuple(design_beside(plan.preset, verdicts)), figures)
 
 
 def compute_verdicts(plan: StudyPlan, ledger: Ledger, ids: list[str] | None = None,

@@ -13,33 +13,34 @@ from normlab.device import resolve_device
 from normlab.report import render_report
 from normlab.study import power
 from normlab.study.claims import CLAIMS, Verdict
-from normlab.study.design import design_beside
-from normlab.study.judge import compute_verdicts, main_records
+from normlab.study.judge import Judged, judge_study, main_records
 from normlab.study.ledger import Ledger
 from normlab.study.plan import StudyPlan, plan_from_meta
 from normlab.study.reference import REFERENCE_KEY, in_reference_runs
 from normlab.study.rules import rules_record, thresholds
 from normlab.study.sections import general_sections
-from normlab.study.state import Completion, completion, study_ids
+from normlab.study.state import Completion, study_ids
 from normlab.study.trained import judge_trained, trained_counts
 from normlab.train.lifecycle import environment
 
 HIDDEN = ("run_ids", "preset_settings", "init_pass_flag", "tokens", "lines")  # stored for `normlab report`, not for a reader
 
 
-def publish(out: str | Path, plan: StudyPlan | None = None) -> tuple[dict[str, Path], list[Verdict], Completion]:
-    """Judge the study in `out` from its ledger alone and write its report; returns (paths, verdicts, `Completion`).
-    `plan`: the study this process ran, as it ended (else the one the ledger stored)."""
+def publish(out: str | Path, judged: Judged | StudyPlan | None = None
+            ) -> tuple[dict[str, Path], list[Verdict], Completion]:
+    """Write the report of the study in `out`; returns (paths, verdicts, `Completion`). `judged`: the study as this
+    process judged it when it ended (`StudyOutcome.judged`); a plan: judge the ledger by it; None: judge the ledger
+    by the plan it stored (`normlab report`)."""
     ledger = Ledger(out)
     meta = ledger.meta()
     if "study" not in meta:  # killed before it registered its runs
         raise ConfigError(f"{str(ledger.path)!r} holds no study yet: run `normlab study --out {out}` first")
-    plan = plan or plan_from_meta(meta, ledger.schema)  # every claim's seeds, looks and passes, resolved once
+    if not isinstance(judged, Judged):
+        plan = judged or plan_from_meta(meta, ledger.schema)  # every claim's seeds, looks and passes, resolved once
+        judged = judge_study(plan, ledger, study_ids(plan, ledger, meta["study"]["run_ids"]))
+    plan, ids, status, verdicts, figures = judged.plan, list(judged.ids), judged.status, list(judged.verdicts), \
+        judged.figures
     spec = plan.spec
-    ids = study_ids(plan, ledger, meta["study"]["run_ids"])
-    status = completion(plan, ledger, ids)  # before the verdicts: a run settling meanwhile is not called final
-    verdicts, figures = compute_verdicts(plan, ledger, ids)
-    verdicts = design_beside(spec.preset, verdicts)
     info = {cid: {"title": CLAIMS.get(cid).title, "statement": CLAIMS.get(cid).statement,
                   "sources": CLAIMS.get(cid).sources} for cid in spec.claims}
     wall = train_wall_s(ledger, ids)
@@ -59,13 +60,6 @@ def publish(out: str | Path, plan: StudyPlan | None = None) -> tuple[dict[str, P
                           completion=status.to_dict(), failed_runs=status.failed, rules=rules_record(), cost=cost)
     paths["manifest"] = write_manifest(ledger, ids, out)
     return paths, verdicts, status
-
-
-def study_status(out: str | Path, plan: StudyPlan) -> Completion:
-    """How far the study in `out` is (`state.Completion`), read from its ledger as `publish` reads it, judging
-    nothing and writing nothing: what `normlab study --no-report` says."""
-    ledger = Ledger(out)
-    return completion(plan, ledger, study_ids(plan, ledger, ledger.meta()["study"]["run_ids"]))
 
 
 def run_counts(plan: StudyPlan, ledger: Ledger, ids: list[str]) -> dict[str, int]:

@@ -19,24 +19,28 @@ from normlab.bench.timing import steady_allocator
 from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS
 from normlab.study.jobs import EXECUTORS
-from normlab.study.judge import compute_verdicts
+from normlab.study.judge import Judged, judge_study
 from normlab.study.ledger import Ledger
 from normlab.study.plan import StudyPlan
 from normlab.study.reference import REFERENCE_KEY, measure_reference
-from normlab.study.state import followup_runs, stale_measurements
+from normlab.study.state import followup_runs, stale_measurements, study_ids
 from normlab.study.workers import ProgressCallback, Training
 
 
 @dataclass(frozen=True)
 class StudyOutcome:
     """What this process trained: the study's runs (`ids`), their counts by status when it stopped, and its wall
-    time. How far the study is (`state.completion`) and its verdicts (`judge.compute_verdicts`) are read from the
-    ledger, as `publish` reads them for the report."""
+    time; the plan as it ended (its claims' seeds after their rounds) and the study judged from its ledger then
+    (`judged`: how far it is, its verdicts), which the report renders."""
 
     ids: list[str]
     counts: dict[str, int]
     wall_s: float
-    plan: StudyPlan  # the study as it ended: its claims' seeds after their rounds
+    judged: Judged
+
+    @property
+    def plan(self) -> StudyPlan:
+        return self.judged.plan
 
 
 def run_study(plan: StudyPlan, study_dir: str | Path, workers: int | None = None,
@@ -44,7 +48,7 @@ def run_study(plan: StudyPlan, study_dir: str | Path, workers: int | None = None
               address: str | None = None, say: Callable[[str], None] = print, tensorboard: bool = False
               ) -> StudyOutcome:
     """Train what the claims need and measure, judging the claims on a schedule of looks between rounds
-    (`next_runs`); the study's verdicts are then judged from its ledger (`publish`). `stack_runs`: stack runs of one
+    (`next_runs`); the outcome carries the study's last judgement (`publish` renders it). `stack_runs`: stack runs of one
     shape (None: `workers.default_stack_runs`).
     `executor`: `local` worker processes, or `ray` tasks on the cluster at `address` (ray_executor.py).
     `tensorboard`: each run writes live events to STUDY/tensorboard/<run name> as it trains."""
@@ -60,11 +64,13 @@ def run_study(plan: StudyPlan, study_dir: str | Path, workers: int | None = None
         training.train(runs)
         if wait_for_others(ledger, set(training.ids), say):
             continue  # then take what they left: a run whose owner was lost is claimed again
-        plan, runs = next_runs(plan, ledger, training.ids, say)
+        plan, runs, judged = next_runs(plan, ledger, training.ids, say)
         training.plan = plan  # what the ledger records of the study: its seeds after this round
         if not runs:
             break
-    return StudyOutcome(training.ids, ledger.counts(set(training.ids)), time.perf_counter() - start, plan)
+    # judged once: where the last step judged the study and added nothing, that is its judgement
+    judged = judged or judge_study(plan, ledger, study_ids(plan, ledger, training.ids))
+    return StudyOutcome(training.ids, ledger.counts(set(training.ids)), time.perf_counter() - start, judged)
 
 
 def wait_for_others(ledger: Ledger, ids: set[str], say: Callable[[str], None], poll_s: float = 2.0) -> bool:
@@ -94,9 +100,10 @@ def open_study(study_dir: str | Path) -> Ledger:
 
 
 def next_runs(plan: StudyPlan, ledger: Ledger, ids: list[str], say: Callable[[str], None] = print
-              ) -> tuple[StudyPlan, list]:
-    """The study at its next step and what it trains there, once every run in `ids` is settled (nothing before:
-    chosen from partial results, it could differ from what the final ones choose), nothing when nothing is left:
+              ) -> tuple[StudyPlan, list, Judged | None]:
+    """The study at its next step, what it trains there, and the study's judgement where nothing is left to train
+    (None where something is, or its runs are not all settled). Nothing is chosen before every run in `ids` is
+    settled (chosen from partial results, it could differ from what the final ones choose):
     - the runs the claims start from trained ones (C7's fine-tunes, `state.followup_runs`);
     - else the next seed round's: each claim on the preset's schedule (`Preset.seed_rounds`) whose verdict at its
       look is inconclusive but leans one way (`power.leans`: a failure split whose majority falls one way, an
@@ -106,15 +113,17 @@ def next_runs(plan: StudyPlan, ledger: Ledger, ids: list[str], say: Callable[[st
     known = set(ids)
     done, total = ledger.progress(known)
     if done < total:
-        return plan, []
+        return plan, [], None
     measure_claims(plan, ledger)  # once, on a quiet machine; C10's verdict needs its timings to be judged at all
     more = [r for r in followup_runs(plan, ledger, ids) if r.id not in known]
     if more:
-        return plan, more
-    plan, grown = plan.grow(compute_verdicts(plan, ledger, ids, plan.on_schedule())[0])
-    if grown:
-        say(f"seed round: {', '.join(grown)}: its evidence leans one way but its test cannot yet reach its level")
-    return plan, [r for r in plan.runs if r.id not in known]
+        return plan, more, None
+    judged = judge_study(plan, ledger, ids)
+    grown_plan, grown = plan.grow(list(judged.verdicts))
+    if not grown:
+        return plan, [], judged
+    say(f"seed round: {', '.join(grown)}: its evidence leans one way but its test cannot yet reach its level")
+    return grown_plan, [r for r in grown_plan.runs if r.id not in known], None
 
 
 def measure_claims(plan: StudyPlan, ledger: Ledger) -> None:
