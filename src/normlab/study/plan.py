@@ -17,8 +17,8 @@ from normlab.config import ConfigError, RunConfig
 from normlab.study import power
 from normlab.study.claims import CLAIMS, claim_number
 from normlab.study.presets import Preset
-from normlab.study.runs import RunBuilder, RunSpec, one_line
-from normlab.study.spec import FACTORS, StudySpec, read_study, spec_from_meta
+from normlab.study.runs import RunBuilder, RunSpec
+from normlab.study.spec import FACTORS, StudySpec, base_invalid, read_study, spec_from_meta
 
 MAIN, OTHER_INIT, VARY, AXIS, ROBUSTNESS = "main", "other init", "vary", "axis", "robustness"
 INIT_KEY = "model.init"
@@ -233,13 +233,13 @@ def plan_study(spec: StudySpec, claim_seeds: dict[str, list[int]] | None = None,
     claim_seeds = dict(claim_seeds or {})
     try:
         base = builder.run({}, spec.preset.seeds[0]).flat
-    except ConfigError as e:
-        raise ConfigError(f"the study's base config (preset {spec.preset.name!r} with its [base] and --set "
-                          f"overrides) is not valid: {one_line(e)}") from None
+    except ConfigError as e:  # a stored study's base, which nothing validated since (`spec_from_meta`)
+        raise base_invalid(spec, e) from None
     robust = {"train.threads": spec.preset.robust_threads} if spec.robustness else None
-    plans = {cid: plan_claim(spec, cid, base, claim_seeds.get(cid), robust) for cid in spec.claims}
+    rows = {row.claim: row for row in power.plan(spec)}  # each claim's test and its spending over its looks
+    plans = {cid: plan_claim(spec, cid, base, claim_seeds.get(cid), robust, rows[cid].shares) for cid in spec.claims}
     return StudyPlan(spec, tuple(sorted(spec.claims, key=claim_number)), plans, base, builder, claim_seeds, robust,
-                     tuple(power.plan(spec)))
+                     tuple(rows.values()))
 
 
 def look(preset: Preset, claim_id: str, n_seeds: int) -> tuple[int, int] | None:
@@ -276,16 +276,17 @@ def varied(claim, preset: Preset, factor: str) -> dict[str, Any] | None:
 
 
 def plan_claim(spec: StudySpec, claim_id: str, base: dict[str, Any], seeds: list[int] | None,
-               robust: dict[str, Any] | None) -> ClaimPlan:
+               robust: dict[str, Any] | None, shares: tuple[float, ...]) -> ClaimPlan:
     """One claim's plan: its paper's init recipe for its own pass, then the other recipe's, each `--vary` factor's
-    other level, each axis value past the first, and another thread count, where the study runs them."""
+    other level, each axis value past the first, and another thread count, where the study runs them. `shares`:
+    its spending of α over its looks, from its line of the power plan (used where it has looks)."""
     claim, preset = CLAIMS.get(claim_id)(), spec.preset
     seeds = tuple(seeds or preset.seeds)
     at = look(preset, claim_id, len(seeds))
     recipes = inits(spec, claim)
     main = Pass(MAIN, {**base, INIT_KEY: recipes[0]})
     common = dict(id=claim_id, preset=preset, seeds=seeds, inits=recipes, look=at,
-                  shares=power.claim_shares(preset, claim_id, len(spec.claims)) if at else None, main=main)
+                  shares=shares if at else None, main=main)
     if not claim.runs(preset):
         return ClaimPlan(trains=False, **common)
     factors = [(f, o) for f in spec.vary if (o := varied(claim, preset, f)) is not None]

@@ -97,12 +97,6 @@ class PlanRow:
                 "level_loosest": list(self.loosest), "reachable": self.reachable, "design": self.design}
 
 
-def claim_shares(preset, claim_id: str, m: int) -> tuple[float, ...] | None:
-    """The spending over its looks of a claim on the preset's schedule, in a family of `m` claims (None:
-    SPENDING's)."""
-    return shares(CLAIMS.get(claim_id).test_kind, preset.seed_rounds, m)
-
-
 def level(plan, family: float) -> Level:
     """The level every decision of a claim is made at: the Holm step's `family`, and its look and shares from its
     plan (`study.plan.ClaimPlan`)."""

@@ -6,6 +6,7 @@ its training wall time; all of it is gathered here, so the command line only pri
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from normlab.config import ConfigError
@@ -38,31 +39,33 @@ def publish(out: str | Path, judged: Judged | StudyPlan | None = None
     if not isinstance(judged, Judged):
         plan = judged or plan_from_meta(meta, ledger.schema)  # every claim's seeds, looks and passes, resolved once
         judged = judge_study(plan, ledger, study_ids(plan, ledger, meta["study"]["run_ids"]))
-    plan, ids, status, verdicts, figures = judged.plan, list(judged.ids), judged.status, list(judged.verdicts), \
-        judged.figures
-    spec = plan.spec
+    return write_report(out, ledger, meta, judged), list(judged.verdicts), judged.status
+
+
+def write_report(out: str | Path, ledger: Ledger, meta: dict, judged: Judged) -> dict[str, Path]:
+    """The report of a judged study (HTML, Markdown, verdicts.json) and its manifest, with what it ran on and cost."""
     info = {cid: {"title": CLAIMS.get(cid).title, "statement": CLAIMS.get(cid).statement,
-                  "sources": CLAIMS.get(cid).sources} for cid in spec.claims}
-    wall = train_wall_s(ledger, ids)
+                  "sources": CLAIMS.get(cid).sources} for cid in judged.plan.claims}
+    wall = train_wall_s(ledger, judged.ids)
     reference = meta.get(REFERENCE_KEY)
     cost = {"train_wall_s": wall, "reference_run_s": (reference or {}).get("s"),
             "train_wall_reference_runs": in_reference_runs(wall, reference), "reference_run": reference}
     study_info = {**{k: v for k, v in meta["study"].items() if k not in HIDDEN},
-                  "counts": run_counts(plan, ledger, ids), "train_wall_s": wall,
+                  "counts": run_counts(judged.plan, ledger, judged.ids), "train_wall_s": wall,
                   **({"train_wall_reference_runs": round(cost["train_wall_reference_runs"], 1),
                       "reference_run_s": reference["s"]} if cost["train_wall_reference_runs"] else {}),
-                  "environment": environment(resolve_device("cpu")), "thresholds": thresholds(verdicts),
-                  "power_plan": {"scheme": power.SCHEME, **{r.claim: r.text() for r in plan.power_plan}}}
-    sections = general_sections(main_records(plan, judge_trained(ledger.records(set(ids)), plan.lines)),
-                                ledger.measurements())
-    paths = render_report(out, title=f"normlab study ({spec.preset.name})", verdicts=verdicts, claim_info=info,
-                          claim_figures=figures, sections=sections, study_info=study_info,
-                          completion=status.to_dict(), failed_runs=status.failed, rules=rules_record(), cost=cost)
-    paths["manifest"] = write_manifest(ledger, ids, out)
-    return paths, verdicts, status
+                  "environment": environment(resolve_device("cpu")), "thresholds": thresholds(judged.verdicts),
+                  "power_plan": {"scheme": power.SCHEME, **{r.claim: r.text() for r in judged.plan.power_plan}}}
+    sections = general_sections(main_records(judged.plan, judge_trained(ledger.records(set(judged.ids)),
+                                                                        judged.plan.lines)), ledger.measurements())
+    paths = render_report(out, title=f"normlab study ({judged.plan.preset.name})", verdicts=list(judged.verdicts),
+                          claim_info=info, claim_figures=judged.figures, sections=sections, study_info=study_info,
+                          completion=judged.status.to_dict(), failed_runs=judged.status.failed, rules=rules_record(),
+                          cost=cost)
+    return {**paths, "manifest": write_manifest(ledger, judged.ids, out)}
 
 
-def run_counts(plan: StudyPlan, ledger: Ledger, ids: list[str]) -> dict[str, int]:
+def run_counts(plan: StudyPlan, ledger: Ledger, ids: Sequence[str]) -> dict[str, int]:
     """The study's runs counted in the one meaning of each word (`study.trained.trained_counts`: trained below the
     study's line, did not train, censored), and those not finished (pending, running, failed to run)."""
     counts = trained_counts(judge_trained(ledger.records(set(ids)), plan.lines))
@@ -70,7 +73,7 @@ def run_counts(plan: StudyPlan, ledger: Ledger, ids: list[str]) -> dict[str, int
     return {k: v for k, v in {**counts, **unfinished}.items() if v}
 
 
-def write_manifest(ledger: Ledger, ids: list[str], out: str | Path) -> Path:
+def write_manifest(ledger: Ledger, ids: Sequence[str], out: str | Path) -> Path:
     """OUT/manifest.json: each of the study's runs with its seed, its start and end (UTC) and the fingerprint of the
     rules that claimed it, beside the fingerprint the report judged by, so that a reader (and tests/test_results.py)
     can check that every run of a held-out study started after its rules were frozen."""
@@ -91,7 +94,7 @@ def write_manifest(ledger: Ledger, ids: list[str], out: str | Path) -> Path:
     return path
 
 
-def train_wall_s(ledger: Ledger, ids: list[str]) -> float:
+def train_wall_s(ledger: Ledger, ids: Sequence[str]) -> float:
     """From the first run's start to the last run's end (pending runs have neither)."""
     rows = [r for r in ledger.rows() if r["id"] in set(ids)]
     started, finished = [r["started"] for r in rows if r["started"]], [r["finished"] for r in rows if r["finished"]]

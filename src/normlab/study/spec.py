@@ -197,14 +197,19 @@ def _validate(spec: StudySpec) -> None:
     try:
         spec.preset.config
     except ConfigError as e:
-        raise ConfigError(f"the study's base config (preset {spec.preset.name!r} with its [base] and --set "
-                          f"overrides) is not valid: {one_line(e)}") from None
+        raise base_invalid(spec, e) from None
     for key, values in spec.axes.items():
         for value in values:
             try:
                 derive(spec.preset.config, {key: value})
             except ConfigError as e:
                 raise ConfigError(f"study axis {key!r}: value {value!r} is not valid: {one_line(e)}") from None
+
+
+def base_invalid(spec: StudySpec, error: ConfigError) -> ConfigError:
+    """The error of a study whose base config is not valid, naming where the base comes from."""
+    return ConfigError(f"the study's base config (preset {spec.preset.name!r} with its [base] and --set overrides) "
+                       f"is not valid: {one_line(error)}")
 
 
 def spec_from_meta(meta: dict[str, Any], schema: int = 0) -> StudySpec:
