@@ -13,13 +13,13 @@ from normlab.study.plan import load_study
 
 # (preset, study options) -> [runs, sha256 of the sorted ids, sha256 of the sorted (id, stored config) pairs]
 PINNED = {
-    ("standard", ""): [270, "988b1faa4a9cd6cb", "f61f4ec57a697350"],
-    ("quick", ""): [150, "5bc82caacfe61e6f", "50bdff2a720d1614"],
-    ("deep", ""): [45, "3ec11dec77328d11", "e9f6d43113937f3f"],
-    ("full", ""): [500, "dc0ec947a37662d4", "0b5211b38b0e4923"],
-    ("frontier", ""): [230, "8f2a82d7d0ca3e09", "05bfb81d80129948"],
-    ("residual", ""): [60, "3f16ce01230c6643", "16ce61b70f7d33bc"],
-    ("standard", "vary=init,context,width robustness"): [1560, "540bbdf6e3f81b69", "37556ca5f51982d1"],
+    ("standard", ""): [270, "b9d34f9a7d4b8572", "a15f8a1e0902022c"],
+    ("quick", ""): [150, "66cc50f631be6d30", "571464500f97ca29"],
+    ("deep", ""): [45, "12cc4cc1ebf76e2c", "d29c452ecfd2f2b7"],
+    ("full", ""): [500, "de3cf605e5e7a705", "a28a04ed038cc741"],
+    ("frontier", ""): [230, "33e9c3fb0532d1b6", "a51a1dde0255428c"],
+    ("residual", ""): [60, "95b3accd67636141", "2fec8d116e1adf1e"],
+    ("standard", "vary=init,context,width robustness"): [1560, "7511adc655b7e8d2", "bde6d28b4d89ce15"],
 }
 OPTIONS = {"": {}, "vary=init,context,width robustness": {"vary": ["init", "context", "width"], "robustness": True}}
 
