@@ -1,6 +1,6 @@
 """Run a study: plan its runs, train them (workers.py), measure, and plan its follow-ups and seed rounds (judging
-the claims on a schedule of looks, judge.py), until nothing is added. The report judges the study from its ledger
-(publish.py).
+the claims on a schedule of looks, judge.py), until nothing is added. The study's last judgement is what its report
+renders (publish.py); `normlab report` judges the ledger afresh.
 
 A study is final only once every run is settled (completed, diverged, or failed MAX_ATTEMPTS
 times) and every claim measured; until then (another process still training here, say) its
@@ -102,7 +102,8 @@ def open_study(study_dir: str | Path) -> Ledger:
 def next_runs(plan: StudyPlan, ledger: Ledger, ids: list[str], say: Callable[[str], None] = print
               ) -> tuple[StudyPlan, list, Judged | None]:
     """The study at its next step, what it trains there, and the study's judgement where nothing is left to train
-    (None where something is, or its runs are not all settled). Nothing is chosen before every run in `ids` is
+    (None where something is, where its runs are not all settled, or where a claim grew into seeds whose runs are
+    all known already: that plan is judged afresh). Nothing is chosen before every run in `ids` is
     settled (chosen from partial results, it could differ from what the final ones choose):
     - the runs the claims start from trained ones (C7's fine-tunes, `state.followup_runs`);
     - else the next seed round's: each claim on the preset's schedule (`Preset.seed_rounds`) whose verdict at its
