@@ -48,8 +48,8 @@ def run_study(plan: StudyPlan, study_dir: str | Path, workers: int | None = None
               address: str | None = None, say: Callable[[str], None] = print, tensorboard: bool = False
               ) -> StudyOutcome:
     """Train what the claims need and measure, judging the claims on a schedule of looks between rounds
-    (`next_runs`); the outcome carries the study's last judgement (`publish` renders it). `stack_runs`: stack runs of one
-    shape (None: `workers.default_stack_runs`).
+    (`next_runs`); the outcome carries the study's last judgement (`publish` renders it). `stack_runs`: stack runs
+    of one shape (None: `workers.default_stack_runs`).
     `executor`: `local` worker processes, or `ray` tasks on the cluster at `address` (ray_executor.py).
     `tensorboard`: each run writes live events to STUDY/tensorboard/<run name> as it trains."""
     if executor not in EXECUTORS:

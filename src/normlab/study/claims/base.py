@@ -100,7 +100,8 @@ class Verdict:
     # where no design record exists for the preset
     design: dict[str, Any] = field(default_factory=dict)
     # the primary test's failure split, where the claim's evidence is one (its `test_kind` is "sign": C1, C4, C8,
-    # C11, C14, F7, F8, F12): what the power plan reads to tell whether more seeds could decide it (study/power.py); verdicts.json keeps it in `details`
+    # C11, C14, F7, F8, F12): what the power plan reads to tell whether more seeds could decide it (study/power.py);
+    # verdicts.json keeps it in `details`
     evidence: SignSplit | None = None
 
     @property
