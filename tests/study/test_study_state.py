@@ -48,7 +48,7 @@ def test_partial_until_every_run_settles_then_failed_runs_are_listed(tmp_path):
         # (a second `normlab study` would now wait for the held run: tests/study/test_study.py runs two)
         from normlab.study.publish import publish
 
-        publish(out, spec)  # as the first process to finish writes its report: never final while a run is held
+        publish(out)  # as the first process to finish writes its report: never final while a run is held
         md, html, doc = read_report(out)
         assert "partial: 3 of 4 runs" in md[0]
         assert '<main>\n<p class="partial" id="partial"' in html and "partial: 3 of 4 runs" in html

@@ -27,17 +27,16 @@ from normlab.train.lifecycle import environment
 HIDDEN = ("run_ids", "preset_settings", "init_pass_flag", "tokens", "lines")  # stored for `normlab report`, not for a reader
 
 
-def publish(out: str | Path, judged: Judged | StudyPlan | None = None
-            ) -> tuple[dict[str, Path], list[Verdict], Completion]:
+def publish(out: str | Path, judged: Judged | None = None) -> tuple[dict[str, Path], list[Verdict], Completion]:
     """Write the report of the study in `out`; returns (paths, verdicts, `Completion`). `judged`: the study as this
-    process judged it when it ended (`StudyOutcome.judged`); a plan: judge the ledger by it; None: judge the ledger
-    by the plan it stored (`normlab report`)."""
+    process judged it when it ended (`StudyOutcome.judged`); None: judge the ledger by the plan it stored (`normlab
+    report`)."""
     ledger = Ledger(out)
     meta = ledger.meta()
     if "study" not in meta:  # killed before it registered its runs
         raise ConfigError(f"{str(ledger.path)!r} holds no study yet: run `normlab study --out {out}` first")
-    if not isinstance(judged, Judged):
-        plan = judged or plan_from_meta(meta, ledger.schema)  # every claim's seeds, looks and passes, resolved once
+    if judged is None:
+        plan = plan_from_meta(meta, ledger.schema)  # every claim's seeds, looks and passes, resolved once
         judged = judge_study(plan, ledger, study_ids(plan, ledger, meta["study"]["run_ids"]))
     return write_report(out, ledger, meta, judged), list(judged.verdicts), judged.status
 
@@ -96,6 +95,7 @@ def write_manifest(ledger: Ledger, ids: Sequence[str], out: str | Path) -> Path:
 
 def train_wall_s(ledger: Ledger, ids: Sequence[str]) -> float:
     """From the first run's start to the last run's end (pending runs have neither)."""
-    rows = [r for r in ledger.rows() if r["id"] in set(ids)]
+    wanted = set(ids)
+    rows = [r for r in ledger.rows() if r["id"] in wanted]
     started, finished = [r["started"] for r in rows if r["started"]], [r["finished"] for r in rows if r["finished"]]
     return max(finished) - min(started) if started and finished else 0.0
