@@ -567,7 +567,7 @@ def _fragility(main: list[RunRecord], rerun: list[RunRecord]):
     claim = CLAIMS.get("C13")()
     plan = SimpleNamespace(preset=P, robust_changed={"train.threads": 2})  # a claim's plan, as it reads it
     verdict = claim.verdict(_at_threads(main, 1), None, P)
-    verdict = mark_fragile(verdict, claim, _at_threads(rerun, 2), None, plan)
+    verdict = mark_fragile(verdict, (claim.judge(_at_threads(rerun, 2), None, P), None), plan)
     return verdict
 
 

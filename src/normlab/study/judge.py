@@ -75,41 +75,80 @@ def rebased(records: list, at: Pass) -> list:
 
 def judge(plan: ClaimPlan, claim, records: list, measurement) -> tuple[Verdict, list[Figure]]:
     """One claim's verdict and figures on the runs of its seeds (a claim that stopped at an earlier look never sees
-    the seeds another claim's round added to runs they share), with where it holds: the verdict under each
-    nuisance level the study measured (`scope_verdict`)."""
+    the seeds another claim's round added to runs they share), with where it holds: the claim is judged once on
+    each pass the study measured (`judge_passes`), then its own verdict is marked with what the others said: the
+    other init recipe (`mark_init_dependent`), each factor and axis (`scope_verdict`), the thread count
+    (`mark_fragile`)."""
     seeds = set(plan.seeds)
     records = [r for r in records if r.seed in seeds]
-    judged = rebased(records, plan.main)  # its own pass: its paper's init recipe
-    try:
-        verdict = claim.judge(judged, measurement, plan.preset)
-        figures = claim.figures(judged, measurement, plan.preset)
-    except Exception as e:  # a verdict that cannot be computed is reported, never hidden
-        verdict = Verdict(claim.id, INCONCLUSIVE, "could not be computed", None, 0, {},
-                          {"error": f"{type(e).__name__}: {e}"}, f"error while computing: {e}")
-        figures = []
+    own = rebased(records, plan.main)  # its own pass: its paper's init recipe
+    again = judge_passes(plan, claim, records, measurement)
+    verdict, error = again[plan.main]
+    figures: list[Figure] = []
+    if verdict is not None:
+        try:
+            figures = claim.figures(own, measurement, plan.preset)
+        except Exception as e:  # as an error of the verdict's: a figure that cannot be drawn is reported too
+            verdict, error = None, e
+    if verdict is None:  # a verdict that cannot be computed is reported, never hidden
+        return Verdict(claim.id, INCONCLUSIVE, "could not be computed", None, 0, {}, {"error": error_text(error)},
+                       f"error while computing: {error}"), []
     if not plan.trains:
         return verdict, figures
     # a claim that trains: the init its schemes started from, and the other passes
     verdict = dataclasses.replace(verdict, init=plan.inits[0], settings={
         **verdict.settings, "init": verdict.settings.get("init", init_text(plan.inits[0]))})
     if plan.other_init:
-        verdict = mark_init_dependent(verdict, claim, rebased(records, plan.other_init), measurement, plan)
+        verdict = mark_init_dependent(verdict, again[plan.other_init], plan)
     levels = {}
     for own, other in plan.varied:
-        again, error = rejudge(claim, rebased(records, other), measurement, plan)
-        levels[other.factor] = {own.level: verdict.verdict, other.level: again.verdict if again else f"error: {error}"}
+        levels[other.factor] = {own.level: verdict.verdict, other.level: level_verdict(again[other])}
     for axis in plan.axes:  # a study file's axes: the claim judged at each value
-        levels[axis.key] = {axis.own_level: verdict.verdict}
-        for at in axis.passes:
-            again, error = rejudge(claim, rebased(records, at), measurement, plan)
-            levels[axis.key][at.level] = again.verdict if again else f"error: {error}"
+        levels[axis.key] = {axis.own_level: verdict.verdict, **{at.level: level_verdict(again[at])
+                                                                for at in axis.passes}}
     if verdict.other_init.get("verdict"):
         levels = {"init": {verdict.init: verdict.verdict, verdict.other_init["recipe"]:
                            verdict.other_init["primary"]}, **levels}
     verdict = scope_verdict(verdict, levels, list(plan.fixed))
     if plan.robustness:
-        verdict = mark_fragile(verdict, claim, rebased(records, plan.robustness), measurement, plan)
+        verdict = mark_fragile(verdict, again[plan.robustness], plan)
     return verdict, figures
+
+
+def judge_passes(plan: ClaimPlan, claim, records: list, measurement) -> PassVerdicts:
+    """The claim judged once on each of its passes' records (its own first; where it does not train, its own alone),
+    each as the verdict or the error that kept it from being computed."""
+    judged = []
+    for at in plan.passes if plan.trains else [plan.main]:
+        try:
+            judged.append((at, (claim.judge(rebased(records, at), measurement, plan.preset), None)))
+        except Exception as e:
+            judged.append((at, (None, e)))
+    return PassVerdicts(tuple(judged))
+
+
+Judgement = tuple[Verdict | None, Exception | None]  # a pass's verdict, or the error that kept it from being computed
+
+
+@dataclass(frozen=True)
+class PassVerdicts:
+    """A claim's judgement on each of its passes, found by the plan's own Pass (a Pass holds its base, a dict, so it
+    is matched by identity, not hashed)."""
+
+    judged: tuple[tuple[Pass, Judgement], ...]
+
+    def __getitem__(self, at: Pass) -> Judgement:
+        return next(j for p, j in self.judged if p is at)
+
+
+def error_text(error: Exception | None) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def level_verdict(judged: Judgement) -> str:
+    """A pass's verdict as a level of the scope, or the error that kept it from being computed."""
+    verdict, error = judged
+    return verdict.verdict if verdict else f"error: {error_text(error)}"
 
 
 def scope_verdict(verdict: Verdict, levels: dict[str, dict[str, str]], fixed: list[str]) -> Verdict:
@@ -142,22 +181,14 @@ def mark_look(verdict: Verdict, level: Level, plan: ClaimPlan) -> Verdict:
                                + f"look {k} of {looks} at {n} seeds (α = {ALPHA * shares[k - 1]:g} at this look)")
 
 
-def rejudge(claim, records: list, measurement, plan: ClaimPlan) -> tuple[Verdict | None, str | None]:
-    """The claim's verdict on another pass's records (the other init recipe, another thread count), or the error
-    that kept it from being computed."""
-    try:
-        return claim.judge(records, measurement, plan.preset), None
-    except Exception as e:
-        return None, f"{type(e).__name__}: {e}"
-
-
-def mark_init_dependent(verdict: Verdict, claim, records: list, measurement, plan: ClaimPlan) -> Verdict:
+def mark_init_dependent(verdict: Verdict, judged: Judgement, plan: ClaimPlan
+                        ) -> Verdict:
     """`init-dependent` when the same claim judged on the runs of the other init recipe gives another verdict;
     both numbers are kept (the other's verdict, value, interval and sub-verdicts)."""
     recipe = plan.inits[1]
-    again, error = rejudge(claim, records, measurement, plan)
+    again, error = judged
     if again is None:
-        return dataclasses.replace(verdict, other_init={"recipe": recipe, "error": error})
+        return dataclasses.replace(verdict, other_init={"recipe": recipe, "error": error_text(error)})
     return dataclasses.replace(verdict, init_dependent=again.verdict != verdict.verdict, other_init={
         "recipe": recipe, "verdict": again.outcome.text, "primary": again.verdict, "value": again.value,
         "interval": again.interval, "reading": again.reading, "summary": again.summary,
@@ -173,10 +204,10 @@ def main_records(plan: StudyPlan, records: list) -> list:
     return [r for r in records if any(r.get(k) != v for k, v in rerun.items())]
 
 
-def mark_fragile(verdict: Verdict, claim, reruns: list, measurement, plan: ClaimPlan) -> Verdict:
+def mark_fragile(verdict: Verdict, judged: Judgement, plan: ClaimPlan) -> Verdict:
     """`fragile` when the same runs at another thread count (a one-bit change of numerics) give another verdict."""
-    again, error = rejudge(claim, reruns, measurement, plan)
+    again, error = judged
     if again is None:
-        return dataclasses.replace(verdict, robustness={"changed": plan.robust_changed, "error": error})
+        return dataclasses.replace(verdict, robustness={"changed": plan.robust_changed, "error": error_text(error)})
     return dataclasses.replace(verdict, fragile=again.verdict != verdict.verdict, robustness={
         "changed": plan.robust_changed, "verdict": again.verdict, "value": again.value, "summary": again.summary})

@@ -93,6 +93,7 @@ class ClaimPlan:
     own_runs: tuple[tuple[str, dict[str, Any], tuple[int, ...]], ...] = ()
     axis_runs: tuple[tuple[str, dict[str, Any], tuple[int, ...]], ...] = ()
 
+    @property
     def passes(self) -> list[Pass]:
         """Every pass whose runs exist for this claim, its own first."""
         return ([self.main] + ([self.other_init] if self.other_init else []) + [p for _, p in self.varied]

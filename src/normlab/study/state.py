@@ -59,7 +59,7 @@ def followup_runs(plan: StudyPlan, ledger: Ledger, ids: list[str]) -> list:
     for claim_id in plan.claims:
         claim = CLAIMS.get(claim_id)()
         seeds = set(plan[claim_id].seeds)
-        for at in plan[claim_id].passes():
+        for at in plan[claim_id].passes:
             pass_records = [dataclasses.replace(r, base=at.base) for r in records if r.seed in seeds]
             for source, overrides in claim.followups(pass_records, plan.preset):
                 run = plan.followup(source.config, {**overrides,
