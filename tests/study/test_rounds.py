@@ -368,3 +368,52 @@ def test_a_timing_too_short_for_any_interval_asks_for_timing_rounds_not_trained_
     v = explain(_verdict(INCONCLUSIVE, None, [part, {"name": "loss", "verdict": HOLDS, "interval": [-0.01, 0.0]}]),
                 0.0022)
     assert (v.why, v.needed, v.unit, v.unit_count) == (UNDERPOWERED, 11, "timing rounds", 8)
+
+
+@pytest.mark.slow
+def test_a_round_whose_runs_all_exist_trains_nothing_and_the_ledger_records_its_seeds(tmp_path, monkeypatch):
+    """C13 trained at seeds 0-2 first; then the same study at seeds 0-1 with a look at 2 and 3 seeds: its round adds
+    seed 2, whose runs exist. Nothing trains, the round is judged at its look, and the ledger's study record (what
+    `normlab report` judges by) carries the round's seeds. Before, the runner stopped without rewriting it."""
+    from normlab.study import power, runner
+    from normlab.study.ledger import Ledger
+    from normlab.study.plan import plan_from_meta, plan_study
+
+    def make(seeds, rounds):
+        spec = load_study("quick", claims=["C13"], seeds=seeds,
+                          overrides=[f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in TINY.items()])
+        preset = dataclasses.replace(spec.preset, seed_rounds=rounds, paper_inits=False, init_pass="none")
+        return plan_study(dataclasses.replace(spec.spec, preset=preset))
+
+    runner.run_study(make([0, 1, 2], [3]), tmp_path / "s", workers=1, stack_runs=False)
+    trained = len(Ledger(tmp_path / "s").records())
+    monkeypatch.setattr(power, "leans", lambda v: True)
+    out = runner.run_study(make([0, 1], [2, 3]), tmp_path / "s", workers=1, stack_runs=False)
+    ledger = Ledger(tmp_path / "s")
+    assert len(ledger.records()) == trained  # the round's runs were known: nothing trained
+    assert out.plan["C13"].seeds == (0, 1, 2) and out.judged.verdicts[0].look["look"] == 2
+    assert ledger.meta()["study"]["claim_seeds"] == {"C13": [0, 1, 2]}
+    assert plan_from_meta(ledger.meta())["C13"].seeds == (0, 1, 2)
+
+
+def test_a_round_whose_runs_the_study_holds_already_is_judged_at_its_look(monkeypatch):
+    """Where a claim grows into seeds whose runs the study has registered already (another claim's round trained
+    them), nothing is left to train: the grown plan is judged at once, and it is that judgement the study ends with
+    (before, the runner stopped with none, judged the grown plan afresh, and never wrote its seeds to the ledger)."""
+    from types import SimpleNamespace
+
+    from normlab.study import runner
+
+    run = SimpleNamespace(id="r1")
+    grown = SimpleNamespace(runs=[run], grow=lambda verdicts: (grown, []), name="grown")
+    plan = SimpleNamespace(runs=[run], grow=lambda verdicts: (grown, ["C13"]), name="first")
+    ledger = SimpleNamespace(progress=lambda ids: (1, 1))
+    monkeypatch.setattr(runner, "measure_claims", lambda plan, ledger: None)
+    monkeypatch.setattr(runner, "completion", lambda plan, ledger, ids: "final")
+    monkeypatch.setattr(runner, "followup_runs", lambda plan, ledger, ids: [])
+    monkeypatch.setattr(runner, "judge_study", lambda plan, ledger, ids, status: SimpleNamespace(
+        plan=plan.name, verdicts=(), status=status))
+    said = []
+    out_plan, runs, judged = runner.next_runs(plan, ledger, ["r1"], said.append)
+    assert out_plan is grown and runs == [] and judged.plan == "grown" and judged.status == "final"
+    assert said and "seed round: C13" in said[0]

@@ -20,7 +20,7 @@ from normlab.study.design import design_beside
 from normlab.study.family import holm
 from normlab.study.ledger import Ledger
 from normlab.study.plan import ClaimPlan, Pass, StudyPlan
-from normlab.study.state import Completion, completion
+from normlab.study.state import Completion
 from normlab.study.trained import judge_trained
 
 
@@ -38,19 +38,18 @@ class Judged:
     figures: dict[str, list[Figure]]
 
 
-def judge_study(plan: StudyPlan, ledger: Ledger, ids: list[str]) -> Judged:
-    """The study's judgement from its ledger alone, on the runs `ids` (its claims' and their follow-ups')."""
-    status = completion(plan, ledger, ids)  # before the verdicts: a run settling meanwhile is not called final
+def judge_study(plan: StudyPlan, ledger: Ledger, ids: list[str], status: Completion) -> Judged:
+    """The study's judgement from its ledger alone, on the runs `ids` (its claims' and their follow-ups'), as far as
+    `status` (`state.completion`) says they were: read before the verdicts, so that a run settling meanwhile is
+    not called final."""
     verdicts, figures = compute_verdicts(plan, ledger, ids)
     return Judged(plan, tuple(ids), status, tuple(design_beside(plan.preset, verdicts)), figures)
 
 
-def compute_verdicts(plan: StudyPlan, ledger: Ledger, ids: list[str] | None = None,
-                     claims: list[str] | None = None) -> tuple[list[Verdict], dict[str, list[Figure]]]:
-    """Every claim's verdict and figures from the ledger alone (no training); `claims`: only these are returned,
-    but the family-wise control (`family.holm`) always runs over every claim of the study."""
-    if claims is not None and not claims:  # nothing asked for (a study with no claim on a schedule of looks)
-        return [], {}
+def compute_verdicts(plan: StudyPlan, ledger: Ledger, ids: list[str] | None = None
+                     ) -> tuple[list[Verdict], dict[str, list[Figure]]]:
+    """Every claim's verdict and figures from the ledger alone (no training), under the family-wise control
+    (`family.holm`) over every claim of the study."""
     records = judge_trained(ledger.records(set(ids) if ids is not None else None), plan.lines)
     measurements = ledger.measurements()
     figures: dict[str, list[Figure]] = {}
@@ -64,8 +63,7 @@ def compute_verdicts(plan: StudyPlan, ledger: Ledger, ids: list[str] | None = No
 
     # an inconclusive verdict says which kind it is, at its last look's level
     decided = {c: power.explain(v, power.last_alpha(v)) for c, v in holm(list(plan.family), judge_at).items()}
-    wanted = set(claims if claims is not None else plan.family)
-    return [decided[c] for c in plan.family if c in wanted], {c: figures[c] for c in plan.family if c in wanted}
+    return [decided[c] for c in plan.family], {c: figures[c] for c in plan.family}
 
 
 def rebased(records: list, at: Pass) -> list:

@@ -20,7 +20,7 @@ from normlab.study.plan import StudyPlan, plan_from_meta
 from normlab.study.reference import REFERENCE_KEY, in_reference_runs
 from normlab.study.rules import rules_record, thresholds
 from normlab.study.sections import general_sections
-from normlab.study.state import Completion, study_ids
+from normlab.study.state import Completion, completion, study_ids
 from normlab.study.trained import judge_trained, trained_counts
 from normlab.train.lifecycle import environment
 
@@ -37,7 +37,8 @@ def publish(out: str | Path, judged: Judged | None = None) -> tuple[dict[str, Pa
         raise ConfigError(f"{str(ledger.path)!r} holds no study yet: run `normlab study --out {out}` first")
     if judged is None:
         plan = plan_from_meta(meta, ledger.schema)  # every claim's seeds, looks and passes, resolved once
-        judged = judge_study(plan, ledger, study_ids(plan, ledger, meta["study"]["run_ids"]))
+        ids = study_ids(plan, ledger, meta["study"]["run_ids"])
+        judged = judge_study(plan, ledger, ids, completion(plan, ledger, ids))
     return write_report(out, ledger, meta, judged), list(judged.verdicts), judged.status
 
 

@@ -23,7 +23,7 @@ from normlab.study.judge import Judged, judge_study
 from normlab.study.ledger import Ledger
 from normlab.study.plan import StudyPlan
 from normlab.study.reference import REFERENCE_KEY, measure_reference
-from normlab.study.state import followup_runs, stale_measurements, study_ids
+from normlab.study.state import completion, followup_runs, stale_measurements
 from normlab.study.workers import ProgressCallback, Training
 
 
@@ -60,16 +60,15 @@ def run_study(plan: StudyPlan, study_dir: str | Path, workers: int | None = None
     runs = plan.runs  # first: an invalid study leaves nothing on disk
     ledger = open_study(study_dir)
     training = Training(plan, ledger, workers, stack_runs, executor, address, progress, say, tensorboard)
-    while True:  # the claims' runs, then the runs that start from them, then seed rounds while a look leans
+    judged = None
+    while judged is None:  # the claims' runs, then the runs that start from them, then seed rounds while a look leans
         training.train(runs)
         if wait_for_others(ledger, set(training.ids), say):
             continue  # then take what they left: a run whose owner was lost is claimed again
         plan, runs, judged = next_runs(plan, ledger, training.ids, say)
         training.plan = plan  # what the ledger records of the study: its seeds after this round
-        if not runs:
-            break
-    # judged once: where the last step judged the study and added nothing, that is its judgement
-    judged = judged or judge_study(plan, ledger, study_ids(plan, ledger, training.ids))
+    training.record()  # the study as it ended (a round whose runs all existed trained nothing, and wrote nothing)
+    # judged once: the last step judged the study and added nothing; that is its judgement
     return StudyOutcome(training.ids, ledger.counts(set(training.ids)), time.perf_counter() - start, judged)
 
 
@@ -101,30 +100,34 @@ def open_study(study_dir: str | Path) -> Ledger:
 
 def next_runs(plan: StudyPlan, ledger: Ledger, ids: list[str], say: Callable[[str], None] = print
               ) -> tuple[StudyPlan, list, Judged | None]:
-    """The study at its next step, what it trains there, and the study's judgement where nothing is left to train
-    (None where something is, where its runs are not all settled, or where a claim grew into seeds whose runs are
-    all known already: that plan is judged afresh). Nothing is chosen before every run in `ids` is
+    """The study at its next step, and what it trains there, or, where nothing is left to train, the study judged
+    (partial where another process still trains its runs). Nothing is chosen before every run in `ids` is
     settled (chosen from partial results, it could differ from what the final ones choose):
     - the runs the claims start from trained ones (C7's fine-tunes, `state.followup_runs`);
     - else the next seed round's: each claim on the preset's schedule (`Preset.seed_rounds`) whose verdict at its
       look is inconclusive but leans one way (`power.leans`: a failure split whose majority falls one way, an
       interval that straddles its boundary) gets its next look's seeds (`StudyPlan.grow`: a new plan, this one
       left as it is), and the runs those seeds add are trained. Runs already trained are the same configs, so
-      they are reused, never retrained."""
+      they are reused, never retrained; a round whose runs are all known already is judged at once, at its look,
+      and may lean into the next."""
     known = set(ids)
     done, total = ledger.progress(known)
-    if done < total:
-        return plan, [], None
-    measure_claims(plan, ledger)  # once, on a quiet machine; C10's verdict needs its timings to be judged at all
-    more = [r for r in followup_runs(plan, ledger, ids) if r.id not in known]
+    settled = done == total
+    if settled:  # once, on a quiet machine; C10's verdict needs its timings to be judged at all
+        measure_claims(plan, ledger)
+    status = completion(plan, ledger, ids)  # before the verdicts: a run settling meanwhile is not called final
+    more = [r for r in followup_runs(plan, ledger, ids) if r.id not in known]  # none before the runs settle
     if more:
         return plan, more, None
-    judged = judge_study(plan, ledger, ids)
-    grown_plan, grown = plan.grow(list(judged.verdicts))
-    if not grown:
-        return plan, [], judged
-    say(f"seed round: {', '.join(grown)}: its evidence leans one way but its test cannot yet reach its level")
-    return grown_plan, [r for r in grown_plan.runs if r.id not in known], None
+    while True:
+        judged = judge_study(plan, ledger, ids, status)
+        grown_plan, grown = plan.grow(list(judged.verdicts)) if settled else (plan, [])
+        if not grown:
+            return plan, [], judged
+        say(f"seed round: {', '.join(grown)}: its evidence leans one way but its test cannot yet reach its level")
+        plan, runs = grown_plan, [r for r in grown_plan.runs if r.id not in known]
+        if runs:
+            return plan, runs, None
 
 
 def measure_claims(plan: StudyPlan, ledger: Ledger) -> None:

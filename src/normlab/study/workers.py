@@ -125,7 +125,7 @@ class Training:
         self.ledger.add_runs([(r.id, r.data) for r in runs])
         self.costs.update({r.id: run_cost(r.data) for r in runs})
         self.ids.extend(r.id for r in runs)
-        self.ledger.set_meta("study", self.plan.record(self.ids))
+        self.record()
         for phase in by_threads:
             if self.executor == "local":
                 _train_all(self.ledger, phase.ids, self.costs, phase.workers, phase.threads, self.progress,
@@ -135,6 +135,11 @@ class Training:
 
                 train_all_ray(self.ledger, phase.ids, self.costs, phase.threads, self.progress, self.stack_runs,
                               self.address, self.say, self.tensorboard)
+
+
+    def record(self) -> None:
+        """What the ledger holds of the study (`normlab report` reads it): its settings, runs and seeds as now."""
+        self.ledger.set_meta("study", self.plan.record(self.ids))
 
 
 class Phase(NamedTuple):
