@@ -18,7 +18,7 @@ from normlab.study.claims.statistics import ALPHA, Level, sign_test
 from normlab.study.claims.sweeps import deeper_deficit, paired_limits, seed_limits
 from normlab.study.rules import family_text
 from normlab.study.family import holm
-from normlab.study.judge import scope_verdict
+from normlab.study.scope import scope_verdict
 from tests.study.scenarios import LRS, PLATEAU, PLATEAU_REASON, STUCK, P, W, five, rec, runs
 
 ALONE = Level()  # a claim alone at a single look: every decision at α = 0.05

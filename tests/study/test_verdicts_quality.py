@@ -562,7 +562,7 @@ def _at_threads(records: list[RunRecord], threads: int) -> list[RunRecord]:
 def _fragility(main: list[RunRecord], rerun: list[RunRecord]):
     from types import SimpleNamespace
 
-    from normlab.study.judge import mark_fragile
+    from normlab.study.scope import mark_fragile
 
     claim = CLAIMS.get("C13")()
     plan = SimpleNamespace(preset=P, robust_changed={"train.threads": 2})  # a claim's plan, as it reads it

@@ -22,7 +22,7 @@ from typing import Any
 from normlab.report.outcome import EQUIVALENT, INCONCLUSIVE, OFF_GRID, OFF_SCALE, TOO_FEW_TRAINED, UNDERPOWERED
 from normlab.study.claims import CLAIMS, Verdict
 from normlab.study.claims.quality import WARMUP_ROUNDS
-from normlab.study.claims.statistics import (ALPHA, LOSS_MARGIN, MIN_SEEDS, SPENDING, Evidence, Level, OpenInterval,
+from normlab.study.claims.statistics import (ALPHA, LOSS_MARGIN, MIN_SEEDS, SPENDING, Evidence, OpenInterval,
                                              SignSplit, sign_test)
 from normlab.study.design import design_record
 
@@ -95,12 +95,6 @@ class PlanRow:
         return {"claim": self.claim, "test": self.test, "seeds": list(self.seeds), "shares": list(self.shares),
                 "floors": list(self.floors), "level_strictest": list(self.strictest),
                 "level_loosest": list(self.loosest), "reachable": self.reachable, "design": self.design}
-
-
-def level(plan, family: float) -> Level:
-    """The level every decision of a claim is made at: the Holm step's `family`, and its look and shares from its
-    plan (`study.plan.ClaimPlan`)."""
-    return Level(family, plan.look, plan.shares if plan.look else None)
 
 
 def plan(spec) -> list[PlanRow]:

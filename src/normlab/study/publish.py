@@ -14,12 +14,12 @@ from normlab.device import resolve_device
 from normlab.report import render_report
 from normlab.study import power
 from normlab.study.claims import CLAIMS, Verdict
-from normlab.study.judge import Judged, judge_study, main_records
+from normlab.study.judge import Judged, judge_study
 from normlab.study.ledger import Ledger
 from normlab.study.plan import StudyPlan, plan_from_meta
 from normlab.study.reference import REFERENCE_KEY, in_reference_runs
 from normlab.study.rules import rules_record, thresholds
-from normlab.study.sections import general_sections
+from normlab.study.sections import general_sections, main_records
 from normlab.study.state import Completion, completion, study_ids
 from normlab.study.trained import judge_trained, trained_counts
 from normlab.train.lifecycle import environment
@@ -56,8 +56,8 @@ def write_report(out: str | Path, ledger: Ledger, meta: dict, judged: Judged) ->
                       "reference_run_s": reference["s"]} if cost["train_wall_reference_runs"] else {}),
                   "environment": environment(resolve_device("cpu")), "thresholds": thresholds(judged.verdicts),
                   "power_plan": {"scheme": power.SCHEME, **{r.claim: r.text() for r in judged.plan.power_plan}}}
-    sections = general_sections(main_records(judged.plan, judge_trained(ledger.records(set(judged.ids)),
-                                                                        judged.plan.lines)), ledger.measurements())
+    records = judge_trained(ledger.records(set(judged.ids)), judged.plan.lines)
+    sections = general_sections(main_records(records, judged.plan.robust_changed), ledger.measurements())
     paths = render_report(out, title=f"normlab study ({judged.plan.preset.name})", verdicts=list(judged.verdicts),
                           claim_info=info, claim_figures=judged.figures, sections=sections, study_info=study_info,
                           completion=judged.status.to_dict(), failed_runs=judged.status.failed, rules=rules_record(),

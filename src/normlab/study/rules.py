@@ -40,7 +40,7 @@ RULE_MODULES = ("study/claims/*.py", "study/family.py", "study/power.py", "study
                 "study/records.py", "study/validation.py", "data/corpus.py", "nn/init.py", "diagnostics/probe.py",
                 "diagnostics/stats.py", "diagnostics/streams.py", "diagnostics/skip.py", "diagnostics/gradients.py",
                 "bench/norms.py", "bench/steps.py", "bench/timing.py", "bench/reference_gpt.py", "study/measure.py",
-                "study/plan.py", "study/runs.py")
+                "study/plan.py", "study/runs.py", "study/scope.py")
 
 # every module outside the fingerprint, with why its code cannot change a verdict (a folder: `folder/*.py`, its
 # modules not named in RULE_MODULES)

@@ -29,6 +29,14 @@ SHORT_KEYS = {"model.n_layer": "L", "model.d_model": "d", "train.lr": "lr", "tra
               "model.norm": "norm", "model.scheme": "scheme", "train.steps": "steps"}
 
 
+def main_records(records: list, rerun: dict[str, Any] | None) -> list:
+    """The study's own runs, without the robustness pass's reruns (`rerun`: the settings it changed, the plan's
+    `robust_changed`), which the report does not plot twice."""
+    if not rerun:
+        return records
+    return [r for r in records if any(r.get(k) != v for k, v in rerun.items())]
+
+
 def general_sections(records: list, measurements: dict[str, dict]) -> list[Section]:
     """Every general section that has data, in reading order; a builder that fails leaves a note."""
     builders: list[tuple[str, Callable[[], Section | None]]] = [

@@ -79,10 +79,10 @@ class Verdict:
     look: dict[str, Any] = field(default_factory=dict)
     # where the verdict holds: {factor: {level: verdict}} over the nuisance levels the study measured (the init
     # recipe, context, width), the primary level first; a factor whose decisive verdicts disagree makes the
-    # verdict `depends on <factor>` (judge.scope_verdict)
+    # verdict `depends on <factor>` (scope.scope_verdict)
     scope: dict[str, dict[str, str]] = field(default_factory=dict)
     # the factors of `scope` whose levels give opposite decisive verdicts: the outcome is `depends on` them, while
-    # `verdict` stays the rule's word at the claim's own levels (judge.scope_verdict)
+    # `verdict` stays the rule's word at the claim's own levels (scope.scope_verdict)
     depends_on: list[str] = field(default_factory=list)
     # an inconclusive verdict's kind (report/outcome.WHY) and about how many seeds in all would decide it (None: no
     # projection); set by the study's power plan (study/power.py)

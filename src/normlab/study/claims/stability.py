@@ -48,9 +48,10 @@ class WarmupC1(Claim):
         # the rule at every lr the sweep trains without warmup: the claim is about warmup at a given lr, and what
         # happens depends on the lr (at small lrs neither scheme needs warmup, at large ones both may). Its own
         # level is the preset's fixed lr; every other lr is a level of its scope, judged at the same family-wise
-        # level as every scope (judge.scope_verdict), so a split along lr makes it `depends on lr`
+        # level as every scope (scope.scope_verdict), so a split along lr makes it `depends on lr`
+        lrs = swept_lrs(preset, 0)
         at = {lr: self.corrected(self.at_lr(records, preset, lr), lambda c, lr=lr: c.at_lr(records, preset, lr))
-              for lr in swept_lrs(preset, 0)}
+              for lr in lrs}
         verdict = at.get(preset.lr_fixed) or self.at_lr(records, preset, preset.lr_fixed)
         regions = {lr: region(v) for lr, v in at.items()}
         details = {**verdict.details, "regions": {f"{lr:g}": r for lr, r in regions.items()}}
@@ -66,10 +67,14 @@ class WarmupC1(Claim):
     def at_lr(self, records, preset, lr: float):
         """C1's rule at one lr of the sweep (its verdict is at `Preset.lr_fixed`)."""
         at = dict(lr=lr, n_layer=preset.depth)
+        sweep = sweep_table(records, preset, ("pre", "post"))
         pre0, preW = group(records, scheme="pre", warmup_steps=0, **at), \
             group(records, scheme="pre", warmup_steps=preset.warmup, **at)
         post0, postW = group(records, scheme="post", warmup_steps=0, **at), \
             group(records, scheme="post", warmup_steps=preset.warmup, **at)
+        n = n_seeds(select(records, False, **at))
+        kept = {"pre_no_warmup": group_record(pre0), "pre_warmup": group_record(preW),
+                "post_no_warmup": group_record(post0), "post_warmup": group_record(postW)}
         post = worse(post0, postW, self.level, sides=("Post-LN without warmup", f"Post-LN, warmup {preset.warmup}"))
         pre = not_worse(pre0, preW, self.level, sides=("Pre-LN without warmup", f"Pre-LN, warmup {preset.warmup}"))
         post_info, pre_info = post.info, pre.info
@@ -95,13 +100,10 @@ class WarmupC1(Claim):
                    f"{fmt(post_info.get('diff'))} ({failures(post0)}; {said(post.outcome, self.level)}) and "
                    "Pre-LN's by "
                    f"{fmt(pre_info.get('diff'))} ({failures(pre0)}; {said(pre.outcome, self.level)})")
-        return self.make(None, "Post-LN val-loss penalty without warmup (nats)", post_info.get("diff"),
-                         n_seeds(select(records, False, **at)), settings, summary, parts=[post_part, pre_part],
-                         interval=loss_interval(post_info), test=post_part.test, seeds=post_part.seeds,
-                         pre=pre_info, post=post_info, post_failed=post.failed, pre_no_warmup=group_record(pre0),
-                         pre_warmup=group_record(preW),
-                         post_no_warmup=group_record(post0), post_warmup=group_record(postW),
-                         sweep=sweep_table(records, preset, ("pre", "post")))
+        return self.make(None, "Post-LN val-loss penalty without warmup (nats)", post_info.get("diff"), n, settings,
+                         summary, parts=[post_part, pre_part], interval=loss_interval(post_info),
+                         test=post_part.test, seeds=post_part.seeds, pre=pre_info, post=post_info,
+                         post_failed=post.failed, **kept, sweep=sweep)
 
     def figures(self, records, measurement, preset):
         return [sweep_figure(records, preset, ("pre", "post"), "Final val loss vs lr, with and without warmup")]
