@@ -14,8 +14,7 @@ import os
 import tempfile
 import time
 
-from normlab.study import workers as study_workers
-from normlab.study.claims import CLAIMS
+from normlab.study import local_executor
 from normlab.study.jobs import run_cost
 from normlab.study.ledger import Ledger
 from normlab.study.plan import load_study
@@ -36,7 +35,7 @@ def main() -> None:
             ledger.add_runs([(r.id, r.config.to_dict()) for r in runs])
             costs = {r.id: run_cost(r.config.to_dict()) for r in runs}
             start = time.perf_counter()
-            study_workers._train_all(ledger, [r.id for r in runs], costs, workers, threads, None)
+            local_executor.train_all(ledger, [r.id for r in runs], costs, workers, threads, None)
             results[layout] = time.perf_counter() - start
     base = results[args.layouts.split(",")[0]]
     print(json.dumps({"cpu_count": os.cpu_count(), "wall_s": results,

@@ -115,7 +115,8 @@ def test_the_plan_spends_alpha_where_an_exact_test_can_use_it():
 def test_the_standard_plan_reaches_every_level_at_its_last_look():
     from normlab.study import power
 
-    rows = {r.claim: r for r in power.plan(load_study("standard"))}
+    plan = load_study("standard")
+    rows = {r.claim: r for r in plan.power_plan}
     assert {c for c, r in rows.items() if r.test == "sign"} == {"C1", "C4", "C8", "C11", "C14"}
     assert all(rows[c].seeds == (5, 10) and rows[c].shares == (0.1, 0.9) for c in ("C1", "C4", "C8", "C11", "C14"))
     assert all(r.reachable == "yes" for r in rows.values())

@@ -26,13 +26,13 @@ def design_record(preset: str) -> dict[str, Any] | None:
         return None
 
 
-def design_beside(preset, verdicts: list) -> list:
-    """The verdicts, each with its `design` from the preset's design record: the design seeds' verdict and whether
-    this study replicates it (`report.outcome.replicated`: decisive under every level measured, and the same
-    outcome on both seed sets). As they are where the study itself runs on design seeds (it would be compared with
-    itself) or the preset has no record. `preset`: the study's (its name and seeds)."""
-    record = design_record(preset.name)
-    if not record or all(s in DESIGN_SEEDS for s in preset.seeds):
+def design_beside(record: dict[str, Any] | None, seeds: list[int], verdicts: list) -> list:
+    """The verdicts, each with its `design` from the preset's design record (`record`: `design_record`'s, which
+    the plan read): the design seeds' verdict and whether this study replicates it (`report.outcome.replicated`:
+    decisive under every level measured, and the same outcome on both seed sets). As they are where the study
+    itself runs on design seeds (`seeds`: the preset's; it would be compared with itself) or the preset has no
+    record."""
+    if not record or all(s in DESIGN_SEEDS for s in seeds):
         return list(verdicts)
     out = []
     for v in verdicts:

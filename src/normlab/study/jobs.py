@@ -1,6 +1,6 @@
 """A study's jobs, as every executor runs them: which runs train together (a stack of one shape, up to a memory
 budget), training them into their run directories, and writing their outcomes to the ledger. The local worker
-processes (workers.py) and the Ray tasks (ray_executor.py) both take their jobs from here, so neither imports the
+processes (local_executor.py) and the Ray tasks (ray_executor.py) both take their jobs from here, so neither imports the
 other."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from normlab.config import ConfigError, RunConfig, config_hash, upgrade_stored
 from normlab.study.records import record_from_run_dir
 from normlab.study.ledger import Ledger, settled
 
-EXECUTORS = ("local", "ray")  # where a study's jobs run: worker processes here (workers.py), or Ray tasks
+EXECUTORS = ("local", "ray")  # where a study's jobs run: worker processes here (local_executor.py), or Ray tasks
 MAX_GROUP = 16  # runs one worker stacks at most (benchmarks/multirun.py: the gain is flat from K = 8 on)
 GROUP_MEMORY_BYTES = 2 * 1024 ** 3  # activation memory one worker's stack may take
 

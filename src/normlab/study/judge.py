@@ -43,7 +43,7 @@ def judge_study(plan: StudyPlan, ledger: Ledger, ids: list[str], status: Complet
     `status` (`state.completion`) says they were: read before the verdicts, so that a run settling meanwhile is
     not called final."""
     verdicts, figures = compute_verdicts(plan, ledger, ids)
-    return Judged(plan, tuple(ids), status, tuple(design_beside(plan.preset, verdicts)), figures)
+    return Judged(plan, tuple(ids), status, tuple(design_beside(plan.design, plan.preset.seeds, verdicts)), figures)
 
 
 def compute_verdicts(plan: StudyPlan, ledger: Ledger, ids: list[str] | None = None

@@ -17,8 +17,9 @@ from normlab.config import ConfigError, RunConfig
 from normlab.study import power
 from normlab.study.claims import CLAIMS, claim_number
 from normlab.study.presets import Preset
+from normlab.study.design import design_record
 from normlab.study.runs import RunBuilder, RunSpec
-from normlab.study.spec import FACTORS, StudySpec, base_invalid, read_study, spec_from_meta
+from normlab.study.spec import FACTORS, StudySpec, read_study, spec_from_meta
 
 MAIN, OTHER_INIT, VARY, AXIS, ROBUSTNESS = "main", "other init", "vary", "axis", "robustness"
 INIT_KEY = "model.init"
@@ -115,6 +116,8 @@ class StudyPlan:
     robust_changed: dict[str, Any] | None = None
     # each claim's line of the power plan (`normlab study --plan`, the report's)
     power_plan: tuple[power.PlanRow, ...] = ()
+    # the preset's design-seed verdicts (`design.design_record`), set beside the study's once it is judged
+    design: dict[str, Any] | None = None
 
     def __getitem__(self, claim_id: str) -> ClaimPlan:
         return self.plans[claim_id]
@@ -205,12 +208,13 @@ def load_study(preset: str = "standard", study_file: str | Path | None = None, c
     """The plan of a preset, or of a user's study TOML (`spec.read_study` reads and checks what is asked).
     Everything is validated here, every run included, so a bad study fails before anything is written."""
     spec = read_study(preset, study_file, claims, seeds, overrides, axes, robustness, init_pass, vary)
+    plan = plan_study(spec)
+    judged_along = {axis.key for p in plan.plans.values() for axis in p.axes}  # `varies_axis`, per claim
     for key in spec.axes:
-        if not any(varies_axis(CLAIMS.get(c)(), spec.preset, key) for c in spec.claims):
+        if key not in judged_along:
             raise ConfigError(f"study axis {key!r}: no claim of the study can be judged along it (claims "
                               f"{', '.join(spec.claims)}: each sets {key} in its own runs, or trains nothing); "
                               "give an axis a claim's runs leave to the base")
-    plan = plan_study(spec)
     plan.runs  # noqa: B018: every run built and validated, every corpus they read resolved
     return plan
 
@@ -230,17 +234,15 @@ def plan_study(spec: StudySpec, claim_seeds: dict[str, list[int]] | None = None,
                builder: RunBuilder | None = None) -> StudyPlan:
     """The plan of what the user asked for at these seeds (`claim_seeds`: a claim's seeds after its rounds; else
     the preset's), every claim's passes resolved once. `builder`: the runs an earlier plan of the study built."""
+    design = design_record(spec.preset.name)  # the design seeds' verdicts, read once: the power plan sizes on them
+    rows = {row.claim: row for row in power.plan(spec, design)}  # each claim's test and its spending over its looks
     builder = builder or RunBuilder(spec.preset)
     claim_seeds = dict(claim_seeds or {})
-    try:
-        base = builder.run({}, spec.preset.seeds[0]).flat
-    except ConfigError as e:  # a stored study's base, which nothing validated since (`spec_from_meta`)
-        raise base_invalid(spec, e) from None
+    base = builder.base()
     robust = {"train.threads": spec.preset.robust_threads} if spec.robustness else None
-    rows = {row.claim: row for row in power.plan(spec)}  # each claim's test and its spending over its looks
     plans = {cid: plan_claim(spec, cid, base, claim_seeds.get(cid), robust, rows[cid].shares) for cid in spec.claims}
     return StudyPlan(spec, tuple(sorted(spec.claims, key=claim_number)), plans, base, builder, claim_seeds, robust,
-                     tuple(rows.values()))
+                     tuple(rows.values()), design)
 
 
 def look(preset: Preset, claim_id: str, n_seeds: int) -> tuple[int, int] | None:

@@ -24,7 +24,6 @@ from normlab.study.claims import CLAIMS, Verdict
 from normlab.study.claims.quality import WARMUP_ROUNDS
 from normlab.study.claims.statistics import (ALPHA, LOSS_MARGIN, MIN_SEEDS, SPENDING, Evidence, OpenInterval,
                                              SignSplit, sign_test)
-from normlab.study.design import design_record
 
 # what a claim's primary test is, and the smallest p it can reach at n seeds (`floor`)
 TESTS = {
@@ -97,10 +96,10 @@ class PlanRow:
                 "level_loosest": list(self.loosest), "reachable": self.reachable, "design": self.design}
 
 
-def plan(spec) -> list[PlanRow]:
-    """Every claim's line of the power plan, before anything trains."""
+def plan(spec, design: dict[str, Any] | None) -> list[PlanRow]:
+    """Every claim's line of the power plan, before anything trains (`design`: the preset's design-seed verdicts,
+    `design.design_record`, that size each claim's seeds)."""
     m = len(spec.claims)
-    design = design_record(spec.preset.name)
     rows = []
     for cid in spec.claims:
         test = CLAIMS.get(cid).test_kind

@@ -75,6 +75,7 @@ VERDICT_NEUTRAL = {
     "sections: descriptions, no decision", "study/ledger.py": "storage of runs and records",
     "study/jobs.py": "which executor trains a run: the same config trains the same run anywhere",
     "study/workers.py": "which process trains which run, and stacks: numerics recorded per run",
+    "study/local_executor.py": "as workers.py: the worker processes on this machine",
     "study/ray_executor.py": "as workers.py, on a Ray cluster", "study/tensorboard.py": "live events for a reader",
     "study/reference.py": "a reference run's time, to state the study's cost in its units",
 }

@@ -60,6 +60,12 @@ def one_line(error: Exception) -> str:
     return "; ".join(line for line in lines if line != "invalid config:")
 
 
+def base_invalid(preset: str, error: ConfigError) -> ConfigError:
+    """The error of a study whose base config is not valid, naming where the base comes from."""
+    return ConfigError(f"the study's base config (preset {preset!r} with its [base] and --set overrides) "
+                       f"is not valid: {one_line(error)}")
+
+
 @dataclass
 class RunBuilder:
     """Every run a study builds, each validated once per process however often the study is planned (at its start,
@@ -83,6 +89,14 @@ class RunBuilder:
             self._built[key] = self._spec(self.preset.config if base_run else build_config(self.preset, overrides,
                                                                                             seed))
         return self._built[key]
+
+    def base(self) -> dict[str, Any]:
+        """The study's base run (the preset's base with the user's overrides, at its first seed), flat; a base that
+        is not a valid config is refused, naming where it comes from (`base_invalid`)."""
+        try:
+            return self.run({}, self.preset.seeds[0]).flat
+        except ConfigError as e:  # a stored study's base, which nothing validated since (`spec_from_meta`)
+            raise base_invalid(self.preset.name, e) from None
 
     def named(self, overrides: dict[str, Any], seed: int, source: str) -> RunSpec:
         """`run`, its error naming whose run it is (a claim's overrides that clash with the base, e.g. a --set)."""

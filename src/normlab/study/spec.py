@@ -15,7 +15,7 @@ from normlab.config import ConfigError, apply_override, check_given, derive, upg
 from normlab.study.claims import CLAIMS
 from normlab.study.presets import PRESETS, Preset, stored_preset
 from normlab.study.records import flatten
-from normlab.study.runs import one_line
+from normlab.study.runs import base_invalid, one_line
 
 
 # The nuisance factors `--vary` re-measures each training claim under, beyond its own level: the init recipe (the
@@ -197,19 +197,13 @@ def _validate(spec: StudySpec) -> None:
     try:
         spec.preset.config
     except ConfigError as e:
-        raise base_invalid(spec, e) from None
+        raise base_invalid(spec.preset.name, e) from None
     for key, values in spec.axes.items():
         for value in values:
             try:
                 derive(spec.preset.config, {key: value})
             except ConfigError as e:
                 raise ConfigError(f"study axis {key!r}: value {value!r} is not valid: {one_line(e)}") from None
-
-
-def base_invalid(spec: StudySpec, error: ConfigError) -> ConfigError:
-    """The error of a study whose base config is not valid, naming where the base comes from."""
-    return ConfigError(f"the study's base config (preset {spec.preset.name!r} with its [base] and --set overrides) "
-                       f"is not valid: {one_line(error)}")
 
 
 def spec_from_meta(meta: dict[str, Any], schema: int = 0) -> StudySpec:
