@@ -372,10 +372,12 @@ def test_a_timing_too_short_for_any_interval_asks_for_timing_rounds_not_trained_
 
 
 @pytest.mark.slow
-def test_a_round_whose_runs_all_exist_trains_nothing_and_the_ledger_records_its_seeds(tmp_path, monkeypatch):
+def test_a_round_into_runs_an_earlier_study_here_trained_reuses_them_and_the_ledger_records_its_seeds(tmp_path,
+                                                                                                      monkeypatch):
     """C13 trained at seeds 0-2 first; then the same study at seeds 0-1 with a look at 2 and 3 seeds: its round adds
-    seed 2, whose runs exist. Nothing trains, the round is judged at its look, and the ledger's study record (what
-    `normlab report` judges by) carries the round's seeds. Before, the runner stopped without rewriting it."""
+    seed 2, whose runs the directory holds from the first study (not yet this study's). Nothing trains again, the
+    round is judged at its look, and the ledger's study record (what `normlab report` judges by) carries the round's
+    seeds. (A round whose runs this study itself holds already: the unit test below.)"""
     from normlab.study import power, runner
     from normlab.study.ledger import Ledger
     from normlab.study.plan import plan_from_meta, plan_study
