@@ -47,16 +47,16 @@ def write_report(out: str | Path, ledger: Ledger, meta: dict, judged: Judged) ->
     info = {cid: {"title": CLAIMS.get(cid).title, "statement": CLAIMS.get(cid).statement,
                   "sources": CLAIMS.get(cid).sources} for cid in judged.plan.claims}
     wall = train_wall_s(ledger, judged.ids)
+    records = judge_trained(ledger.records(set(judged.ids)), judged.plan.lines)  # read once: counts and sections
     reference = meta.get(REFERENCE_KEY)
     cost = {"train_wall_s": wall, "reference_run_s": (reference or {}).get("s"),
             "train_wall_reference_runs": in_reference_runs(wall, reference), "reference_run": reference}
     study_info = {**{k: v for k, v in meta["study"].items() if k not in HIDDEN},
-                  "counts": run_counts(judged.plan, ledger, judged.ids), "train_wall_s": wall,
+                  "counts": counted(records, ledger, judged.ids), "train_wall_s": wall,
                   **({"train_wall_reference_runs": round(cost["train_wall_reference_runs"], 1),
                       "reference_run_s": reference["s"]} if cost["train_wall_reference_runs"] else {}),
                   "environment": environment(resolve_device("cpu")), "thresholds": thresholds(judged.verdicts),
                   "power_plan": {"scheme": power.SCHEME, **{r.claim: r.text() for r in judged.plan.power_plan}}}
-    records = judge_trained(ledger.records(set(judged.ids)), judged.plan.lines)
     sections = general_sections(main_records(records, judged.plan.robust_changed), ledger.measurements())
     paths = render_report(out, title=f"normlab study ({judged.plan.preset.name})", verdicts=list(judged.verdicts),
                           claim_info=info, claim_figures=judged.figures, sections=sections, study_info=study_info,
@@ -68,9 +68,13 @@ def write_report(out: str | Path, ledger: Ledger, meta: dict, judged: Judged) ->
 def run_counts(plan: StudyPlan, ledger: Ledger, ids: Sequence[str]) -> dict[str, int]:
     """The study's runs counted in the one meaning of each word (`study.trained.trained_counts`: trained below the
     study's line, did not train, censored), and those not finished (pending, running, failed to run)."""
-    counts = trained_counts(judge_trained(ledger.records(set(ids)), plan.lines))
+    return counted(judge_trained(ledger.records(set(ids)), plan.lines), ledger, ids)
+
+
+def counted(records: list, ledger: Ledger, ids: Sequence[str]) -> dict[str, int]:
+    """`run_counts` of records already judged against the study's line."""
     unfinished = {k: v for k, v in ledger.counts(set(ids)).items() if k in ("pending", "running", "failed")}
-    return {k: v for k, v in {**counts, **unfinished}.items() if v}
+    return {k: v for k, v in {**trained_counts(records), **unfinished}.items() if v}
 
 
 def write_manifest(ledger: Ledger, ids: Sequence[str], out: str | Path) -> Path:
