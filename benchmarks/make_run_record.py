@@ -58,7 +58,7 @@ def read_times(times: Path) -> list[tuple[str, float, float]]:
 
 def record(steps: list[tuple[str, float, float]], study: Path, workers: int = 2) -> dict:
     """The record of a finished `make run` from its five timed steps and its study directory."""
-    from normlab.study.plan import load_study
+    from normlab.study.load import load_study
 
     if len(steps) != 5:
         raise SystemExit(f"make run has 5 steps; the times give {len(steps)}: run it to its end first")

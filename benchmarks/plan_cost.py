@@ -15,7 +15,7 @@ from pathlib import Path
 
 from normlab.jsonsafe import write_json
 from normlab.study.jobs import run_cost
-from normlab.study.plan import load_study
+from normlab.study.load import load_study
 
 BEFORE_PLAN = ("C1", "C10", "C13", "C15")  # the claims on the standard preset's schedule before issue 42
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from normlab.study.claims import CLAIMS
 from normlab.study.ledger import Ledger
 from normlab.study.judge import compute_verdicts
-from normlab.study.plan import plan_study
+from normlab.study.load import plan_of
 from normlab.study.state import study_ids
 from normlab.study.trained import judge_trained
 from normlab.report.outcome import outcome_counts
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{factor} pass: {len(mine)} runs, {passes[factor]['train_s'] / 60:.1f} min of training")
     # `--vary init`: every training claim under the other recipe too, beyond the preset's own init pass
     if spec.spec.init_pass_override:
-        chosen = plan_study(dataclasses.replace(spec.spec, init_pass_override=None), spec.claim_seeds, spec.builder)
+        chosen = plan_of(dataclasses.replace(spec.spec, init_pass_override=None), spec.claim_seeds, spec.builder)
         mine = sorted({r.id for r in spec.runs} - {r.id for r in chosen.runs} & set(records))
         passes["init"] = {"runs": len(mine), "train_s": sum(elapsed[r] for r in mine),
                           "overrides": {INIT_KEY: "the other recipe"}}

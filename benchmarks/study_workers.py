@@ -17,7 +17,7 @@ import time
 from normlab.study import local_executor
 from normlab.study.jobs import run_cost
 from normlab.study.ledger import Ledger
-from normlab.study.plan import load_study
+from normlab.study.load import load_study
 
 
 def main() -> None:

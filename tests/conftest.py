@@ -31,10 +31,12 @@ def judged_study(spec, out, outcome) -> tuple:
     ended (what the report renders); checked against judging its ledger afresh."""
     from normlab.study.judge import judge_study
     from normlab.study.ledger import Ledger
+    from normlab.study.measuring import measure_claims
     from normlab.study.state import completion
 
     judged, ledger = outcome.judged, Ledger(out)
-    again = judge_study(judged.plan, ledger, list(judged.ids), completion(judged.plan, ledger, list(judged.ids)))
+    again = judge_study(judged.plan, ledger, list(judged.ids), completion(judged.plan, ledger, list(judged.ids),
+                                                                         measure_claims(judged.plan, ledger, False)))
     assert again.status == judged.status and [v.to_dict() for v in again.verdicts] == \
         [v.to_dict() for v in judged.verdicts], "the study's judgement differs from its ledger's"
     return judged.status, list(judged.verdicts)

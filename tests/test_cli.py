@@ -163,14 +163,14 @@ def test_train_prints_a_line_per_evaluation_when_output_is_not_a_terminal(tmp_pa
 def test_one_progress_line_per_active_run_comes_and_goes():
     from rich.progress import Progress
 
-    from normlab.cli.study import _sync_run_lines
+    from normlab.cli.show import sync_run_lines
     from normlab.study.state import ActiveRun
 
     bar, lines = Progress(disable=True), {}
     a, b = ActiveRun("a", "pre-a", 10, 100, 3.2), ActiveRun("b", "post-b", 0, 100, None)
-    _sync_run_lines(bar, lines, [a, b])
+    sync_run_lines(bar, lines, [a, b])
     assert set(lines) == {"a", "b"} and bar.tasks[0].completed == 10 and bar.tasks[0].fields["status"] == "loss 3.2000"
-    _sync_run_lines(bar, lines, [ActiveRun("b", "post-b", 50, 100, 2.9)])
+    sync_run_lines(bar, lines, [ActiveRun("b", "post-b", 50, 100, 2.9)])
     assert set(lines) == {"b"} and [t.completed for t in bar.tasks] == [50]
     assert a.progress_text() == "pre-a step 10/100 loss 3.2000" and b.progress_text() == "post-b step 0/100"
 

@@ -21,7 +21,8 @@ from normlab.nn.norms import NORMS
 from normlab.nn.schemes import SCHEMES, PreLN
 from normlab.nn.stacked import StackedGPT
 from normlab.study.claims import CLAIMS
-from normlab.study.plan import INIT_KEY, load_study, other_init
+from normlab.study.load import load_study
+from normlab.study.plan import INIT_KEY, other_init
 from normlab.study.runs import build_config
 from normlab.study.presets import PRESETS
 from normlab.train.group import alone_because

@@ -102,9 +102,9 @@ def late_starts(manifest: dict, frozen_at: int, rules: str) -> list[str]:
 
 @pytest.mark.parametrize("folder", RESULTS, ids=[p.name for p in RESULTS])
 def test_every_held_out_run_started_after_its_rules_were_frozen(folder):
-    """A held-out result judged by today's rules carries its manifest (publish.write_manifest), and every run in it
-    started after the commit that froze those rules (the freeze file's first commit naming the fingerprint) and was
-    claimed under them."""
+    """A held-out result judged by today's rules carries its manifest (`ledger.StudyRuns.manifest`, written by
+    publish), and every run in it started after the commit that froze those rules (the freeze file's first commit
+    naming the fingerprint) and was claimed under them."""
     data = verdict_table.load(folder)
     if not (seeds_of(data) and min(seeds_of(data)) >= HELD_OUT and judged_today(data)):
         return
@@ -368,7 +368,7 @@ def test_the_plans_cost_file_is_what_the_preset_expands_to():
     """benchmarks/results/standard_plan_cost.json (docs/cost.md quotes it) is regenerated here."""
     committed = json.loads((ROOT / "benchmarks/results/standard_plan_cost.json").read_text("utf-8"))
     plan_cost = _module("plan_cost")
-    from normlab.study.plan import load_study
+    from normlab.study.load import load_study
 
     spec = load_study("standard")
     rounds = spec.on_schedule()

@@ -61,7 +61,7 @@ def build_ledger(out: Path, claims: list[str] = CLAIMS, seeds: list[int] = (0, 1
     `_record`."""
     from normlab.study.claims import CLAIMS as REGISTRY
     from normlab.study.ledger import Ledger
-    from normlab.study.plan import load_study
+    from normlab.study.load import load_study
 
     spec = load_study("quick", claims=list(claims), seeds=list(seeds), init_pass=True)
     runs = spec.runs

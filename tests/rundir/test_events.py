@@ -59,8 +59,8 @@ def test_events_are_written_live_and_a_resumed_run_never_repeats_a_step(tmp_path
 
 
 def test_study_runs_write_live_events_in_folders_named_by_their_settings(tmp_path):
+    from normlab.study.load import load_study
     from normlab.study.runner import run_study
-    from normlab.study.plan import load_study
     from normlab.study.tensorboard import write_events
     from tests.study.test_study import TINY
 

@@ -71,7 +71,7 @@ def test_a_study_resolves_each_runs_vocabulary_at_its_start_reading_the_corpus_o
     key for key, the vocabulary included), read once per corpus; a run's id is still the hash of its config
     as built, before the vocabulary is filled in (the ids of earlier studies)."""
     from normlab.data.vocab import _read
-    from normlab.study.plan import load_study
+    from normlab.study.load import load_study
 
     _read.cache_clear()
     spec = load_study("quick", claims=["C13", "C3"], seeds=[0, 1])
@@ -90,8 +90,9 @@ def test_report_reads_the_vocabulary_the_study_stored_not_the_corpus(tmp_path, m
     corpus moved away since (or unreadable) does not stop the report."""
     from normlab.study import plan as plan_module
     from normlab.study import runs as runs_module
+    from normlab.study.load import load_study
 
-    spec = plan_module.load_study("quick", claims=["C13"], seeds=[0])
+    spec = load_study("quick", claims=["C13"], seeds=[0])
     stored = spec.record([r.id for r in spec.runs])
 
     def unreadable(*args):

@@ -868,7 +868,7 @@ def test_a_frontier_claim_is_refused_outside_the_frontier_preset():
     """F claims are judged in their papers' setup, which is the frontier preset's base: on another preset's base
     (learned positions, GELU, Xiong's init) they would give verdicts about a setup no paper trained."""
     from normlab.config import ConfigError
-    from normlab.study.plan import load_study
+    from normlab.study.load import load_study
 
     with pytest.raises(ConfigError, match=r"claims F1, F8 are judged in their papers' setup.*--preset frontier"):
         load_study("standard", claims=["C1", "F1", "F8"])

@@ -192,11 +192,10 @@ def test_a_newer_normlabs_ledger_is_refused_before_anything_is_written_to_it(tmp
 
 def test_each_run_keeps_the_rules_it_was_claimed_under_and_the_manifest_lists_them(tmp_path):
     """A held-out study's freeze is checkable: the ledger stores the rules' fingerprint of the process that claimed
-    each run (an older ledger gains the column), and `publish.write_manifest` lists every run with its seed, start,
+    each run (an older ledger gains the column), and `StudyRuns.manifest` lists every run with its seed, start,
     end and that fingerprint."""
     import json
 
-    from normlab.study.publish import write_manifest
     from normlab.study.records import RunRecord
     from normlab.study.rules import fingerprint
     from tests.conftest import tiny_config
@@ -208,7 +207,7 @@ def test_each_run_keeps_the_rules_it_was_claimed_under_and_the_manifest_lists_th
     reg.finish(rid, RunRecord(id=rid, config=tiny_config(train={"seed": 7}), status="completed", val_loss=2.0))
     rows = {r["id"]: r for r in reg.rows()}
     assert rows["a"]["rules"] == fingerprint() and rows["b"]["rules"] is None  # "b" never started
-    manifest = json.loads(write_manifest(reg, ["a", "b"], tmp_path).read_text())
+    manifest = json.loads(json.dumps(reg.study_runs({"a", "b"}).manifest(fingerprint())))  # as written
     assert manifest["rules"] == fingerprint()
     a = next(r for r in manifest["runs"] if r["id"] == "a")
     assert a["seed"] == 7 and a["rules"] == fingerprint() and a["started"] <= a["finished"]

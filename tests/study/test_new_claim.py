@@ -45,8 +45,8 @@ class CausalMaskSizeC99(Claim):
 
 
 def test_a_claim_registered_in_its_own_module_runs_in_a_study_and_its_report(tmp_path, monkeypatch):
+    from normlab.study.load import load_study
     from normlab.study.runner import run_study
-    from normlab.study.plan import load_study
 
     monkeypatch.setattr(CLAIMS, "_entries", {**CLAIMS._entries})  # the registry as it was, after the test
     as_c99(CausalMaskSizeC99)

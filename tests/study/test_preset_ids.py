@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from normlab.study.plan import load_study
+from normlab.study.load import load_study
 
 # (preset, study options) -> [runs, sha256 of the sorted ids, sha256 of the sorted (id, stored config) pairs]
 PINNED = {

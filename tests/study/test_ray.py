@@ -25,8 +25,8 @@ ray = pytest.importorskip("ray")
 from normlab.rundir.checkpoint import NEWEST  # noqa: E402
 from normlab.study import ray_executor  # noqa: E402
 from normlab.study.ledger import Ledger  # noqa: E402
+from normlab.study.load import load_study  # noqa: E402
 from normlab.study.runner import run_study  # noqa: E402
-from normlab.study.plan import load_study  # noqa: E402
 from normlab.train import RunDir  # noqa: E402
 from tests.conftest import judged_study  # noqa: E402
 

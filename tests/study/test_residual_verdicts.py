@@ -13,9 +13,10 @@ import pytest
 from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS, FAILS, HOLDS, INCONCLUSIVE, RESIDUAL_CLAIMS
 from normlab.study.claims.residual import log_spread, log_trend
+from normlab.study.load import load_study
 from normlab.study.presets import PRESETS
 from normlab.study.records import RunRecord, flatten
-from normlab.study.plan import INIT_KEY, load_study
+from normlab.study.plan import INIT_KEY
 from normlab.study.runs import build_config
 from tests.study.scenarios import five
 

@@ -13,7 +13,7 @@ from normlab.study.claims.grouping import Group
 from normlab.study.claims.prose import pct
 from normlab.study.claims.statistics import (ALPHA, SPENDING, Level, OpenInterval, look_alpha, sign_evidence,
                                              t_interval)
-from normlab.study.plan import load_study
+from normlab.study.load import load_study
 from normlab.study.presets import HELD_OUT, PRESETS
 from tests.conftest import judged_study
 
@@ -274,9 +274,10 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
                                                                                                  monkeypatch):
     """C13 on a schedule of looks at 2 and 3 seeds, made undecided at its first look; C1 (one look) shares
     C13's baseline run (Pre-LN with the final norm at the fixed lr with warmup)."""
-    from normlab.study import power, runner
+    from normlab.study import power, rounds, runner
     from normlab.study.ledger import Ledger
-    from normlab.study.plan import plan_from_meta, plan_study
+    from normlab.study.load import plan_of
+    from normlab.study.plan import plan_from_meta
 
     def make():
         spec = load_study("quick", claims=["C13", "C1"], seeds=[0, 1],
@@ -285,21 +286,24 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
         preset = dataclasses.replace(spec.preset, seed_rounds=[2, 3], warmup=2, paper_inits=False,
                                      init_pass="none", lrs=[spec.preset.lr_fixed],
                                      knobs={**spec.preset.knobs, "C1": {"rounds": False}})  # C13's alone
-        return plan_study(dataclasses.replace(spec.spec, preset=preset))
+        return plan_of(dataclasses.replace(spec.spec, preset=preset))
 
     looked, seen = [], {}
-    monkeypatch.setattr(power, "leans", lambda v: looked.append((v.id, v.look["look"])) or True)
+    monkeypatch.setattr(power, "leans", lambda v: looked.append((v.id, (v.look or {}).get("look"))) or True)
     # claims are measured (C10's timings) before a look judges them: a verdict without its measurement is no look
-    measure = runner.measure_claims
-    monkeypatch.setattr(runner, "measure_claims", lambda *a: looked.append("measured") or measure(*a))
+    orig = rounds.measure_claims
+    monkeypatch.setattr(rounds, "measure_claims",
+                        lambda plan, ledger, measure: (measure and looked.append("measured"))
+                        or orig(plan, ledger, measure))
     c1 = CLAIMS.get("C1")
     verdict = c1.verdict
     monkeypatch.setattr(c1, "verdict", lambda self, records, *a: seen.update(C1={r.seed for r in records})
                         or verdict(self, records, *a))
     spec = make()
     out = runner.run_study(spec, tmp_path / "s", workers=1, stack_runs=False)
-    assert looked[:2] == ["measured", ("C13", 1)]  # one round: the second look is C13's last
-    assert ("C13", 2) not in looked
+    # measured before each settled step is judged (the second finds every claim measured); every judgement says
+    # which verdicts lean; one round: the second look is C13's last, and it grows no further
+    assert looked == ["measured", ("C1", None), ("C13", 1), "measured", ("C1", None), ("C13", 2)]
     verdicts = {v.id: v for v in judged_study(spec, tmp_path / "s", out)[1]}
     assert verdicts["C13"].look["look"] == 2 and verdicts["C13"].look["alpha"] == pytest.approx(0.015)
     assert "look 2 of 2 at 3 seeds (α = 0.015 at this look)" in verdicts["C13"].test
@@ -333,7 +337,10 @@ def test_a_study_adds_a_round_for_an_undecided_claim_and_a_claim_sharing_its_run
     looked.clear()
     spec = make()
     rerun = runner.run_study(spec, tmp_path / "s", workers=1, stack_runs=False)
-    assert rerun.counts == out.counts and judged_study(spec, tmp_path / "s", rerun)[0].final and ("C13", 1) in looked and ("C13", 2) not in looked
+    # the round's runs are trained already: registered, then judged at the second look, which leans no further
+    assert looked == ["measured", ("C1", None), ("C13", 1), "measured", ("C1", None), ("C13", 2)]
+    assert rerun.counts == out.counts and judged_study(spec, tmp_path / "s", rerun)[0].final
+    assert Ledger(tmp_path / "s").meta()["study"]["claim_seeds"] == {"C13": [0, 1, 2]}
 
 
 def test_the_plan_sizes_each_claims_seeds_from_the_design_seeds():
@@ -380,13 +387,14 @@ def test_a_round_into_runs_an_earlier_study_here_trained_reuses_them_and_the_led
     seeds. (A round whose runs this study itself holds already: the unit test below.)"""
     from normlab.study import power, runner
     from normlab.study.ledger import Ledger
-    from normlab.study.plan import plan_from_meta, plan_study
+    from normlab.study.load import plan_of
+    from normlab.study.plan import plan_from_meta
 
     def make(seeds, rounds):
         spec = load_study("quick", claims=["C13"], seeds=seeds,
                           overrides=[f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in TINY.items()])
         preset = dataclasses.replace(spec.preset, seed_rounds=rounds, paper_inits=False, init_pass="none")
-        return plan_study(dataclasses.replace(spec.spec, preset=preset))
+        return plan_of(dataclasses.replace(spec.spec, preset=preset))
 
     runner.run_study(make([0, 1, 2], [3]), tmp_path / "s", workers=1, stack_runs=False)
     trained = len(Ledger(tmp_path / "s").records())
@@ -405,18 +413,18 @@ def test_a_round_whose_runs_the_study_holds_already_is_judged_at_its_look(monkey
     (before, the runner stopped with none, judged the grown plan afresh, and never wrote its seeds to the ledger)."""
     from types import SimpleNamespace
 
-    from normlab.study import runner
+    from normlab.study import rounds
 
     run = SimpleNamespace(id="r1")
     grown = SimpleNamespace(runs=[run], grow=lambda verdicts: (grown, []), name="grown")
     plan = SimpleNamespace(runs=[run], grow=lambda verdicts: (grown, ["C13"]), name="first")
     ledger = SimpleNamespace(progress=lambda ids: (1, 1))
-    monkeypatch.setattr(runner, "measure_claims", lambda plan, ledger: None)
-    monkeypatch.setattr(runner, "completion", lambda plan, ledger, ids: "final")
-    monkeypatch.setattr(runner, "followup_runs", lambda plan, ledger, ids: [])
-    monkeypatch.setattr(runner, "judge_study", lambda plan, ledger, ids, status: SimpleNamespace(
-        plan=plan.name, verdicts=(), status=status))
+    monkeypatch.setattr(rounds, "measure_claims", lambda plan, ledger, measure: True)
+    monkeypatch.setattr(rounds, "completion", lambda plan, ledger, ids, measured: "final")
+    monkeypatch.setattr(rounds, "followup_runs", lambda plan, ledger, ids: [])
+    monkeypatch.setattr(rounds, "judge_study", lambda plan, ledger, ids, status: SimpleNamespace(
+        plan=plan.name, verdicts=(), status=status, leaning=()))
     said = []
-    out_plan, runs, judged = runner.next_runs(plan, ledger, ["r1"], said.append)
+    out_plan, runs, judged = rounds.next_runs(plan, ledger, ["r1"], said.append)
     assert out_plan is grown and runs == [] and judged.plan == "grown" and judged.status == "final"
     assert said and "seed round: C13" in said[0]

@@ -7,7 +7,8 @@ import pytest
 
 from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS
-from normlab.study.plan import load_study, plan_from_meta, plan_study, varied
+from normlab.study.load import load_study, plan_of
+from normlab.study.plan import plan_from_meta, varied
 from normlab.study.presets import DESIGN_SEEDS, HELD_OUT, PRESETS
 
 DESIGN = set(DESIGN_SEEDS)
@@ -87,7 +88,7 @@ def test_vary_context_adds_64_token_runs_where_the_claims_runs_do_not_fix_the_co
     assert varied(c8, spec.preset, "context") is None and spec["C8"].fixed == ("context",)
     assert varied(c1, spec.preset, "context") == {"model.block_size": 64, "train.eval_batches": 10}
     assert spec["C1"].fixed == ()
-    plan = plan_study(spec.spec)
+    plan = plan_of(spec.spec)
     (own, context), = plan["C1"].varied
     assert context.base["model.block_size"] == 64 and (own.level, context.level) == ("32 tokens", "64 tokens")
     assert plan["C8"].varied == () and plan["C8"].fixed == ("context",)

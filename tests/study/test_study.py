@@ -16,7 +16,8 @@ import pytest
 from normlab.config import ConfigError
 from normlab.study.claims import CLAIMS
 from normlab.study.ledger import Ledger, pid_alive
-from normlab.study.plan import load_study, plan_from_meta, plan_study
+from normlab.study.load import load_study, plan_of
+from normlab.study.plan import plan_from_meta
 from normlab.study.runs import build_config
 from normlab.study.presets import PRESETS, stored_preset
 from normlab.train import RunDir
@@ -356,6 +357,7 @@ def test_a_ledger_from_before_the_claims_had_knobs_is_read_with_its_stored_setti
 def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
     """C7's transfer half: after the lr sweep, every seed of each scheme's best lr is fine-tuned on Paradise
     Lost (a follow-up run with train.init_from = the source's directory); `normlab report` finds the same runs."""
+    from normlab.study.measuring import measure_claims
     from normlab.study.runner import run_study
     from normlab.study.state import completion, study_ids
 
@@ -363,7 +365,7 @@ def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
         "train.steps=8", "model.n_layer=1", "train.eval_interval=4", "diagnostics.interval=off",
         "diagnostics.layer_skip=false", "train.untrained_margin=off"])
     # at the base (1 layer × 8 steps), not in the depth cell (12 layers × 1,000 steps), which made this test 3 min
-    spec = plan_study(dataclasses.replace(spec.spec, preset=dataclasses.replace(spec.preset, lrs=[1e-3, 1e-2],
+    spec = plan_of(dataclasses.replace(spec.spec, preset=dataclasses.replace(spec.preset, lrs=[1e-3, 1e-2],
                                                                                 warmup=2, knobs={
         **spec.preset.knobs, "C7": {"in_cell": False, "finetune": {
             "train.steps": 4, "train.lr": 3e-4, "train.warmup_steps": 1}}})))
@@ -384,7 +386,7 @@ def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
     # the report rebuilds the study from the ledger: the same run ids, nothing missing, final
     again = plan_from_meta(ledger.meta())  # with the preset as it ran (lrs, warmup, fine-tune budget)
     ids = study_ids(again, ledger, ledger.meta()["study"]["run_ids"])
-    assert sorted(ids) == sorted(records) and completion(again, ledger, ids).final
+    assert sorted(ids) == sorted(records) and completion(again, ledger, ids, measure_claims(again, ledger, False)).final
 
     # the study moved elsewhere (copied off a cluster, say), its runs with it: the fine-tunes' init_from names the
     # old place, yet they are the same runs, and one still to train starts from its source in the new place
@@ -395,7 +397,7 @@ def test_c7_fine_tunes_each_best_tuned_run_once_its_sources_are_done(tmp_path):
     shutil.move(tmp_path / "s", moved)
     ledger = Ledger(moved)
     ids = study_ids(again, ledger, ledger.meta()["study"]["run_ids"])
-    assert sorted(ids) == sorted(records) and completion(again, ledger, ids).final
+    assert sorted(ids) == sorted(records) and completion(again, ledger, ids, measure_claims(again, ledger, False)).final
     redo = tuned[0].id
     shutil.rmtree(ledger.run_dir(redo))  # the test's own run: trained again from scratch below
     with sqlite3.connect(moved / "study.sqlite") as db:

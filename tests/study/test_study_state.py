@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from normlab.cli import app
 from normlab.study.ledger import MAX_ATTEMPTS, Ledger
+from normlab.study.load import load_study
 from normlab.study.runner import run_study
-from normlab.study.plan import load_study
 from tests.conftest import judged_study
 from tests.study.test_study import TINY
 
@@ -161,3 +161,28 @@ def test_a_run_another_live_process_trains_is_waited_for_and_a_lost_ones_is_not(
         other.wait()
     assert ledger.held_elsewhere({"a", "b"}, os.getpid()) == []  # its owner is gone: not waited for
     assert not wait_for_others(ledger, {"a", "b"}, print, poll_s=0)
+
+
+def test_a_measurement_without_its_claims_key_is_refused_as_it_is_taken(tmp_path, monkeypatch):
+    """`measuring.measure_claims` answers whether every claim is measured under its current key; a measurement
+    that does not carry the key it was taken under is refused then and there (stored, it would read as stale, and
+    every later run of the study would measure it again and never be final), and nothing of it is stored."""
+    from types import SimpleNamespace
+
+    from normlab.study import measuring
+    from normlab.study.claims import CLAIMS
+    from normlab.study.presets import PRESETS
+
+    cls = CLAIMS.get("C1")
+    monkeypatch.setattr(cls, "measure_key", lambda self, preset: "k2")
+    monkeypatch.setattr(cls, "measure", lambda self, preset: {"x": 1})
+    plan, ledger = SimpleNamespace(claims=["C1"], preset=PRESETS["quick"]), Ledger(tmp_path)
+    assert measuring.measure_claims(plan, ledger, measure=False) is False  # not yet measured
+    with pytest.raises(ValueError, match="C1's measurement carries key None, not its measure_key 'k2'"):
+        measuring.measure_claims(plan, ledger)
+    assert ledger.measured() == set()
+    monkeypatch.setattr(cls, "measure", lambda self, preset: {"x": 1, "key": "k2"})
+    assert measuring.measure_claims(plan, ledger) is True
+    assert measuring.measure_claims(plan, ledger, measure=False) is True and ledger.measured() == {"C1"}
+    monkeypatch.setattr(cls, "measure_key", lambda self, preset: "k3")  # its recipe moved: stale again
+    assert measuring.measure_claims(plan, ledger, measure=False) is False

@@ -225,7 +225,7 @@ def test_sigterm_in_the_ablation_of_normlab_train_leaves_it_completed(tmp_path):
 def test_a_studys_progress_line_shows_the_phase_a_run_is_in(tmp_path):
     from rich.progress import Progress
 
-    from normlab.cli.study import _sync_run_lines
+    from normlab.cli.show import sync_run_lines
     from normlab.study.state import active_runs
 
     cfg = quick_config()
@@ -245,7 +245,7 @@ def test_a_studys_progress_line_shows_the_phase_a_run_is_in(tmp_path):
     assert active.phase == "layer-skip ablation 3/8 val batches, ~2 s left"
     assert active.progress_text().endswith("step 4/4 loss 3.5000, layer-skip ablation 3/8 val batches, ~2 s left")
     bar, lines = Progress(disable=True), {}
-    _sync_run_lines(bar, lines, [active])
+    sync_run_lines(bar, lines, [active])
     assert bar.tasks[0].fields["status"] == "layer-skip ablation 3/8 val batches, ~2 s left"
 
 

@@ -27,15 +27,17 @@ from normlab.study.trained import judge_trained
 @dataclass(frozen=True)
 class Judged:
     """A study judged from its ledger: the plan it was judged by, its runs (`ids`), how far it was (`status`), and
-    every claim's verdict, in family order with the design seeds' beside it, and figures. The runner judges a study
-    once its runs are settled, to plan its seed rounds; where nothing is added after that, the same judgement is
-    the one the report renders (`publish`), never worked out twice."""
+    every claim's verdict, in family order with the design seeds' beside it, and figures; and the claims whose
+    verdict leans one way at its look (`leaning`, `power.leans`: more seeds could decide it). The runner judges a
+    study once its runs are settled, to plan its seed rounds (`StudyPlan.grow` on `leaning`); where nothing is
+    added after that, the same judgement is the one the report renders (`publish`), never worked out twice."""
 
     plan: StudyPlan
     ids: tuple[str, ...]
     status: Completion
     verdicts: tuple[Verdict, ...]
     figures: dict[str, list[Figure]]
+    leaning: tuple[str, ...] = ()
 
 
 def judge_study(plan: StudyPlan, ledger: Ledger, ids: list[str], status: Completion) -> Judged:
@@ -43,7 +45,9 @@ def judge_study(plan: StudyPlan, ledger: Ledger, ids: list[str], status: Complet
     `status` (`state.completion`) says they were: read before the verdicts, so that a run settling meanwhile is
     not called final."""
     verdicts, figures = compute_verdicts(plan, ledger, ids)
-    return Judged(plan, tuple(ids), status, tuple(design_beside(plan.design, plan.preset.seeds, verdicts)), figures)
+    leaning = tuple(v.id for v in verdicts if power.leans(v))
+    return Judged(plan, tuple(ids), status, tuple(design_beside(plan.design, plan.preset.seeds, verdicts)), figures,
+                  leaning)
 
 
 def compute_verdicts(plan: StudyPlan, ledger: Ledger, ids: list[str] | None = None
@@ -58,9 +62,9 @@ def compute_verdicts(plan: StudyPlan, ledger: Ledger, ids: list[str] | None = No
         own = plan[claim_id]  # the Holm step's level, at the claim's look with its shares (study/power.py)
         at = Level(level, own.look, own.shares if own.look else None)
         claim = CLAIMS.get(claim_id)(at)  # every decision of the claim is made at this level
-        verdict, figs = judge(plan[claim_id], claim, records, measurements.get(claim_id))
+        verdict, figs = judge(own, claim, records, measurements.get(claim_id))
         figures.setdefault(claim_id, figs)
-        return mark_look(verdict, at, plan[claim_id]) if at.look else verdict
+        return mark_look(verdict, at, own) if at.look else verdict
 
     # an inconclusive verdict says which kind it is, at its last look's level
     decided = {c: power.explain(v, power.last_alpha(v)) for c, v in holm(list(plan.family), judge_at).items()}
@@ -79,8 +83,9 @@ def judge(plan: ClaimPlan, claim, records: list, measurement) -> tuple[Verdict, 
     (`scope.placed`: the other init recipe, each factor and axis, the thread count)."""
     seeds = set(plan.seeds)
     records = [r for r in records if r.seed in seeds]
-    own = rebased(records, plan.main)  # its own pass: its paper's init recipe
-    again = judge_passes(plan, claim, records, measurement)
+    passes = [(at, rebased(records, at)) for at in (plan.passes if plan.trains else [plan.main])]
+    own = passes[0][1]  # its own pass first: its paper's init recipe
+    again = judge_passes(passes, claim, measurement, plan.preset)
     verdict, error = again[plan.main]
     figures: list[Figure] = []
     if verdict is not None:
@@ -94,13 +99,14 @@ def judge(plan: ClaimPlan, claim, records: list, measurement) -> tuple[Verdict, 
     return (placed(verdict, again, plan) if plan.trains else verdict), figures
 
 
-def judge_passes(plan: ClaimPlan, claim, records: list, measurement) -> PassVerdicts:
-    """The claim judged once on each of its passes' records (its own first; where it does not train, its own alone),
-    each as the verdict or the error that kept it from being computed."""
+def judge_passes(passes: list[tuple[Pass, list]], claim, measurement, preset) -> PassVerdicts:
+    """The claim judged once on each of its passes' records (`passes`: each pass with its records rebased on it, its
+    own first; where it does not train, its own alone), each as the verdict or the error that kept it from being
+    computed."""
     judged = []
-    for at in plan.passes if plan.trains else [plan.main]:
+    for at, records in passes:
         try:
-            judged.append((at, (claim.judge(rebased(records, at), measurement, plan.preset), None)))
+            judged.append((at, (claim.judge(records, measurement, preset), None)))
         except Exception as e:
             judged.append((at, (None, e)))
     return PassVerdicts(tuple(judged))

@@ -29,6 +29,7 @@ import sqlite3
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -351,7 +352,52 @@ class Ledger:
             return [(rid, json.loads(config)) for rid, config in
                     db.execute("SELECT id, config FROM runs ORDER BY rowid").fetchall()]
 
+    def study_runs(self, ids: set[str]) -> "StudyRuns":
+        """What the ledger holds of these runs, read at once (the report's): their rows, seeds, records and the
+        claims' measurements."""
+        seeds = {rid: config["train"].get("seed") for rid, config in self.configs() if rid in ids}
+        return StudyRuns([r for r in self.rows() if r["id"] in ids], seeds, self.records(ids), self.measurements())
+
     def rows(self) -> list[dict[str, Any]]:
         with self._tx() as db:
             cols = ["id", "status", "owner_pid", "owner_host", "heartbeat", "attempts", "started", "finished", "rules"]
             return [dict(zip(cols, r)) for r in db.execute(f"SELECT {', '.join(cols)} FROM runs ORDER BY rowid")]
+
+
+@dataclass(frozen=True)
+class StudyRuns:
+    """A study's runs as the ledger held them when read (`Ledger.study_runs`): what its report counts, times and
+    lists, all from one reading."""
+
+    rows: list[dict[str, Any]]  # `Ledger.rows`, the study's only
+    seeds: dict[str, Any]  # run id → its train.seed
+    records: list[RunRecord]  # the finished runs' (`Ledger.records`)
+    measurements: dict[str, dict[str, Any]]
+
+    def unfinished(self) -> dict[str, int]:
+        """How many runs are pending, running, or failed to run (their attempts spent or not)."""
+        out: dict[str, int] = {}
+        for row in self.rows:
+            if row["status"] in ("pending", "running", "failed"):
+                out[row["status"]] = out.get(row["status"], 0) + 1
+        return out
+
+    def train_wall_s(self) -> float:
+        """From the first run's start to the last run's end (pending runs have neither)."""
+        started = [r["started"] for r in self.rows if r["started"]]
+        finished = [r["finished"] for r in self.rows if r["finished"]]
+        return max(finished) - min(started) if started and finished else 0.0
+
+    def manifest(self, fingerprint: str) -> dict[str, Any]:
+        """manifest.json: each run with its seed, its start and end (UTC) and the fingerprint of the rules that
+        claimed it, beside the fingerprint the report judged by (`fingerprint`), so that a reader (and
+        tests/test_results.py) can check that every run of a held-out study started after its rules were frozen."""
+        import datetime
+
+        def utc(t: float | None) -> str | None:
+            return None if t is None else datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat(
+                timespec="seconds")
+
+        return {"rules": fingerprint, "runs": [{"id": r["id"], "seed": self.seeds.get(r["id"]), "status": r["status"],
+                                                "started": utc(r["started"]), "finished": utc(r["finished"]),
+                                                "rules": r["rules"]} for r in self.rows]}

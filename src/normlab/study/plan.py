@@ -1,25 +1,25 @@
-"""A study's plan as a value, built once from what the user asked for (`plan_study`, `load_study`): for each claim,
-the seeds it is judged on, its look, its share of α per look, its typed passes (its own runs, the other init recipe,
-each `--vary` factor, each study-file axis, another thread count), each the base config its records are judged
-against, and the runs all of them need (`StudyPlan.runs`), every corpus those read resolved. A seed round is a new
-plan (`StudyPlan.grow`). The runner trains the plan's runs, the study state (state.py) and judging (judge.py) read
-it, and the report (publish.py) reads it back from the ledger (`plan_from_meta`).
+"""A study's plan as a value, built once from what the user asked for (`plan_study`; `load.load_study` reads what is
+asked and sizes it): for each claim, the seeds it is judged on, its look, its share of α per look, its typed passes
+(its own runs, the other init recipe, each `--vary` factor, each study-file axis, another thread count), each the
+base config its records are judged against, and the runs all of them need (`StudyPlan.runs`), every corpus those read
+resolved. A seed round is a new plan (`StudyPlan.grow`). The runner trains the plan's runs, the study state
+(state.py) and judging (judge.py) read it, and the report (publish.py) reads it back from the ledger
+(`plan_from_meta`).
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from normlab.config import ConfigError, RunConfig
+from normlab.config import RunConfig
 from normlab.study import power
 from normlab.study.claims import CLAIMS, claim_number
 from normlab.study.presets import Preset
 from normlab.study.design import design_record
 from normlab.study.runs import RunBuilder, RunSpec
-from normlab.study.spec import FACTORS, StudySpec, read_study, spec_from_meta
+from normlab.study.spec import FACTORS, StudySpec, spec_from_meta
 
 MAIN, OTHER_INIT, VARY, AXIS, ROBUSTNESS = "main", "other init", "vary", "axis", "robustness"
 INIT_KEY = "model.init"
@@ -155,10 +155,6 @@ class StudyPlan:
                 runs.setdefault(run.id, run)
         return list(runs.values())
 
-    def followup(self, source: RunConfig, overrides: dict[str, Any]) -> RunSpec:
-        """A run that starts from a trained one (`Claim.followups`), built once per study."""
-        return self.builder.followup(source, overrides)
-
     def on_schedule(self) -> list[str]:
         """The claims on the preset's schedule of seed rounds (those with a `look`)."""
         return [c for c in self.claims if self.plans[c].look is not None]
@@ -172,16 +168,17 @@ class StudyPlan:
             seeds.append(max(seeds) + 1)
         return seeds
 
-    def grow(self, verdicts: list) -> tuple["StudyPlan", list[str]]:
-        """The study at its next look: a new plan in which each claim whose verdict at this look is inconclusive but
-        leans one way (`power.leans`) and has a look left has its next look's seeds (this plan is left as it is);
-        and the claims grown, each with its seeds, in words. The runs built so far are shared: the same configs."""
-        seeds = {v.id: s for v in verdicts if (s := self.next_seeds(v.id)) is not None and power.leans(v)}
+    def grow(self, leaning: tuple[str, ...]) -> tuple["StudyPlan", list[str]]:
+        """The study at its next look: a new plan in which each claim whose verdict at this look leans one way
+        (`leaning`: the judgement's, `power.leans`) and has a look left has its next look's seeds (this plan is left
+        as it is); and the claims grown, each with its seeds, in words. The runs built so far are shared: the same
+        configs."""
+        seeds = {cid: s for cid in leaning if (s := self.next_seeds(cid)) is not None}
         return self.with_seeds(seeds) if seeds else self, [f"{cid} ({len(s)} seeds)" for cid, s in seeds.items()]
 
     def with_seeds(self, seeds: dict[str, list[int]]) -> "StudyPlan":
         """The plan with these claims at these seeds (the others as they are): a new plan sharing the runs built."""
-        return plan_study(self.spec, {**self.claim_seeds, **seeds}, self.builder)
+        return plan_study(self.spec, list(self.power_plan), self.design, {**self.claim_seeds, **seeds}, self.builder)
 
     def record(self, ids: list[str]) -> dict[str, Any]:
         """What the ledger stores of the study (its meta `study`), which `plan_from_meta` reads back for `normlab
@@ -201,24 +198,6 @@ class StudyPlan:
                 "preset_settings": dataclasses.asdict(p)}  # the preset as run: `normlab report` judges with exactly it
 
 
-def load_study(preset: str = "standard", study_file: str | Path | None = None, claims: list[str] | None = None,
-               seeds: list[int] | None = None, overrides: list[str] | None = None,
-               axes: dict[str, list[Any]] | None = None, robustness: bool = False,
-               init_pass: bool | None = None, vary: list[str] | None = None) -> StudyPlan:
-    """The plan of a preset, or of a user's study TOML (`spec.read_study` reads and checks what is asked).
-    Everything is validated here, every run included, so a bad study fails before anything is written."""
-    spec = read_study(preset, study_file, claims, seeds, overrides, axes, robustness, init_pass, vary)
-    plan = plan_study(spec)
-    judged_along = {axis.key for p in plan.plans.values() for axis in p.axes}  # `varies_axis`, per claim
-    for key in spec.axes:
-        if key not in judged_along:
-            raise ConfigError(f"study axis {key!r}: no claim of the study can be judged along it (claims "
-                              f"{', '.join(spec.claims)}: each sets {key} in its own runs, or trains nothing); "
-                              "give an axis a claim's runs leave to the base")
-    plan.runs  # noqa: B018: every run built and validated, every corpus they read resolved
-    return plan
-
-
 def plan_from_meta(meta: dict[str, Any], schema: int = 0) -> StudyPlan:
     """The plan a ledger's study ran to its end, from what it stored (for `normlab report`): its spec
     (`spec.spec_from_meta`), its claims' seeds after their rounds, each corpus's tokens and trained line (no corpus
@@ -227,15 +206,18 @@ def plan_from_meta(meta: dict[str, Any], schema: int = 0) -> StudyPlan:
     spec = spec_from_meta(meta, schema)
     builder = RunBuilder(spec.preset, {k: list(v) for k, v in study.get("tokens", {}).items()},
                          {k: list(v) for k, v in study.get("lines", {}).items()}, resolve_vocab="tokens" in study)
-    return plan_study(spec, {k: list(v) for k, v in study.get("claim_seeds", {}).items()}, builder)
+    design = design_record(spec.preset.name)
+    return plan_study(spec, power.plan(spec, design), design,
+                      {k: list(v) for k, v in study.get("claim_seeds", {}).items()}, builder)
 
 
-def plan_study(spec: StudySpec, claim_seeds: dict[str, list[int]] | None = None,
-               builder: RunBuilder | None = None) -> StudyPlan:
+def plan_study(spec: StudySpec, power_plan: list[power.PlanRow], design: dict[str, Any] | None,
+               claim_seeds: dict[str, list[int]] | None = None, builder: RunBuilder | None = None) -> StudyPlan:
     """The plan of what the user asked for at these seeds (`claim_seeds`: a claim's seeds after its rounds; else
-    the preset's), every claim's passes resolved once. `builder`: the runs an earlier plan of the study built."""
-    design = design_record(spec.preset.name)  # the design seeds' verdicts, read once: the power plan sizes on them
-    rows = {row.claim: row for row in power.plan(spec, design)}  # each claim's test and its spending over its looks
+    the preset's), every claim's passes resolved once. `power_plan`: each claim's test and its spending over its
+    looks (`power.plan`, sized on `design`: the design seeds' record, `design.design_record`), which a seed round
+    keeps; `builder`: the runs an earlier plan of the study built."""
+    rows = {row.claim: row for row in power_plan}
     builder = builder or RunBuilder(spec.preset)
     claim_seeds = dict(claim_seeds or {})
     base = builder.base()

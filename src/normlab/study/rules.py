@@ -26,7 +26,7 @@ from normlab.study.claims import Verdict, statistics
 # - how a verdict is decided: the claims and their statistics and decisions, the family-wise control, the power
 #   plan, how a verdict is judged at each level (judge.py: where it holds, `depends on`), what an outcome is, and
 #   whether it replicates on the design seeds (design.py);
-# - what a verdict sees: the study's looks, seeds, rounds and passes (spec.py, plan.py, runs.py, runner.py's
+# - what a verdict sees: the study's looks, seeds, rounds and passes (spec.py, plan.py, runs.py, rounds.py's
 #   `next_runs`, state.py's follow-ups), what a run's record carries (records.py) and which runs are censored (validation.py), what
 #   "trained" means and the corpus estimates of its line (trained.py, data/corpus.py), the init recipes the claims
 #   name (nn/init.py), the per-layer measurements the records hold (diagnostics/probe.py, stats.py, streams.py,
@@ -40,7 +40,8 @@ RULE_MODULES = ("study/claims/*.py", "study/family.py", "study/power.py", "study
                 "study/records.py", "study/validation.py", "data/corpus.py", "nn/init.py", "diagnostics/probe.py",
                 "diagnostics/stats.py", "diagnostics/streams.py", "diagnostics/skip.py", "diagnostics/gradients.py",
                 "bench/norms.py", "bench/steps.py", "bench/timing.py", "bench/reference_gpt.py", "study/measure.py",
-                "study/plan.py", "study/runs.py", "study/scope.py")
+                "study/plan.py", "study/runs.py", "study/scope.py", "study/load.py",
+                "study/measuring.py", "study/rounds.py")
 
 # every module outside the fingerprint, with why its code cannot change a verdict (a folder: `folder/*.py`, its
 # modules not named in RULE_MODULES)

@@ -63,7 +63,7 @@ def read_study(preset: str = "standard", study_file: str | Path | None = None, c
     preset, claims, seeds, factors and axes named, the base and each axis value a valid config, and every setting
     given to the base read by some run. `init_pass`: True or False overrides the preset's init pass (`--init-pass`,
     `--no-init-pass`); None keeps it. `overrides` (`key=value`, as `normlab train --set`) change the preset's base
-    config. The runs themselves are built and validated with the plan (`plan.load_study`)."""
+    config. The runs themselves are built and validated with the plan (`load.load_study`)."""
     base_extra: dict[str, Any] = {}
     axes = dict(axes or {})
     if study_file is not None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from normlab.compat import UNPINNED
 from normlab.config import stored_config
-from normlab.study.claims import CLAIMS, Claim
+from normlab.study.claims import CLAIMS
 from normlab.study.ledger import Ledger
 from normlab.study.plan import StudyPlan
 from normlab.study.records import flatten
@@ -62,7 +62,7 @@ def followup_runs(plan: StudyPlan, ledger: Ledger, ids: list[str]) -> list:
         for at in plan[claim_id].passes:
             pass_records = [dataclasses.replace(r, base=at.base) for r in records if r.seed in seeds]
             for source, overrides in claim.followups(pass_records, plan.preset):
-                run = plan.followup(source.config, {**overrides,
+                run = plan.builder.followup(source.config, {**overrides,  # built once per study
                                                     "train.init_from": str(ledger.run_dir(source.id).resolve())})
                 rid = registered.get(source_key(run.data), run.id)
                 out.setdefault(rid, run if rid == run.id else dataclasses.replace(run, id=rid))
@@ -75,26 +75,12 @@ def study_ids(plan: StudyPlan, ledger: Ledger, ids: list[str]) -> list[str]:
     return list(ids) + [r.id for r in followup_runs(plan, ledger, ids) if r.id not in known]
 
 
-def completion(plan: StudyPlan, ledger: Ledger, ids: list[str]) -> Completion:
+def completion(plan: StudyPlan, ledger: Ledger, ids: list[str], measured: bool) -> Completion:
+    """How far the study is: its runs `ids` settled, and (`measured`: `measuring.measure_claims`'s answer) every
+    claim's measurement current."""
+    failed = failed_runs(plan, ledger, ids)
     done, total = ledger.progress(set(ids))
-    measured = {c for c in plan.claims if _measures(c)} <= ledger.measured() - stale_measurements(plan, ledger)
-    return Completion(done, total, measured, failed_runs(plan, ledger, ids))
-
-
-def stale_measurements(plan: StudyPlan, ledger: Ledger) -> set[str]:
-    """Claims whose stored measurement carries another key than the claim gives now (`Claim.measure_key`)."""
-    stored = ledger.measurements()
-    out = set()
-    for claim_id in plan.claims:
-        key = CLAIMS.get(claim_id)().measure_key(plan.preset) if claim_id in stored else None
-        if key is not None and stored[claim_id].get("key") != key:
-            out.add(claim_id)
-    return out
-
-
-def _measures(claim_id: str) -> bool:
-    """Whether a claim has a non-training measurement (overrides `Claim.measure`)."""
-    return CLAIMS.get(claim_id).measure is not Claim.measure
+    return Completion(done, total, measured, failed)
 
 
 def failed_runs(plan: StudyPlan, ledger: Ledger, ids: list[str]) -> list[dict[str, Any]]:

@@ -80,6 +80,12 @@ def trained_counts(records: list) -> dict[str, int]:
     return out
 
 
+def study_counts(records: list, unfinished: dict[str, int]) -> dict[str, int]:
+    """A study's runs counted in the one meaning of each word (`trained_counts` of its judged records), and those
+    not finished (`unfinished`: pending, running, failed to run); a word no run has is left out."""
+    return {k: v for k, v in {**trained_counts(records), **unfinished}.items() if v}
+
+
 def above_line(record, line: float):
     """The record as failed to train when it completed above the trained line, saying by how much; a run whose
     config says never to judge it (`train.untrained_margin = "off"`) is left as it is."""

@@ -49,10 +49,13 @@ class WarmupC1(Claim):
         # happens depends on the lr (at small lrs neither scheme needs warmup, at large ones both may). Its own
         # level is the preset's fixed lr; every other lr is a level of its scope, judged at the same family-wise
         # level as every scope (scope.scope_verdict), so a split along lr makes it `depends on lr`
-        lrs = swept_lrs(preset, 0)
-        at = {lr: self.corrected(self.at_lr(records, preset, lr), lambda c, lr=lr: c.at_lr(records, preset, lr))
-              for lr in lrs}
-        verdict = at.get(preset.lr_fixed) or self.at_lr(records, preset, preset.lr_fixed)
+        lrs, sweep = swept_lrs(preset, 0), sweep_table(records, preset, ("pre", "post"))  # the table: once
+        # each lr judged once, the fixed one too where the sweep does not train it without warmup: every one
+        # corrected for its parts alike
+        judged = {lr: self.corrected(self.at_lr(records, preset, lr, sweep),
+                                     lambda c, lr=lr: c.at_lr(records, preset, lr, sweep))
+                  for lr in dict.fromkeys([*lrs, preset.lr_fixed])}
+        at, verdict = {lr: judged[lr] for lr in lrs}, judged[preset.lr_fixed]
         regions = {lr: region(v) for lr, v in at.items()}
         details = {**verdict.details, "regions": {f"{lr:g}": r for lr, r in regions.items()}}
         if len(at) <= 1:
@@ -64,10 +67,10 @@ class WarmupC1(Claim):
             reading=region_text(regions) + f"; at lr {preset.lr_fixed:g}: {verdict.reading}",
             summary=verdict.summary + "; along lr: " + region_text(regions))
 
-    def at_lr(self, records, preset, lr: float):
-        """C1's rule at one lr of the sweep (its verdict is at `Preset.lr_fixed`)."""
+    def at_lr(self, records, preset, lr: float, sweep: dict):
+        """C1's rule at one lr of the sweep (its verdict is at `Preset.lr_fixed`); `sweep`: the records' sweep
+        table (`sweeps.sweep_table`), which every lr's verdict carries."""
         at = dict(lr=lr, n_layer=preset.depth)
-        sweep = sweep_table(records, preset, ("pre", "post"))
         pre0, preW = group(records, scheme="pre", warmup_steps=0, **at), \
             group(records, scheme="pre", warmup_steps=preset.warmup, **at)
         post0, postW = group(records, scheme="post", warmup_steps=0, **at), \

@@ -68,9 +68,9 @@ def swept_lrs(preset, warmup: int, lrs=None) -> list[float]:
 
 def sweep_table(records, preset, schemes, warmups=None, lrs=None) -> dict[str, Any]:
     """{scheme: {warmup: {lr: group description}}} over the lr sweep at the base depth."""
+    grid = {w: swept_lrs(preset, w, lrs) for w in (warmups or (0, preset.warmup))}
     return {s: {str(w): {f"{lr:g}": group_record(group(records, scheme=s, lr=lr, warmup_steps=w, n_layer=preset.depth))
-                        for lr in swept_lrs(preset, w, lrs)} for w in (warmups or (0, preset.warmup))}
-            for s in schemes}
+                        for lr in at} for w, at in grid.items()} for s in schemes}
 
 
 OMITTED = ("Mean over seeds ± one standard deviation, of the runs that trained; a point is missing where no "
