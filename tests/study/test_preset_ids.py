@@ -13,13 +13,13 @@ from normlab.study.load import load_study
 
 # (preset, study options) -> [runs, sha256 of the sorted ids, sha256 of the sorted (id, stored config) pairs]
 PINNED = {
-    ("standard", ""): [270, "2e88ea5cea3bb569", "56a6bc73cf589ac4"],
-    ("quick", ""): [150, "56ee7b6f3a5a10e3", "f97b0bcab133d77a"],
-    ("deep", ""): [45, "753dd197e6556b51", "745765d757a93114"],
-    ("full", ""): [500, "4237d6ad02400190", "12ebe3e209a28c48"],
-    ("frontier", ""): [230, "edad9b24c72df477", "25d252232acd6c56"],
-    ("residual", ""): [60, "9a0cc17f5e1b48cb", "710d249d32fec448"],
-    ("standard", "vary=init,context,width robustness"): [1560, "8c1d9b4181ff71f8", "648159aa7ba71f0b"],
+    ("standard", ""): [270, "4b34652b64fe635e", "4da1dab22ab2718a"],
+    ("quick", ""): [150, "51de600108ef3214", "88e73978c5c8b6ab"],
+    ("deep", ""): [45, "48e48597aa89c5db", "5908c0c6dafbb1a3"],
+    ("full", ""): [500, "f2685c29fe7b65c3", "53537eb2d1db3c51"],
+    ("frontier", ""): [230, "d3e229b159f49901", "7d235817e1c87265"],
+    ("residual", ""): [60, "8619ab092aca8f23", "25ff637f3635d7ed"],
+    ("standard", "vary=init,context,width robustness"): [1560, "4e89a555787de489", "9267aac1a05b84ed"],
 }
 OPTIONS = {"": {}, "vary=init,context,width robustness": {"vary": ["init", "context", "width"], "robustness": True}}
 

@@ -100,9 +100,9 @@ def claims_choosing(knob: str) -> list[str]:
 # from there. Once held-out verdicts have been seen, a rule change moves HELD_OUT to fresh seeds (CHANGELOG.md says
 # so) and the seeds before it join the design seeds, so a published verdict is always one its rule never saw
 # (tests/study/test_seeds.py holds the presets to this; verdicts.json records the rules' fingerprint, study/rules.py).
-# (1000–1004, 2000–2004, 3000–3004, 4000–4004, 5000–5004, 6000–6004 and 7000–7004, with their rounds' seeds up to …9, were
-# seen under earlier rules: CHANGELOG.md, 2026-11-28 and 2026-11-29)
-HELD_OUT = 8000
+# (1000–1004, 2000–2004, 3000–3004, 4000–4004, 5000–5004, 6000–6004, 7000–7004 and 8000–8004, with their rounds'
+# seeds up to …9, were seen under earlier rules: CHANGELOG.md, 2026-11-28 and 2026-11-29)
+HELD_OUT = 9000
 DESIGN_SEEDS = range(0, HELD_OUT)
 HELD_OUT_SEEDS = [HELD_OUT + i for i in range(5)]
 
