@@ -78,6 +78,16 @@ def test_the_readme_lists_every_scheme_and_normalizer():
     assert set(NORMS.names()) <= named, set(NORMS.names()) - named
 
 
+def test_the_lists_written_from_the_registries_are_current():
+    """The README's normalizers and docs/schemes.md's table of them are written from the registry (`python -m
+    normlab.cli.listings`, which reads each one's parameters from a built module): a page that no longer says what
+    the registry says fails here."""
+    from normlab.cli.listings import docs_lists, written
+
+    for page, lists in docs_lists().items():
+        assert written(PAGES[page], lists, page) == PAGES[page], f"{page} is stale: run python -m normlab.cli.listings"
+
+
 def test_the_schemes_page_has_a_row_for_every_scheme_and_normalizer_and_no_other():
     rows = set(re.findall(r"^\| `([\w-]+)` \|", DOCS["schemes.md"], re.M)) - {"decoder", "encoder", "encoder-decoder"}
     assert rows == set(SCHEMES.names()) | set(NORMS.names())

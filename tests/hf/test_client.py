@@ -24,19 +24,9 @@ from normlab.hf.run import export_run  # noqa: E402
 from normlab.rundir import load_model  # noqa: E402
 from normlab.train import train  # noqa: E402
 from tests.conftest import tiny_config  # noqa: E402
+from tests.hf.layouts import ENCODERS, LAYOUTS  # noqa: E402
 
 PROMPT, NEW, STEPS = "ROMEO:", 30, 300
-ROPE = dict(norm="rmsnorm", positions="rope", bias=False)
-LAYOUTS = {  # the settings of a run each layout holds
-    "gpt2": dict(scheme="pre", norm="layernorm"),
-    "llama": dict(scheme="pre", mlp="swiglu", **ROPE),
-    "qwen3": dict(scheme="pre", mlp="swiglu", qk_norm="per_head", **ROPE),
-    "gemma2": dict(scheme="sandwich", mlp="geglu", **ROPE),
-    "bert": dict(arch="encoder", scheme="post", norm="layernorm", embed_norm=True, final_norm=False,
-                 head_transform=True, head_bias=True),
-    "xlm": dict(arch="encoder", scheme="post", norm="layernorm", embed_norm=True, final_norm=False),
-}
-ENCODERS = ("bert", "xlm")
 SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 
 
@@ -44,7 +34,7 @@ def _trained_and_exported(tmp_path, layout: str):
     """A run of `layout`'s settings and its export, which must land in that layout and name no character as a
     special token. 300 steps: greedy text then reads "The the the" (after 80 it was spaces or newlines only,
     which a generate() stopping at its first space, as with the Gemma-2 defaults, could still have matched)."""
-    cfg = tiny_config(model={**LAYOUTS[layout], "block_size": 48},
+    cfg = tiny_config(model={**LAYOUTS[layout][0], "block_size": 48},
                       train={"steps": STEPS, "lr": 1e-2, "batch_size": 16, "eval_interval": STEPS,
                              "ckpt_interval": STEPS, "untrained_margin": "off"},
                       diagnostics={"interval": "off", "layer_skip": False})

@@ -11,25 +11,18 @@ transformers = pytest.importorskip("transformers")
 from normlab.hf.convert import import_hf  # noqa: E402
 from normlab.hf.export import export_hf, layout_for  # noqa: E402
 from normlab.nn import ModelConfig, build_model  # noqa: E402
+from tests.hf.layouts import LAYOUTS  # noqa: E402
 
 TOL = 1e-4
 TINY = dict(vocab_size=71, block_size=32, n_layer=2, n_head=4, d_model=32)
-LAYOUTS = {
-    "gpt2": (dict(scheme="pre", norm="layernorm", bias=True, gelu_approximate="tanh"), "AutoModelForCausalLM"),
-    "gpt2-xiong": (dict(scheme="pre", norm="layernorm", init="xiong"), "AutoModelForCausalLM"),  # √d-scaled embedding
-    "llama": (dict(scheme="pre", norm="rmsnorm", positions="rope", mlp="swiglu", n_kv_head=2, tie_weights=False),
-              "AutoModelForCausalLM"),
-    "qwen3": (dict(scheme="pre", norm="rmsnorm", positions="rope", mlp="swiglu", qk_norm="per_head", d_head=16),
-              "AutoModelForCausalLM"),
-    "gemma2": (dict(scheme="sandwich", norm="rmsnorm", positions="rope", mlp="geglu", gelu_approximate="tanh",
-                    n_kv_head=2, d_head=16, attn_softcap=5.0, logit_softcap=3.0, attn_scale=12 ** -0.5), "AutoModelForCausalLM"),
-    "gemma2-unscaled": (dict(scheme="sandwich", norm="rmsnorm", positions="rope", mlp="geglu"), "AutoModelForCausalLM"),
-    "xlm": (dict(arch="encoder", scheme="post", norm="layernorm", embed_norm=True, bias=True), "AutoModelForMaskedLM"),
-    "xlm-head-bias": (dict(arch="encoder", scheme="post", norm="layernorm", embed_norm=True, bias=True, head_bias=True),
-                      "AutoModelForMaskedLM"),
-    "bert": (dict(arch="encoder", scheme="post", norm="layernorm", embed_norm=True, bias=True,
-                  head_transform=True, head_bias=True), "AutoModelForMaskedLM"),
-}
+# each layout (tests/hf/layouts.py), and variants of three: Xiong's √d-scaled embedding, Gemma-2 at its default
+# attention scale, XLM's head with a bias
+LAYOUTS = {**LAYOUTS,
+           "gpt2-xiong": (dict(scheme="pre", norm="layernorm", init="xiong"), "AutoModelForCausalLM"),
+           "gemma2-unscaled": (dict(scheme="sandwich", norm="rmsnorm", positions="rope", mlp="geglu"),
+                               "AutoModelForCausalLM"),
+           "xlm-head-bias": (dict(arch="encoder", scheme="post", norm="layernorm", embed_norm=True, bias=True,
+                                  head_bias=True), "AutoModelForMaskedLM")}
 
 
 def _model(settings):

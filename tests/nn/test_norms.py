@@ -41,6 +41,8 @@ float64 input is computed in float64 (statistics are computed in *at least* fp32
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from typing import Callable
 
 import pytest
 import torch
@@ -49,17 +51,69 @@ from torch.func import functional_call
 from normlab.nn.norms import DYT_LLAMA_ALPHA0, NORMS, dyt_llama_alpha0, make_norm
 from normlab.registry import UnknownNameError
 
-NAMES = ["layernorm", "rmsnorm", "scalenorm", "dyt", "derf", "seednorm", "l2", "none"]
-WITH_BIAS = ["layernorm", "rmsnorm", "dyt", "derf"]  # normalizers that accept bias=True
-# the parameters each normalizer has without a bias (bias=True adds "bias")
-PARAMS = {"layernorm": {"weight"}, "rmsnorm": {"weight"}, "scalenorm": {"g"}, "dyt": {"weight", "alpha"},
-          "derf": {"weight", "alpha", "shift"}, "seednorm": {"weight", "alpha", "beta"}, "l2": set(), "none": set()}
-# what stays learnable with affine=False: the squashing's α (and Derf's s), SeeDNorm's self-rescaling α, β
-NOT_AFFINE = {"dyt": {"alpha"}, "derf": {"alpha", "shift"}, "seednorm": {"alpha", "beta"}}
 SHAPES = [(4, 8), (2, 3, 16), (1, 5, 768)]
 LOW = [torch.bfloat16, torch.float16]
 EPS = 1e-5
 FP32_TOL = dict(rtol=1e-5, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- the normalizers, one entry each
+
+
+def _layernorm(x, p, eps):
+    mu = x.mean(-1, keepdim=True)
+    return (x - mu) / torch.sqrt(((x - mu) ** 2).mean(-1, keepdim=True) + eps)  # biased variance
+
+
+def _seednorm(x, p, eps):  # Cai et al. 2025: [σ(x·βᵀ)·α + γ] ⊙ x / RMS(x), σ = tanh, no bias
+    return seednorm_formula(x, p["alpha"], p["beta"], p.get("weight", 1), eps)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One normalizer as these tests know it, written independently of normlab: its formula in fp64 (`formula(x,
+    params, eps)`, before γ and β where `gain` says the class applies them after it), its parameters without a bias,
+    whether it takes a bias, what stays learnable with `affine = false`, and how to set a parameter no other
+    normalizer has to a random, non-trivial value (`values`: name → (shape, generator, d) → tensor)."""
+
+    formula: Callable
+    params: frozenset[str]
+    bias: bool = False
+    not_affine: frozenset[str] = frozenset()
+    gain: bool = True
+    values: dict[str, Callable] = field(default_factory=dict)
+
+
+CASES = {  # the one list of normalizers (test_schemes and test_cli read its names)
+    "layernorm": Case(_layernorm, frozenset({"weight"}), bias=True),
+    "rmsnorm": Case(lambda x, p, eps: x / torch.sqrt((x**2).mean(-1, keepdim=True) + eps), frozenset({"weight"}),
+                    bias=True),
+    "scalenorm": Case(lambda x, p, eps: p["g"] * x / torch.sqrt((x**2).sum(-1, keepdim=True) + eps),
+                      frozenset({"g"}), gain=False,
+                      values={"g": lambda shape, gen, d: torch.full(shape, math.sqrt(d) * (
+                          0.5 + torch.rand((), generator=gen).item()))}),
+    "dyt": Case(lambda x, p, eps: torch.tanh(p["alpha"] * x), frozenset({"weight", "alpha"}), bias=True,
+                not_affine=frozenset({"alpha"})),
+    # Chen et al. 2025, Eq. 10: γ·erf(αx + s) + β
+    "derf": Case(lambda x, p, eps: torch.erf(p["alpha"] * x + p["shift"]), frozenset({"weight", "alpha", "shift"}),
+                 bias=True, not_affine=frozenset({"alpha", "shift"}),
+                 values={"shift": lambda shape, gen, d: torch.full(shape,
+                                                                   0.3 * torch.randn((), generator=gen).item())}),
+    "seednorm": Case(_seednorm, frozenset({"weight", "alpha", "beta"}), not_affine=frozenset({"alpha", "beta"}),
+                     gain=False,  # x·β of order one for x of order one
+                     values={"beta": lambda shape, gen, d: torch.randn(shape, generator=gen) / math.sqrt(d)}),
+    # nGPT's Norm: x / ‖x‖₂, the norm floored at ε
+    "l2": Case(lambda x, p, eps: x / torch.clamp(torch.sqrt((x**2).sum(-1, keepdim=True)), min=eps), frozenset(),
+               gain=False),
+    "none": Case(lambda x, p, eps: x, frozenset(), gain=False),
+}
+NAMES = list(CASES)
+WITH_BIAS = [n for n, c in CASES.items() if c.bias]  # normalizers that accept bias=True
+# the values any normalizer's common parameters are set to (`build`): γ near 1, β near 0, α (a scalar, or per
+# channel as SeeDNorm's) away from 0
+VALUES = {"weight": lambda shape, gen, d: 1 + 0.5 * torch.randn(shape, generator=gen),
+          "bias": lambda shape, gen, d: 0.5 * torch.randn(shape, generator=gen),
+          "alpha": lambda shape, gen, d: 0.3 + torch.rand(shape, generator=gen)}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -67,32 +121,12 @@ FP32_TOL = dict(rtol=1e-5, atol=1e-5)
 
 def reference(name: str, x: torch.Tensor, params: dict[str, torch.Tensor], eps: float = EPS):
     """The formulas, in float64, written independently of normlab. `params` are fp64."""
-    x = x.double()
-    w, b = params.get("weight"), params.get("bias")
-    if name == "layernorm":
-        mu = x.mean(-1, keepdim=True)
-        var = ((x - mu) ** 2).mean(-1, keepdim=True)  # biased variance
-        y = (x - mu) / torch.sqrt(var + eps)
-    elif name == "rmsnorm":
-        y = x / torch.sqrt((x**2).mean(-1, keepdim=True) + eps)
-    elif name == "scalenorm":
-        return params["g"] * x / torch.sqrt((x**2).sum(-1, keepdim=True) + eps)
-    elif name == "dyt":
-        y = torch.tanh(params["alpha"] * x)
-    elif name == "derf":  # Chen et al. 2025, Eq. 10: γ·erf(αx + s) + β
-        y = torch.erf(params["alpha"] * x + params["shift"])
-    elif name == "seednorm":  # Cai et al. 2025: [σ(x·βᵀ)·α + γ] ⊙ x / RMS(x), σ = tanh, no bias
-        return seednorm_formula(x, params["alpha"], params["beta"], 1 if w is None else w, eps)
-    elif name == "l2":  # nGPT's Norm: x / ‖x‖₂, the norm floored at ε
-        return x / torch.clamp(torch.sqrt((x**2).sum(-1, keepdim=True)), min=eps)
-    elif name == "none":
-        return x
-    else:
-        raise AssertionError(name)
-    if w is not None:
-        y = y * w
-    if b is not None:
-        y = y + b
+    case, x = CASES[name], x.double()
+    y = case.formula(x, params, eps)
+    if case.gain and params.get("weight") is not None:
+        y = y * params["weight"]
+    if case.gain and params.get("bias") is not None:
+        y = y + params["bias"]
     return y
 
 
@@ -109,23 +143,11 @@ def build(name: str, d: int, *, bias: bool = False, affine: bool = True, seed: i
           eps: float = EPS):
     """A normalizer whose parameters are set to random, non-trivial values."""
     m = make_norm(name, d, eps=eps, affine=affine, bias=bias)
-    gen = torch.Generator().manual_seed(seed)
+    gen, values = torch.Generator().manual_seed(seed), {**VALUES, **CASES[name].values}
     with torch.no_grad():
         for pname, p in m.named_parameters():
-            if pname == "weight":
-                p.copy_(1 + 0.5 * torch.randn(p.shape, generator=gen))
-            elif pname == "bias":
-                p.copy_(0.5 * torch.randn(p.shape, generator=gen))
-            elif pname == "alpha":  # a scalar (dyt, derf) or per channel (seednorm)
-                p.copy_(0.3 + torch.rand(p.shape, generator=gen))
-            elif pname == "shift":
-                p.fill_(0.3 * torch.randn((), generator=gen).item())
-            elif pname == "beta":  # x·β of order one for x of order one
-                p.copy_(torch.randn(p.shape, generator=gen) / math.sqrt(d))
-            elif pname == "g":
-                p.fill_(math.sqrt(d) * (0.5 + torch.rand((), generator=gen).item()))
-            else:
-                raise AssertionError(f"unexpected parameter {pname}")
+            assert pname in values, f"unexpected parameter {pname}: give its value in CASES[{name!r}].values"
+            p.copy_(values[pname](p.shape, gen, d))
     return m
 
 
@@ -190,7 +212,7 @@ def test_matches_fp64_reference(name, shape, bias, dtype):
             tol = dict(rtol=1e-5, atol=1e-6 * pr[pname].grad.abs().max().item())
         torch.testing.assert_close(p.grad.double(), pr[pname].grad, **tol, msg=pname)
     # the set of parameters is exactly the one the formula uses
-    assert set(params) == PARAMS[name] | ({"bias"} if bias else set())
+    assert set(params) == CASES[name].params | ({"bias"} if bias else set())
 
 
 @pytest.mark.parametrize("eps", [1e-5, 1e-2])
@@ -383,7 +405,7 @@ def test_affine_false_has_no_elementwise_parameters(name):
     params = dict(m.named_parameters())
     # DyT's α (Derf's α, s) belongs to the squashing, not to the affine γ·(.)+β, and SeeDNorm's α, β are its
     # self-rescaling: they stay learnable
-    assert set(params) == NOT_AFFINE.get(name, set())
+    assert set(params) == CASES[name].not_affine
     assert getattr(m, "weight", None) is None and getattr(m, "bias", None) is None
     x = 3 * randn(5, 12) + 1
     torch.testing.assert_close(m(x).double(), reference(name, x, fp64_state(m)).detach(), **FP32_TOL)

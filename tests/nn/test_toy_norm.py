@@ -149,28 +149,30 @@ def test_it_trains_and_check_and_schemes_know_it(toy, tmp_path, one_torch_thread
 
 
 def test_the_tests_that_pin_the_normalizers_ask_for_its_name_and_nothing_else(toy, monkeypatch):
-    """The registry's names (test_norms' list, which test_schemes and test_cli read), the README's list and count
-    and docs/schemes.md's table and count fail with the toy registered; each passes once it names the toy, with no
-    other edit."""
-    n, counts = len(NORMS), docs.test_counts_of_schemes_normalizers_and_claims_are_the_registries
+    """The registry's names (test_norms' CASES, whose names test_schemes and test_cli read), the README's list and
+    count and docs/schemes.md's table and count fail with the toy registered; each passes once test_norms names the
+    toy and `python -m normlab.cli.listings` has written the README and docs/schemes.md again, with no other edit."""
+    from normlab.cli.listings import docs_lists, written
+
+    counts = docs.test_counts_of_schemes_normalizers_and_claims_are_the_registries
     named = [test_norms.test_registry_names, test_schemes.test_registries_hold_exactly_the_documented_names,
              docs.test_the_readme_lists_every_scheme_and_normalizer,
+             docs.test_the_lists_written_from_the_registries_are_current,
              docs.test_the_schemes_page_has_a_row_for_every_scheme_and_normalizer_and_no_other,
              partial(counts, "README.md"), partial(counts, "docs/schemes.md"),
              test_cli.test_schemes_json_lists_every_scheme_and_normalizer_in_registration_order]
     for check in named:
         with pytest.raises(AssertionError):
             check()
-    row = f"\n| `{toy}` | {Softsign.formula} | `norm_options.alpha_init` (1) |\n"
-    readme = docs.README.replace("## Models\n", f"## Models\n\n`{toy}`\n", 1)
-    readme, table = (text.replace(f"{n - 1} normalizers", f"{n} normalizers")
-                     for text in (readme, docs.DOCS["schemes.md"] + row))
-    monkeypatch.setattr(test_norms, "NAMES", test_norms.NAMES + [toy])
+    rows = {page: written(docs.PAGES[page], lists, page) for page, lists in docs_lists().items()}  # as it writes them
+    assert f"| `{toy}` | {Softsign.formula} (none (a test)) | `weight`, `bias` (`norm_bias`), `alpha` | `alpha` " \
+           "| `norm_options.alpha_init` (1) |" in rows["docs/schemes.md"]
+    monkeypatch.setattr(test_norms, "NAMES", test_norms.NAMES + [toy])  # its entry in CASES, by name
     monkeypatch.setattr(test_schemes, "ALL_NORMS", test_norms.NAMES)  # bound to NAMES when the module loads
-    monkeypatch.setattr(docs, "README", readme)
-    monkeypatch.setitem(docs.DOCS, "schemes.md", table)
-    monkeypatch.setitem(docs.PAGES, "README.md", readme)
-    monkeypatch.setitem(docs.PAGES, "docs/schemes.md", table)
+    monkeypatch.setattr(docs, "README", rows["README.md"])
+    monkeypatch.setitem(docs.DOCS, "schemes.md", rows["docs/schemes.md"])
+    monkeypatch.setitem(docs.PAGES, "README.md", rows["README.md"])
+    monkeypatch.setitem(docs.PAGES, "docs/schemes.md", rows["docs/schemes.md"])
     for check in named:
         check()
 
