@@ -1,6 +1,6 @@
-"""A study's next step, chosen from its ledger once its runs are settled: the runs its claims start from trained ones,
-else a seed round's, else its judgement (`next_runs`). The runner (runner.py) trains what this chooses and asks
-again; nothing here trains.
+"""A study's next step, chosen from its ledger once its runs are settled (`next_runs`): its claims measured
+(measuring.py), then the runs its claims start from trained ones, else a seed round's, else its judgement. The
+runner (runner.py) trains what this chooses and asks again; nothing here trains.
 """
 from __future__ import annotations
 

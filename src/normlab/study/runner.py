@@ -1,6 +1,6 @@
-"""Run a study: plan its runs, train them (workers.py), measure (measuring.py), and plan its follow-ups and seed rounds
-(judging the claims on a schedule of looks, judge.py), until nothing is added. The study's last judgement is what its
-report renders (publish.py); `normlab report` judges the ledger afresh.
+"""Run a study: train its plan's runs (workers.py), then take its next step (rounds.py: measure, then the follow-ups
+and seed rounds its claims ask for, judging them on a schedule of looks), until nothing is added. The study's last
+judgement is what its report renders (publish.py); `normlab report` judges the ledger afresh.
 
 A study is final only once every run is settled (completed, diverged, or failed MAX_ATTEMPTS times) and every claim
 measured; until then (another process still training here, say) its verdicts and report are partial and say so
